@@ -1,0 +1,282 @@
+//! The `clat` command line: `trust`, `tools`, `call`. It is a thin front-end on
+//! the library — mount a trusted project, list the registry, run one tool call
+//! as one run through the whole pipeline — with stable `--json` shapes (see the
+//! README) and documented exit codes.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+use serde_json::{Value, json};
+
+use crate::asker::{HeadlessAsker, TerminalAsker, UserAsker};
+use crate::contract::PermissionMode;
+use crate::contract::json::tool_output_to_json;
+use crate::native::process::SandboxPolicy;
+use crate::permissions::{Approver, HeadlessApprover, TerminalApprover};
+use crate::registry::CallError;
+use crate::run::{EventSink, JsonLinesSink, NullSink, RunContext};
+use crate::scope::{ProjectScope, ScopeError, ScopeOptions};
+use crate::trust::{ClatHome, TrustError, TrustStore};
+
+/// Exit codes (documented in the README).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Exit {
+    /// Success.
+    Ok = 0,
+    /// The tool ran and returned `isError`.
+    ToolError = 1,
+    /// Usage or configuration error (bad arguments, unknown tool, unwritable home, malformed files).
+    Usage = 2,
+    /// The project is not trusted.
+    Untrusted = 3,
+    /// The permission pipeline denied the call.
+    Denied = 4,
+    /// Internal error (a tool's implementation failed).
+    Internal = 5,
+    /// The call timed out or was cancelled.
+    Interrupted = 6,
+}
+
+impl From<Exit> for ExitCode {
+    fn from(e: Exit) -> Self {
+        ExitCode::from(e as u8)
+    }
+}
+
+#[derive(Parser, Debug)]
+#[command(name = "clat", version, about = "CLAT extension platform: tools, plugins and MCP servers in one registry")]
+pub struct Cli {
+    /// CLAT's home directory (default: $CLAT_HOME, else ~/.clat).
+    #[arg(long, global = true, value_name = "DIR")]
+    home: Option<PathBuf>,
+    /// The project directory (default: the current directory).
+    #[arg(long, global = true, value_name = "DIR")]
+    project: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Record trust for a project root (default: --project, else the current directory).
+    Trust {
+        /// The project directory to trust.
+        dir: Option<PathBuf>,
+    },
+    /// List the registry: name, source, effect, description, input schema.
+    Tools {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run one tool call as one run, through the whole pipeline.
+    Call {
+        /// The registered tool name.
+        tool: String,
+        /// The arguments as a JSON object (default: {}).
+        args_json: Option<String>,
+        /// Permission mode: read-only, ask, auto-edit, full-access.
+        #[arg(long, default_value = "ask")]
+        mode: String,
+        /// Print the result (or error) as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Print run events as JSON lines on stderr.
+        #[arg(long)]
+        events: bool,
+        /// Sandbox policy for commands: none, restrict-writes.
+        #[arg(long, default_value = "none")]
+        sandbox: String,
+    },
+}
+
+/// A failure with its exit code and an error kind for `--json`.
+struct Failure {
+    exit: Exit,
+    kind: &'static str,
+    message: String,
+}
+
+impl Failure {
+    fn new(exit: Exit, kind: &'static str, message: impl Into<String>) -> Self {
+        Failure { exit, kind, message: message.into() }
+    }
+}
+
+impl From<TrustError> for Failure {
+    fn from(e: TrustError) -> Self {
+        Failure::new(Exit::Usage, "configuration", e.to_string())
+    }
+}
+
+impl From<ScopeError> for Failure {
+    fn from(e: ScopeError) -> Self {
+        match e {
+            ScopeError::Untrusted { .. } => Failure::new(Exit::Untrusted, "untrusted", e.to_string()),
+            ScopeError::Trust(t) => t.into(),
+            ScopeError::Project { .. } => Failure::new(Exit::Usage, "configuration", e.to_string()),
+            ScopeError::Registration(_) => Failure::new(Exit::Internal, "internal", e.to_string()),
+        }
+    }
+}
+
+impl From<CallError> for Failure {
+    fn from(e: CallError) -> Self {
+        let (exit, kind) = match &e {
+            CallError::UnknownTool(_) => (Exit::Usage, "unknown_tool"),
+            CallError::InvalidArguments { .. } => (Exit::Usage, "invalid_arguments"),
+            CallError::Denied { .. } => (Exit::Denied, "denied"),
+            CallError::Cancelled { .. } => (Exit::Interrupted, "cancelled"),
+            CallError::TimedOut { .. } => (Exit::Interrupted, "timed_out"),
+            CallError::Failed { .. } => (Exit::Internal, "failed"),
+        };
+        Failure::new(exit, kind, e.to_string())
+    }
+}
+
+/// Run the CLI with the process's arguments.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("CLAT_LOG").unwrap_or_else(|_| "warn".into()))
+        .try_init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("clat: error: cannot start the async runtime: {e}");
+            return Exit::Internal.into();
+        }
+    };
+    let json_errors = matches!(cli.command, Command::Tools { json: true } | Command::Call { json: true, .. });
+    match runtime.block_on(dispatch(cli)) {
+        Ok(exit) => exit.into(),
+        Err(f) => {
+            if json_errors {
+                println!("{}", json!({ "error": { "kind": f.kind, "message": f.message }, "exit_code": f.exit as u8 }));
+            } else {
+                eprintln!("clat: error: {}", f.message);
+            }
+            f.exit.into()
+        }
+    }
+}
+
+fn project_dir(cli_project: Option<PathBuf>) -> Result<PathBuf, Failure> {
+    match cli_project {
+        Some(p) => Ok(p),
+        None => std::env::current_dir()
+            .map_err(|e| Failure::new(Exit::Usage, "configuration", format!("cannot read the current directory: {e}"))),
+    }
+}
+
+async fn dispatch(cli: Cli) -> Result<Exit, Failure> {
+    let home = ClatHome::resolve(cli.home.as_deref())?;
+    match cli.command {
+        Command::Trust { dir } => {
+            let dir = match dir {
+                Some(d) => d,
+                None => project_dir(cli.project)?,
+            };
+            let root = TrustStore::new(&home).trust(&dir)?;
+            println!("trusted {}", root.display());
+            Ok(Exit::Ok)
+        }
+        Command::Tools { json } => {
+            let scope = ProjectScope::mount(&home, &project_dir(cli.project)?, ScopeOptions::default())?;
+            scope.registry().freeze();
+            print_tools(&scope, json);
+            Ok(Exit::Ok)
+        }
+        Command::Call { tool, args_json, mode, json, events, sandbox } => {
+            let mode: PermissionMode = mode.parse().map_err(|e: String| Failure::new(Exit::Usage, "usage", e))?;
+            let sandbox: SandboxPolicy = sandbox.parse().map_err(|e: String| Failure::new(Exit::Usage, "usage", e))?;
+            let arguments = parse_arguments(args_json.as_deref())?;
+            let scope = ProjectScope::mount(&home, &project_dir(cli.project)?, ScopeOptions { sandbox })?;
+            call(&scope, &tool, arguments, mode, json, events).await
+        }
+    }
+}
+
+/// Parse `ARGS_JSON`: valid JSON, and an object.
+fn parse_arguments(text: Option<&str>) -> Result<Value, Failure> {
+    let Some(text) = text else { return Ok(json!({})) };
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        Failure::new(
+            Exit::Usage,
+            "invalid_arguments",
+            format!("ARGS_JSON is not valid JSON (line {}, column {}): {e}", e.line(), e.column()),
+        )
+    })?;
+    if !value.is_object() {
+        return Err(Failure::new(
+            Exit::Usage,
+            "invalid_arguments",
+            "ARGS_JSON must be a JSON object, e.g. '{\"path\": \"README.md\"}'",
+        ));
+    }
+    Ok(value)
+}
+
+fn print_tools(scope: &ProjectScope, json: bool) {
+    let tools = scope.registry().list();
+    let mut out = std::io::stdout().lock();
+    if json {
+        let _ = writeln!(out, "{}", json!({ "tools": tools }));
+        return;
+    }
+    let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
+    let _ = writeln!(out, "{:width$}  {:13}  {:20}  DESCRIPTION", "NAME", "EFFECT", "SOURCE");
+    for t in &tools {
+        let _ =
+            writeln!(out, "{:width$}  {:13}  {:20}  {}", t.name, t.effect.as_str(), t.source.label(), t.description);
+    }
+}
+
+async fn call(
+    scope: &ProjectScope,
+    tool: &str,
+    arguments: Value,
+    mode: PermissionMode,
+    json: bool,
+    events: bool,
+) -> Result<Exit, Failure> {
+    let interactive = TerminalApprover::available();
+    let approver: Arc<dyn Approver> =
+        if interactive { Arc::new(TerminalApprover::default()) } else { Arc::new(HeadlessApprover) };
+    let asker: Arc<dyn UserAsker> =
+        if interactive { Arc::new(TerminalAsker::terminal()) } else { Arc::new(HeadlessAsker) };
+    let sink: Arc<dyn EventSink> =
+        if events { Arc::new(JsonLinesSink::new(std::io::stderr())) } else { Arc::new(NullSink) };
+    let run = scope.start_run(RunContext::builder().mode(mode).approver(approver).asker(asker).events(sink));
+    let interrupt = {
+        let run = run.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                run.cancel();
+            }
+        })
+    };
+    let result = scope.registry().call(tool, arguments, &run).await;
+    interrupt.abort();
+    run.finish();
+    let output = result?;
+    if json {
+        let mut v = tool_output_to_json(&output);
+        v["tool"] = json!(tool);
+        v["runId"] = json!(run.run_id());
+        println!("{v}");
+    } else {
+        let text = output.joined_text();
+        if output.is_error {
+            eprintln!("{text}");
+        } else {
+            println!("{text}");
+        }
+    }
+    Ok(if output.is_error { Exit::ToolError } else { Exit::Ok })
+}

@@ -1,0 +1,20 @@
+//! `clat-host`: the CLAT extension platform's host. It owns the one contract
+//! (`contract`, generated from `wit/`), the one registry and permission
+//! pipeline, runs (cancel, deadline, events, sampling budget), CLAT's native
+//! tools with the project path fence and process service, project trust and
+//! scope, and the `clat` command line. The WASM runtime and the MCP adapter
+//! plug into these without restating any rule.
+
+pub mod asker;
+pub mod budget;
+pub mod cli;
+pub mod contract;
+pub mod effects;
+pub mod limits;
+pub mod names;
+pub mod native;
+pub mod permissions;
+pub mod registry;
+pub mod run;
+pub mod scope;
+pub mod trust;

@@ -1,0 +1,86 @@
+//! Every limit of the spec's "Resource limits" table, plus CLAT's own bounds,
+//! as named constants. Each is enforced in exactly one place; `docs/architecture.md`
+//! says where. Limits that belong to adapters not built yet (stdio frames,
+//! handshakes, listing) are declared here already so that the table has one home.
+
+use std::time::Duration;
+
+/// One stdio frame (one JSON-RPC message per line).
+pub const STDIO_FRAME_MAX_BYTES: usize = 4 * 1024 * 1024;
+/// Legacy `initialize` / `notifications/initialized` handshake.
+pub const LEGACY_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Modern `server/discover` probe, then a fresh legacy fallback.
+pub const MODERN_PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+/// One `tools/list` page.
+pub const TOOLS_LIST_PAGE_TIMEOUT: Duration = Duration::from_secs(30);
+/// `tools/list` pages per server.
+pub const TOOLS_LIST_MAX_PAGES: usize = 32;
+/// Tools registered per server (the rest are dropped and reported).
+pub const TOOLS_PER_SERVER_MAX: usize = 512;
+/// Marked DSH prompts per server.
+pub const DSH_PROMPTS_PER_SERVER_MAX: usize = 128;
+/// One resolved DSH system prompt.
+pub const DSH_PROMPT_MAX_BYTES: usize = 256 * 1024;
+/// One tool call (any source) before it times out.
+pub const TOOL_CALL_TIMEOUT: Duration = Duration::from_secs(120);
+/// One extension step of a tools/call deadline while a host request is pending.
+pub const HOST_REQUEST_EXTENSION_STEP: Duration = Duration::from_secs(60);
+/// Total extension of one tools/call deadline by host requests.
+pub const HOST_REQUEST_EXTENSION_MAX: Duration = Duration::from_secs(10 * 60);
+/// One tool result (all content, structured part included), in bytes of JSON.
+pub const TOOL_RESULT_MAX_BYTES: usize = 1024 * 1024;
+/// Inbound server-request queue per connection.
+pub const INBOUND_REQUEST_QUEUE: usize = 16;
+/// Messages in one sampling request.
+pub const SAMPLING_MAX_MESSAGES: usize = 32;
+/// Output tokens one sampling request may ask for.
+pub const SAMPLING_MAX_OUTPUT_TOKENS: u32 = 8_192;
+/// Characters across system prompt and messages of one sampling request.
+pub const SAMPLING_MAX_OUTBOUND_CHARS: usize = 262_144;
+/// Extension-sampling requests per run, shared by MCP, WASM and DSH.
+pub const SAMPLING_REQUESTS_PER_RUN: u32 = 64;
+/// Approximate token spend per run, shared by every source.
+pub const SAMPLING_TOKENS_PER_RUN: u64 = 1_000_000;
+/// Fields in one elicitation form.
+pub const ELICITATION_MAX_FIELDS: usize = 16;
+/// Choices in one elicitation enum field.
+pub const ELICITATION_MAX_CHOICES: usize = 16;
+/// Re-asks of an invalid number before the form fails.
+pub const ELICITATION_NUMBER_RETRIES: usize = 2;
+/// The first run waits this long for the initial extension surface before the registry freezes.
+pub const INITIAL_SURFACE_WAIT: Duration = Duration::from_secs(20);
+/// Lines of subprocess / guest stderr kept for diagnostics.
+pub const STDERR_TAIL_LINES: usize = 20;
+
+// CLAT's own bounds (not in the spec table, but every surface is bounded).
+
+/// Registered tool names, as most model APIs accept them.
+pub const TOOL_NAME_MAX_CHARS: usize = 64;
+/// Hex digits of the stable hash suffix of a shortened tool name.
+pub const TOOL_NAME_HASH_HEX: usize = 10;
+/// Bytes of file text `read_file` returns in one call.
+pub const READ_FILE_MAX_BYTES: usize = 256 * 1024;
+/// Entries `list_files` returns at most (the default is lower).
+pub const LIST_FILES_MAX_ENTRIES: usize = 5_000;
+/// Default entries `list_files` returns.
+pub const LIST_FILES_DEFAULT_ENTRIES: usize = 1_000;
+/// Matches `search` returns at most (the default is lower).
+pub const SEARCH_MAX_RESULTS: usize = 1_000;
+/// Default matches `search` returns.
+pub const SEARCH_DEFAULT_RESULTS: usize = 200;
+/// Files larger than this are skipped by `search`.
+pub const SEARCH_MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+/// Characters of one matching line `search` shows.
+pub const SEARCH_MAX_LINE_CHARS: usize = 400;
+/// Bytes `write_file` / `edit_file` accept for one file's new content.
+pub const WRITE_FILE_MAX_BYTES: usize = 8 * 1024 * 1024;
+/// Bytes of stdout and of stderr `run_command` keeps (the rest is drained and counted).
+pub const COMMAND_OUTPUT_MAX_BYTES: usize = 64 * 1024;
+/// Default `run_command` timeout when the call does not ask for one.
+pub const COMMAND_DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a terminated process group gets to exit after SIGTERM before SIGKILL.
+pub const PROCESS_KILL_GRACE: Duration = Duration::from_millis(500);
+/// Characters of one string field in a context snapshot.
+pub const SNAPSHOT_MAX_STRING_CHARS: usize = 4_096;
+/// Bytes of a tool call's arguments accepted by the pipeline.
+pub const TOOL_ARGUMENTS_MAX_BYTES: usize = 4 * 1024 * 1024;

@@ -1,0 +1,53 @@
+//! Registered names of external tools: `mcp_{server}_{tool}` and
+//! `wasm_{plugin}_{tool}`. Each segment is normalized to ASCII letters, digits
+//! and `_`; a name over 64 characters is cut and given a stable hash suffix
+//! (SHA-256 of the original, un-normalized segments), so the same input gives
+//! the same name on every run and machine.
+
+use sha2::{Digest, Sha256};
+
+use crate::limits::{TOOL_NAME_HASH_HEX, TOOL_NAME_MAX_CHARS};
+
+/// The two kinds of external tool source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ExternalKind {
+    Mcp,
+    Wasm,
+}
+
+impl ExternalKind {
+    /// The name prefix (`mcp` / `wasm`).
+    pub fn prefix(self) -> &'static str {
+        match self {
+            ExternalKind::Mcp => "mcp",
+            ExternalKind::Wasm => "wasm",
+        }
+    }
+}
+
+/// Replace every character that is not an ASCII letter, digit or `_` with `_`.
+/// An empty segment becomes `_` so that the name keeps its three parts.
+pub fn normalize_segment(segment: &str) -> String {
+    if segment.is_empty() {
+        return "_".to_string();
+    }
+    segment.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect()
+}
+
+/// The registered name of an external tool.
+pub fn external_tool_name(kind: ExternalKind, owner: &str, tool: &str) -> String {
+    let full = format!("{}_{}_{}", kind.prefix(), normalize_segment(owner), normalize_segment(tool));
+    if full.len() <= TOOL_NAME_MAX_CHARS {
+        return full;
+    }
+    let mut hasher = Sha256::new();
+    // Separate the parts with NUL so ("a", "b_c") and ("a_b", "c") differ.
+    for part in [kind.prefix(), owner, tool] {
+        hasher.update(part.as_bytes());
+        hasher.update([0u8]);
+    }
+    let digest: String = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    let keep = TOOL_NAME_MAX_CHARS - TOOL_NAME_HASH_HEX - 1;
+    // `full` is ASCII after normalization, so byte slicing is safe.
+    format!("{}_{}", &full[..keep], &digest[..TOOL_NAME_HASH_HEX])
+}

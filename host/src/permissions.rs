@@ -1,0 +1,165 @@
+//! The permission pipeline: the mode table (mode × effect → allow / ask / deny),
+//! the `Approver` port that answers "ask", and its two implementations — an
+//! interactive terminal prompt and a headless one that denies with a message
+//! saying how to allow. Every tool call of every source, and every host-tool
+//! call a plugin makes, passes `decide`; the decision is emitted as a run event
+//! by the caller (`Registry::call`).
+
+use std::io::{BufRead, IsTerminal, Write};
+
+use async_trait::async_trait;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::contract::{Effect, PermissionMode};
+
+/// What the mode table says for one (mode, effect).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rule {
+    /// Run without asking.
+    Allow,
+    /// Ask the approver.
+    Ask,
+    /// Refuse without asking.
+    Deny,
+}
+
+/// The mode table (ARCHITECTURE §4):
+///
+/// | effect \ mode | read-only | ask | auto-edit | full-access |
+/// |---|---|---|---|---|
+/// | Read | allow | allow | allow | allow |
+/// | ExternalRead | allow | allow | allow | allow |
+/// | Network | ask | ask | ask | allow |
+/// | Write | deny | ask | allow | allow |
+/// | Destructive | deny | ask | ask | allow |
+pub fn rule_for(mode: PermissionMode, effect: Effect) -> Rule {
+    use Effect as E;
+    use PermissionMode as M;
+    match (mode, effect) {
+        (_, E::Read | E::ExternalRead) => Rule::Allow,
+        (M::FullAccess, _) => Rule::Allow,
+        (M::ReadOnly, E::Write | E::Destructive) => Rule::Deny,
+        (M::AutoEdit, E::Write) => Rule::Allow,
+        (_, E::Network | E::Write | E::Destructive) => Rule::Ask,
+    }
+}
+
+/// Everything a person needs to decide: the tool, where it comes from, its
+/// effect and the complete arguments (never a shortened preview).
+#[derive(Debug, Clone, Serialize)]
+pub struct ApprovalRequest {
+    /// The registered tool name.
+    pub tool: String,
+    /// Where the tool comes from (`native`, `mcp:server/tool`, `wasm:plugin/tool`).
+    pub source: String,
+    /// The tool's effect.
+    pub effect: Effect,
+    /// The complete arguments.
+    pub arguments: Value,
+    /// The run's mode.
+    pub mode: PermissionMode,
+}
+
+/// How an approver answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Approval {
+    /// Go ahead.
+    Approved,
+    /// Refused, with the reason shown to the caller.
+    Denied(String),
+}
+
+/// The port that answers `Rule::Ask`.
+#[async_trait]
+pub trait Approver: Send + Sync {
+    /// Decide one request.
+    async fn approve(&self, request: &ApprovalRequest) -> Approval;
+}
+
+/// How to allow a call that was denied; shown by every denial.
+pub fn how_to_allow(effect: Effect) -> String {
+    let mode = match effect {
+        Effect::Write => "auto-edit or full-access",
+        _ => "full-access",
+    };
+    format!("run with --mode {mode} to allow {effect} tools without a prompt, or run interactively to approve it")
+}
+
+/// Headless runs: every `ask` is denied with a message that says how to allow.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct HeadlessApprover;
+
+#[async_trait]
+impl Approver for HeadlessApprover {
+    async fn approve(&self, request: &ApprovalRequest) -> Approval {
+        Approval::Denied(format!(
+            "{} ({}) needs approval in mode {} and there is no interactive terminal; {}",
+            request.tool,
+            request.effect,
+            request.mode,
+            how_to_allow(request.effect)
+        ))
+    }
+}
+
+/// Approves or denies everything (tests, benchmarks, embedding hosts with their own policy).
+#[derive(Debug, Clone)]
+pub struct FixedApprover(pub Approval);
+
+#[async_trait]
+impl Approver for FixedApprover {
+    async fn approve(&self, _request: &ApprovalRequest) -> Approval {
+        self.0.clone()
+    }
+}
+
+/// Interactive approval on the terminal: prints the tool, source, effect and the
+/// complete arguments on stderr and reads `y`/`n` from stdin. Anything but
+/// `y`/`yes` (including end of input) denies.
+#[derive(Debug, Default)]
+pub struct TerminalApprover {
+    /// One prompt at a time, even when parallel calls ask together.
+    lock: tokio::sync::Mutex<()>,
+}
+
+impl TerminalApprover {
+    /// True when both stdin and stderr are terminals, i.e. someone can answer.
+    pub fn available() -> bool {
+        std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+    }
+
+    /// The text shown for one request.
+    pub fn render(request: &ApprovalRequest) -> String {
+        let args = serde_json::to_string_pretty(&request.arguments).unwrap_or_else(|_| request.arguments.to_string());
+        format!(
+            "Allow tool call?\n  tool:   {}\n  source: {}\n  effect: {}\n  mode:   {}\n  arguments:\n{}\n",
+            request.tool,
+            request.source,
+            request.effect,
+            request.mode,
+            args.lines().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n")
+        )
+    }
+}
+
+#[async_trait]
+impl Approver for TerminalApprover {
+    async fn approve(&self, request: &ApprovalRequest) -> Approval {
+        let text = Self::render(request);
+        let _guard = self.lock.lock().await;
+        let answer = tokio::task::spawn_blocking(move || {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "{text}[y/N] ");
+            let _ = err.flush();
+            let mut line = String::new();
+            std::io::stdin().lock().read_line(&mut line).map(|_| line)
+        })
+        .await;
+        match answer.as_ref().ok().and_then(|r| r.as_deref().ok()).map(str::trim) {
+            Some("y" | "Y" | "yes") => Approval::Approved,
+            _ => Approval::Denied(format!("the user declined {}", request.tool)),
+        }
+    }
+}

@@ -1,0 +1,425 @@
+//! The one tool registry: native tools under reserved names, MCP and WASM tools
+//! under normalized `mcp_…` / `wasm_…` names, each with its source, original
+//! name, effect, description and input schema. `Registry::call` is the single
+//! path every tool call takes: resolve → validate arguments against the schema →
+//! permission pipeline → dispatch under the run's cancel token and the tool-call
+//! deadline → result size limit → run events. After `freeze()` every
+//! registration is rejected and reported.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
+
+use async_trait::async_trait;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::contract::json::tool_output_to_json;
+use crate::contract::{Effect, ToolOutput, ToolSpec};
+use crate::effects::effect_from_annotations;
+use crate::limits::{TOOL_ARGUMENTS_MAX_BYTES, TOOL_CALL_TIMEOUT, TOOL_RESULT_MAX_BYTES};
+use crate::names::{ExternalKind, external_tool_name};
+use crate::permissions::{Approval, ApprovalRequest, Rule, how_to_allow, rule_for};
+use crate::run::{RunContext, RunEventKind};
+
+/// Where a registered tool comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ToolSource {
+    /// One of CLAT's own tools.
+    Native,
+    /// A tool of an MCP server.
+    Mcp { server: String, tool: String },
+    /// A tool of a WASM plugin.
+    Wasm { plugin: String, tool: String },
+}
+
+impl ToolSource {
+    /// A short label: `native`, `mcp:server/tool`, `wasm:plugin/tool`.
+    pub fn label(&self) -> String {
+        match self {
+            ToolSource::Native => "native".into(),
+            ToolSource::Mcp { server, tool } => format!("mcp:{server}/{tool}"),
+            ToolSource::Wasm { plugin, tool } => format!("wasm:{plugin}/{tool}"),
+        }
+    }
+}
+
+/// A failure inside a tool's implementation (not a tool-level `is_error`
+/// result): the plugin crashed, the transport closed, a process could not start.
+#[derive(Debug, thiserror::Error)]
+#[error("{0:#}")]
+pub struct ToolError(pub anyhow::Error);
+
+impl From<anyhow::Error> for ToolError {
+    fn from(e: anyhow::Error) -> Self {
+        ToolError(e)
+    }
+}
+
+/// Runs one tool. Implemented by native tools and by the MCP and WASM adapters.
+#[async_trait]
+pub trait ToolHandler: Send + Sync {
+    /// Run with arguments already validated against the input schema. Long work
+    /// should watch `run.cancel_token()`; the registry also drops the future on
+    /// cancel or deadline.
+    async fn call(&self, arguments: Value, run: &RunContext) -> Result<ToolOutput, ToolError>;
+}
+
+/// A registered tool.
+pub struct ToolEntry {
+    name: String,
+    source: ToolSource,
+    original_name: String,
+    effect: Effect,
+    description: String,
+    input_schema: Value,
+    validator: jsonschema::Validator,
+    handler: Arc<dyn ToolHandler>,
+}
+
+/// The public description of a registered tool (`clat tools --json`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolInfo {
+    pub name: String,
+    pub source: ToolSource,
+    pub original_name: String,
+    pub effect: Effect,
+    pub description: String,
+    pub input_schema: Value,
+}
+
+/// Why a registration was refused. Every refusal is also kept in
+/// `Registry::reports()` for status surfaces.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegistrationError {
+    #[error("tool {name} from {source_label} collides with {existing} and was skipped")]
+    Collision { name: String, source_label: String, existing: String },
+    #[error("tool {name} from {source_label} arrived after the registry froze and was rejected")]
+    Frozen { name: String, source_label: String },
+    #[error("tool {name} from {source_label} has an invalid input schema: {reason}")]
+    InvalidSchema { name: String, source_label: String, reason: String },
+    #[error("{name} is not one of CLAT's native tool names")]
+    NotNative { name: String },
+}
+
+/// Why a call did not produce a tool output.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error("unknown tool {0:?}; `clat tools` lists the registered tools")]
+    UnknownTool(String),
+    #[error("invalid arguments for {tool}: {reason}")]
+    InvalidArguments { tool: String, reason: String },
+    #[error("permission denied for {tool}: {reason}")]
+    Denied { tool: String, reason: String },
+    #[error("{tool} was cancelled")]
+    Cancelled { tool: String },
+    #[error("{tool} timed out after {:.1} s", after.as_secs_f64())]
+    TimedOut { tool: String, after: std::time::Duration },
+    #[error("{tool} failed: {error}")]
+    Failed { tool: String, error: ToolError },
+}
+
+#[derive(Default)]
+struct Tools {
+    entries: Vec<Arc<ToolEntry>>,
+    by_name: HashMap<String, usize>,
+}
+
+/// The registry. Shared by every run of a project scope; registrations come
+/// from the startup worker until `freeze()`.
+pub struct Registry {
+    tools: RwLock<Tools>,
+    reserved: Vec<&'static str>,
+    frozen: AtomicBool,
+    reports: Mutex<Vec<RegistrationError>>,
+}
+
+impl Registry {
+    /// An empty registry whose `reserved` names only native tools may take.
+    pub fn new(reserved: &[&'static str]) -> Self {
+        Registry {
+            tools: RwLock::default(),
+            reserved: reserved.to_vec(),
+            frozen: AtomicBool::new(false),
+            reports: Mutex::default(),
+        }
+    }
+
+    fn report(&self, error: RegistrationError) -> RegistrationError {
+        tracing::warn!("{error}");
+        self.reports.lock().unwrap_or_else(|p| p.into_inner()).push(error.clone());
+        error
+    }
+
+    /// Every refused registration so far.
+    pub fn reports(&self) -> Vec<RegistrationError> {
+        self.reports.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Register a native tool under one of the reserved names.
+    pub fn register_native(
+        &self,
+        name: &'static str,
+        description: &str,
+        input_schema: Value,
+        effect: Effect,
+        handler: Arc<dyn ToolHandler>,
+    ) -> Result<String, RegistrationError> {
+        if !self.reserved.contains(&name) {
+            return Err(self.report(RegistrationError::NotNative { name: name.to_string() }));
+        }
+        self.insert(name.to_string(), ToolSource::Native, name, effect, description, input_schema, handler)
+    }
+
+    /// Register a plugin's tool, as the plugin described it. Its name is built
+    /// from `owner` and the spec's name; its effect comes from the annotations
+    /// through the spec's table (never `Read`); its input schema must be a JSON
+    /// Schema object.
+    pub fn register_external(
+        &self,
+        kind: ExternalKind,
+        owner: &str,
+        spec: &ToolSpec,
+        handler: Arc<dyn ToolHandler>,
+    ) -> Result<String, RegistrationError> {
+        let tool = spec.name.as_str();
+        let name = external_tool_name(kind, owner, tool);
+        let source = match kind {
+            ExternalKind::Mcp => ToolSource::Mcp { server: owner.into(), tool: tool.into() },
+            ExternalKind::Wasm => ToolSource::Wasm { plugin: owner.into(), tool: tool.into() },
+        };
+        if self.reserved.contains(&name.as_str()) {
+            let existing = format!("the native tool {name}");
+            return Err(self.report(RegistrationError::Collision { name, source_label: source.label(), existing }));
+        }
+        let input_schema = match serde_json::from_str::<Value>(&spec.input_schema) {
+            Ok(schema @ Value::Object(_)) => schema,
+            Ok(_) => {
+                let reason = "the input schema must be a JSON object".to_string();
+                return Err(self.report(RegistrationError::InvalidSchema {
+                    name,
+                    source_label: source.label(),
+                    reason,
+                }));
+            }
+            Err(e) => {
+                let reason = format!("not JSON: {e}");
+                return Err(self.report(RegistrationError::InvalidSchema {
+                    name,
+                    source_label: source.label(),
+                    reason,
+                }));
+            }
+        };
+        let effect = effect_from_annotations(&spec.annotations);
+        debug_assert_ne!(effect, Effect::Read);
+        self.insert(name, source, tool, effect, &spec.description, input_schema, handler)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn insert(
+        &self,
+        name: String,
+        source: ToolSource,
+        original_name: &str,
+        effect: Effect,
+        description: &str,
+        input_schema: Value,
+        handler: Arc<dyn ToolHandler>,
+    ) -> Result<String, RegistrationError> {
+        let source_label = source.label();
+        if self.is_frozen() {
+            return Err(self.report(RegistrationError::Frozen { name, source_label }));
+        }
+        let validator = match jsonschema::validator_for(&input_schema) {
+            Ok(v) => v,
+            Err(e) => {
+                let reason = e.to_string();
+                return Err(self.report(RegistrationError::InvalidSchema { name, source_label, reason }));
+            }
+        };
+        let mut tools = self.tools.write().unwrap_or_else(|p| p.into_inner());
+        // Checked again under the write lock: freeze() takes it too.
+        if self.is_frozen() {
+            drop(tools);
+            return Err(self.report(RegistrationError::Frozen { name, source_label }));
+        }
+        if let Some(&i) = tools.by_name.get(&name) {
+            let existing = tools.entries[i].source.label();
+            drop(tools);
+            return Err(self.report(RegistrationError::Collision { name, source_label, existing }));
+        }
+        let entry = ToolEntry {
+            name: name.clone(),
+            source,
+            original_name: original_name.to_string(),
+            effect,
+            description: description.to_string(),
+            input_schema,
+            validator,
+            handler,
+        };
+        let index = tools.entries.len();
+        tools.entries.push(Arc::new(entry));
+        tools.by_name.insert(name.clone(), index);
+        Ok(name)
+    }
+
+    /// Freeze the registry: every later registration is rejected and reported.
+    pub fn freeze(&self) {
+        let _tools = self.tools.write().unwrap_or_else(|p| p.into_inner());
+        self.frozen.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_frozen(&self) -> bool {
+        self.frozen.load(Ordering::SeqCst)
+    }
+
+    /// Every registered tool, in registration order.
+    pub fn list(&self) -> Vec<ToolInfo> {
+        let tools = self.tools.read().unwrap_or_else(|p| p.into_inner());
+        tools
+            .entries
+            .iter()
+            .map(|e| ToolInfo {
+                name: e.name.clone(),
+                source: e.source.clone(),
+                original_name: e.original_name.clone(),
+                effect: e.effect,
+                description: e.description.clone(),
+                input_schema: e.input_schema.clone(),
+            })
+            .collect()
+    }
+
+    fn lookup(&self, name: &str) -> Option<Arc<ToolEntry>> {
+        let tools = self.tools.read().unwrap_or_else(|p| p.into_inner());
+        tools.by_name.get(name).map(|&i| Arc::clone(&tools.entries[i]))
+    }
+
+    /// Call a tool as part of `run`, through the whole pipeline.
+    pub async fn call(&self, name: &str, arguments: Value, run: &RunContext) -> Result<ToolOutput, CallError> {
+        let entry = self.lookup(name).ok_or_else(|| CallError::UnknownTool(name.to_string()))?;
+        let call_id = run.next_call_id();
+        let started = Instant::now();
+        run.emit(RunEventKind::ToolStarted {
+            call_id,
+            tool: entry.name.clone(),
+            source: entry.source.label(),
+            effect: entry.effect.to_string(),
+        });
+        let result = pipeline(&entry, call_id, arguments, run).await;
+        let (is_error, error) = match &result {
+            Ok(output) => (output.is_error, None),
+            Err(e) => (true, Some(e.to_string())),
+        };
+        run.emit(RunEventKind::ToolFinished {
+            call_id,
+            tool: entry.name.clone(),
+            duration_ms: started.elapsed().as_millis() as u64,
+            is_error,
+            error,
+        });
+        result
+    }
+}
+
+fn validate_arguments(entry: &ToolEntry, arguments: &Value) -> Result<(), CallError> {
+    let invalid = |reason: String| CallError::InvalidArguments { tool: entry.name.clone(), reason };
+    let size = arguments.to_string().len();
+    if size > TOOL_ARGUMENTS_MAX_BYTES {
+        return Err(invalid(format!("{size} bytes of arguments exceed the {TOOL_ARGUMENTS_MAX_BYTES}-byte limit")));
+    }
+    let errors: Vec<String> = entry
+        .validator
+        .iter_errors(arguments)
+        .take(5)
+        .map(|e| {
+            let at = e.instance_path().to_string();
+            if at.is_empty() { e.to_string() } else { format!("at {at}: {e}") }
+        })
+        .collect();
+    if errors.is_empty() { Ok(()) } else { Err(invalid(errors.join("; "))) }
+}
+
+async fn decide(entry: &ToolEntry, call_id: u64, arguments: &Value, run: &RunContext) -> Result<(), CallError> {
+    let rule = rule_for(run.mode(), entry.effect);
+    let (allowed, decided_by, reason) = match rule {
+        Rule::Allow => (true, "mode", None),
+        Rule::Deny => (
+            false,
+            "mode",
+            Some(format!("mode {} does not allow {} tools; {}", run.mode(), entry.effect, how_to_allow(entry.effect))),
+        ),
+        Rule::Ask => {
+            let request = ApprovalRequest {
+                tool: entry.name.clone(),
+                source: entry.source.label(),
+                effect: entry.effect,
+                arguments: arguments.clone(),
+                mode: run.mode(),
+            };
+            let approval = tokio::select! {
+                a = run.approver().approve(&request) => a,
+                _ = run.cancel_token().cancelled() => {
+                    return Err(CallError::Cancelled { tool: entry.name.clone() });
+                }
+            };
+            match approval {
+                Approval::Approved => (true, "approver", None),
+                Approval::Denied(reason) => (false, "approver", Some(reason)),
+            }
+        }
+    };
+    run.emit(RunEventKind::Permission {
+        call_id,
+        tool: entry.name.clone(),
+        effect: entry.effect.to_string(),
+        rule,
+        allowed,
+        decided_by: decided_by.to_string(),
+        reason: reason.clone(),
+    });
+    if allowed {
+        Ok(())
+    } else {
+        Err(CallError::Denied { tool: entry.name.clone(), reason: reason.unwrap_or_default() })
+    }
+}
+
+async fn pipeline(
+    entry: &ToolEntry,
+    call_id: u64,
+    arguments: Value,
+    run: &RunContext,
+) -> Result<ToolOutput, CallError> {
+    validate_arguments(entry, &arguments)?;
+    if run.is_cancelled() {
+        return Err(CallError::Cancelled { tool: entry.name.clone() });
+    }
+    decide(entry, call_id, &arguments, run).await?;
+    let deadline = run.call_deadline(TOOL_CALL_TIMEOUT);
+    let allowed_for = deadline.saturating_duration_since(Instant::now());
+    let output = tokio::select! {
+        r = entry.handler.call(arguments, run) => r.map_err(|error| CallError::Failed { tool: entry.name.clone(), error })?,
+        _ = run.cancel_token().cancelled() => return Err(CallError::Cancelled { tool: entry.name.clone() }),
+        _ = tokio::time::sleep_until(deadline.into()) => {
+            return Err(CallError::TimedOut { tool: entry.name.clone(), after: allowed_for });
+        }
+    };
+    Ok(enforce_result_limit(output))
+}
+
+/// A result over `TOOL_RESULT_MAX_BYTES` (as MCP JSON) becomes an error for that call.
+pub fn enforce_result_limit(output: ToolOutput) -> ToolOutput {
+    let size = tool_output_to_json(&output).to_string().len();
+    if size > TOOL_RESULT_MAX_BYTES {
+        ToolOutput::error(format!(
+            "the tool's result of {size} bytes exceeds the {TOOL_RESULT_MAX_BYTES}-byte limit and was discarded"
+        ))
+    } else {
+        output
+    }
+}

@@ -1,0 +1,320 @@
+//! Runs: the `RunContext` every tool call of one run carries (id, mode, cancel
+//! token, deadline, event sink, approver, asker, sampling budget and the process
+//! groups the run owns) and the `RunEvent` stream, serializable as JSON lines.
+//! Ending or cancelling a run kills every process group it still owns.
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use crate::asker::{HeadlessAsker, UserAsker};
+use crate::budget::SamplingBudget;
+use crate::contract::PermissionMode;
+use crate::permissions::{Approver, HeadlessApprover, Rule};
+
+/// What happened in a run. Serialized with a `type` tag, one JSON object per line.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum RunEventKind {
+    /// The run began.
+    RunStarted { mode: String },
+    /// A tool call was resolved and is about to pass the permission pipeline.
+    ToolStarted { call_id: u64, tool: String, source: String, effect: String },
+    /// The permission pipeline decided.
+    Permission {
+        call_id: u64,
+        tool: String,
+        effect: String,
+        /// What the mode table said: allow, ask or deny.
+        rule: Rule,
+        /// True when the call may go ahead.
+        allowed: bool,
+        /// `mode` when the table decided, `approver` when someone was asked.
+        decided_by: String,
+        /// Why it was denied, when it was.
+        reason: Option<String>,
+    },
+    /// The tool call ended (successfully, with `is_error`, or with a pipeline error).
+    ToolFinished { call_id: u64, tool: String, duration_ms: u64, is_error: bool, error: Option<String> },
+    /// A process group owned by the run was killed.
+    ProcessKilled { pgid: i32, reason: String },
+    /// A sampling request was reserved, reconciled or refused (used by the sampling gates).
+    Sampling { source: String, outcome: String, input_tokens: u64, output_tokens: u64 },
+    /// The run ended.
+    RunFinished { cancelled: bool },
+}
+
+/// One event with its run id, sequence number and time since the run started.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunEvent {
+    pub run_id: String,
+    pub seq: u64,
+    pub elapsed_ms: u64,
+    #[serde(flatten)]
+    pub kind: RunEventKind,
+}
+
+impl RunEvent {
+    /// The event as one line of JSON (no trailing newline).
+    pub fn to_json_line(&self) -> String {
+        serde_json::to_string(self).expect("run events always serialize")
+    }
+}
+
+/// Where a run's events go.
+pub trait EventSink: Send + Sync {
+    /// Record one event. Must not block for long: runs call it inline.
+    fn emit(&self, event: RunEvent);
+}
+
+/// Drops every event.
+#[derive(Debug, Default)]
+pub struct NullSink;
+impl EventSink for NullSink {
+    fn emit(&self, _event: RunEvent) {}
+}
+
+/// Keeps every event in memory (tests, embedding hosts).
+#[derive(Debug, Default)]
+pub struct CollectingSink(Mutex<Vec<RunEvent>>);
+impl CollectingSink {
+    /// A copy of the events so far.
+    pub fn events(&self) -> Vec<RunEvent> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+impl EventSink for CollectingSink {
+    fn emit(&self, event: RunEvent) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(event);
+    }
+}
+
+/// Writes each event as one JSON line.
+pub struct JsonLinesSink<W: Write + Send>(Mutex<W>);
+impl<W: Write + Send> JsonLinesSink<W> {
+    pub fn new(writer: W) -> Self {
+        JsonLinesSink(Mutex::new(writer))
+    }
+}
+impl<W: Write + Send> EventSink for JsonLinesSink<W> {
+    fn emit(&self, event: RunEvent) {
+        let mut w = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = writeln!(w, "{}", event.to_json_line());
+        let _ = w.flush();
+    }
+}
+
+/// The process groups a run owns. `kill_all` (run end, cancel, drop) kills each
+/// whole group with SIGKILL.
+#[derive(Debug, Default)]
+pub struct ProcessTable(Mutex<HashSet<i32>>);
+
+impl ProcessTable {
+    pub(crate) fn insert(&self, pgid: i32) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).insert(pgid);
+    }
+    pub(crate) fn remove(&self, pgid: i32) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).remove(&pgid);
+    }
+    /// Process groups still alive and owned by the run.
+    pub fn live(&self) -> Vec<i32> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).iter().copied().collect()
+    }
+    /// Kill every owned group; returns the groups signalled.
+    pub fn kill_all(&self) -> Vec<i32> {
+        let groups: Vec<i32> = self.0.lock().unwrap_or_else(|p| p.into_inner()).drain().collect();
+        for pgid in &groups {
+            crate::native::process::kill_group(*pgid);
+        }
+        groups
+    }
+}
+
+struct RunInner {
+    run_id: String,
+    mode: PermissionMode,
+    cancel: CancellationToken,
+    started: Instant,
+    deadline: Option<Instant>,
+    events: Arc<dyn EventSink>,
+    seq: AtomicU64,
+    next_call: AtomicU64,
+    approver: Arc<dyn Approver>,
+    asker: Arc<dyn UserAsker>,
+    budget: Arc<SamplingBudget>,
+    processes: ProcessTable,
+    finished: std::sync::atomic::AtomicBool,
+}
+
+impl Drop for RunInner {
+    fn drop(&mut self) {
+        self.processes.kill_all();
+    }
+}
+
+/// Everything one run's tool calls share. Cheap to clone.
+#[derive(Clone)]
+pub struct RunContext {
+    inner: Arc<RunInner>,
+}
+
+/// Builds a `RunContext`; defaults: mode `ask`, no run deadline (each call still
+/// has the 120 s tool-call deadline), no events, headless approver and asker,
+/// a fresh sampling budget.
+pub struct RunBuilder {
+    mode: PermissionMode,
+    deadline: Option<Duration>,
+    events: Arc<dyn EventSink>,
+    approver: Arc<dyn Approver>,
+    asker: Arc<dyn UserAsker>,
+    budget: Option<Arc<SamplingBudget>>,
+    cancel: Option<CancellationToken>,
+}
+
+impl RunBuilder {
+    pub fn mode(mut self, mode: PermissionMode) -> Self {
+        self.mode = mode;
+        self
+    }
+    /// Ends the run's calls this long after it starts.
+    pub fn deadline(mut self, after: Duration) -> Self {
+        self.deadline = Some(after);
+        self
+    }
+    pub fn events(mut self, sink: Arc<dyn EventSink>) -> Self {
+        self.events = sink;
+        self
+    }
+    pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = approver;
+        self
+    }
+    pub fn asker(mut self, asker: Arc<dyn UserAsker>) -> Self {
+        self.asker = asker;
+        self
+    }
+    /// Share a budget (normally each run gets its own).
+    pub fn budget(mut self, budget: Arc<SamplingBudget>) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+    /// Use a caller's cancel token (e.g. a child of the session's).
+    pub fn cancel_token(mut self, token: CancellationToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+    /// Start the run: emits `run_started`.
+    pub fn start(self) -> RunContext {
+        let started = Instant::now();
+        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
+        let run = RunContext {
+            inner: Arc::new(RunInner {
+                run_id: format!("run-{nanos:x}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]),
+                mode: self.mode,
+                cancel: self.cancel.unwrap_or_default(),
+                started,
+                deadline: self.deadline.map(|d| started + d),
+                events: self.events,
+                seq: AtomicU64::new(0),
+                next_call: AtomicU64::new(1),
+                approver: self.approver,
+                asker: self.asker,
+                budget: self.budget.unwrap_or_else(|| Arc::new(SamplingBudget::per_run())),
+                processes: ProcessTable::default(),
+                finished: Default::default(),
+            }),
+        };
+        run.emit(RunEventKind::RunStarted { mode: self.mode.to_string() });
+        run
+    }
+}
+
+impl RunContext {
+    /// A run builder with the defaults described on `RunBuilder`.
+    pub fn builder() -> RunBuilder {
+        RunBuilder {
+            mode: PermissionMode::Ask,
+            deadline: None,
+            events: Arc::new(NullSink),
+            approver: Arc::new(HeadlessApprover),
+            asker: Arc::new(HeadlessAsker),
+            budget: None,
+            cancel: None,
+        }
+    }
+
+    pub fn run_id(&self) -> &str {
+        &self.inner.run_id
+    }
+    pub fn mode(&self) -> PermissionMode {
+        self.inner.mode
+    }
+    pub fn cancel_token(&self) -> &CancellationToken {
+        &self.inner.cancel
+    }
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.cancel.is_cancelled()
+    }
+    /// Cancel the run: pending calls end promptly and owned process groups die.
+    pub fn cancel(&self) {
+        self.inner.cancel.cancel();
+        self.kill_processes("run cancelled");
+    }
+    /// The run's own deadline, if it has one.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.inner.deadline
+    }
+    /// The deadline of a call starting now: the tool-call limit, capped by the run's deadline.
+    pub fn call_deadline(&self, limit: Duration) -> Instant {
+        let by_limit = Instant::now() + limit;
+        self.inner.deadline.map_or(by_limit, |d| d.min(by_limit))
+    }
+    /// Time left before the run's deadline (`None` when the run has none).
+    pub fn remaining(&self) -> Option<Duration> {
+        self.inner.deadline.map(|d| d.saturating_duration_since(Instant::now()))
+    }
+    pub fn approver(&self) -> &dyn Approver {
+        self.inner.approver.as_ref()
+    }
+    pub fn asker(&self) -> &dyn UserAsker {
+        self.inner.asker.as_ref()
+    }
+    pub fn budget(&self) -> &Arc<SamplingBudget> {
+        &self.inner.budget
+    }
+    pub fn processes(&self) -> &ProcessTable {
+        &self.inner.processes
+    }
+    /// A fresh call id, unique within the run.
+    pub fn next_call_id(&self) -> u64 {
+        self.inner.next_call.fetch_add(1, Ordering::Relaxed)
+    }
+    /// Emit one event to the run's sink.
+    pub fn emit(&self, kind: RunEventKind) {
+        let event = RunEvent {
+            run_id: self.inner.run_id.clone(),
+            seq: self.inner.seq.fetch_add(1, Ordering::Relaxed),
+            elapsed_ms: self.inner.started.elapsed().as_millis() as u64,
+            kind,
+        };
+        self.inner.events.emit(event);
+    }
+    fn kill_processes(&self, reason: &str) {
+        for pgid in self.inner.processes.kill_all() {
+            self.emit(RunEventKind::ProcessKilled { pgid, reason: reason.to_string() });
+        }
+    }
+    /// End the run: kills every process group it still owns and emits `run_finished` (once).
+    pub fn finish(&self) {
+        if self.inner.finished.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        self.kill_processes("run ended");
+        self.emit(RunEventKind::RunFinished { cancelled: self.is_cancelled() });
+    }
+}

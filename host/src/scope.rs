@@ -1,0 +1,104 @@
+//! The trusted project scope. `ProjectScope::mount` checks trust before
+//! anything is spawned or contacted, then builds the scope's one registry
+//! (native tools now; MCP servers and WASM plugins join through the startup
+//! worker). Runs start from the scope; the first run freezes the registry,
+//! which never thaws within the scope.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::contract::{ContextSnapshot, RunSnapshot};
+use crate::limits::SNAPSHOT_MAX_STRING_CHARS;
+use crate::native::fence::PathFence;
+use crate::native::process::{ProcessService, SandboxPolicy};
+use crate::native::{NATIVE_TOOL_NAMES, NativeEnv, register_native_tools};
+use crate::registry::Registry;
+use crate::run::{RunBuilder, RunContext};
+use crate::trust::{ClatHome, TrustError, TrustStore, canonical_project};
+
+/// Why a project could not be mounted.
+#[derive(Debug, thiserror::Error)]
+pub enum ScopeError {
+    #[error("project {root} is not trusted; run `clat trust {root}` first (nothing was started)")]
+    Untrusted { root: PathBuf },
+    #[error(transparent)]
+    Trust(#[from] TrustError),
+    #[error("cannot open project {root}: {source}")]
+    Project { root: PathBuf, source: std::io::Error },
+    #[error("registering native tools failed: {0}")]
+    Registration(#[from] crate::registry::RegistrationError),
+}
+
+/// How to mount a project.
+#[derive(Debug, Clone, Default)]
+pub struct ScopeOptions {
+    /// The sandbox policy for commands.
+    pub sandbox: SandboxPolicy,
+}
+
+/// A mounted, trusted project.
+pub struct ProjectScope {
+    home: ClatHome,
+    root: PathBuf,
+    session_id: String,
+    registry: Arc<Registry>,
+}
+
+impl ProjectScope {
+    /// Mount `project`: refuse (having started nothing) unless it is trusted in `home`.
+    pub fn mount(home: &ClatHome, project: &Path, options: ScopeOptions) -> Result<ProjectScope, ScopeError> {
+        let root = canonical_project(project)?;
+        if !TrustStore::new(home).is_trusted(&root)? {
+            return Err(ScopeError::Untrusted { root });
+        }
+        let fence = PathFence::open(&root).map_err(|source| ScopeError::Project { root: root.clone(), source })?;
+        let env = Arc::new(NativeEnv { fence, processes: ProcessService::new(&root, options.sandbox) });
+        let registry = Arc::new(Registry::new(&NATIVE_TOOL_NAMES));
+        register_native_tools(&registry, env)?;
+        Ok(ProjectScope {
+            home: home.clone(),
+            root,
+            session_id: format!("session-{}", uuid::Uuid::new_v4().simple()),
+            registry,
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+    pub fn home(&self) -> &ClatHome {
+        &self.home
+    }
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// Start a run. The first run freezes the registry.
+    pub fn start_run(&self, builder: RunBuilder) -> RunContext {
+        self.registry.freeze();
+        builder.start()
+    }
+
+    /// A bounded, detached snapshot of project, session and (optionally) run.
+    pub fn snapshot(&self, run: Option<&RunContext>) -> ContextSnapshot {
+        let bound = |s: &str| s.chars().take(SNAPSHOT_MAX_STRING_CHARS).collect::<String>();
+        ContextSnapshot {
+            project_root: bound(&self.root.display().to_string()),
+            project_name: bound(&self.root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()),
+            session_id: bound(&self.session_id),
+            run: run.map(|r| {
+                let left = r.budget().left();
+                RunSnapshot {
+                    run_id: bound(r.run_id()),
+                    mode: r.mode(),
+                    remaining_ms: r.remaining().map_or(u64::MAX, |d| d.as_millis() as u64),
+                    sampling_requests_left: left.requests,
+                    sampling_tokens_left: left.tokens,
+                }
+            }),
+        }
+    }
+}

@@ -1,0 +1,166 @@
+//! CLAT's home directory and project trust. `$CLAT_HOME` (default `~/.clat`)
+//! holds `trusted-projects.json`, the canonical roots the user has trusted with
+//! `clat trust`. The file is replaced atomically; a malformed file is an error
+//! naming the file and position, never silently treated as empty.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The trust file inside `$CLAT_HOME`.
+pub const TRUST_FILE: &str = "trusted-projects.json";
+
+/// Errors about CLAT's home and trust records.
+#[derive(Debug, thiserror::Error)]
+pub enum TrustError {
+    #[error("cannot find CLAT's home: set CLAT_HOME or HOME, or pass --home")]
+    NoHome,
+    #[error("cannot write CLAT's home {path}: {source}")]
+    HomeUnwritable { path: PathBuf, source: std::io::Error },
+    #[error("cannot read {path}: {source}")]
+    Unreadable { path: PathBuf, source: std::io::Error },
+    #[error("{path} is malformed at line {line}, column {column}: {message}")]
+    Malformed { path: PathBuf, line: usize, column: usize, message: String },
+    #[error("project directory {path} does not exist or cannot be opened: {source}")]
+    ProjectMissing { path: PathBuf, source: std::io::Error },
+}
+
+/// CLAT's home directory (`$CLAT_HOME`, default `~/.clat`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClatHome {
+    path: PathBuf,
+}
+
+impl ClatHome {
+    /// `explicit` (e.g. `--home`), else `$CLAT_HOME`, else `$HOME/.clat`.
+    pub fn resolve(explicit: Option<&Path>) -> Result<Self, TrustError> {
+        if let Some(p) = explicit {
+            return Ok(ClatHome::at(p));
+        }
+        if let Some(p) = std::env::var_os("CLAT_HOME").filter(|p| !p.is_empty()) {
+            return Ok(ClatHome::at(Path::new(&p)));
+        }
+        let home = std::env::var_os("HOME").filter(|p| !p.is_empty()).ok_or(TrustError::NoHome)?;
+        Ok(ClatHome::at(&Path::new(&home).join(".clat")))
+    }
+
+    /// A home at `path` (not created until something is written).
+    pub fn at(path: &Path) -> Self {
+        let path = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            std::env::current_dir().map(|d| d.join(path)).unwrap_or_else(|_| path.to_path_buf())
+        };
+        ClatHome { path }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Create the home (mode 0700) if needed.
+    pub fn ensure(&self) -> Result<(), TrustError> {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.path)
+            .map_err(|source| TrustError::HomeUnwritable { path: self.path.clone(), source })
+    }
+
+    /// Write `contents` to `name` inside the home atomically (temp file + rename).
+    pub fn write_atomic(&self, name: &str, contents: &[u8]) -> Result<(), TrustError> {
+        self.ensure()?;
+        let target = self.path.join(name);
+        let tmp = self.path.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
+        let unwritable = |source| TrustError::HomeUnwritable { path: self.path.clone(), source };
+        let result = (|| {
+            let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+            f.write_all(contents)?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, &target)
+        })();
+        if let Err(e) = result {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(unwritable(e));
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct TrustFile {
+    version: u32,
+    projects: Vec<PathBuf>,
+}
+
+/// The canonical form of a project root.
+pub fn canonical_project(path: &Path) -> Result<PathBuf, TrustError> {
+    let canonical =
+        path.canonicalize().map_err(|source| TrustError::ProjectMissing { path: path.to_path_buf(), source })?;
+    if !canonical.is_dir() {
+        return Err(TrustError::ProjectMissing {
+            path: path.to_path_buf(),
+            source: std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a directory"),
+        });
+    }
+    Ok(canonical)
+}
+
+/// The trusted project roots recorded in a home.
+#[derive(Debug, Clone)]
+pub struct TrustStore {
+    home: ClatHome,
+}
+
+impl TrustStore {
+    pub fn new(home: &ClatHome) -> Self {
+        TrustStore { home: home.clone() }
+    }
+
+    fn file(&self) -> PathBuf {
+        self.home.path().join(TRUST_FILE)
+    }
+
+    fn load(&self) -> Result<TrustFile, TrustError> {
+        let path = self.file();
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(TrustFile { version: 1, projects: vec![] });
+            }
+            Err(source) => return Err(TrustError::Unreadable { path, source }),
+        };
+        serde_json::from_str(&text).map_err(|e| TrustError::Malformed {
+            path,
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+        })
+    }
+
+    /// Every trusted root.
+    pub fn trusted(&self) -> Result<Vec<PathBuf>, TrustError> {
+        Ok(self.load()?.projects)
+    }
+
+    /// Is this (canonicalized) project trusted?
+    pub fn is_trusted(&self, canonical_root: &Path) -> Result<bool, TrustError> {
+        Ok(self.load()?.projects.iter().any(|p| p == canonical_root))
+    }
+
+    /// Record trust for `project`; returns its canonical root.
+    pub fn trust(&self, project: &Path) -> Result<PathBuf, TrustError> {
+        let root = canonical_project(project)?;
+        let mut file = self.load()?;
+        file.version = 1;
+        if !file.projects.contains(&root) {
+            file.projects.push(root.clone());
+            file.projects.sort();
+        }
+        let text = serde_json::to_string_pretty(&file).expect("trust file serializes");
+        self.home.write_atomic(TRUST_FILE, text.as_bytes())?;
+        Ok(root)
+    }
+}
