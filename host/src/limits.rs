@@ -73,7 +73,7 @@ pub const SEARCH_MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 /// Characters of one matching line `search` shows.
 pub const SEARCH_MAX_LINE_CHARS: usize = 400;
 /// Bytes `write_file` / `edit_file` accept for one file's new content.
-pub const WRITE_FILE_MAX_BYTES: usize = 8 * 1024 * 1024;
+pub const WRITE_FILE_MAX_BYTES: usize = 4 * 1024 * 1024;
 /// Bytes of stdout and of stderr `run_command` keeps (the rest is drained and counted).
 pub const COMMAND_OUTPUT_MAX_BYTES: usize = 64 * 1024;
 /// Default `run_command` timeout when the call does not ask for one.
@@ -83,4 +83,4 @@ pub const PROCESS_KILL_GRACE: Duration = Duration::from_millis(500);
 /// Characters of one string field in a context snapshot.
 pub const SNAPSHOT_MAX_STRING_CHARS: usize = 4_096;
 /// Bytes of a tool call's arguments accepted by the pipeline.
-pub const TOOL_ARGUMENTS_MAX_BYTES: usize = 4 * 1024 * 1024;
+pub const TOOL_ARGUMENTS_MAX_BYTES: usize = 8 * 1024 * 1024;

@@ -127,7 +127,8 @@ impl TrustStore {
         let path = self.file();
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // No home yet (or a home path that cannot exist): nothing is trusted.
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => {
                 return Ok(TrustFile { version: 1, projects: vec![] });
             }
             Err(source) => return Err(TrustError::Unreadable { path, source }),

@@ -1,0 +1,159 @@
+//! Shared helpers for the integration tests: a temporary CLAT_HOME and project
+//! per test (never the real ~/.clat), the built `clat` binary, and small tool
+//! handlers for driving the registry.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use clat_host::contract::{PermissionMode, ToolOutput};
+use clat_host::registry::{ToolError, ToolHandler};
+use clat_host::run::{CollectingSink, RunContext};
+use clat_host::scope::{ProjectScope, ScopeOptions};
+use clat_host::trust::{ClatHome, TrustStore};
+use serde_json::Value;
+
+/// A temporary home and project directory.
+pub struct TestEnv {
+    pub dir: tempfile::TempDir,
+    pub home: PathBuf,
+    pub project: PathBuf,
+}
+
+impl TestEnv {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = dir.path().join("clat-home");
+        let project = dir.path().join("project");
+        std::fs::create_dir_all(&project).unwrap();
+        TestEnv { dir, home, project }
+    }
+
+    /// A new environment whose project is already trusted.
+    pub fn trusted() -> Self {
+        let env = TestEnv::new();
+        env.trust();
+        env
+    }
+
+    pub fn clat_home(&self) -> ClatHome {
+        ClatHome::at(&self.home)
+    }
+
+    pub fn trust(&self) {
+        TrustStore::new(&self.clat_home()).trust(&self.project).expect("trust");
+    }
+
+    pub fn mount(&self) -> ProjectScope {
+        ProjectScope::mount(&self.clat_home(), &self.project, ScopeOptions::default()).expect("mount")
+    }
+
+    pub fn write(&self, rel: &str, contents: &str) -> PathBuf {
+        let path = self.project.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, contents).unwrap();
+        path
+    }
+
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.project.join(rel)).unwrap()
+    }
+
+    /// Run the built `clat` binary with this home and project.
+    pub fn clat(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_clat"))
+            .arg("--home")
+            .arg(&self.home)
+            .arg("--project")
+            .arg(&self.project)
+            .args(args)
+            .env_remove("CLAT_HOME")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run clat")
+    }
+}
+
+/// A run in `mode` that collects its events and denies every prompt (headless).
+pub fn run_in(mode: PermissionMode) -> (RunContext, Arc<CollectingSink>) {
+    let sink = Arc::new(CollectingSink::default());
+    let run = RunContext::builder().mode(mode).events(sink.clone()).start();
+    (run, sink)
+}
+
+/// The text of a tool output.
+pub fn text(output: &ToolOutput) -> String {
+    output.joined_text()
+}
+
+/// A handler that returns whatever its closure makes of the arguments.
+pub struct FnTool<F>(pub F);
+
+#[async_trait]
+impl<F> ToolHandler for FnTool<F>
+where
+    F: Fn(Value) -> ToolOutput + Send + Sync,
+{
+    async fn call(&self, arguments: Value, _run: &RunContext) -> Result<ToolOutput, ToolError> {
+        Ok((self.0)(arguments))
+    }
+}
+
+/// A handler that sleeps (without watching the cancel token) then answers.
+pub struct SlowTool(pub Duration);
+
+#[async_trait]
+impl ToolHandler for SlowTool {
+    async fn call(&self, _arguments: Value, _run: &RunContext) -> Result<ToolOutput, ToolError> {
+        tokio::time::sleep(self.0).await;
+        Ok(ToolOutput::text("finally"))
+    }
+}
+
+/// An always-"ok" handler.
+pub fn ok_tool() -> Arc<dyn ToolHandler> {
+    Arc::new(FnTool(|_| ToolOutput::text("ok")))
+}
+
+/// Live (non-zombie) processes whose process group is `pgid`, from /proc.
+pub fn live_processes_in_group(pgid: i32) -> Vec<(i32, String)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // pid (comm) state ppid pgrp ...
+        let Some(close) = stat.rfind(')') else { continue };
+        let fields: Vec<&str> = stat[close + 2..].split_whitespace().collect();
+        if fields.len() > 2 && fields[2].parse::<i32>().ok() == Some(pgid) && fields[0] != "Z" && fields[0] != "X" {
+            found.push((pid, stat[..close + 1].to_string()));
+        }
+    }
+    found
+}
+
+/// Wait (bounded) until no live process is left in `pgid`; returns what is left.
+pub fn wait_group_gone(pgid: i32) -> Vec<(i32, String)> {
+    for _ in 0..100 {
+        let left = live_processes_in_group(pgid);
+        if left.is_empty() {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    live_processes_in_group(pgid)
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+pub fn exists(path: &Path) -> bool {
+    path.symlink_metadata().is_ok()
+}

@@ -1,0 +1,160 @@
+//! The pipeline around every call: run events in order and as JSON lines,
+//! schema validation and argument size before anything runs, the tool-call
+//! deadline, prompt cancellation, and the 1 MiB result limit.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clat_host::contract::{Effect, PermissionMode, ToolOutput};
+use clat_host::limits::{TOOL_ARGUMENTS_MAX_BYTES, TOOL_RESULT_MAX_BYTES};
+use clat_host::registry::{CallError, Registry};
+use clat_host::run::{CollectingSink, JsonLinesSink, RunContext, RunEventKind};
+use serde_json::json;
+use support::{FnTool, SlowTool, ok_tool, run_in};
+
+fn registry() -> Registry {
+    let registry = Registry::new(&["echo", "slow", "huge", "just_under"]);
+    let schema =
+        json!({ "type": "object", "properties": { "n": { "type": "integer" } }, "additionalProperties": true });
+    registry.register_native("echo", "echo", schema.clone(), Effect::Read, ok_tool()).unwrap();
+    registry
+        .register_native("slow", "slow", schema.clone(), Effect::Read, Arc::new(SlowTool(Duration::from_secs(600))))
+        .unwrap();
+    registry
+        .register_native(
+            "huge",
+            "huge",
+            schema.clone(),
+            Effect::Read,
+            Arc::new(FnTool(|_| ToolOutput::text("x".repeat(TOOL_RESULT_MAX_BYTES)))),
+        )
+        .unwrap();
+    registry
+        .register_native(
+            "just_under",
+            "fits",
+            schema,
+            Effect::Read,
+            Arc::new(FnTool(|_| ToolOutput::text("x".repeat(TOOL_RESULT_MAX_BYTES - 100)))),
+        )
+        .unwrap();
+    registry
+}
+
+#[tokio::test]
+async fn a_call_emits_started_permission_finished_in_order() {
+    let registry = registry();
+    let (run, sink) = run_in(PermissionMode::Ask);
+    registry.call("echo", json!({ "n": 1 }), &run).await.unwrap();
+    run.finish();
+    run.finish();
+    let kinds: Vec<RunEventKind> = sink.events().into_iter().map(|e| e.kind).collect();
+    assert!(matches!(kinds[0], RunEventKind::RunStarted { ref mode } if mode == "ask"));
+    assert!(
+        matches!(kinds[1], RunEventKind::ToolStarted { call_id: 1, ref tool, ref effect, .. } if tool == "echo" && effect == "read")
+    );
+    assert!(matches!(kinds[2], RunEventKind::Permission { call_id: 1, allowed: true, .. }));
+    assert!(matches!(kinds[3], RunEventKind::ToolFinished { call_id: 1, is_error: false, error: None, .. }));
+    assert!(matches!(kinds[4], RunEventKind::RunFinished { cancelled: false }));
+    assert_eq!(kinds.len(), 5, "run_finished is emitted once");
+}
+
+#[tokio::test]
+async fn json_lines_sink_writes_one_object_per_event() {
+    let registry = registry();
+    let buffer = Arc::new(std::sync::Mutex::new(Vec::new()));
+    struct Shared(Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Shared {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let run = RunContext::builder().events(Arc::new(JsonLinesSink::new(Shared(buffer.clone())))).start();
+    registry.call("echo", json!({}), &run).await.unwrap();
+    run.finish();
+    let text = String::from_utf8(buffer.lock().unwrap().clone()).unwrap();
+    let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 5);
+    assert_eq!(lines[1]["type"], "tool_started");
+    assert_eq!(lines[1]["source"], "native");
+    assert_eq!(lines[3]["type"], "tool_finished");
+    assert!(lines[3]["duration_ms"].is_u64());
+}
+
+#[tokio::test]
+async fn invalid_arguments_are_refused_before_permission_or_dispatch() {
+    let registry = registry();
+    let (run, sink) = run_in(PermissionMode::Ask);
+    let err = registry.call("echo", json!({ "n": "one" }), &run).await.unwrap_err();
+    assert!(matches!(&err, CallError::InvalidArguments { reason, .. } if reason.contains("/n")), "{err}");
+    assert!(!sink.events().iter().any(|e| matches!(e.kind, RunEventKind::Permission { .. })));
+    assert!(
+        sink.events()
+            .iter()
+            .any(|e| matches!(&e.kind, RunEventKind::ToolFinished { error: Some(_), is_error: true, .. }))
+    );
+    let huge = json!({ "blob": "x".repeat(TOOL_ARGUMENTS_MAX_BYTES) });
+    let err = registry.call("echo", huge, &run).await.unwrap_err();
+    assert!(err.to_string().contains("bytes of arguments exceed"), "{err}");
+    let err = registry.call("nope", json!({}), &run).await.unwrap_err();
+    assert!(matches!(err, CallError::UnknownTool(_)));
+}
+
+#[tokio::test]
+async fn a_result_over_1_mib_becomes_an_error_for_that_call() {
+    let registry = registry();
+    let (run, _) = run_in(PermissionMode::Ask);
+    let out = registry.call("huge", json!({}), &run).await.unwrap();
+    assert!(out.is_error);
+    assert!(out.joined_text().contains("exceeds the 1048576-byte limit"), "{}", out.joined_text());
+    let out = registry.call("just_under", json!({}), &run).await.unwrap();
+    assert!(!out.is_error);
+    // The next call on the same run still works.
+    assert!(registry.call("echo", json!({}), &run).await.is_ok());
+}
+
+#[tokio::test]
+async fn the_run_deadline_caps_the_call_deadline() {
+    let registry = registry();
+    let run = RunContext::builder().deadline(Duration::from_millis(300)).start();
+    let started = Instant::now();
+    let err = registry.call("slow", json!({}), &run).await.unwrap_err();
+    assert!(matches!(err, CallError::TimedOut { .. }), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(30));
+    assert!(err.to_string().contains("timed out after 0."), "{err}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_times_out_at_120_seconds() {
+    let registry = registry();
+    let run = RunContext::builder().start();
+    let err = registry.call("slow", json!({}), &run).await.unwrap_err();
+    assert!(matches!(&err, CallError::TimedOut { after, .. } if after.as_secs_f64().round() == 120.0), "{err}");
+}
+
+#[tokio::test]
+async fn cancel_ends_a_pending_call_promptly() {
+    let registry = Arc::new(registry());
+    let sink = Arc::new(CollectingSink::default());
+    let run = RunContext::builder().events(sink.clone()).start();
+    let call = {
+        let (registry, run) = (registry.clone(), run.clone());
+        tokio::spawn(async move { registry.call("slow", json!({}), &run).await })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let started = Instant::now();
+    run.cancel();
+    let result = tokio::time::timeout(Duration::from_secs(10), call).await.expect("the call ended").unwrap();
+    assert!(matches!(result, Err(CallError::Cancelled { .. })));
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // A cancelled run refuses new calls at once.
+    assert!(matches!(registry.call("echo", json!({}), &run).await, Err(CallError::Cancelled { .. })));
+    run.finish();
+    assert!(sink.events().iter().any(|e| matches!(e.kind, RunEventKind::RunFinished { cancelled: true })));
+}
