@@ -50,7 +50,7 @@ fn call_read_file_works_in_a_trusted_project() {
     env.write("notes.txt", "one\ntwo\nthree\n");
     let out = env.clat(&["call", "read_file", r#"{"path":"notes.txt","start_line":2,"end_line":2}"#]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert_eq!(stdout(&out), "two\n\n");
+    assert_eq!(stdout(&out), "two\n");
     let out = env.clat(&["call", "read_file", r#"{"path":"notes.txt"}"#, "--json"]);
     let v = json_out(&out);
     assert_eq!(v["tool"], "read_file");
@@ -150,7 +150,7 @@ fn events_are_json_lines_on_stderr() {
     assert_eq!(events[2]["allowed"], true);
     assert_eq!(events[2]["decided_by"], "mode");
     assert_eq!(events[3]["is_error"], false);
-    assert_eq!(stdout(&out), "a\n");
+    assert_eq!(stdout(&out), "a\n", "a newline ends the output");
 }
 
 #[test]

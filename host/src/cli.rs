@@ -271,11 +271,14 @@ async fn call(
         v["runId"] = json!(run.run_id());
         println!("{v}");
     } else {
-        let text = output.joined_text();
+        let mut text = output.joined_text();
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
         if output.is_error {
-            eprintln!("{text}");
+            eprint!("{text}");
         } else {
-            println!("{text}");
+            print!("{text}");
         }
     }
     Ok(if output.is_error { Exit::ToolError } else { Exit::Ok })

@@ -1,6 +1,6 @@
 //! Every limit of the spec's "Resource limits" table, plus CLAT's own bounds,
-//! as named constants. Each is enforced in exactly one place; `docs/architecture.md`
-//! says where. Limits that belong to adapters not built yet (stdio frames,
+//! as named constants: no limit is written as a literal anywhere else.
+//! `docs/architecture.md` says where each is enforced. Limits that belong to adapters not built yet (stdio frames,
 //! handshakes, listing) are declared here already so that the table has one home.
 
 use std::time::Duration;
@@ -78,8 +78,9 @@ pub const WRITE_FILE_MAX_BYTES: usize = 4 * 1024 * 1024;
 pub const COMMAND_OUTPUT_MAX_BYTES: usize = 64 * 1024;
 /// Default `run_command` timeout when the call does not ask for one.
 pub const COMMAND_DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long a terminated process group gets to exit after SIGTERM before SIGKILL.
-pub const PROCESS_KILL_GRACE: Duration = Duration::from_millis(500);
+/// How long `run_command` waits for its output pipes to close after the process
+/// group was killed (a descendant that left the group could hold them open).
+pub const COMMAND_OUTPUT_DRAIN_WAIT: Duration = Duration::from_secs(2);
 /// Characters of one string field in a context snapshot.
 pub const SNAPSHOT_MAX_STRING_CHARS: usize = 4_096;
 /// Bytes of a tool call's arguments accepted by the pipeline.

@@ -211,10 +211,10 @@ impl RunBuilder {
     /// Start the run: emits `run_started`.
     pub fn start(self) -> RunContext {
         let started = Instant::now();
-        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
+        let millis = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
         let run = RunContext {
             inner: Arc::new(RunInner {
-                run_id: format!("run-{nanos:x}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]),
+                run_id: format!("run-{millis:x}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]),
                 mode: self.mode,
                 cancel: self.cancel.unwrap_or_default(),
                 started,

@@ -16,7 +16,7 @@ use anyhow::Context as _;
 use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use crate::limits::{COMMAND_OUTPUT_MAX_BYTES, PROCESS_KILL_GRACE};
+use crate::limits::{COMMAND_OUTPUT_DRAIN_WAIT, COMMAND_OUTPUT_MAX_BYTES};
 use crate::run::RunContext;
 
 /// Send SIGKILL to a whole process group; a group that is already gone is fine.
@@ -238,7 +238,7 @@ async fn capture<R: AsyncRead + Unpin>(stream: Option<R>) -> CapturedOutput {
 /// escaped the group (setsid) while holding the pipe.
 async fn join_capture(handle: tokio::task::JoinHandle<CapturedOutput>) -> CapturedOutput {
     let abort = handle.abort_handle();
-    match tokio::time::timeout(PROCESS_KILL_GRACE * 4, handle).await {
+    match tokio::time::timeout(COMMAND_OUTPUT_DRAIN_WAIT, handle).await {
         Ok(Ok(out)) => out,
         _ => {
             abort.abort();

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The demo: mount a demo project and drive CLAT's tools through the whole
+# pipeline, on embedded defaults, with no network. Everything lives in a
+# temporary CLAT_HOME and project that are removed at the end.
+# (The WASM plugin and the MCP server join this demo when those adapters land.)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cargo build --quiet -p clat-host --bin clat
+clat="${CARGO_TARGET_DIR:-$PWD/target}/debug/clat"
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+export CLAT_HOME="$work/clat-home"
+project="$work/demo-project"
+mkdir -p "$project/src"
+cat > "$project/src/main.rs" <<'RS'
+fn main() {
+    let greeting = "hello";
+    println!("{greeting}, world");
+}
+RS
+printf 'target/\n' > "$project/.gitignore"
+mkdir -p "$project/target" && echo "build output" > "$project/target/ignored.txt"
+
+show() { printf '\n$ clat %s\n' "$*"; }
+expect() { # expect CODE -- clat args...
+  local want=$1; shift 2
+  show "$@"
+  set +e; "$clat" --project "$project" "$@"; local got=$?; set -e
+  if [ "$got" != "$want" ]; then echo "demo: expected exit $want, got $got" >&2; exit 1; fi
+  [ "$want" = 0 ] || echo "(exit $got, as expected)"
+}
+
+expect 3 -- tools
+show trust "$project"; "$clat" trust "$project"
+expect 0 -- tools
+expect 0 -- call list_files
+expect 0 -- call search '{"pattern":"greeting"}'
+expect 0 -- call read_file '{"path":"src/main.rs","start_line":2,"end_line":3}'
+expect 4 -- call write_file '{"path":"NOTES.md","content":"# Notes\n"}'
+expect 0 -- call write_file '{"path":"NOTES.md","content":"# Notes\n"}' --mode auto-edit
+expect 0 -- call edit_file '{"path":"src/main.rs","old_string":"hello","new_string":"goodbye"}' --mode auto-edit --events
+expect 0 -- call run_command '{"command":"grep -n goodbye src/main.rs && ls"}' --mode full-access
+expect 1 -- call read_file '{"path":"../../etc/passwd"}'
+expect 0 -- call read_file '{"path":"NOTES.md"}' --json
+printf '\ndemo finished: every step behaved as expected\n'
