@@ -159,7 +159,7 @@ async fn restrict_writes_confines_the_command_or_says_why_not() {
     let scope = ProjectScope::mount(
         &env.clat_home(),
         &env.project,
-        ScopeOptions { sandbox: SandboxPolicy::RestrictWritesToProject },
+        ScopeOptions { sandbox: SandboxPolicy::RestrictWritesToProject, ..Default::default() },
     )
     .unwrap();
     let (run, _) = run_in(PermissionMode::FullAccess);

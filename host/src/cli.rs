@@ -196,7 +196,8 @@ async fn dispatch(cli: Cli) -> Result<Exit, Failure> {
             let mode: PermissionMode = mode.parse().map_err(|e: String| Failure::new(Exit::Usage, "usage", e))?;
             let sandbox: SandboxPolicy = sandbox.parse().map_err(|e: String| Failure::new(Exit::Usage, "usage", e))?;
             let arguments = parse_arguments(args_json.as_deref())?;
-            let scope = ProjectScope::mount(&home, &project_dir(cli.project)?, ScopeOptions { sandbox })?;
+            let scope =
+                ProjectScope::mount(&home, &project_dir(cli.project)?, ScopeOptions { sandbox, ..Default::default() })?;
             call(&scope, &tool, arguments, mode, json, events).await
         }
     }

@@ -51,6 +51,8 @@ pub const ELICITATION_NUMBER_RETRIES: usize = 2;
 pub const INITIAL_SURFACE_WAIT: Duration = Duration::from_secs(20);
 /// Lines of subprocess / guest stderr kept for diagnostics.
 pub const STDERR_TAIL_LINES: usize = 20;
+/// Characters kept of one diagnostic tail line.
+pub const STDERR_TAIL_LINE_MAX_CHARS: usize = 1_000;
 
 // CLAT's own bounds (not in the spec table, but every surface is bounded).
 
@@ -81,7 +83,23 @@ pub const COMMAND_DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long `run_command` waits for its output pipes to close after the process
 /// group was killed (a descendant that left the group could hold them open).
 pub const COMMAND_OUTPUT_DRAIN_WAIT: Duration = Duration::from_secs(2);
+/// Characters of one plugin log line (the rest is cut).
+pub const PLUGIN_LOG_LINE_MAX_CHARS: usize = 2_000;
 /// Characters of one string field in a context snapshot.
 pub const SNAPSHOT_MAX_STRING_CHARS: usize = 4_096;
 /// Bytes of a tool call's arguments accepted by the pipeline.
 pub const TOOL_ARGUMENTS_MAX_BYTES: usize = 8 * 1024 * 1024;
+
+// WASM guests.
+
+/// Linear memory one guest store may grow to (a plugin may ask for less).
+pub const WASM_MEMORY_MAX_BYTES: usize = 256 * 1024 * 1024;
+/// Table elements one guest store may hold.
+pub const WASM_TABLE_ELEMENTS_MAX: usize = 100_000;
+/// Core instances, tables and memories one guest store may create.
+pub const WASM_INSTANCES_MAX: usize = 64;
+/// How often the engine's epoch advances; guests yield to the async runtime at
+/// this cadence, so cancellation reaches a busy guest within about one tick.
+pub const WASM_EPOCH_TICK: Duration = Duration::from_millis(10);
+/// Bytes of a component file accepted by install and load.
+pub const WASM_COMPONENT_MAX_BYTES: u64 = 64 * 1024 * 1024;

@@ -45,6 +45,13 @@ pub enum RunEventKind {
     ProcessKilled { pgid: i32, reason: String },
     /// A sampling request was reserved, reconciled or refused (used by the sampling gates).
     Sampling { source: String, outcome: String, input_tokens: u64, output_tokens: u64 },
+    /// A plugin asked the user to fill in a form.
+    Elicitation { source: String, fields: u32, outcome: String },
+    /// A plugin called a host tool through host services (the call itself
+    /// follows as `tool_started` … `tool_finished`).
+    HostToolCall { source: String, tool: String },
+    /// A plugin wrote a log line through host services (bounded).
+    PluginLog { source: String, level: String, message: String },
     /// The run ended.
     RunFinished { cancelled: bool },
 }

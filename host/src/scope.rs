@@ -7,13 +7,14 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::contract::{ContextSnapshot, RunSnapshot};
-use crate::limits::SNAPSHOT_MAX_STRING_CHARS;
+use crate::contract::ContextSnapshot;
 use crate::native::fence::PathFence;
 use crate::native::process::{ProcessService, SandboxPolicy};
 use crate::native::{NATIVE_TOOL_NAMES, NativeEnv, register_native_tools};
 use crate::registry::Registry;
 use crate::run::{RunBuilder, RunContext};
+use crate::sampling::{ModelProvider, OfflineProvider};
+use crate::services::HostServices;
 use crate::trust::{ClatHome, TrustError, TrustStore, canonical_project};
 
 /// Why a project could not be mounted.
@@ -30,10 +31,12 @@ pub enum ScopeError {
 }
 
 /// How to mount a project.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct ScopeOptions {
     /// The sandbox policy for commands.
     pub sandbox: SandboxPolicy,
+    /// The active session model for extension sampling (default: the offline model).
+    pub provider: Option<Arc<dyn ModelProvider>>,
 }
 
 /// A mounted, trusted project.
@@ -42,6 +45,7 @@ pub struct ProjectScope {
     root: PathBuf,
     session_id: String,
     registry: Arc<Registry>,
+    services: Arc<HostServices>,
 }
 
 impl ProjectScope {
@@ -55,12 +59,10 @@ impl ProjectScope {
         let env = Arc::new(NativeEnv { fence, processes: ProcessService::new(&root, options.sandbox) });
         let registry = Arc::new(Registry::new(&NATIVE_TOOL_NAMES));
         register_native_tools(&registry, env)?;
-        Ok(ProjectScope {
-            home: home.clone(),
-            root,
-            session_id: format!("session-{}", uuid::Uuid::new_v4().simple()),
-            registry,
-        })
+        let session_id = format!("session-{}", uuid::Uuid::new_v4().simple());
+        let provider = options.provider.unwrap_or_else(|| Arc::new(OfflineProvider));
+        let services = Arc::new(HostServices::new(&registry, provider, &root, &session_id));
+        Ok(ProjectScope { home: home.clone(), root, session_id, registry, services })
     }
 
     pub fn root(&self) -> &Path {
@@ -82,23 +84,13 @@ impl ProjectScope {
         builder.start()
     }
 
+    /// The host services this scope offers its plugins.
+    pub fn services(&self) -> &Arc<HostServices> {
+        &self.services
+    }
+
     /// A bounded, detached snapshot of project, session and (optionally) run.
     pub fn snapshot(&self, run: Option<&RunContext>) -> ContextSnapshot {
-        let bound = |s: &str| s.chars().take(SNAPSHOT_MAX_STRING_CHARS).collect::<String>();
-        ContextSnapshot {
-            project_root: bound(&self.root.display().to_string()),
-            project_name: bound(&self.root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()),
-            session_id: bound(&self.session_id),
-            run: run.map(|r| {
-                let left = r.budget().left();
-                RunSnapshot {
-                    run_id: bound(r.run_id()),
-                    mode: r.mode(),
-                    remaining_ms: r.remaining().map_or(u64::MAX, |d| d.as_millis() as u64),
-                    sampling_requests_left: left.requests,
-                    sampling_tokens_left: left.tokens,
-                }
-            }),
-        }
+        self.services.snapshot(run)
     }
 }

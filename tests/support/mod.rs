@@ -3,6 +3,8 @@
 //! handlers for driving the registry.
 #![allow(dead_code)]
 
+pub mod wasm;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Arc;

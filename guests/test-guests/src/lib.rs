@@ -1,0 +1,173 @@
+//! `test-guests`: one plugin whose tools each misbehave in one way, for the
+//! host's tests. None of this is an example to follow.
+
+use clat_guest::{
+    Args, ChoiceField, ChoiceOption, ElicitationForm, FieldKind, FormField, HostTool, LogLevel, Plugin, Role,
+    SamplingMessage, SamplingRequest, ToolOutput, ToolSpec, host, output_text, text, tool,
+};
+use serde_json::json;
+
+struct TestGuests;
+
+fn open(name: &str) -> ToolSpec {
+    tool(name, "test tool").read_only().closed_world().build()
+}
+
+impl Plugin for TestGuests {
+    fn tools() -> Vec<ToolSpec> {
+        [
+            "echo",
+            "spin",
+            "memory_bomb",
+            "trap",
+            "big_output",
+            "host_call",
+            "sample",
+            "sampling_flood",
+            "elicit",
+            "nested_form",
+            "context",
+            "log_spam",
+            "stdout_spam",
+        ]
+        .into_iter()
+        .map(open)
+        .collect()
+    }
+
+    fn call(name: &str, args: Args) -> Result<ToolOutput, String> {
+        match name {
+            "echo" => Ok(text(args.0.to_string())),
+            "spin" => {
+                let mut x: u64 = 0;
+                loop {
+                    x = std::hint::black_box(x.wrapping_add(1));
+                }
+            }
+            "memory_bomb" => {
+                let mut hoard: Vec<Vec<u8>> = Vec::new();
+                loop {
+                    hoard.push(vec![1u8; 16 * 1024 * 1024]);
+                    std::hint::black_box(&hoard);
+                }
+            }
+            "trap" => panic!("the test guest traps on purpose"),
+            "big_output" => Ok(text("x".repeat(args.i64("bytes").unwrap_or(2 * 1024 * 1024) as usize))),
+            "host_call" => {
+                // {"tool": "read_file", "arguments": {...}}
+                let tool = match args.required_str("tool")? {
+                    "list_files" => HostTool::ListFiles,
+                    "read_file" => HostTool::ReadFile,
+                    "search" => HostTool::Search,
+                    "write_file" => HostTool::WriteFile,
+                    "edit_file" => HostTool::EditFile,
+                    "run_command" => HostTool::RunCommand,
+                    other => return Err(format!("unknown host tool {other}")),
+                };
+                let arguments = args.0.get("arguments").cloned().unwrap_or(json!({}));
+                Ok(match host::call(tool, &arguments) {
+                    Ok(out) => ToolOutput { is_error: out.is_error, ..text(format!("ok: {}", output_text(&out))) },
+                    Err(e) => clat_guest::error(format!("host error: {}", host::describe(&e))),
+                })
+            }
+            "sample" => {
+                let messages = args.i64("messages").unwrap_or(1) as usize;
+                let chars = args.i64("chars").unwrap_or(10) as usize;
+                let request = SamplingRequest {
+                    messages: (0..messages)
+                        .map(|_| SamplingMessage { role: Role::User, text: "y".repeat(chars / messages.max(1)) })
+                        .collect(),
+                    system_prompt: None,
+                    max_tokens: args.i64("max_tokens").unwrap_or(100) as u32,
+                    temperature: None,
+                    stop_sequences: vec![],
+                    model_hints: vec!["gpt-something-else".into()],
+                };
+                Ok(match host::sample(&request) {
+                    Ok(r) => text(format!("model={} text={}", r.model, r.text)),
+                    Err(e) => clat_guest::error(format!("host error: {}", host::describe(&e))),
+                })
+            }
+            "sampling_flood" => {
+                let request = SamplingRequest {
+                    messages: vec![SamplingMessage { role: Role::User, text: "again".into() }],
+                    system_prompt: None,
+                    max_tokens: 10,
+                    temperature: None,
+                    stop_sequences: vec![],
+                    model_hints: vec![],
+                };
+                let mut done = 0;
+                loop {
+                    match host::sample(&request) {
+                        Ok(_) => done += 1,
+                        Err(e) => return Ok(text(format!("completed {done}, then: {}", host::describe(&e)))),
+                    }
+                    if done > 1000 {
+                        return Ok(text("the budget never stopped the flood"));
+                    }
+                }
+            }
+            "elicit" => {
+                let form = ElicitationForm {
+                    message: "Pick one".into(),
+                    fields: vec![FormField {
+                        name: "colour".into(),
+                        title: None,
+                        description: None,
+                        required: true,
+                        kind: FieldKind::Choice(ChoiceField {
+                            options: (0..args.i64("choices").unwrap_or(2))
+                                .map(|i| ChoiceOption { value: format!("c{i}"), title: None })
+                                .collect(),
+                            default: None,
+                        }),
+                    }],
+                };
+                Ok(match host::elicit(&form) {
+                    Ok(r) => text(format!("{r:?}")),
+                    Err(e) => clat_guest::error(format!("host error: {}", host::describe(&e))),
+                })
+            }
+            "nested_form" => {
+                let fields = (0..args.i64("fields").unwrap_or(17))
+                    .map(|i| FormField {
+                        name: format!("f{i}"),
+                        title: None,
+                        description: None,
+                        required: false,
+                        kind: FieldKind::Boolean(clat_guest::BooleanField { default: None }),
+                    })
+                    .collect();
+                Ok(match host::elicit(&ElicitationForm { message: "too many".into(), fields }) {
+                    Ok(r) => text(format!("{r:?}")),
+                    Err(e) => clat_guest::error(format!("host error: {}", host::describe(&e))),
+                })
+            }
+            "context" => {
+                let ctx = host::context();
+                Ok(text(format!(
+                    "project={} run={}",
+                    ctx.project_name,
+                    ctx.run.map(|r| r.run_id).unwrap_or_else(|| "none".into())
+                )))
+            }
+            "log_spam" => {
+                for i in 0..100 {
+                    host::log(LogLevel::Info, &format!("line {i} token=sk-abcdefghijklmnopqrstuvwx"));
+                }
+                Ok(text("logged"))
+            }
+            "stdout_spam" => {
+                for i in 0..10_000 {
+                    println!("stdout line {i} Bearer abcdefghijklmnop");
+                }
+                eprintln!("to stderr: api_key=supersecretvalue");
+                Ok(text("printed"))
+            }
+            other => Err(format!("no tool {other:?}")),
+        }
+    }
+}
+
+clat_guest::export_plugin!(TestGuests);

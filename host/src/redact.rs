@@ -1,0 +1,161 @@
+//! Redaction of key-shaped values, written once for every diagnostic surface
+//! (MCP server stderr, guest stdout/stderr, status and error text), and the
+//! bounded tail of the last lines a subprocess or guest wrote. Redaction limits
+//! secondary leakage; it is not secret storage.
+
+use std::collections::VecDeque;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::limits::{STDERR_TAIL_LINE_MAX_CHARS, STDERR_TAIL_LINES};
+
+/// What a redacted value is replaced with.
+pub const REDACTED: &str = "[REDACTED]";
+
+struct Rule {
+    pattern: Regex,
+    replacement: &'static str,
+}
+
+static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
+    let rule = |pattern: &str, replacement: &'static str| Rule {
+        pattern: Regex::new(pattern).expect("redaction patterns are valid"),
+        replacement,
+    };
+    vec![
+        // Authorization headers and bearer tokens.
+        rule(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9\-._~+/]{8,}=*", "$1 [REDACTED]"),
+        // key=value / key: value / "key": "value" where the key names a secret.
+        rule(
+            r#"(?i)("?[A-Za-z0-9_\-]*(?:api[_\-]?key|apikey|secret|token|password|passwd|credential|auth)[A-Za-z0-9_\-]*"?\s*[:=]\s*"?)([^\s"',;]{4,})"#,
+            "${1}[REDACTED]",
+        ),
+        // Well-known key shapes.
+        rule(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}", "[REDACTED]"),
+        rule(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}", "[REDACTED]"),
+        rule(r"\bgithub_pat_[A-Za-z0-9_]{30,}", "[REDACTED]"),
+        rule(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", "[REDACTED]"),
+        rule(r"\bAKIA[0-9A-Z]{16}\b", "[REDACTED]"),
+        rule(r"\bAIza[0-9A-Za-z\-_]{35}\b", "[REDACTED]"),
+        rule(r"\bglpat-[A-Za-z0-9\-_]{20,}", "[REDACTED]"),
+        rule(r"\beyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}", "[REDACTED]"),
+    ]
+});
+
+/// Replace every key-shaped value in `text`.
+pub fn redact(text: &str) -> String {
+    let mut out = text.to_string();
+    for rule in RULES.iter() {
+        if rule.pattern.is_match(&out) {
+            out = rule.pattern.replace_all(&out, rule.replacement).into_owned();
+        }
+    }
+    out
+}
+
+/// The last `STDERR_TAIL_LINES` lines written to a stream, each redacted and
+/// cut to `STDERR_TAIL_LINE_MAX_CHARS`. Bytes arrive in any chunking; a partial
+/// line is held (bounded) until its newline or `lines()`.
+#[derive(Debug, Default, Clone)]
+pub struct OutputTail {
+    lines: VecDeque<String>,
+    partial: Vec<u8>,
+    total_lines: u64,
+}
+
+impl OutputTail {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Feed raw bytes.
+    pub fn push_bytes(&mut self, bytes: &[u8]) {
+        for chunk in bytes.split_inclusive(|&b| b == b'\n') {
+            let complete = chunk.ends_with(b"\n");
+            let body = if complete { &chunk[..chunk.len() - 1] } else { chunk };
+            // Keep at most a line's worth (in bytes, generously) of a partial line.
+            let room = (STDERR_TAIL_LINE_MAX_CHARS * 4).saturating_sub(self.partial.len());
+            self.partial.extend_from_slice(&body[..body.len().min(room)]);
+            if complete {
+                let line = std::mem::take(&mut self.partial);
+                self.push_line(&String::from_utf8_lossy(&line));
+            }
+        }
+    }
+
+    fn push_line(&mut self, line: &str) {
+        let line = line.trim_end_matches('\r');
+        let mut shown: String = redact(line).chars().take(STDERR_TAIL_LINE_MAX_CHARS).collect();
+        if line.chars().count() > STDERR_TAIL_LINE_MAX_CHARS {
+            shown.push('…');
+        }
+        if self.lines.len() == STDERR_TAIL_LINES {
+            self.lines.pop_front();
+        }
+        self.lines.push_back(shown);
+        self.total_lines += 1;
+    }
+
+    /// The kept lines, oldest first, including a pending partial line.
+    pub fn lines(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self.lines.iter().cloned().collect();
+        if !self.partial.is_empty() {
+            let mut tail = self.clone();
+            let partial = String::from_utf8_lossy(&tail.partial).into_owned();
+            tail.partial.clear();
+            tail.push_line(&partial);
+            lines = tail.lines.into_iter().collect();
+        }
+        lines
+    }
+
+    /// How many complete lines were written in all (kept or not).
+    pub fn total_lines(&self) -> u64 {
+        self.total_lines
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_shapes_are_redacted() {
+        let cases = [
+            ("Authorization: Bearer abcdef1234567890", "Bearer [REDACTED]"),
+            ("OPENAI_API_KEY=sk-proj-abcdefghijklmnop1234", "OPENAI_API_KEY=[REDACTED]"),
+            ("using key sk-ant-api03-abcdefghijklmnopqrstu", "using key [REDACTED]"),
+            (r#"{"api_key": "hunter2hunter2"}"#, r#"{"api_key": "[REDACTED]"}"#),
+            ("token ghp_abcdefghijklmnopqrstuvwxyz0123456789", "token [REDACTED]"),
+            ("aws AKIAIOSFODNN7EXAMPLE here", "aws [REDACTED] here"),
+            ("password: correcthorse", "password: [REDACTED]"),
+        ];
+        for (input, expected) in cases {
+            let out = redact(input);
+            assert!(out.contains(expected), "{input:?} → {out:?}");
+            assert!(!out.contains("abcdefghijklmnop1234") && !out.contains("hunter2") && !out.contains("correcthorse"));
+        }
+        assert_eq!(redact("plain text with no secrets"), "plain text with no secrets");
+    }
+
+    #[test]
+    fn the_tail_keeps_the_last_lines_redacted_and_bounded() {
+        let mut tail = OutputTail::new();
+        for i in 0..30 {
+            tail.push_bytes(format!("line {i}\n").as_bytes());
+        }
+        tail.push_bytes(b"Bearer abcdefghijkl");
+        tail.push_bytes(b"mnop and more\npartial");
+        let lines = tail.lines();
+        assert_eq!(lines.len(), STDERR_TAIL_LINES);
+        assert_eq!(lines.last().unwrap(), "partial");
+        assert_eq!(lines[lines.len() - 2], "Bearer [REDACTED] and more");
+        assert_eq!(lines[0], "line 12");
+        assert_eq!(tail.total_lines(), 31);
+        let mut long = OutputTail::new();
+        long.push_bytes(&vec![b'x'; 100_000]);
+        long.push_bytes(b"\n");
+        assert!(long.lines()[0].chars().count() <= STDERR_TAIL_LINE_MAX_CHARS + 1);
+    }
+}

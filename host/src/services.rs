@@ -1,0 +1,143 @@
+//! Host services: the one implementation of the `host-services` contract. WASM
+//! guests reach it through the generated host traits, MCP servers through
+//! `io.artec.clat/*`, `sampling/createMessage` and `elicitation/create`; both
+//! adapters call these methods and restate none of their rules. Everything but
+//! `get_context` and `log` requires an active run, and host-tool calls go
+//! through the registry — the current run's permission pipeline, path fence,
+//! cancel token and events.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Weak};
+
+use serde_json::Value;
+
+use crate::contract::{
+    ContextSnapshot, ElicitationForm, ElicitationResult, HostError, HostTool, LogLevel, RunSnapshot, SamplingRequest,
+    SamplingResult, ToolOutput,
+};
+use crate::limits::{PLUGIN_LOG_LINE_MAX_CHARS, SNAPSHOT_MAX_STRING_CHARS};
+use crate::redact::redact;
+use crate::registry::{CallError, Registry};
+use crate::run::{RunContext, RunEventKind};
+use crate::sampling::ModelProvider;
+
+/// The services one project scope offers its plugins.
+pub struct HostServices {
+    registry: Weak<Registry>,
+    provider: Arc<dyn ModelProvider>,
+    project_root: PathBuf,
+    session_id: String,
+}
+
+fn no_run() -> HostError {
+    HostError::NoActiveRun
+}
+
+impl HostServices {
+    pub fn new(
+        registry: &Arc<Registry>,
+        provider: Arc<dyn ModelProvider>,
+        project_root: &Path,
+        session_id: &str,
+    ) -> Self {
+        HostServices {
+            registry: Arc::downgrade(registry),
+            provider,
+            project_root: project_root.to_path_buf(),
+            session_id: session_id.to_string(),
+        }
+    }
+
+    /// A bounded, detached snapshot of project, session and (optionally) run.
+    pub fn snapshot(&self, run: Option<&RunContext>) -> ContextSnapshot {
+        let bound = |s: &str| s.chars().take(SNAPSHOT_MAX_STRING_CHARS).collect::<String>();
+        ContextSnapshot {
+            project_root: bound(&self.project_root.display().to_string()),
+            project_name: bound(
+                &self.project_root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            ),
+            session_id: bound(&self.session_id),
+            run: run.map(|r| {
+                let left = r.budget().left();
+                RunSnapshot {
+                    run_id: bound(r.run_id()),
+                    mode: r.mode(),
+                    remaining_ms: r.remaining().map_or(u64::MAX, |d| d.as_millis() as u64),
+                    sampling_requests_left: left.requests,
+                    sampling_tokens_left: left.tokens,
+                }
+            }),
+        }
+    }
+
+    /// Call one of the six host tools for `source` in `run`.
+    pub async fn call_tool(
+        &self,
+        tool: HostTool,
+        arguments: &str,
+        source: &str,
+        run: Option<&RunContext>,
+    ) -> Result<ToolOutput, HostError> {
+        let run = run.ok_or_else(no_run)?;
+        let arguments: Value = serde_json::from_str(arguments)
+            .map_err(|e| HostError::Invalid(format!("host tool arguments are not JSON: {e}")))?;
+        let registry =
+            self.registry.upgrade().ok_or_else(|| HostError::Failed("the project scope is closed".into()))?;
+        run.emit(RunEventKind::HostToolCall { source: source.to_string(), tool: tool.tool_name().to_string() });
+        registry.call(tool.tool_name(), arguments, run).await.map_err(|e| match e {
+            CallError::Denied { reason, .. } => HostError::Denied(reason),
+            CallError::Cancelled { .. } => HostError::Cancelled,
+            CallError::TimedOut { .. } => HostError::Timeout,
+            CallError::InvalidArguments { reason, .. } => HostError::Invalid(reason),
+            CallError::UnknownTool(name) => HostError::Unsupported(format!("host tool {name} is not registered")),
+            CallError::Failed { error, .. } => HostError::Failed(error.to_string()),
+        })
+    }
+
+    /// One completion from the active session model, through the three gates.
+    pub async fn create_message(
+        &self,
+        request: &SamplingRequest,
+        source: &str,
+        run: Option<&RunContext>,
+    ) -> Result<SamplingResult, HostError> {
+        let run = run.ok_or_else(no_run)?;
+        crate::sampling::create_message(self.provider.as_ref(), request, source, run).await
+    }
+
+    /// Ask the user one primitive form.
+    pub async fn elicit(
+        &self,
+        form: &ElicitationForm,
+        source: &str,
+        run: Option<&RunContext>,
+    ) -> Result<ElicitationResult, HostError> {
+        let run = run.ok_or_else(no_run)?;
+        crate::elicitation::elicit(form, source, run).await
+    }
+
+    /// One bounded, redacted log line: to tracing, and to the run's events when in a run.
+    pub fn log(&self, level: LogLevel, message: &str, source: &str, run: Option<&RunContext>) {
+        let mut line: String = redact(message).chars().take(PLUGIN_LOG_LINE_MAX_CHARS).collect();
+        if message.chars().count() > PLUGIN_LOG_LINE_MAX_CHARS {
+            line.push('…');
+        }
+        let level_name = match level {
+            LogLevel::Trace => "trace",
+            LogLevel::Debug => "debug",
+            LogLevel::Info => "info",
+            LogLevel::Warn => "warn",
+            LogLevel::Error => "error",
+        };
+        match level {
+            LogLevel::Trace => tracing::trace!(plugin = source, "{line}"),
+            LogLevel::Debug => tracing::debug!(plugin = source, "{line}"),
+            LogLevel::Info => tracing::info!(plugin = source, "{line}"),
+            LogLevel::Warn => tracing::warn!(plugin = source, "{line}"),
+            LogLevel::Error => tracing::error!(plugin = source, "{line}"),
+        }
+        if let Some(run) = run {
+            run.emit(RunEventKind::PluginLog { source: source.to_string(), level: level_name.into(), message: line });
+        }
+    }
+}

@@ -1,0 +1,43 @@
+//! The generated `host-services` trait, implemented for guest stores by
+//! delegating to the host core's `HostServices` — the same code MCP servers
+//! reach. Nothing here decides anything.
+
+use crate::contract::artec::clat::{host_services, types};
+use crate::contract::{
+    ContextSnapshot, ElicitationForm, ElicitationResult, HostError, HostTool, LogLevel, SamplingRequest,
+    SamplingResult, ToolOutput,
+};
+
+use super::store::GuestState;
+
+impl types::Host for GuestState {}
+
+impl host_services::Host for GuestState {
+    async fn get_context(&mut self) -> wasmtime::Result<ContextSnapshot> {
+        Ok(self.services.snapshot(self.run.as_ref()))
+    }
+
+    async fn call_tool(
+        &mut self,
+        tool: HostTool,
+        arguments: String,
+    ) -> wasmtime::Result<Result<ToolOutput, HostError>> {
+        Ok(self.services.call_tool(tool, &arguments, &self.source, self.run.as_ref()).await)
+    }
+
+    async fn create_message(
+        &mut self,
+        request: SamplingRequest,
+    ) -> wasmtime::Result<Result<SamplingResult, HostError>> {
+        Ok(self.services.create_message(&request, &self.source, self.run.as_ref()).await)
+    }
+
+    async fn elicit(&mut self, form: ElicitationForm) -> wasmtime::Result<Result<ElicitationResult, HostError>> {
+        Ok(self.services.elicit(&form, &self.source, self.run.as_ref()).await)
+    }
+
+    async fn log(&mut self, level: LogLevel, message: String) -> wasmtime::Result<()> {
+        self.services.log(level, &message, &self.source, self.run.as_ref());
+        Ok(())
+    }
+}

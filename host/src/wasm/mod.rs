@@ -1,0 +1,277 @@
+//! The WASM plugin runtime: one wasmtime `Engine` per process (component model,
+//! epoch interruption with a ticker thread), compiled components cached on disk,
+//! an `InstancePre` per plugin, and a fresh `Store` per call with memory and
+//! table limits and an epoch deadline equal to the call's deadline. A plugin's
+//! tools register as `wasm_{plugin}_{tool}`; calling one instantiates the guest
+//! and runs its `call-tool` export. Everything a guest does to the world goes
+//! through host services. A broken guest fails its own call only.
+
+pub mod cache;
+mod host_services;
+pub mod stdio;
+pub mod store;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use anyhow::Context as _;
+use async_trait::async_trait;
+use serde_json::Value;
+use wasmtime::component::{HasSelf, Linker};
+use wasmtime::{Config, Engine, Trap};
+
+use crate::contract::{ClatPlugin, ClatPluginPre, ToolOutput, ToolSpec};
+use crate::limits::{
+    TOOL_CALL_TIMEOUT, TOOLS_PER_SERVER_MAX, WASM_COMPONENT_MAX_BYTES, WASM_EPOCH_TICK, WASM_MEMORY_MAX_BYTES,
+};
+use crate::names::ExternalKind;
+use crate::redact::OutputTail;
+use crate::registry::{RegistrationError, Registry, ToolError, ToolHandler};
+use crate::run::RunContext;
+use crate::services::HostServices;
+use cache::{CacheOutcome, ComponentCache};
+use stdio::SharedTail;
+use store::{GuestState, StoreSpec, new_store};
+
+/// Why a plugin could not be loaded; its contributions are skipped and the
+/// reason is shown in status.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read the component {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("the component {path} is {size} bytes; at most {WASM_COMPONENT_MAX_BYTES} are accepted")]
+    TooLarge { path: PathBuf, size: u64 },
+    #[error("{0:#}")]
+    NotAComponent(anyhow::Error),
+    #[error("the component does not implement the clat-plugin world: {0:#}")]
+    WrongWorld(anyhow::Error),
+    #[error("list-tools failed: {0}")]
+    ListTools(String),
+}
+
+/// The process's WASM engine and compiled-component cache.
+pub struct WasmRuntime {
+    engine: Engine,
+    linker: Linker<GuestState>,
+    cache: ComponentCache,
+    stop_ticker: Arc<AtomicBool>,
+}
+
+impl Drop for WasmRuntime {
+    fn drop(&mut self) {
+        self.stop_ticker.store(true, Ordering::Relaxed);
+    }
+}
+
+impl WasmRuntime {
+    /// An engine with epoch interruption, a ticker, and a cache in `cache_dir`.
+    pub fn new(cache_dir: &Path) -> anyhow::Result<Arc<WasmRuntime>> {
+        let mut config = Config::new();
+        config.wasm_component_model(true).epoch_interruption(true);
+        let engine = Engine::new(&config).map_err(anyhow::Error::from)?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(anyhow::Error::from)?;
+        ClatPlugin::add_to_linker::<GuestState, HasSelf<GuestState>>(&mut linker, |s| s)
+            .map_err(anyhow::Error::from)?;
+        let stop_ticker = Arc::new(AtomicBool::new(false));
+        {
+            let (engine, stop) = (engine.weak(), Arc::clone(&stop_ticker));
+            std::thread::Builder::new().name("clat-wasm-epoch".into()).spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(WASM_EPOCH_TICK);
+                    match engine.upgrade() {
+                        Some(engine) => engine.increment_epoch(),
+                        None => break,
+                    }
+                }
+            })?;
+        }
+        let cache = ComponentCache::new(&engine, cache_dir);
+        Ok(Arc::new(WasmRuntime { engine, linker, cache, stop_ticker }))
+    }
+
+    /// How many loads hit the cache / compiled.
+    pub fn cache_counts(&self) -> (u64, u64) {
+        (self.cache.stats.hits.load(Ordering::Relaxed), self.cache.stats.compiles.load(Ordering::Relaxed))
+    }
+
+    /// Load one plugin: compile (or reuse), link against the contract, and ask
+    /// it for its tools (outside any run: it may not call host tools then).
+    pub async fn load(
+        self: &Arc<Self>,
+        name: &str,
+        artifact_dir: &Path,
+        entry: &Path,
+        memory_max: Option<usize>,
+        services: Arc<HostServices>,
+    ) -> Result<Arc<WasmPlugin>, LoadError> {
+        let size = std::fs::metadata(entry).map_err(|source| LoadError::Read { path: entry.into(), source })?.len();
+        if size > WASM_COMPONENT_MAX_BYTES {
+            return Err(LoadError::TooLarge { path: entry.into(), size });
+        }
+        let bytes = std::fs::read(entry).map_err(|source| LoadError::Read { path: entry.into(), source })?;
+        let runtime = Arc::clone(self);
+        let (component, outcome) =
+            tokio::task::spawn_blocking(move || runtime.cache.load_or_compile(&runtime.engine, &bytes))
+                .await
+                .map_err(|e| LoadError::NotAComponent(anyhow::anyhow!("compilation task failed: {e}")))?
+                .map_err(LoadError::NotAComponent)?;
+        let pre = self.linker.instantiate_pre(&component).map_err(|e| LoadError::WrongWorld(e.into()))?;
+        let pre = ClatPluginPre::new(pre).map_err(|e| LoadError::WrongWorld(e.into()))?;
+        let plugin = Arc::new(WasmPlugin {
+            name: name.to_string(),
+            artifact_dir: artifact_dir.to_path_buf(),
+            memory_max: memory_max.unwrap_or(WASM_MEMORY_MAX_BYTES).min(WASM_MEMORY_MAX_BYTES),
+            pre,
+            runtime: Arc::clone(self),
+            services,
+            tail: Arc::new(Mutex::new(OutputTail::new())),
+            tools: Mutex::new(Vec::new()),
+            cache: outcome,
+        });
+        let tools = plugin.list_tools().await.map_err(LoadError::ListTools)?;
+        *plugin.tools.lock().unwrap_or_else(|p| p.into_inner()) = tools;
+        Ok(plugin)
+    }
+}
+
+/// A loaded plugin.
+pub struct WasmPlugin {
+    name: String,
+    artifact_dir: PathBuf,
+    memory_max: usize,
+    pre: ClatPluginPre<GuestState>,
+    runtime: Arc<WasmRuntime>,
+    services: Arc<HostServices>,
+    tail: SharedTail,
+    tools: Mutex<Vec<ToolSpec>>,
+    cache: CacheOutcome,
+}
+
+impl WasmPlugin {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether loading compiled the component or reused the cache.
+    pub fn cache_outcome(&self) -> CacheOutcome {
+        self.cache
+    }
+
+    /// The tools the plugin listed at load.
+    pub fn tools(&self) -> Vec<ToolSpec> {
+        self.tools.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The last lines the guest wrote to stdout/stderr (redacted).
+    pub fn output_tail(&self) -> Vec<String> {
+        self.tail.lock().unwrap_or_else(|p| p.into_inner()).lines()
+    }
+
+    fn store(&self, run: Option<&RunContext>) -> anyhow::Result<wasmtime::Store<GuestState>> {
+        let deadline = run.map_or_else(|| Instant::now() + TOOL_CALL_TIMEOUT, |r| r.call_deadline(TOOL_CALL_TIMEOUT));
+        new_store(
+            &self.runtime.engine,
+            StoreSpec {
+                plugin: &self.name,
+                artifact_dir: &self.artifact_dir,
+                memory_max: self.memory_max,
+                tail: &self.tail,
+                services: Arc::clone(&self.services),
+                run: run.cloned(),
+                deadline,
+            },
+        )
+    }
+
+    /// Describe a guest failure: traps by kind, with the output tail.
+    fn failure(&self, what: &str, error: wasmtime::Error) -> String {
+        let reason = match error.downcast_ref::<Trap>() {
+            Some(Trap::Interrupt) => "it ran past its deadline and was interrupted".to_string(),
+            Some(Trap::OutOfFuel) => "it ran out of fuel".to_string(),
+            Some(trap) => format!("it trapped: {trap}"),
+            None if format!("{error:#}").contains("memory") => format!("it hit a resource limit: {error:#}"),
+            None => format!("{error:#}"),
+        };
+        let tail = self.output_tail();
+        let mut message = format!("plugin {} failed in {what}: {reason}", self.name);
+        if !tail.is_empty() {
+            message.push_str("\nlast output lines:\n");
+            message.push_str(&tail.join("\n"));
+        }
+        message
+    }
+
+    async fn list_tools(&self) -> Result<Vec<ToolSpec>, String> {
+        let mut store = self.store(None).map_err(|e| format!("{e:#}"))?;
+        let instance = self.pre.instantiate_async(&mut store).await.map_err(|e| self.failure("instantiation", e))?;
+        let tools = instance
+            .artec_clat_plugin()
+            .call_list_tools(&mut store)
+            .await
+            .map_err(|e| self.failure("list-tools", e))?;
+        if tools.len() > TOOLS_PER_SERVER_MAX {
+            tracing::warn!(
+                "plugin {} lists {} tools; only the first {TOOLS_PER_SERVER_MAX} are used",
+                self.name,
+                tools.len()
+            );
+        }
+        Ok(tools.into_iter().take(TOOLS_PER_SERVER_MAX).collect())
+    }
+
+    /// Run one of the plugin's tools in `run`, in a fresh store.
+    pub async fn call_tool(&self, tool: &str, arguments: &Value, run: &RunContext) -> Result<ToolOutput, ToolError> {
+        let mut store = self.store(Some(run)).map_err(ToolError)?;
+        let instance = self
+            .pre
+            .instantiate_async(&mut store)
+            .await
+            .map_err(|e| ToolError(anyhow::anyhow!(self.failure("instantiation", e))))?;
+        let result = instance
+            .artec_clat_plugin()
+            .call_call_tool(&mut store, tool, &arguments.to_string())
+            .await
+            .map_err(|e| ToolError(anyhow::anyhow!(self.failure(&format!("tool {tool}"), e))))?;
+        result.map_err(|message| {
+            ToolError(anyhow::anyhow!("plugin {} reported a failure in {tool}: {message}", self.name))
+        })
+    }
+
+    /// Register every listed tool; returns what each registration did.
+    pub fn register(self: &Arc<Self>, registry: &Registry) -> Vec<Result<String, RegistrationError>> {
+        self.tools()
+            .iter()
+            .map(|spec| {
+                let handler = Arc::new(WasmTool { plugin: Arc::clone(self), tool: spec.name.clone() });
+                registry.register_external(ExternalKind::Wasm, &self.name, spec, handler)
+            })
+            .collect()
+    }
+}
+
+/// One guest tool in the registry.
+struct WasmTool {
+    plugin: Arc<WasmPlugin>,
+    tool: String,
+}
+
+#[async_trait]
+impl ToolHandler for WasmTool {
+    async fn call(&self, arguments: Value, run: &RunContext) -> Result<ToolOutput, ToolError> {
+        self.plugin.call_tool(&self.tool, &arguments, run).await
+    }
+}
+
+/// Load a component file directly (tests, `clat plugin install` validation).
+pub async fn load_file(
+    runtime: &Arc<WasmRuntime>,
+    name: &str,
+    entry: &Path,
+    services: Arc<HostServices>,
+) -> Result<Arc<WasmPlugin>, LoadError> {
+    let dir = entry.parent().context("the component path has no parent directory").map_err(LoadError::NotAComponent)?;
+    runtime.load(name, dir, entry, None, services).await
+}

@@ -1,0 +1,85 @@
+//! One `Store` per guest call: the guest's WASI context (no ambient authority:
+//! no env, no args, no sockets, no project; its own artifact dir read-only at
+//! `/plugin`; stdout/stderr into its tail), its resource limits, the epoch
+//! deadline, and what host services need (the scope's services, the current
+//! run, the plugin's name).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use wasmtime::component::ResourceTable;
+use wasmtime::{Engine, Store, StoreLimits, StoreLimitsBuilder, UpdateDeadline};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+use super::stdio::{SharedTail, TailStream};
+use crate::limits::{WASM_INSTANCES_MAX, WASM_TABLE_ELEMENTS_MAX};
+use crate::run::RunContext;
+use crate::services::HostServices;
+
+/// Everything a guest call's store holds.
+pub struct GuestState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    limits: StoreLimits,
+    pub(crate) services: Arc<HostServices>,
+    pub(crate) run: Option<RunContext>,
+    /// `wasm:{plugin}`, the source label in events and logs.
+    pub(crate) source: String,
+    deadline: Instant,
+}
+
+impl WasiView for GuestState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+/// What a store is made for.
+pub struct StoreSpec<'a> {
+    pub plugin: &'a str,
+    pub artifact_dir: &'a Path,
+    pub memory_max: usize,
+    pub tail: &'a SharedTail,
+    pub services: Arc<HostServices>,
+    pub run: Option<RunContext>,
+    pub deadline: Instant,
+}
+
+/// A fresh store for one call.
+pub fn new_store(engine: &Engine, spec: StoreSpec<'_>) -> anyhow::Result<Store<GuestState>> {
+    let mut wasi = WasiCtxBuilder::new();
+    wasi.stdout(TailStream(Arc::clone(spec.tail)))
+        .stderr(TailStream(Arc::clone(spec.tail)))
+        .allow_tcp(false)
+        .allow_udp(false)
+        .allow_ip_name_lookup(false)
+        .preopened_dir(spec.artifact_dir, "/plugin", FsPerms::ReadOnly)
+        .map_err(anyhow::Error::from)?;
+    let limits = StoreLimitsBuilder::new()
+        .memory_size(spec.memory_max)
+        .table_elements(WASM_TABLE_ELEMENTS_MAX)
+        .instances(WASM_INSTANCES_MAX)
+        .tables(WASM_INSTANCES_MAX)
+        .memories(WASM_INSTANCES_MAX)
+        .trap_on_grow_failure(true)
+        .build();
+    let state = GuestState {
+        wasi: wasi.build(),
+        table: ResourceTable::new(),
+        limits,
+        services: spec.services,
+        run: spec.run,
+        source: format!("wasm:{}", spec.plugin),
+        deadline: spec.deadline,
+    };
+    let mut store = Store::new(engine, state);
+    store.limiter(|s| &mut s.limits);
+    // Check every tick: yield to the executor (so cancellation can drop the
+    // call), and interrupt once the call's deadline has passed.
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(|ctx| {
+        if Instant::now() >= ctx.data().deadline { Ok(UpdateDeadline::Interrupt) } else { Ok(UpdateDeadline::Yield(1)) }
+    });
+    Ok(store)
+}

@@ -1,0 +1,158 @@
+//! The WASM runtime against real guests compiled from `guests/`: loading and
+//! registration, calls, the compile cache, and a misbehaving guest that loops,
+//! allocates without bound, traps or returns too much — each failing only its
+//! own call while the next call keeps working.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clat_guest_artifacts as guests;
+use clat_host::contract::PermissionMode;
+use clat_host::registry::CallError;
+use clat_host::run::RunContext;
+use clat_host::wasm::cache::CacheOutcome;
+use clat_host::wasm::{LoadError, WasmRuntime, load_file};
+use serde_json::json;
+use support::wasm::{load_into, names, runtime};
+use support::{TestEnv, run_in, text};
+
+#[tokio::test]
+async fn hello_registers_beside_the_native_tools_and_answers() {
+    let env = TestEnv::trusted();
+    let scope = env.mount();
+    load_into(&scope, "hello", guests::HELLO_WASM).await;
+    let tools = scope.registry().list();
+    assert!(names(scope.registry()).contains(&"read_file".to_string()));
+    let greet = tools.iter().find(|t| t.name == "wasm_hello_greet").expect("registered as wasm_hello_greet");
+    assert_eq!(greet.effect.as_str(), "external-read", "read-only + closed world");
+    assert_eq!(greet.original_name, "greet");
+    let (run, _) = run_in(PermissionMode::Ask);
+    let out = scope.registry().call("wasm_hello_greet", json!({ "name": "Ada" }), &run).await.unwrap();
+    assert_eq!(text(&out), "Hello, Ada! (from a WASM plugin)");
+    let err = scope.registry().call("wasm_hello_greet", json!({ "name": 5 }), &run).await.unwrap_err();
+    assert!(matches!(err, CallError::InvalidArguments { .. }), "the guest's schema is enforced: {err}");
+}
+
+#[tokio::test]
+async fn the_second_load_hits_the_compile_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = TestEnv::trusted();
+    let scope = env.mount();
+    let rt = WasmRuntime::new(&dir.path().join("cache")).unwrap();
+    let first =
+        load_file(&rt, "hello", std::path::Path::new(guests::HELLO_WASM), scope.services().clone()).await.unwrap();
+    assert_eq!(first.cache_outcome(), CacheOutcome::Compiled);
+    // A new runtime (a new process, in effect) reuses the artifact on disk.
+    let rt2 = WasmRuntime::new(&dir.path().join("cache")).unwrap();
+    let second =
+        load_file(&rt2, "hello", std::path::Path::new(guests::HELLO_WASM), scope.services().clone()).await.unwrap();
+    assert_eq!(second.cache_outcome(), CacheOutcome::Hit);
+    assert_eq!(rt2.cache_counts(), (1, 0));
+    assert_eq!(second.tools().len(), 1);
+}
+
+#[tokio::test]
+async fn files_that_are_not_plugins_fail_to_load_with_a_reason() {
+    let env = TestEnv::trusted();
+    let scope = env.mount();
+    let junk = env.write("junk.wasm", "this is not wasm");
+    let err = load_file(&runtime(), "junk", &junk, scope.services().clone()).await.err().unwrap();
+    assert!(matches!(err, LoadError::NotAComponent(_)), "{err}");
+    let missing = env.project.join("missing.wasm");
+    assert!(matches!(
+        load_file(&runtime(), "m", &missing, scope.services().clone()).await,
+        Err(LoadError::Read { .. })
+    ));
+}
+
+#[tokio::test]
+async fn a_guest_that_loops_forever_is_stopped_at_its_deadline_and_the_next_call_works() {
+    let env = TestEnv::trusted();
+    let scope = env.mount();
+    load_into(&scope, "t", guests::TEST_GUESTS_WASM).await;
+    let run = RunContext::builder().deadline(Duration::from_millis(500)).start();
+    let started = Instant::now();
+    let err = scope.registry().call("wasm_t_spin", json!({}), &run).await.unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(20), "stopped promptly");
+    assert!(
+        matches!(err, CallError::TimedOut { .. }) || err.to_string().contains("deadline"),
+        "a clear timeout: {err}"
+    );
+    let (run, _) = run_in(PermissionMode::Ask);
+    let out = scope.registry().call("wasm_t_echo", json!({ "a": 1 }), &run).await.unwrap();
+    assert_eq!(text(&out), r#"{"a":1}"#);
+}
+
+#[tokio::test]
+async fn cancel_mid_call_returns_at_once() {
+    let env = TestEnv::trusted();
+    let scope = Arc::new(env.mount());
+    load_into(&scope, "t", guests::TEST_GUESTS_WASM).await;
+    let run = RunContext::builder().start();
+    let call = {
+        let (scope, run) = (scope.clone(), run.clone());
+        tokio::spawn(async move { scope.registry().call("wasm_t_spin", json!({}), &run).await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let started = Instant::now();
+    run.cancel();
+    let result = tokio::time::timeout(Duration::from_secs(10), call).await.expect("returned").unwrap();
+    assert!(matches!(result, Err(CallError::Cancelled { .. })), "{result:?}");
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
+
+#[tokio::test]
+async fn a_memory_bomb_hits_the_limit_and_only_its_call_fails() {
+    let env = TestEnv::trusted();
+    let scope = env.mount();
+    load_into(&scope, "t", guests::TEST_GUESTS_WASM).await;
+    let (run, _) = run_in(PermissionMode::Ask);
+    let err = scope.registry().call("wasm_t_memory_bomb", json!({}), &run).await.unwrap_err();
+    let message = err.to_string();
+    assert!(matches!(err, CallError::Failed { .. }), "{message}");
+    assert!(message.contains("plugin t failed"), "{message}");
+    assert!(scope.registry().call("wasm_t_echo", json!({}), &run).await.is_ok());
+}
+
+#[tokio::test]
+async fn a_trap_is_a_clear_failure_with_the_guest_output_tail() {
+    let env = TestEnv::trusted();
+    let scope = env.mount();
+    let plugin = load_into(&scope, "t", guests::TEST_GUESTS_WASM).await;
+    let (run, _) = run_in(PermissionMode::Ask);
+    let err = scope.registry().call("wasm_t_trap", json!({}), &run).await.unwrap_err();
+    let message = err.to_string();
+    assert!(message.contains("trapped"), "{message}");
+    assert!(message.contains("the test guest traps on purpose"), "the panic message is in the tail: {message}");
+    assert!(!plugin.output_tail().is_empty());
+    assert!(scope.registry().call("wasm_t_echo", json!({}), &run).await.is_ok());
+}
+
+#[tokio::test]
+async fn more_than_1_mib_of_output_becomes_an_error_for_that_call() {
+    let env = TestEnv::trusted();
+    let scope = env.mount();
+    load_into(&scope, "t", guests::TEST_GUESTS_WASM).await;
+    let (run, _) = run_in(PermissionMode::Ask);
+    let out = scope.registry().call("wasm_t_big_output", json!({ "bytes": 2_000_000 }), &run).await.unwrap();
+    assert!(out.is_error);
+    assert!(text(&out).contains("exceeds the 1048576-byte limit"));
+    let out = scope.registry().call("wasm_t_big_output", json!({ "bytes": 1000 }), &run).await.unwrap();
+    assert!(!out.is_error);
+}
+
+#[tokio::test]
+async fn guest_stdout_and_stderr_go_to_a_bounded_redacted_tail() {
+    let env = TestEnv::trusted();
+    let scope = env.mount();
+    let plugin = load_into(&scope, "t", guests::TEST_GUESTS_WASM).await;
+    let (run, _) = run_in(PermissionMode::Ask);
+    let out = scope.registry().call("wasm_t_stdout_spam", json!({}), &run).await.unwrap();
+    assert_eq!(text(&out), "printed");
+    let tail = plugin.output_tail();
+    assert_eq!(tail.len(), clat_host::limits::STDERR_TAIL_LINES);
+    assert!(tail.iter().any(|l| l.contains("api_key=[REDACTED]")), "{tail:?}");
+    assert!(tail.iter().all(|l| !l.contains("abcdefghijklmnop") && !l.contains("supersecretvalue")), "{tail:?}");
+}
