@@ -11,6 +11,7 @@ wasmtime::component::bindgen!({
     world: "clat-plugin",
     imports: { default: async | trappable },
     exports: { default: async },
+    additional_derives: [PartialEq],
 });
 
 pub use artec::clat::types::{
