@@ -15,6 +15,7 @@ use crate::asker::{HeadlessAsker, TerminalAsker, UserAsker};
 use crate::contract::PermissionMode;
 use crate::contract::json::tool_output_to_json;
 use crate::native::process::SandboxPolicy;
+use crate::packages::{PackageError, PackageKind, PackageStore, check_entry, read_manifest};
 use crate::permissions::{Approver, HeadlessApprover, TerminalApprover};
 use crate::registry::CallError;
 use crate::run::{EventSink, JsonLinesSink, NullSink, RunContext};
@@ -73,6 +74,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Install, list or remove plugin packages.
+    Plugin {
+        #[command(subcommand)]
+        command: PluginCommand,
+    },
     /// Run one tool call as one run, through the whole pipeline.
     Call {
         /// The registered tool name.
@@ -91,6 +97,26 @@ enum Command {
         /// Sandbox policy for commands: none, restrict-writes.
         #[arg(long, default_value = "none")]
         sandbox: String,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum PluginCommand {
+    /// Validate a package directory (clat-plugin.toml + entry) and install it.
+    Install {
+        /// The package directory.
+        dir: PathBuf,
+    },
+    /// List installed packages.
+    List {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove an installed package.
+    Remove {
+        /// The package's name.
+        name: String,
     },
 }
 
@@ -124,6 +150,15 @@ impl From<ScopeError> for Failure {
     }
 }
 
+impl From<PackageError> for Failure {
+    fn from(e: PackageError) -> Self {
+        match e {
+            PackageError::Io { .. } => Failure::new(Exit::Internal, "internal", e.to_string()),
+            _ => Failure::new(Exit::Usage, "package", e.to_string()),
+        }
+    }
+}
+
 impl From<CallError> for Failure {
     fn from(e: CallError) -> Self {
         let (exit, kind) = match &e {
@@ -152,7 +187,12 @@ pub fn main() -> ExitCode {
             return Exit::Internal.into();
         }
     };
-    let json_errors = matches!(cli.command, Command::Tools { json: true } | Command::Call { json: true, .. });
+    let json_errors = matches!(
+        cli.command,
+        Command::Tools { json: true }
+            | Command::Call { json: true, .. }
+            | Command::Plugin { command: PluginCommand::List { json: true } }
+    );
     match runtime.block_on(dispatch(cli)) {
         Ok(exit) => exit.into(),
         Err(f) => {
@@ -188,16 +228,19 @@ async fn dispatch(cli: Cli) -> Result<Exit, Failure> {
         }
         Command::Tools { json } => {
             let scope = ProjectScope::mount(&home, &project_dir(cli.project)?, ScopeOptions::default())?;
+            scope.load_plugins().await;
             scope.registry().freeze();
             print_tools(&scope, json);
             Ok(Exit::Ok)
         }
+        Command::Plugin { command } => plugin(&home, command).await,
         Command::Call { tool, args_json, mode, json, events, sandbox } => {
             let mode: PermissionMode = mode.parse().map_err(|e: String| Failure::new(Exit::Usage, "usage", e))?;
             let sandbox: SandboxPolicy = sandbox.parse().map_err(|e: String| Failure::new(Exit::Usage, "usage", e))?;
             let arguments = parse_arguments(args_json.as_deref())?;
             let scope =
                 ProjectScope::mount(&home, &project_dir(cli.project)?, ScopeOptions { sandbox, ..Default::default() })?;
+            scope.load_plugins().await;
             call(&scope, &tool, arguments, mode, json, events).await
         }
     }
@@ -223,12 +266,83 @@ fn parse_arguments(text: Option<&str>) -> Result<Value, Failure> {
     Ok(value)
 }
 
+async fn plugin(home: &ClatHome, command: PluginCommand) -> Result<Exit, Failure> {
+    let store = PackageStore::new(home);
+    match command {
+        PluginCommand::Install { dir } => {
+            let manifest = read_manifest(&dir)?;
+            let entry = check_entry(&dir, &manifest)?;
+            let mut tools = Vec::new();
+            if manifest.kind == PackageKind::Wasm {
+                let runtime =
+                    crate::wasm::WasmRuntime::new(&home.path().join(crate::scope::WASM_CACHE_DIR)).map_err(|e| {
+                        Failure::new(Exit::Internal, "internal", format!("the WASM runtime could not start: {e:#}"))
+                    })?;
+                tools = crate::wasm::validate_component(&runtime, &manifest.name, &entry)
+                    .await
+                    .map_err(|e| Failure::new(Exit::Usage, "package", format!("{}: {e}", entry.display())))?;
+            }
+            let installed = store.install(&dir, |_, _| Ok(()))?;
+            let kind = match installed.manifest.kind {
+                PackageKind::Wasm => "wasm",
+                PackageKind::McpStdio => "mcp-stdio",
+            };
+            println!(
+                "installed {} {} ({kind}) into {}",
+                installed.manifest.name,
+                installed.manifest.version,
+                installed.dir.display()
+            );
+            for t in tools {
+                println!(
+                    "  tool {}",
+                    crate::names::external_tool_name(
+                        crate::names::ExternalKind::Wasm,
+                        &installed.manifest.name,
+                        &t.name
+                    )
+                );
+            }
+            Ok(Exit::Ok)
+        }
+        PluginCommand::List { json } => {
+            let list = store.list()?;
+            if json {
+                println!("{}", json!({ "plugins": list }));
+            } else if list.is_empty() {
+                println!("no plugins installed");
+            } else {
+                for p in list {
+                    let kind = match p.manifest.kind {
+                        PackageKind::Wasm => "wasm",
+                        PackageKind::McpStdio => "mcp-stdio",
+                    };
+                    println!("{:20} {:10} {:9} {}", p.manifest.name, p.manifest.version, kind, p.manifest.description);
+                }
+            }
+            Ok(Exit::Ok)
+        }
+        PluginCommand::Remove { name } => {
+            let removed = store.remove(&name)?;
+            println!("removed {} {}", removed.manifest.name, removed.manifest.version);
+            Ok(Exit::Ok)
+        }
+    }
+}
+
 fn print_tools(scope: &ProjectScope, json: bool) {
     let tools = scope.registry().list();
+    let extensions = scope.extensions();
     let mut out = std::io::stdout().lock();
     if json {
-        let _ = writeln!(out, "{}", json!({ "tools": tools }));
+        let _ = writeln!(out, "{}", json!({ "tools": tools, "extensions": extensions }));
         return;
+    }
+    for e in extensions.iter().filter(|e| !e.problems.is_empty()) {
+        eprintln!("plugin {} ({}): {}", e.name, e.state, e.problems.join("; "));
+        for line in &e.output_tail {
+            eprintln!("  | {line}");
+        }
     }
     let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
     let _ = writeln!(out, "{:width$}  {:13}  {:20}  DESCRIPTION", "NAME", "EFFECT", "SOURCE");

@@ -14,6 +14,7 @@ pub mod elicitation;
 pub mod limits;
 pub mod names;
 pub mod native;
+pub mod packages;
 pub mod permissions;
 pub mod redact;
 pub mod registry;

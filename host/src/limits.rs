@@ -103,3 +103,12 @@ pub const WASM_INSTANCES_MAX: usize = 64;
 pub const WASM_EPOCH_TICK: Duration = Duration::from_millis(10);
 /// Bytes of a component file accepted by install and load.
 pub const WASM_COMPONENT_MAX_BYTES: u64 = 64 * 1024 * 1024;
+
+// Plugin packages.
+
+/// Bytes of all files in one plugin package.
+pub const PACKAGE_MAX_BYTES: u64 = 256 * 1024 * 1024;
+/// Files in one plugin package.
+pub const PACKAGE_MAX_FILES: usize = 10_000;
+/// Characters of a plugin's name.
+pub const PLUGIN_NAME_MAX_CHARS: usize = 64;

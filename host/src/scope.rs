@@ -5,16 +5,23 @@
 //! which never thaws within the scope.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde::Serialize;
 
 use crate::contract::ContextSnapshot;
 use crate::native::fence::PathFence;
 use crate::native::process::{ProcessService, SandboxPolicy};
 use crate::native::{NATIVE_TOOL_NAMES, NativeEnv, register_native_tools};
+use crate::packages::{PackageKind, PackageStore};
 use crate::registry::Registry;
 use crate::run::{RunBuilder, RunContext};
 use crate::sampling::{ModelProvider, OfflineProvider};
 use crate::services::HostServices;
+use crate::wasm::WasmRuntime;
+
+/// Where compiled components are cached, inside `$CLAT_HOME`.
+pub const WASM_CACHE_DIR: &str = "cache/wasm";
 use crate::trust::{ClatHome, TrustError, TrustStore, canonical_project};
 
 /// Why a project could not be mounted.
@@ -46,6 +53,23 @@ pub struct ProjectScope {
     session_id: String,
     registry: Arc<Registry>,
     services: Arc<HostServices>,
+    extensions: Mutex<Vec<ExtensionStatus>>,
+    wasm: OnceLock<Arc<WasmRuntime>>,
+}
+
+/// How one extension (an installed plugin package) fared in this scope.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ExtensionStatus {
+    pub name: String,
+    pub kind: PackageKind,
+    /// `loaded`, `failed`, or `not-loaded` (a kind this build does not mount yet).
+    pub state: String,
+    /// The registered names of its tools.
+    pub tools: Vec<String>,
+    /// Why it failed or was skipped, and refused registrations.
+    pub problems: Vec<String>,
+    /// The last lines it wrote (redacted).
+    pub output_tail: Vec<String>,
 }
 
 impl ProjectScope {
@@ -62,7 +86,15 @@ impl ProjectScope {
         let session_id = format!("session-{}", uuid::Uuid::new_v4().simple());
         let provider = options.provider.unwrap_or_else(|| Arc::new(OfflineProvider));
         let services = Arc::new(HostServices::new(&registry, provider, &root, &session_id));
-        Ok(ProjectScope { home: home.clone(), root, session_id, registry, services })
+        Ok(ProjectScope {
+            home: home.clone(),
+            root,
+            session_id,
+            registry,
+            services,
+            extensions: Mutex::default(),
+            wasm: OnceLock::new(),
+        })
     }
 
     pub fn root(&self) -> &Path {
@@ -76,6 +108,94 @@ impl ProjectScope {
     }
     pub fn registry(&self) -> &Arc<Registry> {
         &self.registry
+    }
+
+    /// The process's WASM runtime, created on first use with its compile cache in the home.
+    pub fn wasm_runtime(&self) -> anyhow::Result<Arc<WasmRuntime>> {
+        if let Some(rt) = self.wasm.get() {
+            return Ok(Arc::clone(rt));
+        }
+        let rt = WasmRuntime::new(&self.home.path().join(WASM_CACHE_DIR))?;
+        Ok(Arc::clone(self.wasm.get_or_init(|| rt)))
+    }
+
+    /// Load every installed WASM plugin and register its tools. A broken plugin
+    /// is isolated: it contributes nothing, and its status says why.
+    pub async fn load_plugins(&self) -> Vec<ExtensionStatus> {
+        let installed = match PackageStore::new(&self.home).list() {
+            Ok(list) => list,
+            Err(e) => {
+                tracing::warn!("cannot read the installed plugins: {e}");
+                let status = ExtensionStatus {
+                    name: "(plugin index)".into(),
+                    kind: PackageKind::Wasm,
+                    state: "failed".into(),
+                    tools: vec![],
+                    problems: vec![e.to_string()],
+                    output_tail: vec![],
+                };
+                self.extensions.lock().unwrap_or_else(|p| p.into_inner()).push(status.clone());
+                return vec![status];
+            }
+        };
+        let mut statuses = Vec::new();
+        for package in installed {
+            let mut status = ExtensionStatus {
+                name: package.manifest.name.clone(),
+                kind: package.manifest.kind,
+                state: "loaded".into(),
+                tools: vec![],
+                problems: vec![],
+                output_tail: vec![],
+            };
+            match package.manifest.kind {
+                PackageKind::McpStdio => {
+                    status.state = "not-loaded".into();
+                    status.problems.push(
+                        "mcp-stdio packages are mounted by the MCP client, which this build does not include yet"
+                            .into(),
+                    );
+                }
+                PackageKind::Wasm => {
+                    let loaded = match self.wasm_runtime() {
+                        Ok(rt) => rt
+                            .load(
+                                &package.manifest.name,
+                                &package.dir,
+                                &package.entry_path(),
+                                package.manifest.memory_max(),
+                                Arc::clone(&self.services),
+                            )
+                            .await
+                            .map_err(|e| e.to_string()),
+                        Err(e) => Err(format!("the WASM runtime could not start: {e:#}")),
+                    };
+                    match loaded {
+                        Ok(plugin) => {
+                            for result in plugin.register(&self.registry) {
+                                match result {
+                                    Ok(name) => status.tools.push(name),
+                                    Err(e) => status.problems.push(e.to_string()),
+                                }
+                            }
+                            status.output_tail = plugin.output_tail();
+                        }
+                        Err(reason) => {
+                            status.state = "failed".into();
+                            status.problems.push(reason);
+                        }
+                    }
+                }
+            }
+            statuses.push(status);
+        }
+        self.extensions.lock().unwrap_or_else(|p| p.into_inner()).extend(statuses.iter().cloned());
+        statuses
+    }
+
+    /// What every extension did in this scope so far.
+    pub fn extensions(&self) -> Vec<ExtensionStatus> {
+        self.extensions.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// Start a run. The first run freezes the registry.

@@ -69,12 +69,16 @@ impl ClatHome {
             .map_err(|source| TrustError::HomeUnwritable { path: self.path.clone(), source })
     }
 
-    /// Write `contents` to `name` inside the home atomically (temp file + rename).
-    pub fn write_atomic(&self, name: &str, contents: &[u8]) -> Result<(), TrustError> {
+    /// Write `contents` to `rel` (a path inside the home, e.g. `plugins/installed.json`)
+    /// atomically: a temporary file in the same directory, synced, then renamed.
+    pub fn write_atomic(&self, rel: &str, contents: &[u8]) -> Result<(), TrustError> {
         self.ensure()?;
-        let target = self.path.join(name);
-        let tmp = self.path.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
+        let target = self.path.join(rel);
+        let dir = target.parent().unwrap_or(&self.path).to_path_buf();
+        let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let tmp = dir.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
         let unwritable = |source| TrustError::HomeUnwritable { path: self.path.clone(), source };
+        std::fs::create_dir_all(&dir).map_err(unwritable)?;
         let result = (|| {
             let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
             f.write_all(contents)?;

@@ -275,3 +275,20 @@ pub async fn load_file(
     let dir = entry.parent().context("the component path has no parent directory").map_err(LoadError::NotAComponent)?;
     runtime.load(name, dir, entry, None, services).await
 }
+
+/// Validate a component for installation: it compiles (warming the cache),
+/// implements the `clat-plugin` world and lists its tools without trapping.
+/// It runs with a detached set of host services and no run, so it can touch
+/// nothing.
+pub async fn validate_component(
+    runtime: &Arc<WasmRuntime>,
+    name: &str,
+    entry: &Path,
+) -> Result<Vec<ToolSpec>, LoadError> {
+    let registry = Arc::new(Registry::new(&[]));
+    let dir = entry.parent().unwrap_or(Path::new("/"));
+    let services =
+        Arc::new(HostServices::new(&registry, Arc::new(crate::sampling::OfflineProvider), dir, "install-validation"));
+    let plugin = runtime.load(name, dir, entry, None, services).await?;
+    Ok(plugin.tools())
+}

@@ -1,0 +1,345 @@
+//! Plugin packages: a directory with a `clat-plugin.toml` manifest and its
+//! entry (a WASM component, or an executable for `mcp-stdio`). Installing
+//! validates the package, then copies it into an immutable artifact directory
+//! under `$CLAT_HOME/plugins/artifacts/` named by its content hash (read-only
+//! files; new content → new directory; a half-finished install never becomes
+//! visible: it is staged and renamed into place), and records it in
+//! `$CLAT_HOME/plugins/installed.json`.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Component, Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::limits::{PACKAGE_MAX_BYTES, PACKAGE_MAX_FILES, PLUGIN_NAME_MAX_CHARS, WASM_MEMORY_MAX_BYTES};
+use crate::trust::{ClatHome, TrustError};
+
+/// The manifest's file name.
+pub const MANIFEST: &str = "clat-plugin.toml";
+/// The index of installed packages, inside `$CLAT_HOME`.
+pub const INDEX: &str = "plugins/installed.json";
+
+/// What kind of plugin a package holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PackageKind {
+    /// A WebAssembly component for the `clat-plugin` world.
+    Wasm,
+    /// An MCP server run as a local subprocess over stdio.
+    McpStdio,
+}
+
+/// Limits a package asks for (never more than the host allows).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestedLimits {
+    /// Linear memory for a WASM guest, in MiB.
+    pub memory_mb: Option<u32>,
+}
+
+/// `clat-plugin.toml`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    pub name: String,
+    pub version: String,
+    pub kind: PackageKind,
+    #[serde(default)]
+    pub description: String,
+    /// The component (wasm) or executable (mcp-stdio), relative to the package.
+    pub entry: String,
+    /// Arguments for an `mcp-stdio` entry.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Environment values for an `mcp-stdio` entry (added to CLAT's own).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub limits: RequestedLimits,
+}
+
+impl Manifest {
+    /// The memory cap a WASM guest gets.
+    pub fn memory_max(&self) -> Option<usize> {
+        self.limits.memory_mb.map(|mb| mb as usize * 1024 * 1024)
+    }
+}
+
+/// One installed package.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Installed {
+    pub manifest: Manifest,
+    /// The immutable artifact directory.
+    pub dir: PathBuf,
+}
+
+impl Installed {
+    /// The entry's path inside the artifact directory.
+    pub fn entry_path(&self) -> PathBuf {
+        self.dir.join(&self.manifest.entry)
+    }
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Index {
+    version: u32,
+    plugins: BTreeMap<String, Installed>,
+}
+
+/// Why a package could not be installed or removed.
+#[derive(Debug, thiserror::Error)]
+pub enum PackageError {
+    #[error("{path}: {message}")]
+    Manifest { path: PathBuf, message: String },
+    #[error("package {dir}: {message}")]
+    Invalid { dir: PathBuf, message: String },
+    #[error("no plugin named {0:?} is installed")]
+    NotInstalled(String),
+    #[error(transparent)]
+    Home(#[from] TrustError),
+    #[error("{context}: {source}")]
+    Io { context: String, source: std::io::Error },
+}
+
+fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> PackageError {
+    let context = context.into();
+    move |source| PackageError::Io { context, source }
+}
+
+/// Read and check `DIR/clat-plugin.toml` (shape only; the entry is checked by `validate`).
+pub fn read_manifest(dir: &Path) -> Result<Manifest, PackageError> {
+    let path = dir.join(MANIFEST);
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| PackageError::Manifest { path: path.clone(), message: e.to_string() })?;
+    let manifest: Manifest =
+        toml::from_str(&text).map_err(|e| PackageError::Manifest { path: path.clone(), message: e.to_string() })?;
+    let bad = |message: String| PackageError::Manifest { path: path.clone(), message };
+    let name_ok = !manifest.name.is_empty()
+        && manifest.name.len() <= PLUGIN_NAME_MAX_CHARS
+        && manifest.name.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && manifest.name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+    if !name_ok {
+        return Err(bad(format!(
+            "name {:?} must be 1–{PLUGIN_NAME_MAX_CHARS} characters of a-z, 0-9, '-' and '_', starting with a letter or digit",
+            manifest.name
+        )));
+    }
+    if manifest.version.is_empty() || manifest.version.len() > 64 || manifest.version.contains(['/', '\\']) {
+        return Err(bad(format!("version {:?} must be 1–64 characters without slashes", manifest.version)));
+    }
+    let entry = Path::new(&manifest.entry);
+    if manifest.entry.is_empty() || !entry.components().all(|c| matches!(c, Component::Normal(_))) {
+        return Err(bad(format!(
+            "entry {:?} must be a relative path inside the package, without '..'",
+            manifest.entry
+        )));
+    }
+    if manifest.kind == PackageKind::Wasm {
+        if !manifest.args.is_empty() || !manifest.env.is_empty() {
+            return Err(bad(
+                "args and env apply to mcp-stdio packages only; WASM guests get no arguments or environment".into(),
+            ));
+        }
+        if let Some(mb) = manifest.limits.memory_mb
+            && (mb == 0 || mb as usize * 1024 * 1024 > WASM_MEMORY_MAX_BYTES)
+        {
+            return Err(bad(format!("limits.memory_mb {mb} must be 1–{}", WASM_MEMORY_MAX_BYTES / (1024 * 1024))));
+        }
+    } else if manifest.limits.memory_mb.is_some() {
+        return Err(bad("limits.memory_mb applies to wasm packages only".into()));
+    }
+    Ok(manifest)
+}
+
+/// Every file of a package, relative, sorted; symlinks and oversize refused.
+fn package_files(dir: &Path) -> Result<Vec<PathBuf>, PackageError> {
+    let invalid = |message: String| PackageError::Invalid { dir: dir.to_path_buf(), message };
+    let mut files = Vec::new();
+    let mut total = 0u64;
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let entries =
+            std::fs::read_dir(dir.join(&rel)).map_err(io(format!("cannot read {}", dir.join(&rel).display())))?;
+        for entry in entries {
+            let entry = entry.map_err(io("cannot list the package"))?;
+            let child = rel.join(entry.file_name());
+            let meta = entry.path().symlink_metadata().map_err(io(format!("cannot stat {}", child.display())))?;
+            if meta.file_type().is_symlink() {
+                return Err(invalid(format!("{} is a symlink; packages must hold plain files", child.display())));
+            } else if meta.is_dir() {
+                stack.push(child);
+            } else if meta.is_file() {
+                total += meta.len();
+                files.push(child);
+            } else {
+                return Err(invalid(format!("{} is not a regular file", child.display())));
+            }
+            if files.len() > PACKAGE_MAX_FILES || total > PACKAGE_MAX_BYTES {
+                return Err(invalid(format!(
+                    "the package exceeds {PACKAGE_MAX_FILES} files or {PACKAGE_MAX_BYTES} bytes"
+                )));
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Check the entry of a package: present, a regular file, executable for mcp-stdio.
+pub fn check_entry(dir: &Path, manifest: &Manifest) -> Result<PathBuf, PackageError> {
+    let invalid = |message: String| PackageError::Invalid { dir: dir.to_path_buf(), message };
+    let entry = dir.join(&manifest.entry);
+    let meta =
+        entry.symlink_metadata().map_err(|e| invalid(format!("entry {:?} cannot be read: {e}", manifest.entry)))?;
+    if !meta.is_file() {
+        return Err(invalid(format!("entry {:?} is not a regular file", manifest.entry)));
+    }
+    if manifest.kind == PackageKind::McpStdio && meta.permissions().mode() & 0o111 == 0 {
+        return Err(invalid(format!("entry {:?} of an mcp-stdio package must be executable", manifest.entry)));
+    }
+    Ok(entry)
+}
+
+/// The installed packages of one home.
+pub struct PackageStore {
+    home: ClatHome,
+}
+
+impl PackageStore {
+    pub fn new(home: &ClatHome) -> Self {
+        PackageStore { home: home.clone() }
+    }
+
+    fn index(&self) -> Result<Index, PackageError> {
+        let path = self.home.path().join(INDEX);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                serde_json::from_str(&text).map_err(|e| PackageError::Manifest { path, message: e.to_string() })
+            }
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => {
+                Ok(Index { version: 1, plugins: BTreeMap::new() })
+            }
+            Err(e) => Err(io(format!("cannot read {}", path.display()))(e)),
+        }
+    }
+
+    fn save(&self, index: &Index) -> Result<(), PackageError> {
+        let text = serde_json::to_string_pretty(index).expect("the index serializes");
+        Ok(self.home.write_atomic(INDEX, text.as_bytes())?)
+    }
+
+    /// Installed packages, by name.
+    pub fn list(&self) -> Result<Vec<Installed>, PackageError> {
+        Ok(self.index()?.plugins.into_values().collect())
+    }
+
+    /// Copy a validated package into its immutable artifact directory and
+    /// record it. `validate` runs on the staged copy before it becomes visible
+    /// (e.g. loading a WASM component); an error leaves nothing behind.
+    pub fn install(
+        &self,
+        dir: &Path,
+        validate: impl FnOnce(&Manifest, &Path) -> Result<(), String>,
+    ) -> Result<Installed, PackageError> {
+        let dir = dir.canonicalize().map_err(io(format!("cannot open package {}", dir.display())))?;
+        let manifest = read_manifest(&dir)?;
+        check_entry(&dir, &manifest)?;
+        let files = package_files(&dir)?;
+        let mut hasher = Sha256::new();
+        for rel in &files {
+            hasher.update(rel.to_string_lossy().as_bytes());
+            hasher.update([0u8]);
+            hasher.update(std::fs::read(dir.join(rel)).map_err(io(format!("cannot read {}", rel.display())))?);
+            hasher.update([0u8]);
+        }
+        let digest: String = hasher.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect();
+        let artifacts = self.home.path().join("plugins/artifacts");
+        let final_dir = artifacts.join(format!("{}-{}-{digest}", manifest.name, manifest.version));
+        self.home.ensure()?;
+        std::fs::create_dir_all(&artifacts).map_err(io(format!("cannot create {}", artifacts.display())))?;
+        if !final_dir.exists() {
+            let staging = artifacts.join(format!(".staging-{}", uuid::Uuid::new_v4().simple()));
+            let staged = (|| {
+                for rel in &files {
+                    let to = staging.join(rel);
+                    std::fs::create_dir_all(to.parent().unwrap_or(&staging)).map_err(io("cannot stage the package"))?;
+                    std::fs::copy(dir.join(rel), &to).map_err(io(format!("cannot copy {}", rel.display())))?;
+                }
+                validate(&manifest, &staging).map_err(|message| PackageError::Invalid { dir: dir.clone(), message })?;
+                make_read_only(&staging)?;
+                std::fs::rename(&staging, &final_dir).map_err(io("cannot move the package into place"))
+            })();
+            if let Err(e) = staged {
+                remove_tree(&staging);
+                return Err(e);
+            }
+        } else {
+            validate(&manifest, &final_dir).map_err(|message| PackageError::Invalid { dir: dir.clone(), message })?;
+        }
+        let installed = Installed { manifest: manifest.clone(), dir: final_dir };
+        let mut index = self.index()?;
+        index.version = 1;
+        let previous = index.plugins.insert(manifest.name.clone(), installed.clone());
+        self.save(&index)?;
+        if let Some(old) = previous
+            && old.dir != installed.dir
+        {
+            remove_tree(&old.dir);
+        }
+        Ok(installed)
+    }
+
+    /// Forget a package and delete its artifact directory.
+    pub fn remove(&self, name: &str) -> Result<Installed, PackageError> {
+        let mut index = self.index()?;
+        let removed = index.plugins.remove(name).ok_or_else(|| PackageError::NotInstalled(name.to_string()))?;
+        self.save(&index)?;
+        remove_tree(&removed.dir);
+        Ok(removed)
+    }
+}
+
+/// Files 0444 (0555 when executable), then directories 0555, deepest first.
+fn make_read_only(root: &Path) -> Result<(), PackageError> {
+    let mut dirs = vec![root.to_path_buf()];
+    let mut i = 0;
+    while i < dirs.len() {
+        let dir = dirs[i].clone();
+        for entry in std::fs::read_dir(&dir).map_err(io("cannot seal the package"))? {
+            let path = entry.map_err(io("cannot seal the package"))?.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                let mode = std::fs::metadata(&path).map_err(io("cannot seal the package"))?.permissions().mode();
+                let sealed = if mode & 0o111 != 0 { 0o555 } else { 0o444 };
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(sealed))
+                    .map_err(io("cannot seal the package"))?;
+            }
+        }
+        i += 1;
+    }
+    for dir in dirs.iter().rev() {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o555)).map_err(io("cannot seal the package"))?;
+    }
+    Ok(())
+}
+
+/// Delete a (possibly read-only) tree, best effort.
+fn remove_tree(root: &Path) {
+    fn unseal(path: &Path) {
+        if let Ok(meta) = path.symlink_metadata()
+            && meta.is_dir()
+        {
+            let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755));
+            if let Ok(entries) = std::fs::read_dir(path) {
+                for e in entries.flatten() {
+                    unseal(&e.path());
+                }
+            }
+        }
+    }
+    unseal(root);
+    let _ = std::fs::remove_dir_all(root);
+}

@@ -1,0 +1,202 @@
+//! Plugin packages: manifests, validation, immutable artifact directories,
+//! list and remove, and mounting installed plugins beside the native tools —
+//! through the library and the `clat` binary. A broken plugin is isolated.
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use clat_guest_artifacts as guests;
+use clat_host::packages::{PackageError, PackageKind, PackageStore, read_manifest};
+use serde_json::Value;
+use support::{TestEnv, stderr, stdout};
+
+/// A copy of a built package that the test may change.
+fn package_copy(env: &TestEnv, from: &str, name: &str) -> PathBuf {
+    let dir = env.dir.path().join("pkgs").join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
+    }
+    dir
+}
+
+fn write_manifest(dir: &Path, text: &str) {
+    std::fs::write(dir.join("clat-plugin.toml"), text).unwrap();
+}
+
+#[test]
+fn install_copies_into_a_read_only_content_addressed_directory() {
+    let env = TestEnv::new();
+    let store = PackageStore::new(&env.clat_home());
+    let installed = store.install(Path::new(guests::HELLO_PACKAGE), |_, _| Ok(())).unwrap();
+    assert_eq!(installed.manifest.name, "hello");
+    assert_eq!(installed.manifest.kind, PackageKind::Wasm);
+    assert!(installed.dir.starts_with(env.home.join("plugins/artifacts")));
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&installed.dir), 0o555);
+    assert_eq!(mode(&installed.entry_path()), 0o444);
+    // Same content → same directory; new content → a new directory, the old one removed.
+    let again = store.install(Path::new(guests::HELLO_PACKAGE), |_, _| Ok(())).unwrap();
+    assert_eq!(again.dir, installed.dir);
+    let changed = package_copy(&env, guests::HELLO_PACKAGE, "hello");
+    std::fs::write(changed.join("README"), "extra file").unwrap();
+    let newer = store.install(&changed, |_, _| Ok(())).unwrap();
+    assert_ne!(newer.dir, installed.dir);
+    assert!(!installed.dir.exists(), "the replaced version's directory is gone");
+    assert_eq!(store.list().unwrap().len(), 1);
+}
+
+#[test]
+fn a_failed_validation_leaves_nothing_visible() {
+    let env = TestEnv::new();
+    let store = PackageStore::new(&env.clat_home());
+    let err = store.install(Path::new(guests::HELLO_PACKAGE), |_, _| Err("rejected by the test".into())).unwrap_err();
+    assert!(err.to_string().contains("rejected by the test"));
+    assert!(store.list().unwrap().is_empty());
+    let artifacts: Vec<_> = std::fs::read_dir(env.home.join("plugins/artifacts")).unwrap().flatten().collect();
+    assert!(artifacts.is_empty(), "no artifact or staging directory is left: {artifacts:?}");
+}
+
+#[test]
+fn manifests_are_checked_with_clear_errors() {
+    let env = TestEnv::new();
+    let dir = package_copy(&env, guests::HELLO_PACKAGE, "bad");
+    let cases = [
+        (
+            "name = \"hello\"\nversion = \"1\"\nkind = \"wasm\"\nentry = \"hello.wasm\"\ncolour = \"red\"\n",
+            "unknown field",
+        ),
+        (
+            "name = \"Hello World\"\nversion = \"1\"\nkind = \"wasm\"\nentry = \"hello.wasm\"\n",
+            "must be 1–64 characters",
+        ),
+        ("name = \"h\"\nversion = \"1\"\nkind = \"python\"\nentry = \"hello.wasm\"\n", "unknown variant"),
+        ("name = \"h\"\nversion = \"1\"\nkind = \"wasm\"\nentry = \"../hello.wasm\"\n", "inside the package"),
+        (
+            "name = \"h\"\nversion = \"1\"\nkind = \"wasm\"\nentry = \"hello.wasm\"\nargs = [\"-x\"]\n",
+            "mcp-stdio packages only",
+        ),
+        (
+            "name = \"h\"\nversion = \"1\"\nkind = \"wasm\"\nentry = \"hello.wasm\"\n[limits]\nmemory_mb = 100000\n",
+            "memory_mb",
+        ),
+        ("name = \"h\"\nversion = \"1\"\nkind = [\n", "clat-plugin.toml"),
+    ];
+    for (text, expected) in cases {
+        write_manifest(&dir, text);
+        let err = read_manifest(&dir).unwrap_err();
+        assert!(matches!(err, PackageError::Manifest { .. }), "{err}");
+        assert!(err.to_string().contains(expected), "{text:?}: {err}");
+    }
+    write_manifest(&dir, "name = \"h\"\nversion = \"1\"\nkind = \"wasm\"\nentry = \"missing.wasm\"\n");
+    let err = PackageStore::new(&env.clat_home()).install(&dir, |_, _| Ok(())).unwrap_err();
+    assert!(err.to_string().contains("missing.wasm"), "{err}");
+}
+
+#[test]
+fn mcp_stdio_entries_must_be_executable() {
+    let env = TestEnv::new();
+    let dir = env.dir.path().join("server");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("serve.sh"), "#!/bin/sh\nexit 0\n").unwrap();
+    write_manifest(
+        &dir,
+        "name = \"srv\"\nversion = \"1\"\nkind = \"mcp-stdio\"\nentry = \"serve.sh\"\nargs = [\"--stdio\"]\n",
+    );
+    let store = PackageStore::new(&env.clat_home());
+    let err = store.install(&dir, |_, _| Ok(())).unwrap_err();
+    assert!(err.to_string().contains("must be executable"), "{err}");
+    std::fs::set_permissions(dir.join("serve.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let installed = store.install(&dir, |_, _| Ok(())).unwrap();
+    assert_eq!(std::fs::metadata(installed.entry_path()).unwrap().permissions().mode() & 0o777, 0o555);
+    assert_eq!(installed.manifest.args, vec!["--stdio".to_string()]);
+}
+
+#[test]
+fn symlinks_in_packages_are_refused() {
+    let env = TestEnv::new();
+    let dir = package_copy(&env, guests::HELLO_PACKAGE, "linky");
+    std::os::unix::fs::symlink("/etc/passwd", dir.join("passwd")).unwrap();
+    let err = PackageStore::new(&env.clat_home()).install(&dir, |_, _| Ok(())).unwrap_err();
+    assert!(err.to_string().contains("symlink"), "{err}");
+}
+
+#[test]
+fn the_cli_installs_lists_mounts_calls_and_removes() {
+    let env = TestEnv::trusted();
+    let out = env.clat(&["plugin", "install", guests::HELLO_PACKAGE]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("installed hello 0.1.0 (wasm)"));
+    assert!(stdout(&out).contains("tool wasm_hello_greet"));
+    let out = env.clat(&["plugin", "install", guests::PROJECT_NOTES_PACKAGE]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    let out = env.clat(&["plugin", "list", "--json"]);
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let names: Vec<&str> =
+        v["plugins"].as_array().unwrap().iter().map(|p| p["manifest"]["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["hello", "project-notes"]);
+
+    let out = env.clat(&["tools", "--json"]);
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let tools: Vec<&str> = v["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(tools.starts_with(&["list_files", "read_file", "search", "write_file", "edit_file", "run_command"]));
+    assert!(tools.contains(&"wasm_hello_greet") && tools.contains(&"wasm_project_notes_todos"), "{tools:?}");
+    let hello = v["tools"].as_array().unwrap().iter().find(|t| t["name"] == "wasm_hello_greet").unwrap();
+    assert_eq!(hello["source"], serde_json::json!({ "kind": "wasm", "plugin": "hello", "tool": "greet" }));
+    assert_eq!(v["extensions"][0]["state"], "loaded");
+
+    let out = env.clat(&["call", "wasm_hello_greet", r#"{"name":"CLI"}"#]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "Hello, CLI! (from a WASM plugin)\n");
+
+    let out = env.clat(&["plugin", "remove", "hello"]);
+    assert_eq!(out.status.code(), Some(0));
+    let out = env.clat(&["call", "wasm_hello_greet", "{}"]);
+    assert_eq!(out.status.code(), Some(2), "gone after remove");
+    let out = env.clat(&["plugin", "remove", "hello"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("no plugin named \"hello\""));
+}
+
+#[test]
+fn the_cli_refuses_a_component_that_is_not_a_plugin() {
+    let env = TestEnv::new();
+    let dir = package_copy(&env, guests::HELLO_PACKAGE, "fake");
+    std::fs::write(dir.join("hello.wasm"), b"\0asm not really").unwrap();
+    let out = env.clat(&["plugin", "install", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("not a valid WebAssembly component"), "{}", stderr(&out));
+    assert!(!env.home.join("plugins/installed.json").exists());
+}
+
+#[test]
+fn a_broken_installed_plugin_is_isolated_at_mount() {
+    let env = TestEnv::trusted();
+    let out = env.clat(&["plugin", "install", guests::HELLO_PACKAGE]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // Install a second package, then break its artifact behind CLAT's back.
+    let out = env.clat(&["plugin", "install", guests::PROJECT_NOTES_PACKAGE]);
+    assert_eq!(out.status.code(), Some(0));
+    let list = PackageStore::new(&env.clat_home()).list().unwrap();
+    let notes = list.iter().find(|p| p.manifest.name == "project-notes").unwrap();
+    std::fs::set_permissions(&notes.dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(notes.entry_path(), std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::fs::write(notes.entry_path(), b"garbage").unwrap();
+
+    let out = env.clat(&["tools", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let tools: Vec<&str> = v["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(tools.contains(&"wasm_hello_greet"));
+    assert!(!tools.iter().any(|t| t.starts_with("wasm_project_notes")));
+    let broken = v["extensions"].as_array().unwrap().iter().find(|e| e["name"] == "project-notes").unwrap();
+    assert_eq!(broken["state"], "failed");
+    assert!(broken["problems"][0].as_str().unwrap().contains("not a valid WebAssembly component"));
+    let out = env.clat(&["tools"]);
+    assert!(stderr(&out).contains("plugin project-notes (failed)"), "{}", stderr(&out));
+    let out = env.clat(&["call", "wasm_hello_greet", "{}"]);
+    assert_eq!(out.status.code(), Some(0), "the healthy plugin still works");
+}
