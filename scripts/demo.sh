@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# The demo: mount a demo project and drive CLAT's tools through the whole
+# The demo: install two WASM plugins (hello, project-notes), mount a demo
+# project, and drive plugin and native tools side by side through the whole
 # pipeline, on embedded defaults, with no network. Everything lives in a
 # temporary CLAT_HOME and project that are removed at the end.
-# (The WASM plugin and the MCP server join this demo when those adapters land.)
+# (An MCP server joins this demo when the MCP client lands.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo build --quiet -p clat-host --bin clat
 clat="${CARGO_TARGET_DIR:-$PWD/target}/debug/clat"
+bash scripts/build-guests.sh >/dev/null
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -22,6 +24,7 @@ fn main() {
 RS
 printf 'target/\n' > "$project/.gitignore"
 mkdir -p "$project/target" && echo "build output" > "$project/target/ignored.txt"
+printf '# Demo\n\nTODO: write the real README\n' > "$project/README.md"
 
 show() { printf '\n$ clat %s\n' "$*"; }
 expect() { # expect CODE -- clat args...
@@ -34,7 +37,11 @@ expect() { # expect CODE -- clat args...
 
 expect 3 -- tools
 show trust "$project"; "$clat" trust "$project"
+show plugin install guests/target/packages/hello; "$clat" plugin install guests/target/packages/hello
+show plugin install guests/target/packages/project-notes; "$clat" plugin install guests/target/packages/project-notes
 expect 0 -- tools
+expect 0 -- call wasm_hello_greet '{"name":"demo"}'
+expect 0 -- call wasm_project_notes_todos --events
 expect 0 -- call list_files
 expect 0 -- call search '{"pattern":"greeting"}'
 expect 0 -- call read_file '{"path":"src/main.rs","start_line":2,"end_line":3}'

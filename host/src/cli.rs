@@ -345,10 +345,11 @@ fn print_tools(scope: &ProjectScope, json: bool) {
         }
     }
     let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
-    let _ = writeln!(out, "{:width$}  {:13}  {:20}  DESCRIPTION", "NAME", "EFFECT", "SOURCE");
+    let source_width = tools.iter().map(|t| t.source.label().len()).max().unwrap_or(6).max(6);
+    let _ = writeln!(out, "{:width$}  {:13}  {:source_width$}  DESCRIPTION", "NAME", "EFFECT", "SOURCE");
     for t in &tools {
-        let _ =
-            writeln!(out, "{:width$}  {:13}  {:20}  {}", t.name, t.effect.as_str(), t.source.label(), t.description);
+        let (effect, source) = (t.effect.as_str(), t.source.label());
+        let _ = writeln!(out, "{:width$}  {effect:13}  {source:source_width$}  {}", t.name, t.description);
     }
 }
 

@@ -28,8 +28,8 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         rule(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9\-._~+/]{8,}=*", "$1 [REDACTED]"),
         // key=value / key: value / "key": "value" where the key names a secret.
         rule(
-            r#"(?i)("?[A-Za-z0-9_\-]*(?:api[_\-]?key|apikey|secret|token|password|passwd|credential|auth)[A-Za-z0-9_\-]*"?\s*[:=]\s*"?)([^\s"',;]{4,})"#,
-            "${1}[REDACTED]",
+            r#"(?i)("?[A-Za-z0-9_\-]*(?:api[_\-]?key|apikey|secret|token|password|passwd|credential|auth)[A-Za-z0-9_\-]*"?\s*[:=]\s*"?)((?:bearer\s+|basic\s+|token\s+)?)([^\s"',;]{4,})"#,
+            "${1}${2}[REDACTED]",
         ),
         // Well-known key shapes.
         rule(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}", "[REDACTED]"),

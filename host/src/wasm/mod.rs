@@ -240,6 +240,13 @@ impl WasmPlugin {
         })
     }
 
+    /// Create a fresh store and instance and drop them: the per-call setup
+    /// cost, for benchmarks and health checks.
+    pub async fn instantiate_once(&self) -> Result<(), String> {
+        let mut store = self.store(None).map_err(|e| format!("{e:#}"))?;
+        self.pre.instantiate_async(&mut store).await.map(drop).map_err(|e| self.failure("instantiation", e))
+    }
+
     /// Register every listed tool; returns what each registration did.
     pub fn register(self: &Arc<Self>, registry: &Registry) -> Vec<Result<String, RegistrationError>> {
         self.tools()
