@@ -162,3 +162,18 @@ async fn read_only_and_ask_modes_both_ask() {
         assert_eq!(approver.asked.load(Ordering::SeqCst), 1, "{mode}");
     }
 }
+
+#[test]
+fn the_sampling_prompt_is_its_own_and_shows_the_whole_payload() {
+    let req = request(2, 3000, 64);
+    let shown = clat_host::permissions::TerminalApprover::render(&ApprovalRequest {
+        tool: clat_host::permissions::SAMPLING_APPROVAL.into(),
+        source: "wasm:summarize".into(),
+        effect: clat_host::contract::Effect::Network,
+        arguments: clat_host::sampling::approval_payload(&req, "clat-offline-1"),
+        mode: PermissionMode::Ask,
+    });
+    assert!(shown.starts_with("Allow wasm:summarize to send this request to the model?"), "{shown}");
+    assert!(shown.contains("complete outbound payload"));
+    assert_eq!(shown.matches(&"a".repeat(3000)).count(), 2, "every message in full");
+}

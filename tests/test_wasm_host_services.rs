@@ -155,6 +155,20 @@ async fn logs_are_bounded_redacted_events() {
         .collect();
     assert_eq!(logs.len(), 100);
     assert!(logs.iter().all(|l| l.contains("token=[REDACTED]") && !l.contains("sk-abc")), "{:?}", &logs[0]);
+    // Past the per-call cap, lines are dropped with one notice.
+    let (run, sink) = run_in(PermissionMode::Ask);
+    let limit = clat_host::limits::PLUGIN_LOG_LINES_PER_CALL as usize;
+    scope.registry().call("wasm_t_log_spam", json!({ "lines": limit + 50 }), &run).await.unwrap();
+    let logs: Vec<String> = sink
+        .events()
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            RunEventKind::PluginLog { message, .. } => Some(message),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(logs.len(), limit + 1);
+    assert!(logs.last().unwrap().contains("further log lines of this call are dropped"));
 }
 
 #[tokio::test]

@@ -156,3 +156,48 @@ async fn guest_stdout_and_stderr_go_to_a_bounded_redacted_tail() {
     assert!(tail.iter().any(|l| l.contains("api_key=[REDACTED]")), "{tail:?}");
     assert!(tail.iter().all(|l| !l.contains("abcdefghijklmnop") && !l.contains("supersecretvalue")), "{tail:?}");
 }
+
+#[tokio::test]
+async fn a_component_of_another_world_is_refused() {
+    let env = TestEnv::trusted();
+    let scope = env.mount();
+    let path = std::path::Path::new(guests::NOT_A_PLUGIN_WASM);
+    let err = load_file(&runtime(), "cmd", path, scope.services().clone()).await.err().unwrap();
+    assert!(matches!(err, LoadError::WrongWorld(_)), "{err}");
+    assert!(err.to_string().contains("clat-plugin world"), "{err}");
+}
+
+#[tokio::test]
+async fn a_trap_in_list_tools_is_a_load_failure_with_a_redacted_tail() {
+    let env = TestEnv::trusted();
+    let scope = env.mount();
+    let path = std::path::Path::new(guests::TRAP_ON_LOAD_WASM);
+    let err = load_file(&runtime(), "boom", path, scope.services().clone()).await.err().unwrap();
+    let message = err.to_string();
+    assert!(matches!(err, LoadError::ListTools(_)), "{message}");
+    assert!(message.contains("list-tools traps on purpose"), "{message}");
+    assert!(message.contains("secret=[REDACTED]") && !message.contains("hunter2"), "{message}");
+    assert!(scope.registry().list().iter().all(|t| !t.name.starts_with("wasm_boom")));
+}
+
+#[tokio::test]
+async fn guests_have_no_ambient_authority() {
+    let env = TestEnv::trusted();
+    env.write("in-project.txt", "project data");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let scope = env.mount();
+    load_into(&scope, "t", guests::TEST_GUESTS_WASM).await;
+    let (run, _) = run_in(PermissionMode::FullAccess);
+    let out = scope.registry().call("wasm_t_probe", json!({ "port": port }), &run).await.unwrap();
+    let probe: serde_json::Value = serde_json::from_str(&text(&out)).unwrap();
+    assert_eq!(probe["env_vars"], 0, "no inherited environment: {probe}");
+    assert_eq!(probe["reads_own_dir"], true, "its own artifact dir is readable: {probe}");
+    assert_eq!(probe["writes_own_dir"], false, "read-only: {probe}");
+    assert_eq!(probe["reads_etc"], false, "no host filesystem: {probe}");
+    assert_eq!(probe["tcp_connect"], false, "no sockets: {probe}");
+    assert!(listener.accept().is_err(), "nothing connected");
+    let guest_dir = std::path::Path::new(guests::TEST_GUESTS_WASM).parent().unwrap();
+    assert!(!guest_dir.join("planted.txt").exists());
+}

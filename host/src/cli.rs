@@ -1,7 +1,7 @@
-//! The `clat` command line: `trust`, `tools`, `call`. It is a thin front-end on
-//! the library — mount a trusted project, list the registry, run one tool call
-//! as one run through the whole pipeline — with stable `--json` shapes (see the
-//! README) and documented exit codes.
+//! The `clat` command line: `trust`, `tools`, `call`, `plugin`. It is a thin
+//! front-end on the library — mount a trusted project, list the registry, run
+//! one tool call as one run through the whole pipeline, manage plugin packages —
+//! with stable `--json` shapes (see the README) and documented exit codes.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -154,6 +154,7 @@ impl From<PackageError> for Failure {
     fn from(e: PackageError) -> Self {
         match e {
             PackageError::Io { .. } => Failure::new(Exit::Internal, "internal", e.to_string()),
+            PackageError::Home(t) => t.into(),
             _ => Failure::new(Exit::Usage, "package", e.to_string()),
         }
     }
@@ -271,18 +272,30 @@ async fn plugin(home: &ClatHome, command: PluginCommand) -> Result<Exit, Failure
     match command {
         PluginCommand::Install { dir } => {
             let manifest = read_manifest(&dir)?;
-            let entry = check_entry(&dir, &manifest)?;
-            let mut tools = Vec::new();
-            if manifest.kind == PackageKind::Wasm {
-                let runtime =
+            check_entry(&dir, &manifest)?;
+            let runtime = match manifest.kind {
+                PackageKind::Wasm => Some(
                     crate::wasm::WasmRuntime::new(&home.path().join(crate::scope::WASM_CACHE_DIR)).map_err(|e| {
                         Failure::new(Exit::Internal, "internal", format!("the WASM runtime could not start: {e:#}"))
-                    })?;
-                tools = crate::wasm::validate_component(&runtime, &manifest.name, &entry)
-                    .await
-                    .map_err(|e| Failure::new(Exit::Usage, "package", format!("{}: {e}", entry.display())))?;
-            }
-            let installed = store.install(&dir, |_, _| Ok(()))?;
+                    })?,
+                ),
+                PackageKind::McpStdio => None,
+            };
+            let mut tools = Vec::new();
+            // Validation runs on the staged copy, the bytes that will be installed.
+            let installed = store.install(&dir, |manifest, staged| {
+                let Some(runtime) = &runtime else { return Ok(()) };
+                let entry = staged.join(&manifest.entry);
+                let validated = tokio::task::block_in_place(|| {
+                    tokio::runtime::Handle::current().block_on(crate::wasm::validate_component(
+                        runtime,
+                        &manifest.name,
+                        &entry,
+                    ))
+                });
+                tools = validated.map_err(|e| format!("{}: {e}", manifest.entry))?;
+                Ok(())
+            })?;
             let kind = match installed.manifest.kind {
                 PackageKind::Wasm => "wasm",
                 PackageKind::McpStdio => "mcp-stdio",

@@ -218,7 +218,7 @@ pub async fn elicit(form: &ElicitationForm, source: &str, run: &RunContext) -> R
         Ok(ElicitationResult::Accepted(_)) => "accepted".to_string(),
         Ok(ElicitationResult::Declined) => "declined".to_string(),
         Ok(ElicitationResult::Cancelled) => "cancelled".to_string(),
-        Err(e) => format!("failed: {e:?}"),
+        Err(e) => format!("failed: {}", e.describe()),
     };
     run.emit(RunEventKind::Elicitation { source: source.to_string(), fields: form.fields.len() as u32, outcome });
     result

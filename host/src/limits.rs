@@ -112,3 +112,7 @@ pub const PACKAGE_MAX_BYTES: u64 = 256 * 1024 * 1024;
 pub const PACKAGE_MAX_FILES: usize = 10_000;
 /// Characters of a plugin's name.
 pub const PLUGIN_NAME_MAX_CHARS: usize = 64;
+/// Characters of a plugin's version.
+pub const PLUGIN_VERSION_MAX_CHARS: usize = 64;
+/// Log lines one guest call may write through host services (the rest are dropped, with one notice).
+pub const PLUGIN_LOG_LINES_PER_CALL: u32 = 200;

@@ -13,7 +13,9 @@ use std::path::{Component, Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::limits::{PACKAGE_MAX_BYTES, PACKAGE_MAX_FILES, PLUGIN_NAME_MAX_CHARS, WASM_MEMORY_MAX_BYTES};
+use crate::limits::{
+    PACKAGE_MAX_BYTES, PACKAGE_MAX_FILES, PLUGIN_NAME_MAX_CHARS, PLUGIN_VERSION_MAX_CHARS, WASM_MEMORY_MAX_BYTES,
+};
 use crate::trust::{ClatHome, TrustError};
 
 /// The manifest's file name.
@@ -126,8 +128,14 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest, PackageError> {
             manifest.name
         )));
     }
-    if manifest.version.is_empty() || manifest.version.len() > 64 || manifest.version.contains(['/', '\\']) {
-        return Err(bad(format!("version {:?} must be 1–64 characters without slashes", manifest.version)));
+    if manifest.version.is_empty()
+        || manifest.version.chars().count() > PLUGIN_VERSION_MAX_CHARS
+        || manifest.version.contains(['/', '\\'])
+    {
+        return Err(bad(format!(
+            "version {:?} must be 1–{PLUGIN_VERSION_MAX_CHARS} characters without slashes",
+            manifest.version
+        )));
     }
     let entry = Path::new(&manifest.entry);
     if manifest.entry.is_empty() || !entry.components().all(|c| matches!(c, Component::Normal(_))) {

@@ -62,6 +62,10 @@ pub struct ApprovalRequest {
     pub mode: PermissionMode,
 }
 
+/// The `tool` of an approval request for extension sampling: its prompt shows
+/// the complete outbound payload instead of tool arguments.
+pub const SAMPLING_APPROVAL: &str = "sampling";
+
 /// How an approver answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Approval {
@@ -133,13 +137,16 @@ impl TerminalApprover {
     /// The text shown for one request.
     pub fn render(request: &ApprovalRequest) -> String {
         let args = serde_json::to_string_pretty(&request.arguments).unwrap_or_else(|_| request.arguments.to_string());
+        let indented = args.lines().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n");
+        if request.tool == SAMPLING_APPROVAL {
+            return format!(
+                "Allow {} to send this request to the model?\n  mode: {}\n  complete outbound payload:\n{indented}\n",
+                request.source, request.mode
+            );
+        }
         format!(
-            "Allow tool call?\n  tool:   {}\n  source: {}\n  effect: {}\n  mode:   {}\n  arguments:\n{}\n",
-            request.tool,
-            request.source,
-            request.effect,
-            request.mode,
-            args.lines().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n")
+            "Allow tool call?\n  tool:   {}\n  source: {}\n  effect: {}\n  mode:   {}\n  arguments:\n{indented}\n",
+            request.tool, request.source, request.effect, request.mode,
         )
     }
 }

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::budget::estimate_tokens;
 use crate::contract::{HostError, PermissionMode, Role, SamplingRequest, SamplingResult};
 use crate::limits::{SAMPLING_MAX_MESSAGES, SAMPLING_MAX_OUTBOUND_CHARS, SAMPLING_MAX_OUTPUT_TOKENS};
-use crate::permissions::{Approval, ApprovalRequest, Rule};
+use crate::permissions::{Approval, ApprovalRequest, Rule, SAMPLING_APPROVAL};
 use crate::run::{RunContext, RunEventKind};
 
 /// What a provider answered, with its usage.
@@ -148,7 +148,7 @@ pub async fn create_message(
         (Rule::Allow, true, "mode", None)
     } else {
         let approval = ApprovalRequest {
-            tool: "sampling".into(),
+            tool: SAMPLING_APPROVAL.into(),
             source: source.to_string(),
             effect: crate::contract::Effect::Network,
             arguments: approval_payload(request, &model),
@@ -165,7 +165,7 @@ pub async fn create_message(
     };
     run.emit(RunEventKind::Permission {
         call_id: 0,
-        tool: "sampling".into(),
+        tool: SAMPLING_APPROVAL.into(),
         effect: crate::contract::Effect::Network.to_string(),
         rule,
         allowed,

@@ -1,8 +1,8 @@
 //! The trusted project scope. `ProjectScope::mount` checks trust before
-//! anything is spawned or contacted, then builds the scope's one registry
-//! (native tools now; MCP servers and WASM plugins join through the startup
-//! worker). Runs start from the scope; the first run freezes the registry,
-//! which never thaws within the scope.
+//! anything is spawned or contacted, then builds the scope's one registry with
+//! the native tools; `load_plugins` loads the installed WASM plugins into it
+//! (MCP servers will join the same way). Runs start from the scope; the first
+//! run freezes the registry, which never thaws within the scope.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -172,6 +172,13 @@ impl ProjectScope {
                     };
                     match loaded {
                         Ok(plugin) => {
+                            if plugin.dropped_tools() > 0 {
+                                status.problems.push(format!(
+                                    "{} tools past the first {} were dropped",
+                                    plugin.dropped_tools(),
+                                    crate::limits::TOOLS_PER_SERVER_MAX
+                                ));
+                            }
                             for result in plugin.register(&self.registry) {
                                 match result {
                                     Ok(name) => status.tools.push(name),

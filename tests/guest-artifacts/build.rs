@@ -43,7 +43,9 @@ fn main() {
     let mut add = |name: &str, path: &Path| {
         constants.push_str(&format!("pub const {name}: &str = {:?};\n", path.display().to_string()));
     };
-    for (crate_name, file) in EXAMPLES.iter().copied().chain([("test-guests", "test_guests")]) {
+    let test_only =
+        [("test-guests", "test_guests"), ("not-a-plugin", "not-a-plugin"), ("trap-on-load", "trap_on_load")];
+    for (crate_name, file) in EXAMPLES.iter().copied().chain(test_only) {
         let upper = crate_name.replace('-', "_").to_uppercase();
         add(&format!("{upper}_WASM"), &built.join(format!("{file}.wasm")));
     }

@@ -29,6 +29,7 @@ impl Plugin for TestGuests {
             "context",
             "log_spam",
             "stdout_spam",
+            "probe",
         ]
         .into_iter()
         .map(open)
@@ -153,7 +154,7 @@ impl Plugin for TestGuests {
                 )))
             }
             "log_spam" => {
-                for i in 0..100 {
+                for i in 0..args.i64("lines").unwrap_or(100) {
                     host::log(LogLevel::Info, &format!("line {i} token=sk-abcdefghijklmnopqrstuvwx"));
                 }
                 Ok(text("logged"))
@@ -164,6 +165,27 @@ impl Plugin for TestGuests {
                 }
                 eprintln!("to stderr: api_key=supersecretvalue");
                 Ok(text("printed"))
+            }
+            "probe" => {
+                // What ambient authority does this guest have? (It should have none.)
+                let env_vars = std::env::vars().count();
+                let own_manifest = std::fs::read_to_string("/plugin/clat-plugin.toml").is_ok()
+                    || std::fs::read_dir("/plugin").map(|d| d.count() > 0).unwrap_or(false);
+                let write_own = std::fs::write("/plugin/planted.txt", "x").is_ok();
+                let read_etc = std::fs::read_to_string("/etc/hostname").is_ok();
+                let read_cwd = std::fs::read_dir(".").is_ok();
+                let tcp = std::net::TcpStream::connect(("127.0.0.1", args.i64("port").unwrap_or(9) as u16)).is_ok();
+                Ok(text(
+                    json!({
+                        "env_vars": env_vars,
+                        "reads_own_dir": own_manifest,
+                        "writes_own_dir": write_own,
+                        "reads_etc": read_etc,
+                        "reads_cwd": read_cwd,
+                        "tcp_connect": tcp,
+                    })
+                    .to_string(),
+                ))
             }
             other => Err(format!("no tool {other:?}")),
         }

@@ -117,6 +117,22 @@ impl HostTool {
     }
 }
 
+impl HostError {
+    /// A one-line description for people and events.
+    pub fn describe(&self) -> String {
+        match self {
+            HostError::Denied(m) => format!("denied: {m}"),
+            HostError::Cancelled => "cancelled".into(),
+            HostError::NoActiveRun => "no active run".into(),
+            HostError::Timeout => "timed out".into(),
+            HostError::BudgetExhausted(m) => format!("budget exhausted: {m}"),
+            HostError::Invalid(m) => format!("invalid: {m}"),
+            HostError::Unsupported(m) => format!("unsupported: {m}"),
+            HostError::Failed(m) => format!("failed: {m}"),
+        }
+    }
+}
+
 impl ToolOutput {
     /// A successful output of one text block.
     pub fn text(text: impl Into<String>) -> Self {

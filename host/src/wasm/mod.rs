@@ -129,6 +129,7 @@ impl WasmRuntime {
             services,
             tail: Arc::new(Mutex::new(OutputTail::new())),
             tools: Mutex::new(Vec::new()),
+            dropped_tools: Default::default(),
             cache: outcome,
         });
         let tools = plugin.list_tools().await.map_err(LoadError::ListTools)?;
@@ -147,6 +148,7 @@ pub struct WasmPlugin {
     services: Arc<HostServices>,
     tail: SharedTail,
     tools: Mutex<Vec<ToolSpec>>,
+    dropped_tools: std::sync::atomic::AtomicUsize,
     cache: CacheOutcome,
 }
 
@@ -163,6 +165,11 @@ impl WasmPlugin {
     /// The tools the plugin listed at load.
     pub fn tools(&self) -> Vec<ToolSpec> {
         self.tools.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Tools listed past `TOOLS_PER_SERVER_MAX` and dropped.
+    pub fn dropped_tools(&self) -> usize {
+        self.dropped_tools.load(Ordering::Relaxed)
     }
 
     /// The last lines the guest wrote to stdout/stderr (redacted).
@@ -213,11 +220,9 @@ impl WasmPlugin {
             .await
             .map_err(|e| self.failure("list-tools", e))?;
         if tools.len() > TOOLS_PER_SERVER_MAX {
-            tracing::warn!(
-                "plugin {} lists {} tools; only the first {TOOLS_PER_SERVER_MAX} are used",
-                self.name,
-                tools.len()
-            );
+            let dropped = tools.len() - TOOLS_PER_SERVER_MAX;
+            tracing::warn!("plugin {}: {dropped} tools past the first {TOOLS_PER_SERVER_MAX} were dropped", self.name);
+            self.dropped_tools.store(dropped, Ordering::Relaxed);
         }
         Ok(tools.into_iter().take(TOOLS_PER_SERVER_MAX).collect())
     }

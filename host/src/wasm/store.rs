@@ -26,6 +26,8 @@ pub struct GuestState {
     pub(crate) run: Option<RunContext>,
     /// `wasm:{plugin}`, the source label in events and logs.
     pub(crate) source: String,
+    /// Log lines written in this call (capped).
+    pub(crate) log_lines: u32,
     deadline: Instant,
 }
 
@@ -71,6 +73,7 @@ pub fn new_store(engine: &Engine, spec: StoreSpec<'_>) -> anyhow::Result<Store<G
         services: spec.services,
         run: spec.run,
         source: format!("wasm:{}", spec.plugin),
+        log_lines: 0,
         deadline: spec.deadline,
     };
     let mut store = Store::new(engine, state);

@@ -1,0 +1,18 @@
+//! A plugin that traps while listing its tools. CLAT must isolate it.
+
+use clat_guest::{Args, Plugin, ToolOutput, ToolSpec};
+
+struct TrapOnLoad;
+
+impl Plugin for TrapOnLoad {
+    fn tools() -> Vec<ToolSpec> {
+        eprintln!("about to fail; secret=hunter2hunter2");
+        panic!("list-tools traps on purpose")
+    }
+
+    fn call(_name: &str, _args: Args) -> Result<ToolOutput, String> {
+        Err("never listed".into())
+    }
+}
+
+clat_guest::export_plugin!(TrapOnLoad);
