@@ -239,8 +239,13 @@ async fn dispatch(cli: Cli) -> Result<Exit, Failure> {
             let mode: PermissionMode = mode.parse().map_err(|e: String| Failure::new(Exit::Usage, "usage", e))?;
             let sandbox: SandboxPolicy = sandbox.parse().map_err(|e: String| Failure::new(Exit::Usage, "usage", e))?;
             let arguments = parse_arguments(args_json.as_deref())?;
-            let scope =
-                ProjectScope::mount(&home, &project_dir(cli.project)?, ScopeOptions { sandbox, ..Default::default() })?;
+            let provider = crate::model::provider_from_config(&home, |k| std::env::var(k).ok())
+                .map_err(|e| Failure::new(Exit::Usage, "configuration", e.to_string()))?;
+            let scope = ProjectScope::mount(
+                &home,
+                &project_dir(cli.project)?,
+                ScopeOptions { sandbox, provider: Some(provider) },
+            )?;
             scope.load_plugins().await;
             call(&scope, &tool, arguments, mode, json, events).await
         }

@@ -83,6 +83,8 @@ pub const COMMAND_DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long `run_command` waits for its output pipes to close after the process
 /// group was killed (a descendant that left the group could hold them open).
 pub const COMMAND_OUTPUT_DRAIN_WAIT: Duration = Duration::from_secs(2);
+/// Characters of a model provider's error body kept in an error (redacted).
+pub const MODEL_ERROR_BODY_MAX_CHARS: usize = 500;
 /// Characters of one plugin log line (the rest is cut).
 pub const PLUGIN_LOG_LINE_MAX_CHARS: usize = 2_000;
 /// Characters of one string field in a context snapshot.

@@ -1,0 +1,201 @@
+//! The active session model for extension sampling: an OpenAI-compatible
+//! chat-completions provider over reqwest, configured in `$CLAT_HOME/config.json`
+//! or the environment, and the choice between it and the deterministic offline
+//! model. The API key is held in memory only and never appears in a log, an
+//! event or an error (error bodies are redacted and bounded).
+
+use std::path::Path;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::contract::{Role, SamplingRequest};
+use crate::limits::{MODEL_ERROR_BODY_MAX_CHARS, TOOL_CALL_TIMEOUT};
+use crate::redact::redact;
+use crate::sampling::{Completion, ModelProvider};
+use crate::trust::ClatHome;
+
+/// The configuration file inside `$CLAT_HOME`.
+pub const CONFIG_FILE: &str = "config.json";
+/// Environment overrides.
+pub const ENV_BASE_URL: &str = "CLAT_MODEL_BASE_URL";
+pub const ENV_MODEL: &str = "CLAT_MODEL";
+pub const ENV_API_KEY: &str = "CLAT_MODEL_API_KEY";
+
+/// `config.json` → `model`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    /// e.g. `https://api.openai.com/v1` (the provider posts to `{base_url}/chat/completions`).
+    pub base_url: Option<String>,
+    /// The model name sent to the provider.
+    pub model: Option<String>,
+    /// The name of the environment variable holding the API key (default `CLAT_MODEL_API_KEY`).
+    pub api_key_env: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct ConfigFile {
+    #[serde(default)]
+    model: Option<ModelConfig>,
+}
+
+/// Why the model configuration cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelConfigError {
+    #[error("{path} is malformed at line {line}, column {column}: {message}")]
+    Malformed { path: String, line: usize, column: usize, message: String },
+    #[error("cannot read {path}: {source}")]
+    Unreadable { path: String, source: std::io::Error },
+    #[error("the model configuration has a base URL but no model name (set `model` in config.json or {ENV_MODEL})")]
+    NoModel,
+    #[error("cannot build the HTTP client: {0}")]
+    Client(String),
+}
+
+/// The provider to use: OpenAI-compatible when a base URL is configured (file or
+/// environment), otherwise the offline model.
+pub fn provider_from_config(
+    home: &ClatHome,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<std::sync::Arc<dyn ModelProvider>, ModelConfigError> {
+    let path = home.path().join(CONFIG_FILE);
+    let file = read_config(&path)?;
+    let config = file.model.unwrap_or_default();
+    let base_url = env(ENV_BASE_URL).or(config.base_url);
+    let Some(base_url) = base_url else {
+        return Ok(std::sync::Arc::new(crate::sampling::OfflineProvider));
+    };
+    let model = env(ENV_MODEL).or(config.model).ok_or(ModelConfigError::NoModel)?;
+    let key_var = config.api_key_env.unwrap_or_else(|| ENV_API_KEY.to_string());
+    let api_key = env(&key_var).filter(|k| !k.is_empty());
+    Ok(std::sync::Arc::new(OpenAiCompatible::new(&base_url, &model, api_key)?))
+}
+
+fn read_config(path: &Path) -> Result<ConfigFile, ModelConfigError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text).map_err(|e| ModelConfigError::Malformed {
+            path: path.display().to_string(),
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+        }),
+        Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => {
+            Ok(ConfigFile::default())
+        }
+        Err(source) => Err(ModelConfigError::Unreadable { path: path.display().to_string(), source }),
+    }
+}
+
+/// An OpenAI-compatible `/chat/completions` endpoint.
+pub struct OpenAiCompatible {
+    client: reqwest::Client,
+    endpoint: String,
+    model: String,
+    api_key: Option<String>,
+}
+
+impl std::fmt::Debug for OpenAiCompatible {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiCompatible")
+            .field("endpoint", &self.endpoint)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "[REDACTED]"))
+            .finish()
+    }
+}
+
+impl OpenAiCompatible {
+    pub fn new(base_url: &str, model: &str, api_key: Option<String>) -> Result<Self, ModelConfigError> {
+        let client = reqwest::Client::builder()
+            .timeout(TOOL_CALL_TIMEOUT)
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| ModelConfigError::Client(e.to_string()))?;
+        Ok(OpenAiCompatible {
+            client,
+            endpoint: format!("{}/chat/completions", base_url.trim_end_matches('/')),
+            model: model.to_string(),
+            api_key,
+        })
+    }
+
+    /// The request body for a gated sampling request.
+    pub fn body(&self, request: &SamplingRequest) -> Value {
+        let mut messages = Vec::new();
+        if let Some(system) = &request.system_prompt {
+            messages.push(json!({ "role": "system", "content": system }));
+        }
+        for m in &request.messages {
+            let role = match m.role {
+                Role::User => "user",
+                Role::Assistant => "assistant",
+            };
+            messages.push(json!({ "role": role, "content": m.text }));
+        }
+        let mut body = json!({ "model": self.model, "messages": messages, "max_tokens": request.max_tokens });
+        if let Some(t) = request.temperature {
+            body["temperature"] = json!(t);
+        }
+        if !request.stop_sequences.is_empty() {
+            body["stop"] = json!(request.stop_sequences);
+        }
+        body
+    }
+}
+
+fn bounded(text: &str) -> String {
+    let redacted = redact(text);
+    let mut cut: String = redacted.chars().take(MODEL_ERROR_BODY_MAX_CHARS).collect();
+    if redacted.chars().count() > MODEL_ERROR_BODY_MAX_CHARS {
+        cut.push('…');
+    }
+    cut
+}
+
+#[async_trait]
+impl ModelProvider for OpenAiCompatible {
+    fn model(&self) -> String {
+        self.model.clone()
+    }
+
+    async fn complete(&self, request: &SamplingRequest) -> anyhow::Result<Completion> {
+        let mut http = self.client.post(&self.endpoint).json(&self.body(request));
+        if let Some(key) = &self.api_key {
+            http = http.bearer_auth(key);
+        }
+        let response = http.send().await.map_err(|e| anyhow::anyhow!("{}", bounded(&e.without_url().to_string())))?;
+        let status = response.status();
+        let text = response
+            .text()
+            .await
+            .map_err(|e| anyhow::anyhow!("reading the response failed: {}", bounded(&e.to_string())))?;
+        if !status.is_success() {
+            anyhow::bail!("the model endpoint answered {status}: {}", bounded(&text));
+        }
+        let v: Value = serde_json::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("the model endpoint's answer is not JSON ({e}): {}", bounded(&text)))?;
+        let choice = &v["choices"][0];
+        let content = choice["message"]["content"]
+            .as_str()
+            .ok_or_else(|| anyhow::anyhow!("the model endpoint's answer has no choices[0].message.content"))?;
+        let stop_reason = choice["finish_reason"].as_str().map(|r| match r {
+            "stop" => "endTurn".to_string(),
+            "length" => "maxTokens".to_string(),
+            other => other.to_string(),
+        });
+        let usage = |key: &str| v["usage"][key].as_u64().and_then(|n| u32::try_from(n).ok());
+        let input_chars: usize = request.system_prompt.as_deref().map_or(0, |s| s.chars().count())
+            + request.messages.iter().map(|m| m.text.chars().count()).sum::<usize>();
+        Ok(Completion {
+            text: content.to_string(),
+            model: v["model"].as_str().unwrap_or(&self.model).to_string(),
+            stop_reason,
+            // Without reported usage, estimate so the budget still moves.
+            input_tokens: usage("prompt_tokens").unwrap_or((input_chars as u32).div_ceil(4)),
+            output_tokens: usage("completion_tokens").unwrap_or((content.chars().count() as u32).div_ceil(4)),
+        })
+    }
+}
