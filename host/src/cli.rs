@@ -397,7 +397,7 @@ async fn call(
     };
     let result = scope.registry().call(tool, arguments, &run).await;
     interrupt.abort();
-    run.finish();
+    scope.finish_run(&run);
     let output = result?;
     if json {
         let mut v = tool_output_to_json(&output);

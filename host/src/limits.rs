@@ -103,6 +103,8 @@ pub const WASM_INSTANCES_MAX: usize = 64;
 /// How often the engine's epoch advances; guests yield to the async runtime at
 /// this cadence, so cancellation reaches a busy guest within about one tick.
 pub const WASM_EPOCH_TICK: Duration = Duration::from_millis(10);
+/// How long one best-effort `context-changed` delivery to a guest may run.
+pub const CONTEXT_DELIVERY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Bytes of a component file accepted by install and load.
 pub const WASM_COMPONENT_MAX_BYTES: u64 = 64 * 1024 * 1024;
 

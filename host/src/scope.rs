@@ -18,7 +18,7 @@ use crate::registry::Registry;
 use crate::run::{RunBuilder, RunContext};
 use crate::sampling::{ModelProvider, OfflineProvider};
 use crate::services::HostServices;
-use crate::wasm::WasmRuntime;
+use crate::wasm::{WasmPlugin, WasmRuntime};
 
 /// Where compiled components are cached, inside `$CLAT_HOME`.
 pub const WASM_CACHE_DIR: &str = "cache/wasm";
@@ -55,6 +55,7 @@ pub struct ProjectScope {
     services: Arc<HostServices>,
     extensions: Mutex<Vec<ExtensionStatus>>,
     wasm: OnceLock<Arc<WasmRuntime>>,
+    plugins: Mutex<Vec<Arc<WasmPlugin>>>,
 }
 
 /// How one extension (an installed plugin package) fared in this scope.
@@ -94,6 +95,7 @@ impl ProjectScope {
             services,
             extensions: Mutex::default(),
             wasm: OnceLock::new(),
+            plugins: Mutex::default(),
         })
     }
 
@@ -186,6 +188,7 @@ impl ProjectScope {
                                 }
                             }
                             status.output_tail = plugin.output_tail();
+                            self.plugins.lock().unwrap_or_else(|p| p.into_inner()).push(plugin);
                         }
                         Err(reason) => {
                             status.state = "failed".into();
@@ -208,7 +211,28 @@ impl ProjectScope {
     /// Start a run. The first run freezes the registry.
     pub fn start_run(&self, builder: RunBuilder) -> RunContext {
         self.registry.freeze();
-        builder.start()
+        let run = builder.start();
+        self.notify_context(Some(self.snapshot(Some(&run))));
+        run
+    }
+
+    /// End a run: kill what it still owns, emit `run_finished`, and tell the
+    /// loaded plugins the run is over (best effort, never blocking).
+    pub fn finish_run(&self, run: &RunContext) {
+        run.finish();
+        self.notify_context(None);
+    }
+
+    /// Offer every loaded plugin the latest context (`None`: no run).
+    pub fn notify_context(&self, snapshot: Option<ContextSnapshot>) {
+        for plugin in self.plugins.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            plugin.notify_context(snapshot.clone());
+        }
+    }
+
+    /// The WASM plugins loaded into this scope.
+    pub fn plugins(&self) -> Vec<Arc<WasmPlugin>> {
+        self.plugins.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// The host services this scope offers its plugins.

@@ -190,6 +190,13 @@ impl Plugin for TestGuests {
             other => Err(format!("no tool {other:?}")),
         }
     }
+
+    fn context_changed(snapshot: Option<clat_guest::ContextSnapshot>) {
+        match snapshot.and_then(|s| s.run) {
+            Some(run) => println!("context-changed: run {}", run.run_id),
+            None => println!("context-changed: no run"),
+        }
+    }
 }
 
 clat_guest::export_plugin!(TestGuests);

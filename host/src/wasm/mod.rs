@@ -22,9 +22,10 @@ use serde_json::Value;
 use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Config, Engine, Trap};
 
-use crate::contract::{ClatPlugin, ClatPluginPre, ToolOutput, ToolSpec};
+use crate::contract::{ClatPlugin, ClatPluginPre, ContextSnapshot, ToolOutput, ToolSpec};
 use crate::limits::{
-    TOOL_CALL_TIMEOUT, TOOLS_PER_SERVER_MAX, WASM_COMPONENT_MAX_BYTES, WASM_EPOCH_TICK, WASM_MEMORY_MAX_BYTES,
+    CONTEXT_DELIVERY_TIMEOUT, TOOL_CALL_TIMEOUT, TOOLS_PER_SERVER_MAX, WASM_COMPONENT_MAX_BYTES, WASM_EPOCH_TICK,
+    WASM_MEMORY_MAX_BYTES,
 };
 use crate::names::ExternalKind;
 use crate::redact::OutputTail;
@@ -131,9 +132,12 @@ impl WasmRuntime {
             tools: Mutex::new(Vec::new()),
             dropped_tools: Default::default(),
             cache: outcome,
+            context: tokio::sync::watch::channel(None).0,
+            delivered: Default::default(),
         });
         let tools = plugin.list_tools().await.map_err(LoadError::ListTools)?;
         *plugin.tools.lock().unwrap_or_else(|p| p.into_inner()) = tools;
+        spawn_context_delivery(&plugin);
         Ok(plugin)
     }
 }
@@ -150,6 +154,10 @@ pub struct WasmPlugin {
     tools: Mutex<Vec<ToolSpec>>,
     dropped_tools: std::sync::atomic::AtomicUsize,
     cache: CacheOutcome,
+    /// The latest context for `context-changed`: `None` = nothing new,
+    /// `Some(None)` = the run ended, `Some(Some(s))` = a new snapshot.
+    context: tokio::sync::watch::Sender<Option<Option<ContextSnapshot>>>,
+    delivered: std::sync::atomic::AtomicU64,
 }
 
 impl WasmPlugin {
@@ -252,6 +260,28 @@ impl WasmPlugin {
         self.pre.instantiate_async(&mut store).await.map(drop).map_err(|e| self.failure("instantiation", e))
     }
 
+    /// Offer the guest the latest context (or `None`: the run ended). Never
+    /// blocks: a delivery task hands the newest value to the guest's
+    /// `context-changed` export, skipping values superseded meanwhile.
+    pub fn notify_context(&self, snapshot: Option<ContextSnapshot>) {
+        self.context.send_replace(Some(snapshot));
+    }
+
+    /// How many `context-changed` deliveries completed.
+    pub fn context_deliveries(&self) -> u64 {
+        self.delivered.load(Ordering::Relaxed)
+    }
+
+    async fn deliver_context(&self, snapshot: Option<ContextSnapshot>) -> Result<(), String> {
+        let mut store = self.store(None).map_err(|e| format!("{e:#}"))?;
+        let instance = self.pre.instantiate_async(&mut store).await.map_err(|e| self.failure("instantiation", e))?;
+        instance
+            .artec_clat_plugin()
+            .call_context_changed(&mut store, snapshot.as_ref())
+            .await
+            .map_err(|e| self.failure("context-changed", e))
+    }
+
     /// Register every listed tool; returns what each registration did.
     pub fn register(self: &Arc<Self>, registry: &Registry) -> Vec<Result<String, RegistrationError>> {
         self.tools()
@@ -262,6 +292,27 @@ impl WasmPlugin {
             })
             .collect()
     }
+}
+
+/// The delivery task of one plugin: it holds only a weak reference, so it ends
+/// when the plugin is dropped (or the channel closes).
+fn spawn_context_delivery(plugin: &Arc<WasmPlugin>) {
+    let Ok(handle) = tokio::runtime::Handle::try_current() else { return };
+    let mut rx = plugin.context.subscribe();
+    let weak = Arc::downgrade(plugin);
+    handle.spawn(async move {
+        while rx.changed().await.is_ok() {
+            let Some(value) = rx.borrow_and_update().clone() else { continue };
+            let Some(plugin) = weak.upgrade() else { return };
+            match tokio::time::timeout(CONTEXT_DELIVERY_TIMEOUT, plugin.deliver_context(value)).await {
+                Ok(Ok(())) => {
+                    plugin.delivered.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(Err(e)) => tracing::debug!("context-changed for plugin {}: {e}", plugin.name),
+                Err(_) => tracing::debug!("context-changed for plugin {} timed out", plugin.name),
+            }
+        }
+    });
 }
 
 /// One guest tool in the registry.

@@ -1,0 +1,55 @@
+//! `context-changed`: loaded guests get the latest snapshot when a run starts
+//! and `none` when it ends, best effort, from a delivery task that never blocks
+//! the run.
+
+mod support;
+
+use std::time::Duration;
+
+use clat_guest_artifacts as guests;
+use clat_host::packages::PackageStore;
+use clat_host::run::RunContext;
+use support::TestEnv;
+
+async fn wait_for_line(plugin: &clat_host::wasm::WasmPlugin, wanted: &str) -> Vec<String> {
+    for _ in 0..500 {
+        let tail = plugin.output_tail();
+        if tail.iter().any(|l| l == wanted) {
+            return tail;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{wanted:?} never arrived: {:?}", plugin.output_tail());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_starting_and_ending_reach_loaded_guests() {
+    let env = TestEnv::trusted();
+    let package = env.dir.path().join("test-guests-package");
+    std::fs::create_dir_all(&package).unwrap();
+    std::fs::copy(guests::TEST_GUESTS_WASM, package.join("test_guests.wasm")).unwrap();
+    std::fs::write(
+        package.join("clat-plugin.toml"),
+        "name = \"t\"\nversion = \"0.1.0\"\nkind = \"wasm\"\nentry = \"test_guests.wasm\"\n",
+    )
+    .unwrap();
+    PackageStore::new(&env.clat_home()).install(&package, |_, _| Ok(())).unwrap();
+    let scope = env.mount();
+    let statuses = scope.load_plugins().await;
+    assert_eq!(statuses[0].state, "loaded", "{statuses:?}");
+    let plugin = scope.plugins().pop().unwrap();
+
+    let run = scope.start_run(RunContext::builder());
+    wait_for_line(&plugin, &format!("context-changed: run {}", run.run_id())).await;
+    scope.finish_run(&run);
+    wait_for_line(&plugin, "context-changed: no run").await;
+
+    // A burst of runs: only the latest value has to arrive; none of this blocks.
+    let mut last = String::new();
+    for _ in 0..20 {
+        let run = scope.start_run(RunContext::builder());
+        last = run.run_id().to_string();
+    }
+    wait_for_line(&plugin, &format!("context-changed: run {last}")).await;
+    assert!(plugin.context_deliveries() >= 3);
+}
