@@ -138,6 +138,17 @@ async fn ask_name_greets_through_a_form() {
     assert_eq!(text(&out), "Nice to meet you, Grace (85).");
 }
 
+/// The messages of a run's `plugin_log` events.
+fn plugin_logs(sink: &clat_host::run::CollectingSink) -> Vec<String> {
+    sink.events()
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            RunEventKind::PluginLog { message, .. } => Some(message),
+            _ => None,
+        })
+        .collect()
+}
+
 #[tokio::test]
 async fn logs_are_bounded_redacted_events() {
     let env = TestEnv::trusted();
@@ -145,28 +156,14 @@ async fn logs_are_bounded_redacted_events() {
     load_into(&scope, "t", guests::TEST_GUESTS_WASM).await;
     let (run, sink) = run_in(PermissionMode::Ask);
     scope.registry().call("wasm_t_log_spam", json!({}), &run).await.unwrap();
-    let logs: Vec<String> = sink
-        .events()
-        .into_iter()
-        .filter_map(|e| match e.kind {
-            RunEventKind::PluginLog { message, .. } => Some(message),
-            _ => None,
-        })
-        .collect();
+    let logs = plugin_logs(&sink);
     assert_eq!(logs.len(), 100);
     assert!(logs.iter().all(|l| l.contains("token=[REDACTED]") && !l.contains("sk-abc")), "{:?}", &logs[0]);
     // Past the per-call cap, lines are dropped with one notice.
     let (run, sink) = run_in(PermissionMode::Ask);
     let limit = clat_host::limits::PLUGIN_LOG_LINES_PER_CALL as usize;
     scope.registry().call("wasm_t_log_spam", json!({ "lines": limit + 50 }), &run).await.unwrap();
-    let logs: Vec<String> = sink
-        .events()
-        .into_iter()
-        .filter_map(|e| match e.kind {
-            RunEventKind::PluginLog { message, .. } => Some(message),
-            _ => None,
-        })
-        .collect();
+    let logs = plugin_logs(&sink);
     assert_eq!(logs.len(), limit + 1);
     assert!(logs.last().unwrap().contains("further log lines of this call are dropped"));
 }
