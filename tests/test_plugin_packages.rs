@@ -200,3 +200,29 @@ fn a_broken_installed_plugin_is_isolated_at_mount() {
     let out = env.clat(&["call", "wasm_hello_greet", "{}"]);
     assert_eq!(out.status.code(), Some(0), "the healthy plugin still works");
 }
+
+#[tokio::test]
+async fn requested_memory_limits_apply_and_a_plugin_over_its_limit_is_isolated() {
+    let env = TestEnv::trusted();
+    let store = PackageStore::new(&env.clat_home());
+    for (name, memory_mb) in [("roomy", 64), ("cramped", 1)] {
+        let dir = package_copy(&env, guests::HELLO_PACKAGE, name);
+        write_manifest(
+            &dir,
+            &format!(
+                "name = \"{name}\"\nversion = \"1\"\nkind = \"wasm\"\nentry = \"hello.wasm\"\n[limits]\nmemory_mb = {memory_mb}\n"
+            ),
+        );
+        store.install(&dir, |_, _| Ok(())).unwrap();
+    }
+    let scope = env.mount();
+    let statuses = scope.load_plugins().await;
+    let roomy = statuses.iter().find(|s| s.name == "roomy").unwrap();
+    let cramped = statuses.iter().find(|s| s.name == "cramped").unwrap();
+    assert_eq!(roomy.state, "loaded", "{roomy:?}");
+    assert_eq!(cramped.state, "failed", "1 MiB is less than the guest's initial memory: {cramped:?}");
+    assert!(cramped.problems[0].contains("plugin cramped failed"), "{cramped:?}");
+    let names: Vec<String> = scope.registry().list().into_iter().map(|t| t.name).collect();
+    assert!(names.contains(&"wasm_roomy_greet".to_string()));
+    assert!(!names.iter().any(|n| n.starts_with("wasm_cramped")));
+}
