@@ -76,10 +76,7 @@ async fn a_guest_that_loops_forever_is_stopped_at_its_deadline_and_the_next_call
     let started = Instant::now();
     let err = scope.registry().call("wasm_t_spin", json!({}), &run).await.unwrap_err();
     assert!(started.elapsed() < Duration::from_secs(20), "stopped promptly");
-    assert!(
-        matches!(err, CallError::TimedOut { .. }) || err.to_string().contains("deadline"),
-        "a clear timeout: {err}"
-    );
+    assert!(matches!(err, CallError::TimedOut { .. }), "a guest past its deadline is a timeout: {err}");
     let (run, _) = run_in(PermissionMode::Ask);
     let out = scope.registry().call("wasm_t_echo", json!({ "a": 1 }), &run).await.unwrap();
     assert_eq!(text(&out), r#"{"a":1}"#);

@@ -403,7 +403,17 @@ async fn pipeline(
     let deadline = run.call_deadline(TOOL_CALL_TIMEOUT);
     let allowed_for = deadline.saturating_duration_since(Instant::now());
     let output = tokio::select! {
-        r = entry.handler.call(arguments, run) => r.map_err(|error| CallError::Failed { tool: entry.name.clone(), error })?,
+        r = entry.handler.call(arguments, run) => match r {
+            Ok(output) => output,
+            // A handler that gives up at the deadline or on cancel (a guest's
+            // epoch interrupt, a transport noticing the cancel) ends the same
+            // way as the registry's own timer and cancel would.
+            Err(_) if run.is_cancelled() => return Err(CallError::Cancelled { tool: entry.name.clone() }),
+            Err(_) if Instant::now() >= deadline => {
+                return Err(CallError::TimedOut { tool: entry.name.clone(), after: allowed_for });
+            }
+            Err(error) => return Err(CallError::Failed { tool: entry.name.clone(), error }),
+        },
         _ = run.cancel_token().cancelled() => return Err(CallError::Cancelled { tool: entry.name.clone() }),
         _ = tokio::time::sleep_until(deadline.into()) => {
             return Err(CallError::TimedOut { tool: entry.name.clone(), after: allowed_for });
