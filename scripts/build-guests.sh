@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
-cargo build --quiet --release --locked --target wasm32-wasip2 --manifest-path guests/Cargo.toml --workspace
+cargo build --quiet --release --locked --target wasm32-wasip2 --manifest-path guests/Cargo.toml --workspace \
+  --target-dir guests/target
 
 built=guests/target/wasm32-wasip2/release
 for guest in hello project-notes summarize ask-name; do
