@@ -1,22 +1,18 @@
 //! Every limit of the spec's "Resource limits" table, plus CLAT's own bounds,
 //! as named constants: no limit is written as a literal anywhere else.
-//! `docs/architecture.md` says where each is enforced. Limits that belong to adapters not built yet (stdio frames,
-//! handshakes, listing) are declared here already so that the table has one home.
+//! `docs/architecture.md` says where each is enforced. The MCP client's limits
+//! are defined in `clat-mcp` and re-exported here, so the table has one home;
+//! those of adapters not built yet are declared already.
 
 use std::time::Duration;
 
-/// One stdio frame (one JSON-RPC message per line).
-pub const STDIO_FRAME_MAX_BYTES: usize = 4 * 1024 * 1024;
-/// Legacy `initialize` / `notifications/initialized` handshake.
-pub const LEGACY_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// Modern `server/discover` probe, then a fresh legacy fallback.
-pub const MODERN_PROBE_TIMEOUT: Duration = Duration::from_secs(3);
-/// One `tools/list` page.
-pub const TOOLS_LIST_PAGE_TIMEOUT: Duration = Duration::from_secs(30);
-/// `tools/list` pages per server.
-pub const TOOLS_LIST_MAX_PAGES: usize = 32;
-/// Tools registered per server (the rest are dropped and reported).
-pub const TOOLS_PER_SERVER_MAX: usize = 512;
+/// The limits the MCP client enforces live in `clat-mcp`, once; they are part
+/// of the same spec table.
+pub use clat_mcp::limits::{
+    INBOUND_REQUEST_QUEUE, LEGACY_HANDSHAKE_TIMEOUT, MODERN_PROBE_TIMEOUT, STDIO_FRAME_MAX_BYTES, TOOLS_LIST_MAX_PAGES,
+    TOOLS_LIST_PAGE_TIMEOUT, TOOLS_PER_SERVER_MAX,
+};
+
 /// Marked DSH prompts per server.
 pub const DSH_PROMPTS_PER_SERVER_MAX: usize = 128;
 /// One resolved DSH system prompt.
@@ -29,8 +25,6 @@ pub const HOST_REQUEST_EXTENSION_STEP: Duration = Duration::from_secs(60);
 pub const HOST_REQUEST_EXTENSION_MAX: Duration = Duration::from_secs(10 * 60);
 /// One tool result (all content, structured part included), in bytes of JSON.
 pub const TOOL_RESULT_MAX_BYTES: usize = 1024 * 1024;
-/// Inbound server-request queue per connection.
-pub const INBOUND_REQUEST_QUEUE: usize = 16;
 /// Messages in one sampling request.
 pub const SAMPLING_MAX_MESSAGES: usize = 32;
 /// Output tokens one sampling request may ask for.

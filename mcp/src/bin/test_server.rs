@@ -1,0 +1,167 @@
+//! `clat-test-mcp-server`: a real MCP server over stdio for the client's tests,
+//! with scenario flags. It speaks the legacy lifecycle and reports what it saw
+//! (cancellations, answers to its own requests) on stderr, one line each.
+//!
+//! Flags: `--offer VERSION` (answer initialize with this version), `--tools N`,
+//! `--page-size K`, `--repeat-cursor`, `--endless-pages`, `--stderr-noise`,
+//! `--hang-initialize`. Tools: `echo`, `slow {ms}`, `big_frame`, `flood {n}`,
+//! `ask_ping`, `ask_unknown`, `exit`.
+
+use std::io::{BufRead, Write};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+struct Options {
+    offer: Option<String>,
+    tools: usize,
+    page_size: usize,
+    repeat_cursor: bool,
+    endless_pages: bool,
+    stderr_noise: bool,
+    hang_initialize: bool,
+}
+
+fn options() -> Options {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let value = |flag: &str| args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)).cloned();
+    let has = |flag: &str| args.iter().any(|a| a == flag);
+    Options {
+        offer: value("--offer"),
+        tools: value("--tools").and_then(|v| v.parse().ok()).unwrap_or(3),
+        page_size: value("--page-size").and_then(|v| v.parse().ok()).unwrap_or(usize::MAX),
+        repeat_cursor: has("--repeat-cursor"),
+        endless_pages: has("--endless-pages"),
+        stderr_noise: has("--stderr-noise"),
+        hang_initialize: has("--hang-initialize"),
+    }
+}
+
+type Out = Arc<Mutex<std::io::Stdout>>;
+
+fn send(out: &Out, message: Value) {
+    let mut out = out.lock().unwrap();
+    let _ = writeln!(out, "{message}");
+    let _ = out.flush();
+}
+
+fn reply(out: &Out, id: &Value, result: Value) {
+    send(out, json!({ "jsonrpc": "2.0", "id": id, "result": result }));
+}
+
+fn text(t: impl Into<String>) -> Value {
+    json!({ "content": [{ "type": "text", "text": t.into() }] })
+}
+
+fn tool_list(opts: &Options, params: &Value) -> Value {
+    let all: Vec<Value> = (0..opts.tools)
+        .map(|i| json!({ "name": format!("tool{i}"), "description": "a test tool", "inputSchema": { "type": "object" } }))
+        .collect();
+    let start: usize = params
+        .get("cursor")
+        .and_then(Value::as_str)
+        .and_then(|c| c.strip_prefix('c'))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    if opts.endless_pages {
+        return json!({ "tools": [], "nextCursor": format!("c{}", start + 1) });
+    }
+    let end = start.saturating_add(opts.page_size).min(all.len());
+    let mut page = json!({ "tools": all[start.min(all.len())..end] });
+    if end < all.len() {
+        page["nextCursor"] = json!(if opts.repeat_cursor { "c0".to_string() } else { format!("c{end}") });
+    }
+    page
+}
+
+fn main() {
+    let opts = options();
+    let out: Out = Arc::new(Mutex::new(std::io::stdout()));
+    if opts.stderr_noise {
+        for i in 0..50 {
+            eprintln!("noise line {i}: Authorization: Bearer sk-test-abcdefghijklmnopqrstuvwxyz");
+        }
+    }
+    let stdin = std::io::stdin();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        let Ok(message) = serde_json::from_str::<Value>(&line) else {
+            eprintln!("bad line: {line}");
+            continue;
+        };
+        let method = message.get("method").and_then(Value::as_str).unwrap_or("");
+        let id = message.get("id").cloned().unwrap_or(Value::Null);
+        let params = message.get("params").cloned().unwrap_or(json!({}));
+        if method.is_empty() {
+            // A response to one of our requests.
+            match message.get("error") {
+                Some(e) => eprintln!("answer {id} error {}", e["code"]),
+                None => eprintln!("answer {id} result {}", message["result"]),
+            }
+            continue;
+        }
+        match method {
+            "initialize" => {
+                if opts.hang_initialize {
+                    continue;
+                }
+                let requested = params["protocolVersion"].as_str().unwrap_or("2024-11-05").to_string();
+                let version = opts.offer.clone().unwrap_or(requested);
+                reply(
+                    &out,
+                    &id,
+                    json!({ "protocolVersion": version, "capabilities": { "tools": { "listChanged": true } },
+                            "serverInfo": { "name": "clat-test-mcp-server", "version": "0.1.0" } }),
+                );
+            }
+            "notifications/initialized" => eprintln!("initialized"),
+            "notifications/cancelled" => eprintln!("cancelled {}", params["requestId"]),
+            "ping" => reply(&out, &id, json!({})),
+            "tools/list" => reply(&out, &id, tool_list(&opts, &params)),
+            "tools/call" => {
+                let name = params["name"].as_str().unwrap_or("").to_string();
+                let args = params.get("arguments").cloned().unwrap_or(json!({}));
+                match name.as_str() {
+                    "echo" => reply(&out, &id, text(args.to_string())),
+                    "slow" => {
+                        let out = Arc::clone(&out);
+                        let ms = args["ms"].as_u64().unwrap_or(100);
+                        std::thread::spawn(move || {
+                            std::thread::sleep(Duration::from_millis(ms));
+                            reply(&out, &id, text(format!("slept {ms} ms")));
+                        });
+                    }
+                    "big_frame" => reply(&out, &id, text("x".repeat(5 * 1024 * 1024))),
+                    "flood" => {
+                        let n = args["n"].as_u64().unwrap_or(40);
+                        for i in 0..n {
+                            let request = json!({ "jsonrpc": "2.0", "id": format!("s{i}"), "method": "sampling/createMessage",
+                                                  "params": { "messages": [], "maxTokens": 1 } });
+                            send(&out, request);
+                        }
+                        reply(&out, &id, text(format!("sent {n} requests")));
+                    }
+                    "ask_ping" => {
+                        send(&out, json!({ "jsonrpc": "2.0", "id": "p1", "method": "ping" }));
+                        reply(&out, &id, text("pinged"));
+                    }
+                    "ask_unknown" => {
+                        send(&out, json!({ "jsonrpc": "2.0", "id": "u1", "method": "foo/bar" }));
+                        reply(&out, &id, text("asked"));
+                    }
+                    "exit" => std::process::exit(3),
+                    other => send(
+                        &out,
+                        json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32602, "message": format!("unknown tool {other}") } }),
+                    ),
+                }
+            }
+            _ if message.get("id").is_some() => send(
+                &out,
+                json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32601, "message": format!("method not found: {method}") } }),
+            ),
+            _ => {}
+        }
+    }
+}

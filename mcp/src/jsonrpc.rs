@@ -1,0 +1,184 @@
+//! JSON-RPC 2.0 as MCP uses it: typed messages, string and integer ids (0
+//! included, never null), and the wire error object — kept apart from the
+//! client's runtime errors (`crate::error::ClientError`).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+/// A request id: an integer or a string.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RequestId {
+    Number(i64),
+    String(String),
+}
+
+impl std::fmt::Display for RequestId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RequestId::Number(n) => write!(f, "{n}"),
+            RequestId::String(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+/// A JSON-RPC error object, as sent or received on the wire.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[error("JSON-RPC error {code}: {message}")]
+pub struct WireError {
+    pub code: i64,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+/// Standard codes.
+pub const PARSE_ERROR: i64 = -32700;
+pub const INVALID_REQUEST: i64 = -32600;
+pub const METHOD_NOT_FOUND: i64 = -32601;
+pub const INVALID_PARAMS: i64 = -32602;
+pub const INTERNAL_ERROR: i64 = -32603;
+/// Our code for a server request refused because the inbound queue is full.
+pub const SERVER_BUSY: i64 = -32000;
+
+impl WireError {
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        WireError { code, message: message.into(), data: None }
+    }
+}
+
+/// One message on the wire.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    Request {
+        id: RequestId,
+        method: String,
+        params: Option<Value>,
+    },
+    Notification {
+        method: String,
+        params: Option<Value>,
+    },
+    Response {
+        id: RequestId,
+        result: Result<Value, WireError>,
+    },
+    /// An error response without a usable id (allowed from 2025-11-25).
+    OrphanError(WireError),
+}
+
+/// Why a line is not a valid message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("protocol violation: {0}")]
+pub struct Malformed(pub String);
+
+fn id_of(value: &Value) -> Result<Option<RequestId>, Malformed> {
+    match value {
+        Value::Null => Ok(None),
+        Value::Number(n) => {
+            n.as_i64().map(|n| Some(RequestId::Number(n))).ok_or_else(|| Malformed(format!("id {n} is not an integer")))
+        }
+        Value::String(s) => Ok(Some(RequestId::String(s.clone()))),
+        other => Err(Malformed(format!("id must be a string or an integer, not {other}"))),
+    }
+}
+
+/// Parse one message (one line of stdio, or one JSON body).
+pub fn parse(text: &[u8]) -> Result<Message, Malformed> {
+    let value: Value = serde_json::from_slice(text).map_err(|e| Malformed(format!("not JSON: {e}")))?;
+    let Value::Object(obj) = value else {
+        return Err(Malformed("a message must be a JSON object".into()));
+    };
+    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(Malformed("`jsonrpc` must be \"2.0\"".into()));
+    }
+    let id = match obj.get("id") {
+        Some(v) => id_of(v)?,
+        None => None,
+    };
+    if let Some(method) = obj.get("method") {
+        let method = method.as_str().ok_or_else(|| Malformed("`method` must be a string".into()))?.to_string();
+        let params = obj.get("params").cloned();
+        return Ok(match id {
+            Some(id) => Message::Request { id, method, params },
+            None => Message::Notification { method, params },
+        });
+    }
+    if let Some(error) = obj.get("error") {
+        let error: WireError =
+            serde_json::from_value(error.clone()).map_err(|e| Malformed(format!("bad error object: {e}")))?;
+        return Ok(match id {
+            Some(id) => Message::Response { id, result: Err(error) },
+            None => Message::OrphanError(error),
+        });
+    }
+    if let Some(result) = obj.get("result") {
+        let id = id.ok_or_else(|| Malformed("a result needs an id".into()))?;
+        return Ok(Message::Response { id, result: Ok(result.clone()) });
+    }
+    Err(Malformed("neither a request, a notification nor a response".into()))
+}
+
+/// Serialize a message compactly (no newlines, as stdio framing requires).
+pub fn encode(message: &Message) -> String {
+    let mut obj = Map::new();
+    obj.insert("jsonrpc".into(), json!("2.0"));
+    match message {
+        Message::Request { id, method, params } => {
+            obj.insert("id".into(), json!(id));
+            obj.insert("method".into(), json!(method));
+            if let Some(p) = params {
+                obj.insert("params".into(), p.clone());
+            }
+        }
+        Message::Notification { method, params } => {
+            obj.insert("method".into(), json!(method));
+            if let Some(p) = params {
+                obj.insert("params".into(), p.clone());
+            }
+        }
+        Message::Response { id, result } => {
+            obj.insert("id".into(), json!(id));
+            match result {
+                Ok(v) => obj.insert("result".into(), v.clone()),
+                Err(e) => obj.insert("error".into(), json!(e)),
+            };
+        }
+        Message::OrphanError(e) => {
+            obj.insert("id".into(), Value::Null);
+            obj.insert("error".into(), json!(e));
+        }
+    }
+    Value::Object(obj).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_zero_strings_and_round_trips() {
+        let m = parse(br#"{"jsonrpc":"2.0","id":0,"result":{}}"#).unwrap();
+        assert_eq!(m, Message::Response { id: RequestId::Number(0), result: Ok(json!({})) });
+        let m = parse(br#"{"jsonrpc":"2.0","id":"a","method":"ping"}"#).unwrap();
+        assert_eq!(m, Message::Request { id: RequestId::String("a".into()), method: "ping".into(), params: None });
+        assert_eq!(parse(encode(&m).as_bytes()).unwrap(), m);
+        let e = parse(br#"{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"nope"}}"#).unwrap();
+        assert!(matches!(e, Message::Response { result: Err(WireError { code: -32601, .. }), .. }));
+    }
+
+    #[test]
+    fn malformed_messages_are_named() {
+        for (line, why) in [
+            (&b"{not json"[..], "not JSON"),
+            (br#"[1,2]"#, "JSON object"),
+            (br#"{"jsonrpc":"1.0","id":1,"result":{}}"#, "jsonrpc"),
+            (br#"{"jsonrpc":"2.0","id":1.5,"result":{}}"#, "integer"),
+            (br#"{"jsonrpc":"2.0","id":true,"method":"x"}"#, "string or an integer"),
+            (br#"{"jsonrpc":"2.0","result":{}}"#, "needs an id"),
+        ] {
+            let err = parse(line).unwrap_err();
+            assert!(err.0.contains(why), "{err} for {}", String::from_utf8_lossy(line));
+        }
+    }
+}

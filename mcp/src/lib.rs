@@ -1,0 +1,18 @@
+//! `clat-mcp`: a host-agnostic MCP client. It knows nothing of CLAT: it speaks
+//! JSON-RPC to MCP servers, keeps wire errors apart from runtime errors, and
+//! hands server-initiated requests to a handler the host provides.
+//!
+//! Built so far: the JSON-RPC core, the stdio transport and the legacy
+//! (`initialize`) lifecycle with tools listing and calling. The modern
+//! (2026-07-28) era, Streamable HTTP and `mcp.json` come next.
+
+pub mod client;
+pub mod error;
+pub mod jsonrpc;
+pub mod limits;
+pub mod stdio;
+
+pub use client::{ClientInfo, LEGACY_VERSIONS, Session, ToolListing};
+pub use error::ClientError;
+pub use jsonrpc::{RequestId, WireError};
+pub use stdio::{Connection, NoServerRequests, ServerRequests, StderrSink, StdioSpec};

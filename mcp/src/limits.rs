@@ -1,0 +1,23 @@
+//! The spec's limits that the MCP client enforces. They are defined here, once;
+//! `clat_host::limits` re-exports them so the spec's table has one home.
+
+use std::time::Duration;
+
+/// One stdio frame (one JSON-RPC message per line).
+pub const STDIO_FRAME_MAX_BYTES: usize = 4 * 1024 * 1024;
+/// Legacy `initialize` / `notifications/initialized` handshake.
+pub const LEGACY_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Modern `server/discover` probe, then a fresh legacy fallback.
+pub const MODERN_PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+/// One `tools/list` page.
+pub const TOOLS_LIST_PAGE_TIMEOUT: Duration = Duration::from_secs(30);
+/// `tools/list` pages per server.
+pub const TOOLS_LIST_MAX_PAGES: usize = 32;
+/// Tools registered per server (the rest are dropped and reported).
+pub const TOOLS_PER_SERVER_MAX: usize = 512;
+/// Inbound server-request queue per connection.
+pub const INBOUND_REQUEST_QUEUE: usize = 16;
+/// Outgoing messages queued per connection before senders wait.
+pub const WRITER_QUEUE: usize = 64;
+/// How long a closing server gets after its stdin closes before its process group is killed.
+pub const CLOSE_GRACE: Duration = Duration::from_secs(2);

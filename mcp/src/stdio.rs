@@ -1,0 +1,392 @@
+//! The stdio transport: one MCP server subprocess, in its own process group,
+//! with one bounded writer queue, one dedicated reader that routes responses by
+//! id in any order, and server-initiated requests handled concurrently up to
+//! `INBOUND_REQUEST_QUEUE` at a time — a request beyond that is refused at once
+//! with a diagnostic, so a flood never blocks response progress. Frames are one
+//! JSON message per line, at most `STDIO_FRAME_MAX_BYTES`; a bigger frame fails
+//! the connection. stderr never reaches the terminal: it goes to a sink the
+//! host provides (CLAT keeps a redacted 20-line tail).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::{Semaphore, mpsc, oneshot, watch};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::ClientError;
+use crate::jsonrpc::{INTERNAL_ERROR, METHOD_NOT_FOUND, Message, RequestId, SERVER_BUSY, WireError, encode, parse};
+use crate::limits::{CLOSE_GRACE, INBOUND_REQUEST_QUEUE, STDIO_FRAME_MAX_BYTES, WRITER_QUEUE};
+
+/// How to start a server.
+#[derive(Debug, Clone)]
+pub struct StdioSpec {
+    pub command: String,
+    pub args: Vec<String>,
+    /// Added to (and overriding) the client's own environment.
+    pub env: Vec<(String, String)>,
+    /// The working directory (the host decides: never the project).
+    pub cwd: PathBuf,
+}
+
+/// Serves what the server asks of the client. `ping` is answered by the
+/// connection itself; everything else comes here.
+#[async_trait]
+pub trait ServerRequests: Send + Sync {
+    async fn handle(&self, method: &str, params: Option<Value>) -> Result<Value, WireError>;
+    /// A notification from the server (never answered).
+    fn notification(&self, _method: &str, _params: Option<&Value>) {}
+}
+
+/// Answers every server request with -32601.
+pub struct NoServerRequests;
+
+#[async_trait]
+impl ServerRequests for NoServerRequests {
+    async fn handle(&self, method: &str, _params: Option<Value>) -> Result<Value, WireError> {
+        Err(WireError::new(METHOD_NOT_FOUND, format!("method not found: {method}")))
+    }
+}
+
+/// Where the server's stderr bytes go.
+pub trait StderrSink: Send + Sync {
+    fn write(&self, bytes: &[u8]);
+}
+
+type Pending = Arc<Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, WireError>>>>>;
+
+/// One live stdio connection.
+pub struct Connection {
+    outgoing: mpsc::Sender<String>,
+    pending: Pending,
+    next_id: AtomicI64,
+    closed: watch::Receiver<Option<String>>,
+    close_tx: Arc<watch::Sender<Option<String>>>,
+    child: tokio::sync::Mutex<Option<tokio::process::Child>>,
+    pgid: i32,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+fn kill_group(pgid: i32) {
+    if pgid > 0 {
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), nix::sys::signal::Signal::SIGKILL);
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Connection {
+    /// Start the server and the connection's tasks.
+    pub async fn spawn(
+        spec: &StdioSpec,
+        handler: Arc<dyn ServerRequests>,
+        stderr_sink: Arc<dyn StderrSink>,
+    ) -> Result<Connection, ClientError> {
+        let mut command = tokio::process::Command::new(&spec.command);
+        command
+            .args(&spec.args)
+            .envs(spec.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(&spec.cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        let mut child =
+            command.spawn().map_err(|source| ClientError::Spawn { command: spec.command.clone(), source })?;
+        let pgid = child.id().map(|p| p as i32).unwrap_or(0);
+        let mut stdin = child.stdin.take().expect("stdin is piped");
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let mut stderr = child.stderr.take().expect("stderr is piped");
+
+        let (outgoing, mut outgoing_rx) = mpsc::channel::<String>(WRITER_QUEUE);
+        let (close_tx, closed) = watch::channel::<Option<String>>(None);
+        let close_tx = Arc::new(close_tx);
+        let pending: Pending = Arc::default();
+        let mut tasks = Vec::new();
+
+        // The one writer.
+        {
+            let close_tx = Arc::clone(&close_tx);
+            let mut closed = closed.clone();
+            tasks.push(tokio::spawn(async move {
+                loop {
+                    tokio::select! {
+                        line = outgoing_rx.recv() => {
+                            let Some(mut line) = line else { break };
+                            line.push('\n');
+                            if let Err(e) = async { stdin.write_all(line.as_bytes()).await?; stdin.flush().await }.await {
+                                close_tx.send_if_modified(|c| set_reason(c, format!("writing to the server failed: {e}")));
+                                break;
+                            }
+                        }
+                        _ = closed.changed() => break,
+                    }
+                }
+                // Dropping stdin closes it: the server sees end of input.
+            }));
+        }
+
+        // stderr → the host's sink.
+        tasks.push(tokio::spawn(async move {
+            let mut buf = vec![0u8; 8192];
+            while let Ok(n) = stderr.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                stderr_sink.write(&buf[..n]);
+            }
+        }));
+
+        // The one reader.
+        {
+            let (pending, outgoing, close_tx) = (Arc::clone(&pending), outgoing.clone(), Arc::clone(&close_tx));
+            let in_flight = Arc::new(Semaphore::new(INBOUND_REQUEST_QUEUE));
+            tasks.push(tokio::spawn(async move {
+                let mut reader = BufReader::with_capacity(64 * 1024, stdout);
+                let mut frame = Vec::new();
+                let reason = loop {
+                    let chunk = match reader.fill_buf().await {
+                        Ok(c) => c,
+                        Err(e) => break format!("reading from the server failed: {e}"),
+                    };
+                    if chunk.is_empty() {
+                        break "the server closed its output".to_string();
+                    }
+                    let (take, complete) = match chunk.iter().position(|&b| b == b'\n') {
+                        Some(pos) => (pos, true),
+                        None => (chunk.len(), false),
+                    };
+                    if frame.len() + take > STDIO_FRAME_MAX_BYTES {
+                        break format!("the server sent a frame of more than {STDIO_FRAME_MAX_BYTES} bytes");
+                    }
+                    frame.extend_from_slice(&chunk[..take]);
+                    reader.consume(if complete { take + 1 } else { take });
+                    if complete {
+                        let line = std::mem::take(&mut frame);
+                        if !line.iter().all(u8::is_ascii_whitespace) {
+                            route(&line, &pending, &outgoing, &handler, &in_flight);
+                        }
+                    }
+                };
+                close_tx.send_if_modified(|c| set_reason(c, reason));
+            }));
+        }
+
+        // When the connection closes, every waiting request learns why.
+        {
+            let (pending, mut closed) = (Arc::clone(&pending), closed.clone());
+            tasks.push(tokio::spawn(async move {
+                while closed.borrow().is_none() {
+                    if closed.changed().await.is_err() {
+                        break;
+                    }
+                }
+                lock(&pending).clear();
+            }));
+        }
+
+        Ok(Connection {
+            outgoing,
+            pending,
+            next_id: AtomicI64::new(0),
+            closed,
+            close_tx,
+            child: tokio::sync::Mutex::new(Some(child)),
+            pgid,
+            tasks: Mutex::new(tasks),
+        })
+    }
+
+    /// Why the connection closed, if it did.
+    pub fn closed_reason(&self) -> Option<String> {
+        self.closed.borrow().clone()
+    }
+
+    fn closed_error(&self) -> ClientError {
+        ClientError::Closed { reason: self.closed_reason().unwrap_or_else(|| "the connection is closed".into()) }
+    }
+
+    /// Send a notification.
+    pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), ClientError> {
+        let line = encode(&Message::Notification { method: method.into(), params });
+        self.outgoing.send(line).await.map_err(|_| self.closed_error())
+    }
+
+    /// Send a request and wait for its response, at most `timeout`, or until
+    /// `cancel` fires. On timeout or cancel (or if this future is dropped) the
+    /// pending slot is removed at once and `notifications/cancelled` is sent
+    /// best effort with the original id.
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+        cancel: Option<&CancellationToken>,
+    ) -> Result<Value, ClientError> {
+        if self.closed_reason().is_some() {
+            return Err(self.closed_error());
+        }
+        let id = RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed));
+        let (tx, rx) = oneshot::channel();
+        lock(&self.pending).insert(id.clone(), tx);
+        let mut guard = PendingGuard { conn: self, id: id.clone(), method, armed: true };
+        let line = encode(&Message::Request { id: id.clone(), method: method.into(), params });
+        if self.outgoing.send(line).await.is_err() {
+            guard.armed = false;
+            lock(&self.pending).remove(&id);
+            return Err(self.closed_error());
+        }
+        let never = CancellationToken::new();
+        let cancel = cancel.unwrap_or(&never);
+        let outcome = tokio::select! {
+            r = rx => r,
+            _ = tokio::time::sleep(timeout) => {
+                return Err(ClientError::Timeout { method: method.into(), after: timeout });
+            }
+            _ = cancel.cancelled() => return Err(ClientError::Cancelled { method: method.into() }),
+        };
+        guard.armed = false;
+        match outcome {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(wire)) => Err(ClientError::Wire(wire)),
+            Err(_) => Err(self.closed_error()),
+        }
+    }
+
+    /// Close: stop writing (the server sees end of input), wait up to
+    /// `CLOSE_GRACE`, then kill and reap the whole process group, and join the
+    /// connection's tasks.
+    pub async fn close(&self) {
+        self.close_tx.send_if_modified(|c| set_reason(c, "closed by the client".into()));
+        if let Some(mut child) = self.child.lock().await.take()
+            && tokio::time::timeout(CLOSE_GRACE, child.wait()).await.is_err()
+        {
+            kill_group(self.pgid);
+            let _ = child.wait().await;
+        }
+        kill_group(self.pgid);
+        let tasks: Vec<JoinHandle<()>> = lock(&self.tasks).drain(..).collect();
+        for task in tasks {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+
+    /// The server's process group.
+    pub fn pgid(&self) -> i32 {
+        self.pgid
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        kill_group(self.pgid);
+        for task in lock(&self.tasks).iter() {
+            task.abort();
+        }
+    }
+}
+
+fn set_reason(current: &mut Option<String>, reason: String) -> bool {
+    if current.is_none() {
+        *current = Some(reason);
+        true
+    } else {
+        false
+    }
+}
+
+/// Removes a pending slot and tells the server, when a request ends without
+/// its response (timeout, cancel, or the caller dropping the future).
+struct PendingGuard<'a> {
+    conn: &'a Connection,
+    id: RequestId,
+    method: &'a str,
+    armed: bool,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        lock(&self.conn.pending).remove(&self.id);
+        if self.method != "initialize" {
+            let note = Message::Notification {
+                method: "notifications/cancelled".into(),
+                params: Some(json!({ "requestId": self.id, "reason": "cancelled by the client" })),
+            };
+            let _ = self.conn.outgoing.try_send(encode(&note));
+        }
+    }
+}
+
+/// Route one frame from the server; never blocks.
+fn route(
+    line: &[u8],
+    pending: &Pending,
+    outgoing: &mpsc::Sender<String>,
+    handler: &Arc<dyn ServerRequests>,
+    in_flight: &Arc<Semaphore>,
+) {
+    let message = match parse(line) {
+        Ok(m) => m,
+        Err(e) => {
+            tracing::warn!("ignoring a malformed message from the server: {e}");
+            return;
+        }
+    };
+    match message {
+        Message::Response { id, result } => match lock(pending).remove(&id) {
+            Some(tx) => {
+                let _ = tx.send(result);
+            }
+            None => tracing::debug!("a response for unknown or finished request {id} was ignored"),
+        },
+        Message::OrphanError(e) => tracing::warn!("the server sent an error without an id: {e}"),
+        Message::Notification { method, params } => handler.notification(&method, params.as_ref()),
+        Message::Request { id, method, params } => {
+            if method == "ping" {
+                let reply = Message::Response { id, result: Ok(json!({})) };
+                let _ = outgoing.try_send(encode(&reply));
+                return;
+            }
+            let Ok(permit) = Arc::clone(in_flight).try_acquire_owned() else {
+                tracing::warn!("refusing server request {method}: {INBOUND_REQUEST_QUEUE} requests already in flight");
+                let busy = WireError::new(
+                    SERVER_BUSY,
+                    format!("the client is already serving {INBOUND_REQUEST_QUEUE} requests from this server"),
+                );
+                let _ = outgoing.try_send(encode(&Message::Response { id, result: Err(busy) }));
+                return;
+            };
+            let (handler, outgoing) = (Arc::clone(handler), outgoing.clone());
+            tokio::spawn(async move {
+                let work = {
+                    let handler = Arc::clone(&handler);
+                    let method = method.clone();
+                    tokio::spawn(async move { handler.handle(&method, params).await })
+                };
+                let result = match work.await {
+                    Ok(r) => r,
+                    Err(e) if e.is_panic() => {
+                        Err(WireError::new(INTERNAL_ERROR, format!("the handler for {method} panicked")))
+                    }
+                    Err(_) => Err(WireError::new(INTERNAL_ERROR, format!("the handler for {method} was stopped"))),
+                };
+                let _ = outgoing.send(encode(&Message::Response { id, result })).await;
+                drop(permit);
+            });
+        }
+    }
+}

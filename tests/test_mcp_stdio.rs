@@ -1,0 +1,244 @@
+//! The MCP client over stdio against a real server subprocess
+//! (`clat-test-mcp-server`): the legacy handshake and version counter-offers,
+//! responses routed by id in any order, listing limits, call deadlines and
+//! cancellation with `notifications/cancelled`, oversized frames, request
+//! floods and panicking handlers, ping and unknown requests, and stderr.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use clat_mcp::jsonrpc::{INTERNAL_ERROR, METHOD_NOT_FOUND, SERVER_BUSY};
+use clat_mcp::{
+    ClientError, ClientInfo, Connection, NoServerRequests, ServerRequests, Session, StderrSink, StdioSpec, WireError,
+};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+#[derive(Default)]
+struct Captured(Mutex<Vec<u8>>);
+
+impl StderrSink for Captured {
+    fn write(&self, bytes: &[u8]) {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+    }
+}
+
+impl Captured {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+    async fn wait_for(&self, needle: &str) -> String {
+        for _ in 0..500 {
+            if self.text().contains(needle) {
+                return self.text();
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("stderr never showed {needle:?}: {}", self.text());
+    }
+}
+
+fn spec(args: &[&str]) -> StdioSpec {
+    StdioSpec {
+        command: env!("CARGO_BIN_EXE_clat-test-mcp-server").into(),
+        args: args.iter().map(|a| a.to_string()).collect(),
+        env: vec![],
+        cwd: std::env::temp_dir(),
+    }
+}
+
+fn client() -> ClientInfo {
+    ClientInfo { name: "clat-test".into(), version: "0".into() }
+}
+
+async fn session_with(args: &[&str], handler: Arc<dyn ServerRequests>) -> (Session, Arc<Captured>) {
+    let stderr = Arc::new(Captured::default());
+    let conn = Connection::spawn(&spec(args), handler, stderr.clone()).await.unwrap();
+    let session = Session::initialize(conn, &client(), json!({})).await.unwrap();
+    (session, stderr)
+}
+
+async fn session(args: &[&str]) -> (Session, Arc<Captured>) {
+    session_with(args, Arc::new(NoServerRequests)).await
+}
+
+fn text_of(result: &Value) -> String {
+    result["content"][0]["text"].as_str().unwrap_or_default().to_string()
+}
+
+const LONG: Duration = Duration::from_secs(30);
+
+#[tokio::test]
+async fn handshake_list_and_call() {
+    let (s, stderr) = session(&[]).await;
+    assert_eq!(s.protocol_version, "2025-11-25");
+    assert_eq!(s.server_info["name"], "clat-test-mcp-server");
+    stderr.wait_for("initialized").await;
+    let listing = s.list_tools().await.unwrap();
+    assert_eq!(listing.tools.len(), 3);
+    let result = s.call_tool("echo", json!({ "a": 1 }), LONG, None).await.unwrap();
+    assert_eq!(text_of(&result), r#"{"a":1}"#);
+    let err = s.call_tool("nope", json!({}), LONG, None).await.unwrap_err();
+    assert!(matches!(&err, ClientError::Wire(WireError { code: -32602, .. })), "wire errors stay wire errors: {err}");
+    s.connection.close().await;
+}
+
+#[tokio::test]
+async fn counter_offers_are_accepted_or_refused_clearly() {
+    for version in ["2025-06-18", "2025-03-26", "2024-11-05"] {
+        let (s, _) = session(&["--offer", version]).await;
+        assert_eq!(s.protocol_version, version);
+        s.connection.close().await;
+    }
+    let conn =
+        Connection::spawn(&spec(&["--offer", "1999-01-01"]), Arc::new(NoServerRequests), Arc::new(Captured::default()))
+            .await
+            .unwrap();
+    let err = Session::initialize(conn, &client(), json!({})).await.err().unwrap();
+    assert!(matches!(&err, ClientError::Unsupported(m) if m.contains("1999-01-01")), "{err}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_server_that_never_answers_initialize_times_out() {
+    let conn =
+        Connection::spawn(&spec(&["--hang-initialize"]), Arc::new(NoServerRequests), Arc::new(Captured::default()))
+            .await
+            .unwrap();
+    let err = Session::initialize(conn, &client(), json!({})).await.err().unwrap();
+    assert!(
+        matches!(&err, ClientError::Timeout { method, after } if method == "initialize" && after.as_secs() == 10),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn responses_are_routed_by_id_in_any_order() {
+    let (s, _) = session(&[]).await;
+    let s = Arc::new(s);
+    let slow = {
+        let s = s.clone();
+        tokio::spawn(async move { s.call_tool("slow", json!({ "ms": 400 }), LONG, None).await })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let fast = s.call_tool("echo", json!({ "n": 2 }), LONG, None).await.unwrap();
+    assert_eq!(text_of(&fast), r#"{"n":2}"#, "the later request finishes first");
+    assert!(!slow.is_finished());
+    assert_eq!(text_of(&slow.await.unwrap().unwrap()), "slept 400 ms");
+}
+
+#[tokio::test]
+async fn listing_respects_pages_cursors_and_the_tool_cap() {
+    let (s, _) = session(&["--tools", "10", "--page-size", "3"]).await;
+    let listing = s.list_tools().await.unwrap();
+    assert_eq!((listing.tools.len(), listing.pages, listing.dropped), (10, 4, 0));
+    let (s, _) = session(&["--tools", "10", "--page-size", "3", "--repeat-cursor"]).await;
+    let err = s.list_tools().await.unwrap_err();
+    assert!(matches!(&err, ClientError::Protocol(m) if m.contains("repeated the cursor")), "{err}");
+    let (s, _) = session(&["--endless-pages"]).await;
+    let err = s.list_tools().await.unwrap_err();
+    assert!(matches!(&err, ClientError::Protocol(m) if m.contains("after 32 pages")), "{err}");
+    let (s, _) = session(&["--tools", "600", "--page-size", "100"]).await;
+    let listing = s.list_tools().await.unwrap();
+    assert_eq!((listing.tools.len(), listing.dropped), (512, 88));
+}
+
+#[tokio::test]
+async fn timeout_and_cancel_free_the_slot_and_tell_the_server() {
+    let (s, stderr) = session(&[]).await;
+    let err = s.call_tool("slow", json!({ "ms": 5000 }), Duration::from_millis(200), None).await.unwrap_err();
+    assert!(matches!(err, ClientError::Timeout { .. }), "{err}");
+    // Ids: initialize was 0, this call was 1.
+    stderr.wait_for("cancelled 1").await;
+    let token = CancellationToken::new();
+    let canceller = {
+        let token = token.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            token.cancel();
+        })
+    };
+    let started = std::time::Instant::now();
+    let err = s.call_tool("slow", json!({ "ms": 5000 }), LONG, Some(&token)).await.unwrap_err();
+    assert!(matches!(err, ClientError::Cancelled { .. }), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(3));
+    canceller.await.unwrap();
+    stderr.wait_for("cancelled 2").await;
+    // The connection still works, and the late answers are ignored.
+    assert!(s.call_tool("echo", json!({}), LONG, None).await.is_ok());
+}
+
+#[tokio::test]
+async fn an_oversized_frame_fails_the_connection_with_a_reason() {
+    let (s, _) = session(&[]).await;
+    let err = s.call_tool("big_frame", json!({}), LONG, None).await.unwrap_err();
+    assert!(matches!(&err, ClientError::Closed { reason } if reason.contains("more than 4194304 bytes")), "{err}");
+    assert!(s.connection.closed_reason().unwrap().contains("4194304"));
+    assert!(matches!(s.call_tool("echo", json!({}), LONG, None).await, Err(ClientError::Closed { .. })));
+    s.connection.close().await;
+}
+
+/// Answers sampling slowly, or panics, as told.
+struct Slow {
+    panic: bool,
+}
+
+#[async_trait]
+impl ServerRequests for Slow {
+    async fn handle(&self, _method: &str, _params: Option<Value>) -> Result<Value, WireError> {
+        if self.panic {
+            panic!("handler bug");
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        Ok(json!({ "role": "assistant", "content": { "type": "text", "text": "ok" }, "model": "m" }))
+    }
+}
+
+#[tokio::test]
+async fn a_request_flood_is_refused_past_16_without_blocking_responses() {
+    let (s, stderr) = session_with(&[], Arc::new(Slow { panic: false })).await;
+    let result = s.call_tool("flood", json!({ "n": 40 }), LONG, None).await.unwrap();
+    assert_eq!(text_of(&result), "sent 40 requests");
+    // Responses keep flowing while 16 requests are being served.
+    assert!(s.call_tool("echo", json!({}), LONG, None).await.is_ok());
+    let seen = stderr.wait_for("answer \"s39\"").await;
+    let busy = seen.matches(&format!("error {SERVER_BUSY}")).count();
+    assert_eq!(busy, 24, "{seen}");
+    stderr.wait_for(&format!("answer \"s{}\" result", 15)).await;
+    let served = stderr.text().matches(" result {").count();
+    assert_eq!(served, 16);
+}
+
+#[tokio::test]
+async fn ping_unknown_requests_and_panicking_handlers() {
+    let (s, stderr) = session(&[]).await;
+    s.call_tool("ask_ping", json!({}), LONG, None).await.unwrap();
+    stderr.wait_for("answer \"p1\" result {}").await;
+    s.call_tool("ask_unknown", json!({}), LONG, None).await.unwrap();
+    stderr.wait_for(&format!("answer \"u1\" error {METHOD_NOT_FOUND}")).await;
+    let (s, stderr) = session_with(&[], Arc::new(Slow { panic: true })).await;
+    s.call_tool("flood", json!({ "n": 1 }), LONG, None).await.unwrap();
+    stderr.wait_for(&format!("answer \"s0\" error {INTERNAL_ERROR}")).await;
+    assert!(s.call_tool("echo", json!({}), LONG, None).await.is_ok(), "a panic is contained");
+}
+
+#[tokio::test]
+async fn a_server_exiting_mid_call_is_a_closed_connection_and_close_reaps_it() {
+    let (s, stderr) = session(&["--stderr-noise"]).await;
+    stderr.wait_for("noise line 49").await;
+    let err = s.call_tool("exit", json!({}), LONG, None).await.unwrap_err();
+    assert!(matches!(&err, ClientError::Closed { reason } if reason.contains("closed its output")), "{err}");
+    let pgid = s.connection.pgid();
+    s.connection.close().await;
+    assert!(nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), None).is_err(), "the group is gone");
+}
+
+#[tokio::test]
+async fn close_ends_a_running_server_and_its_group() {
+    let (s, stderr) = session(&[]).await;
+    let pgid = s.connection.pgid();
+    s.connection.close().await;
+    let _ = stderr;
+    assert!(nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), None).is_err(), "the group is gone");
+    assert!(matches!(s.call_tool("echo", json!({}), LONG, None).await, Err(ClientError::Closed { .. })));
+}
