@@ -229,9 +229,10 @@ async fn dispatch(cli: Cli) -> Result<Exit, Failure> {
         }
         Command::Tools { json } => {
             let scope = ProjectScope::mount(&home, &project_dir(cli.project)?, ScopeOptions::default())?;
-            scope.load_plugins().await;
+            scope.load_extensions().await;
             scope.registry().freeze();
             print_tools(&scope, json);
+            scope.close().await;
             Ok(Exit::Ok)
         }
         Command::Plugin { command } => plugin(&home, command).await,
@@ -246,8 +247,10 @@ async fn dispatch(cli: Cli) -> Result<Exit, Failure> {
                 &project_dir(cli.project)?,
                 ScopeOptions { sandbox, provider: Some(provider) },
             )?;
-            scope.load_plugins().await;
-            call(&scope, &tool, arguments, mode, json, events).await
+            scope.load_extensions().await;
+            let result = call(&scope, &tool, arguments, mode, json, events).await;
+            scope.close().await;
+            result
         }
     }
 }

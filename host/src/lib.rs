@@ -12,6 +12,7 @@ pub mod contract;
 pub mod effects;
 pub mod elicitation;
 pub mod limits;
+pub mod mcp_bridge;
 pub mod model;
 pub mod names;
 pub mod native;

@@ -20,6 +20,8 @@ use crate::sampling::{ModelProvider, OfflineProvider};
 use crate::services::HostServices;
 use crate::wasm::{WasmPlugin, WasmRuntime};
 
+/// The user's MCP server configuration, inside `$CLAT_HOME`.
+pub const MCP_CONFIG_FILE: &str = "mcp.json";
 /// Where compiled components are cached, inside `$CLAT_HOME`.
 pub const WASM_CACHE_DIR: &str = "cache/wasm";
 use crate::trust::{ClatHome, TrustError, TrustStore, canonical_project};
@@ -56,13 +58,15 @@ pub struct ProjectScope {
     extensions: Mutex<Vec<ExtensionStatus>>,
     wasm: OnceLock<Arc<WasmRuntime>>,
     plugins: Mutex<Vec<Arc<WasmPlugin>>>,
+    mcp_servers: Mutex<Vec<Arc<crate::mcp_bridge::McpServer>>>,
 }
 
 /// How one extension (an installed plugin package) fared in this scope.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ExtensionStatus {
     pub name: String,
-    pub kind: PackageKind,
+    /// `wasm`, `mcp-stdio` or `mcp-http`.
+    pub kind: String,
     /// `loaded`, `failed`, or `not-loaded` (a kind this build does not mount yet).
     pub state: String,
     /// The registered names of its tools.
@@ -96,6 +100,7 @@ impl ProjectScope {
             extensions: Mutex::default(),
             wasm: OnceLock::new(),
             plugins: Mutex::default(),
+            mcp_servers: Mutex::default(),
         })
     }
 
@@ -130,7 +135,7 @@ impl ProjectScope {
                 tracing::warn!("cannot read the installed plugins: {e}");
                 let status = ExtensionStatus {
                     name: "(plugin index)".into(),
-                    kind: PackageKind::Wasm,
+                    kind: "wasm".into(),
                     state: "failed".into(),
                     tools: vec![],
                     problems: vec![e.to_string()],
@@ -144,7 +149,10 @@ impl ProjectScope {
         for package in installed {
             let mut status = ExtensionStatus {
                 name: package.manifest.name.clone(),
-                kind: package.manifest.kind,
+                kind: match package.manifest.kind {
+                    PackageKind::Wasm => "wasm".into(),
+                    PackageKind::McpStdio => "mcp-stdio".into(),
+                },
                 state: "loaded".into(),
                 tools: vec![],
                 problems: vec![],
@@ -201,6 +209,121 @@ impl ProjectScope {
         }
         self.extensions.lock().unwrap_or_else(|p| p.into_inner()).extend(statuses.iter().cloned());
         statuses
+    }
+
+    /// Connect every configured MCP server (`$CLAT_HOME/mcp.json` and installed
+    /// `mcp-stdio` packages; a same-named `mcp.json` entry wins), in parallel,
+    /// and register their tools. A failing server contributes nothing and its
+    /// status says why, with its redacted stderr tail.
+    pub async fn load_mcp_servers(&self) -> Vec<ExtensionStatus> {
+        let mut statuses = Vec::new();
+        let mut specs: Vec<(String, clat_mcp::StdioSpec)> = Vec::new();
+        let status = |name: &str, kind: &str, state: &str, problem: String| ExtensionStatus {
+            name: name.to_string(),
+            kind: kind.to_string(),
+            state: state.to_string(),
+            tools: vec![],
+            problems: vec![problem],
+            output_tail: vec![],
+        };
+        let config_path = self.home.path().join(MCP_CONFIG_FILE);
+        let mut config = match clat_mcp::config::read_config(&config_path) {
+            Ok(c) => c,
+            Err(e) => {
+                statuses.push(status("(mcp.json)", "mcp-stdio", "failed", e.to_string()));
+                clat_mcp::config::McpConfig::default()
+            }
+        };
+        for error in std::mem::take(&mut config.errors) {
+            let name = match &error {
+                clat_mcp::config::ConfigError::Entry { name, .. } => name.clone(),
+                _ => "(mcp.json)".into(),
+            };
+            statuses.push(status(&name, "mcp-stdio", "failed", error.to_string()));
+        }
+        for (name, entry) in &config.servers {
+            match crate::mcp_bridge::user_stdio_spec(self.home.path(), entry) {
+                Some(spec) => specs.push((name.clone(), spec)),
+                None => statuses.push(status(
+                    name,
+                    "mcp-http",
+                    "not-loaded",
+                    "Streamable HTTP servers are not supported by this build yet".into(),
+                )),
+            }
+        }
+        if let Ok(packages) = PackageStore::new(&self.home).list() {
+            for p in packages.into_iter().filter(|p| p.manifest.kind == PackageKind::McpStdio) {
+                if config.servers.contains_key(&p.manifest.name) {
+                    statuses.push(status(
+                        &p.manifest.name,
+                        "mcp-stdio",
+                        "not-loaded",
+                        "a same-named mcp.json entry replaces this package".into(),
+                    ));
+                    continue;
+                }
+                let spec = clat_mcp::StdioSpec {
+                    command: p.entry_path().display().to_string(),
+                    args: p.manifest.args.clone(),
+                    env: p.manifest.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                    cwd: p.dir.clone(),
+                };
+                specs.push((p.manifest.name.clone(), spec));
+            }
+        }
+        let mut connecting = tokio::task::JoinSet::new();
+        for (name, spec) in specs {
+            connecting.spawn(async move {
+                let result = crate::mcp_bridge::McpServer::connect(&name, &spec).await;
+                (name, result)
+            });
+        }
+        let mut connected = Vec::new();
+        while let Some(joined) = connecting.join_next().await {
+            let Ok((name, result)) = joined else { continue };
+            match result {
+                Ok(server) => connected.push(server),
+                Err(reason) => statuses.push(status(&name, "mcp-stdio", "failed", reason)),
+            }
+        }
+        connected.sort_by(|a, b| a.name().cmp(b.name()));
+        for server in connected {
+            let mut s = status(server.name(), "mcp-stdio", "loaded", String::new());
+            s.problems.clear();
+            match server.register(&self.registry).await {
+                Ok((tools, problems)) => {
+                    s.tools = tools;
+                    s.problems = problems;
+                    s.output_tail = server.stderr_tail();
+                    self.mcp_servers.lock().unwrap_or_else(|p| p.into_inner()).push(server);
+                }
+                Err(reason) => {
+                    s.state = "failed".into();
+                    s.problems.push(format!("tools/list failed: {reason}"));
+                    s.output_tail = server.stderr_tail();
+                    server.close().await;
+                }
+            }
+            statuses.push(s);
+        }
+        self.extensions.lock().unwrap_or_else(|p| p.into_inner()).extend(statuses.iter().cloned());
+        statuses
+    }
+
+    /// Load every extension: WASM plugins and MCP servers.
+    pub async fn load_extensions(&self) -> Vec<ExtensionStatus> {
+        let mut all = self.load_plugins().await;
+        all.extend(self.load_mcp_servers().await);
+        all
+    }
+
+    /// Close the scope: every MCP server is closed and reaped.
+    pub async fn close(&self) {
+        let servers: Vec<_> = self.mcp_servers.lock().unwrap_or_else(|p| p.into_inner()).drain(..).collect();
+        for server in servers {
+            server.close().await;
+        }
     }
 
     /// What every extension did in this scope so far.

@@ -2,11 +2,12 @@
 //! JSON-RPC to MCP servers, keeps wire errors apart from runtime errors, and
 //! hands server-initiated requests to a handler the host provides.
 //!
-//! Built so far: the JSON-RPC core, the stdio transport and the legacy
-//! (`initialize`) lifecycle with tools listing and calling. The modern
-//! (2026-07-28) era, Streamable HTTP and `mcp.json` come next.
+//! Built so far: the JSON-RPC core, the stdio transport, the legacy
+//! (`initialize`) lifecycle with tools listing and calling, and `mcp.json`
+//! parsing. The modern (2026-07-28) era and Streamable HTTP come next.
 
 pub mod client;
+pub mod config;
 pub mod error;
 pub mod jsonrpc;
 pub mod limits;

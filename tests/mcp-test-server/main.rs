@@ -4,8 +4,9 @@
 //!
 //! Flags: `--offer VERSION` (answer initialize with this version), `--tools N`,
 //! `--page-size K`, `--repeat-cursor`, `--endless-pages`, `--stderr-noise`,
-//! `--hang-initialize`. Tools: `echo`, `slow {ms}`, `big_frame`, `flood {n}`,
-//! `ask_ping`, `ask_unknown`, `exit`.
+//! `--hang-initialize`, `--pid-file PATH`. Tools (listed: echo, cwd, tool2…):
+//! `echo`, `cwd`, `slow {ms}`, `big_frame`, `flood {n}`, `ask_ping`,
+//! `ask_unknown`, `exit`.
 
 use std::io::{BufRead, Write};
 use std::sync::{Arc, Mutex};
@@ -21,6 +22,7 @@ struct Options {
     endless_pages: bool,
     stderr_noise: bool,
     hang_initialize: bool,
+    pid_file: Option<String>,
 }
 
 fn options() -> Options {
@@ -35,6 +37,7 @@ fn options() -> Options {
         endless_pages: has("--endless-pages"),
         stderr_noise: has("--stderr-noise"),
         hang_initialize: has("--hang-initialize"),
+        pid_file: value("--pid-file"),
     }
 }
 
@@ -56,7 +59,14 @@ fn text(t: impl Into<String>) -> Value {
 
 fn tool_list(opts: &Options, params: &Value) -> Value {
     let all: Vec<Value> = (0..opts.tools)
-        .map(|i| json!({ "name": format!("tool{i}"), "description": "a test tool", "inputSchema": { "type": "object" } }))
+        .map(|i| {
+            let name = match i {
+                0 => "echo".to_string(),
+                1 => "cwd".to_string(),
+                i => format!("tool{i}"),
+            };
+            json!({ "name": name, "description": "a test tool", "inputSchema": { "type": "object" } })
+        })
         .collect();
     let start: usize = params
         .get("cursor")
@@ -78,6 +88,9 @@ fn tool_list(opts: &Options, params: &Value) -> Value {
 fn main() {
     let opts = options();
     let out: Out = Arc::new(Mutex::new(std::io::stdout()));
+    if let Some(path) = &opts.pid_file {
+        std::fs::write(path, std::process::id().to_string()).expect("write the pid file");
+    }
     if opts.stderr_noise {
         for i in 0..50 {
             eprintln!("noise line {i}: Authorization: Bearer sk-test-abcdefghijklmnopqrstuvwxyz");
@@ -124,6 +137,11 @@ fn main() {
                 let args = params.get("arguments").cloned().unwrap_or(json!({}));
                 match name.as_str() {
                     "echo" => reply(&out, &id, text(args.to_string())),
+                    "cwd" => reply(
+                        &out,
+                        &id,
+                        text(std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default()),
+                    ),
                     "slow" => {
                         let out = Arc::clone(&out);
                         let ms = args["ms"].as_u64().unwrap_or(100);

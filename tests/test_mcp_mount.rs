@@ -1,0 +1,136 @@
+//! MCP servers mounted into a project scope through the `clat` binary:
+//! `mcp.json` entries beside installed packages, names and effects in the
+//! registry, calls, the cwd rules, isolated failures with a redacted stderr
+//! tail, nothing started before trust, and teardown reaping the server.
+
+mod support;
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+use support::{TestEnv, stderr, stdout};
+
+const SERVER: &str = env!("CARGO_BIN_EXE_clat-test-mcp-server");
+
+fn write_config(env: &TestEnv, config: Value) {
+    std::fs::create_dir_all(&env.home).unwrap();
+    std::fs::write(env.home.join("mcp.json"), config.to_string()).unwrap();
+}
+
+fn tools_json(env: &TestEnv) -> Value {
+    let out = env.clat(&["tools", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    serde_json::from_str(&stdout(&out)).unwrap()
+}
+
+fn alive(pid_file: &Path) -> bool {
+    let pid: i32 = std::fs::read_to_string(pid_file).unwrap().trim().parse().unwrap();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+}
+
+#[test]
+fn servers_join_the_registry_and_failures_are_isolated() {
+    let env = TestEnv::trusted();
+    let pid_file = env.dir.path().join("srv.pid");
+    write_config(
+        &env,
+        json!({
+            "srv": { "command": SERVER, "args": ["--stderr-noise", "--tools", "3", "--pid-file", pid_file] },
+            "broken": { "command": "/nonexistent/server" },
+            "web": { "url": "https://example.invalid/mcp", "headers": { "Authorization": "Bearer abcdefghijklmnop" } },
+            "both": { "command": "x", "url": "https://a.invalid" }
+        }),
+    );
+    let v = tools_json(&env);
+    let names: Vec<&str> = v["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(names.starts_with(&["list_files", "read_file", "search", "write_file", "edit_file", "run_command"]));
+    assert!(names.contains(&"mcp_srv_echo") && names.contains(&"mcp_srv_tool2"), "{names:?}");
+    let echo = v["tools"].as_array().unwrap().iter().find(|t| t["name"] == "mcp_srv_echo").unwrap();
+    assert_eq!(echo["source"], json!({ "kind": "mcp", "server": "srv", "tool": "echo" }));
+    assert_eq!(echo["effect"], "destructive", "no annotations: destructive");
+
+    let ext = |name: &str| v["extensions"].as_array().unwrap().iter().find(|e| e["name"] == name).cloned().unwrap();
+    let srv = ext("srv");
+    assert_eq!(srv["state"], "loaded");
+    assert_eq!(srv["output_tail"].as_array().unwrap().len(), 20, "{srv}");
+    assert!(srv["output_tail"][19].as_str().unwrap().contains("Bearer [REDACTED]"), "{srv}");
+    assert_eq!(ext("broken")["state"], "failed");
+    assert!(ext("broken")["problems"][0].as_str().unwrap().contains("cannot start /nonexistent/server"));
+    assert_eq!(ext("web")["state"], "not-loaded");
+    assert_eq!(ext("both")["state"], "failed");
+    assert!(ext("both")["problems"][0].as_str().unwrap().contains("not both"));
+    assert!(!stdout(&env.clat(&["tools", "--json"])).contains("abcdefghijklmnop"), "headers never leave memory");
+    assert!(!alive(&pid_file), "the server was closed and reaped when clat exited");
+}
+
+#[test]
+fn calls_reach_the_server_which_runs_in_clat_home() {
+    let env = TestEnv::trusted();
+    std::fs::create_dir_all(env.home.join("work")).unwrap();
+    write_config(
+        &env,
+        json!({
+            "srv": { "command": SERVER },
+            "rel": { "command": SERVER, "cwd": "work" }
+        }),
+    );
+    let out = env.clat(&["call", "mcp_srv_echo", r#"{"x":1}"#, "--mode", "full-access", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["content"][0]["text"], r#"{"x":1}"#);
+    let out = env.clat(&["call", "mcp_srv_cwd", "{}", "--mode", "full-access"]);
+    assert_eq!(stdout(&out).trim(), env.home.canonicalize().unwrap().display().to_string(), "never the project");
+    let out = env.clat(&["call", "mcp_rel_cwd", "{}", "--mode", "full-access"]);
+    assert_eq!(stdout(&out).trim(), env.home.join("work").canonicalize().unwrap().display().to_string());
+    // Destructive by default: a headless ask is denied before anything reaches the server.
+    let out = env.clat(&["call", "mcp_srv_echo", "{}"]);
+    assert_eq!(out.status.code(), Some(4));
+}
+
+#[test]
+fn nothing_is_started_for_an_untrusted_project() {
+    let env = TestEnv::new();
+    let pid_file = env.dir.path().join("srv.pid");
+    write_config(&env, json!({ "srv": { "command": SERVER, "args": ["--pid-file", pid_file] } }));
+    let out = env.clat(&["tools", "--json"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(!pid_file.exists(), "the server was never spawned");
+}
+
+#[test]
+fn a_malformed_mcp_json_is_reported_and_the_rest_still_works() {
+    let env = TestEnv::trusted();
+    std::fs::create_dir_all(&env.home).unwrap();
+    std::fs::write(env.home.join("mcp.json"), "{\n  \"srv\": { \"command\": \n}").unwrap();
+    let v = tools_json(&env);
+    let problem = v["extensions"][0]["problems"][0].as_str().unwrap().to_string();
+    assert!(problem.contains("mcp.json is malformed at line 3"), "{problem}");
+    assert_eq!(v["tools"].as_array().unwrap().len(), 6, "the native tools are still there");
+}
+
+#[test]
+fn installed_mcp_stdio_packages_run_in_their_artifact_dir() {
+    let env = TestEnv::trusted();
+    let package = env.dir.path().join("pkg");
+    std::fs::create_dir_all(&package).unwrap();
+    std::fs::copy(SERVER, package.join("server")).unwrap();
+    std::fs::write(
+        package.join("clat-plugin.toml"),
+        "name = \"packaged\"\nversion = \"1\"\nkind = \"mcp-stdio\"\nentry = \"server\"\nargs = [\"--tools\", \"2\"]\n",
+    )
+    .unwrap();
+    let out = env.clat(&["plugin", "install", package.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = env.clat(&["call", "mcp_packaged_cwd", "{}", "--mode", "full-access"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let cwd = stdout(&out).trim().to_string();
+    assert!(
+        cwd.starts_with(&env.home.join("plugins/artifacts").canonicalize().unwrap().display().to_string()),
+        "{cwd}"
+    );
+    // A same-named mcp.json entry wins over the package.
+    write_config(&env, json!({ "packaged": { "command": SERVER, "args": ["--tools", "3"] } }));
+    let v = tools_json(&env);
+    let names: Vec<&str> = v["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"mcp_packaged_tool2"), "{names:?}");
+}
