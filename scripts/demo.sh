@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
-# The demo: install two WASM plugins (hello, project-notes), mount a demo
-# project, and drive plugin and native tools side by side through the whole
-# pipeline, on embedded defaults, with no network. Everything lives in a
-# temporary CLAT_HOME and project that are removed at the end.
-# (An MCP server joins this demo when the MCP client lands.)
+# The demo: install two WASM plugins (hello, project-notes), configure a local
+# MCP server (the project's own stdio test server), mount a demo project, and
+# drive plugin, MCP and native tools side by side through the whole pipeline,
+# on embedded defaults, with no network. Everything lives in a temporary
+# CLAT_HOME and project that are removed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cargo build --quiet -p clat-host --bin clat
+cargo build --quiet -p clat-host --bin clat --bin clat-test-mcp-server
 clat="${CARGO_TARGET_DIR:-$PWD/target}/debug/clat"
+mcp_server="${CARGO_TARGET_DIR:-$PWD/target}/debug/clat-test-mcp-server"
 bash scripts/build-guests.sh >/dev/null
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 export CLAT_HOME="$work/clat-home"
+mkdir -p "$CLAT_HOME"
+printf '{ "demo-server": { "command": "%s", "args": ["--tools", "3"] } }\n' "$mcp_server" > "$CLAT_HOME/mcp.json"
 project="$work/demo-project"
 mkdir -p "$project/src"
 cat > "$project/src/main.rs" <<'RS'
@@ -41,6 +44,8 @@ show plugin install guests/target/packages/hello; "$clat" plugin install guests/
 show plugin install guests/target/packages/project-notes; "$clat" plugin install guests/target/packages/project-notes
 expect 0 -- tools
 expect 0 -- call wasm_hello_greet '{"name":"demo"}'
+expect 4 -- call mcp_demo_server_echo '{"from":"the demo"}'
+expect 0 -- call mcp_demo_server_echo '{"from":"the demo"}' --mode full-access
 expect 0 -- call wasm_project_notes_todos --events
 expect 0 -- call list_files
 expect 0 -- call search '{"pattern":"greeting"}'
