@@ -118,13 +118,13 @@ async fn responses_are_routed_by_id_in_any_order() {
     let s = Arc::new(s);
     let slow = {
         let s = s.clone();
-        tokio::spawn(async move { s.call_tool("slow", json!({ "ms": 400 }), LONG, None).await })
+        tokio::spawn(async move { s.call_tool("slow", json!({ "ms": 1500 }), LONG, None).await })
     };
     tokio::time::sleep(Duration::from_millis(50)).await;
     let fast = s.call_tool("echo", json!({ "n": 2 }), LONG, None).await.unwrap();
     assert_eq!(text_of(&fast), r#"{"n":2}"#, "the later request finishes first");
     assert!(!slow.is_finished());
-    assert_eq!(text_of(&slow.await.unwrap().unwrap()), "slept 400 ms");
+    assert_eq!(text_of(&slow.await.unwrap().unwrap()), "slept 1500 ms");
 }
 
 #[tokio::test]
@@ -241,4 +241,58 @@ async fn close_ends_a_running_server_and_its_group() {
     let _ = stderr;
     assert!(nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), None).is_err(), "the group is gone");
     assert!(matches!(s.call_tool("echo", json!({}), LONG, None).await, Err(ClientError::Closed { .. })));
+}
+
+async fn connect(args: &[&str]) -> Result<Session, ClientError> {
+    Session::connect(&spec(args), Arc::new(NoServerRequests), Arc::new(Captured::default()), &client(), json!({})).await
+}
+
+fn starts(path: &std::path::Path) -> usize {
+    std::fs::read_to_string(path).map(|s| s.lines().count()).unwrap_or(0)
+}
+
+#[tokio::test]
+async fn a_modern_server_keeps_the_probe_process_and_gets_the_envelope() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("starts");
+    let s = connect(&["--modern", "--starts-file", file.to_str().unwrap()]).await.unwrap();
+    assert_eq!(s.era, clat_mcp::Era::Modern);
+    assert_eq!(s.protocol_version, "2026-07-28");
+    assert_eq!(s.server_info["name"], "modern-test-server");
+    assert_eq!(starts(&file), 1, "the probe's process is kept");
+    // The server refuses any request without the _meta envelope, so these prove it is sent.
+    assert_eq!(s.list_tools().await.unwrap().tools.len(), 3);
+    let result = s.call_tool("echo", json!({ "m": 1 }), LONG, None).await.unwrap();
+    assert_eq!(text_of(&result), r#"{"m":1}"#, "a missing resultType counts as complete");
+    let err = s.call_tool("needs_input", json!({}), LONG, None).await.unwrap_err();
+    assert!(matches!(&err, ClientError::Unsupported(m) if m.contains("input_required")), "{err}");
+    let err = s.call_tool("odd_result", json!({}), LONG, None).await.unwrap_err();
+    assert!(matches!(&err, ClientError::Protocol(m) if m.contains("something-else")), "{err}");
+    s.connection.close().await;
+}
+
+#[tokio::test]
+async fn a_legacy_server_gets_a_fresh_process_for_the_handshake() {
+    let dir = tempfile::tempdir().unwrap();
+    for flags in [&[][..], &["--strict-legacy"][..]] {
+        let file = dir.path().join(format!("starts{}", flags.len()));
+        let mut args = flags.to_vec();
+        let path = file.to_str().unwrap().to_string();
+        args.extend(["--starts-file", &path]);
+        let s = connect(&args).await.unwrap();
+        assert_eq!(s.era, clat_mcp::Era::Legacy);
+        assert_eq!(s.protocol_version, "2025-11-25");
+        assert_eq!(starts(&file), 2, "probe process + fresh legacy process ({flags:?})");
+        assert!(s.call_tool("echo", json!({}), LONG, None).await.is_ok());
+        s.connection.close().await;
+    }
+}
+
+#[tokio::test]
+async fn a_recognized_modern_error_never_falls_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("starts");
+    let err = connect(&["--modern-reject", "--starts-file", file.to_str().unwrap()]).await.err().unwrap();
+    assert!(matches!(&err, ClientError::Unsupported(m) if m.contains("2027-01-01")), "{err}");
+    assert_eq!(starts(&file), 1, "no legacy fallback after -32022");
 }

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use clat_mcp::config::ServerEntry;
-use clat_mcp::{ClientError, ClientInfo, Connection, NoServerRequests, Session, StderrSink, StdioSpec};
+use clat_mcp::{ClientError, ClientInfo, Era, NoServerRequests, Session, StderrSink, StdioSpec};
 use serde_json::{Value, json};
 
 use crate::contract::ToolOutput;
@@ -74,18 +74,17 @@ impl McpServer {
             let lines = tail.lock().unwrap_or_else(|p| p.into_inner()).lines();
             if lines.is_empty() { e.to_string() } else { format!("{e}\nlast stderr lines:\n{}", lines.join("\n")) }
         };
-        let connection = Connection::spawn(spec, Arc::new(NoServerRequests), Arc::new(TailSink(Arc::clone(&tail))))
-            .await
-            .map_err(|e| with_tail(e, &tail))?;
         let client = ClientInfo { name: "clat".into(), version: env!("CARGO_PKG_VERSION").into() };
-        let session = match Session::initialize(connection, &client, client_capabilities()).await {
-            Ok(s) => s,
-            Err(e) => {
-                // Give the server a moment to write why it failed.
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                return Err(with_tail(e, &tail));
-            }
-        };
+        let sink = Arc::new(TailSink(Arc::clone(&tail)));
+        let session =
+            match Session::connect(spec, Arc::new(NoServerRequests), sink, &client, client_capabilities()).await {
+                Ok(s) => s,
+                Err(e) => {
+                    // Give the server a moment to write why it failed.
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    return Err(with_tail(e, &tail));
+                }
+            };
         Ok(Arc::new(McpServer { name: name.to_string(), session, tail }))
     }
 
@@ -93,9 +92,13 @@ impl McpServer {
         &self.name
     }
 
-    /// The negotiated protocol version.
-    pub fn protocol_version(&self) -> &str {
-        &self.session.protocol_version
+    /// The negotiated protocol version and era, e.g. `2026-07-28 (modern)`.
+    pub fn protocol(&self) -> String {
+        let era = match self.session.era {
+            Era::Modern => "modern",
+            Era::Legacy => "legacy",
+        };
+        format!("{} ({era})", self.session.protocol_version)
     }
 
     /// The last lines the server wrote to stderr (redacted).

@@ -75,6 +75,8 @@ pub struct ExtensionStatus {
     pub problems: Vec<String>,
     /// The last lines it wrote (redacted).
     pub output_tail: Vec<String>,
+    /// MCP servers: the negotiated protocol version and era.
+    pub protocol: Option<String>,
 }
 
 impl ProjectScope {
@@ -140,6 +142,7 @@ impl ProjectScope {
                     tools: vec![],
                     problems: vec![e.to_string()],
                     output_tail: vec![],
+                    protocol: None,
                 };
                 self.extensions.lock().unwrap_or_else(|p| p.into_inner()).push(status.clone());
                 return vec![status];
@@ -157,6 +160,7 @@ impl ProjectScope {
                 tools: vec![],
                 problems: vec![],
                 output_tail: vec![],
+                protocol: None,
             };
             match package.manifest.kind {
                 PackageKind::McpStdio => {
@@ -225,6 +229,7 @@ impl ProjectScope {
             tools: vec![],
             problems: vec![problem],
             output_tail: vec![],
+            protocol: None,
         };
         let config_path = self.home.path().join(MCP_CONFIG_FILE);
         let mut config = match clat_mcp::config::read_config(&config_path) {
@@ -291,6 +296,7 @@ impl ProjectScope {
         for server in connected {
             let mut s = status(server.name(), "mcp-stdio", "loaded", String::new());
             s.problems.clear();
+            s.protocol = Some(server.protocol());
             match server.register(&self.registry).await {
                 Ok((tools, problems)) => {
                     s.tools = tools;

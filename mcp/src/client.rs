@@ -1,7 +1,14 @@
-//! The legacy lifecycle over a connection: `initialize` (offering 2025-11-25,
-//! accepting a counter-offer of 2025-06-18, 2025-03-26 or 2024-11-05, refusing
-//! anything else), `notifications/initialized`, then `tools/list` with the
-//! spec's pagination limits and `tools/call` with a deadline and cancellation.
+//! Sessions in both eras. `Session::connect` probes the modern era
+//! (`server/discover` at 2026-07-28, 3 s) in a first subprocess; if the server
+//! is modern it keeps that process, otherwise it discards it and runs the
+//! legacy handshake in a fresh one: `initialize` offering 2025-11-25, accepting
+//! a counter-offer of 2025-06-18, 2025-03-26 or 2024-11-05, refusing anything
+//! else, then `notifications/initialized`. Modern requests carry the `_meta`
+//! envelope (protocol version, client identity, capabilities); modern results
+//! must declare `resultType` (missing = complete; `input_required` is an
+//! explicit unsupported error; anything else a protocol violation). Then
+//! `tools/list` with the spec's pagination limits and `tools/call` with a
+//! deadline and cancellation.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -10,8 +17,25 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ClientError;
-use crate::limits::{LEGACY_HANDSHAKE_TIMEOUT, TOOLS_LIST_MAX_PAGES, TOOLS_LIST_PAGE_TIMEOUT, TOOLS_PER_SERVER_MAX};
-use crate::stdio::Connection;
+use crate::jsonrpc::WireError;
+use crate::limits::{
+    LEGACY_HANDSHAKE_TIMEOUT, MODERN_PROBE_TIMEOUT, TOOLS_LIST_MAX_PAGES, TOOLS_LIST_PAGE_TIMEOUT, TOOLS_PER_SERVER_MAX,
+};
+use crate::stdio::{Connection, ServerRequests, StderrSink, StdioSpec};
+
+/// The modern protocol version.
+pub const MODERN_VERSION: &str = "2026-07-28";
+/// `UnsupportedProtocolVersionError`.
+pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
+/// Which protocol era a server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Era {
+    /// `initialize` / `notifications/initialized` and sessions (2024-11-05 … 2025-11-25).
+    Legacy,
+    /// Stateless requests with the `_meta` envelope (2026-07-28).
+    Modern,
+}
 
 /// Legacy protocol versions, newest first; the first is what we offer.
 pub const LEGACY_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
@@ -26,10 +50,53 @@ pub struct ClientInfo {
 /// An initialized session.
 pub struct Session {
     pub connection: Connection,
+    pub era: Era,
     /// The negotiated protocol version.
     pub protocol_version: String,
     pub server_info: Value,
     pub server_capabilities: Value,
+    /// What a modern request's `_meta` carries (unused in the legacy era).
+    meta: Value,
+}
+
+/// What the modern probe learned.
+enum Probe {
+    Modern(Value),
+    Legacy(String),
+}
+
+fn modern_meta(client: &ClientInfo, capabilities: &Value) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+        "io.modelcontextprotocol/clientInfo": { "name": client.name, "version": client.version },
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+    })
+}
+
+async fn probe(connection: &Connection, client: &ClientInfo, capabilities: &Value) -> Result<Probe, ClientError> {
+    let params = json!({ "_meta": modern_meta(client, capabilities) });
+    match connection.request("server/discover", Some(params), MODERN_PROBE_TIMEOUT, None).await {
+        Ok(result) => {
+            let versions: Vec<&str> = result
+                .get("supportedVersions")
+                .and_then(Value::as_array)
+                .map(|v| v.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            if versions.contains(&MODERN_VERSION) {
+                Ok(Probe::Modern(result))
+            } else {
+                Ok(Probe::Legacy(format!("server/discover lists {versions:?}, not {MODERN_VERSION}")))
+            }
+        }
+        // A recognized modern error means modern: never fall back.
+        Err(ClientError::Wire(WireError { code: UNSUPPORTED_PROTOCOL_VERSION, data, .. })) => {
+            let supported = data.as_ref().and_then(|d| d.get("supported")).cloned().unwrap_or(Value::Null);
+            Err(ClientError::Unsupported(format!(
+                "the server speaks the modern era but none of its versions ({supported}); CLAT speaks {MODERN_VERSION}"
+            )))
+        }
+        Err(other) => Ok(Probe::Legacy(other.to_string())),
+    }
 }
 
 /// The tools a server listed, within the limits.
@@ -43,6 +110,47 @@ pub struct ToolListing {
 }
 
 impl Session {
+    /// Start a server and open a session in whichever era it speaks: the
+    /// modern probe in a first subprocess, kept if modern; otherwise a fresh
+    /// subprocess for the legacy handshake (a strict legacy server never sees
+    /// the probe followed by `initialize`).
+    pub async fn connect(
+        spec: &StdioSpec,
+        handler: std::sync::Arc<dyn ServerRequests>,
+        stderr: std::sync::Arc<dyn StderrSink>,
+        client: &ClientInfo,
+        capabilities: Value,
+    ) -> Result<Session, ClientError> {
+        let first = Connection::spawn(spec, handler.clone(), stderr.clone()).await?;
+        match probe(&first, client, &capabilities).await {
+            Ok(Probe::Modern(discover)) => Ok(Session {
+                connection: first,
+                era: Era::Modern,
+                protocol_version: MODERN_VERSION.into(),
+                server_info: discover
+                    .get("_meta")
+                    .and_then(|m| m.get("io.modelcontextprotocol/serverInfo"))
+                    .cloned()
+                    .unwrap_or(Value::Null),
+                server_capabilities: discover.get("capabilities").cloned().unwrap_or(Value::Null),
+                meta: modern_meta(client, &capabilities),
+            }),
+            Ok(Probe::Legacy(why)) => {
+                tracing::debug!(
+                    "{}: not modern ({why}); starting a fresh process for the legacy handshake",
+                    spec.command
+                );
+                first.close().await;
+                let fresh = Connection::spawn(spec, handler, stderr).await?;
+                Session::initialize(fresh, client, capabilities).await
+            }
+            Err(e) => {
+                first.close().await;
+                Err(e)
+            }
+        }
+    }
+
     /// Run the legacy handshake on a fresh connection.
     pub async fn initialize(
         connection: Connection,
@@ -69,10 +177,42 @@ impl Session {
         connection.notify("notifications/initialized", None).await?;
         Ok(Session {
             connection,
+            era: Era::Legacy,
+            meta: Value::Null,
             protocol_version: version,
             server_info: result.get("serverInfo").cloned().unwrap_or(Value::Null),
             server_capabilities: result.get("capabilities").cloned().unwrap_or(Value::Null),
         })
+    }
+
+    /// A request in this session's era: modern requests carry the `_meta`
+    /// envelope and their results must declare a known `resultType`.
+    async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+        cancel: Option<&CancellationToken>,
+    ) -> Result<Value, ClientError> {
+        let mut params = params;
+        if self.era == Era::Modern {
+            params["_meta"] = self.meta.clone();
+        }
+        let result = self.connection.request(method, Some(params), timeout, cancel).await?;
+        if self.era == Era::Modern {
+            match result.get("resultType").and_then(Value::as_str) {
+                None | Some("complete") => {}
+                Some("input_required") => {
+                    return Err(ClientError::Unsupported(format!(
+                        "{method} returned input_required: multi round-trip requests are not supported by CLAT yet"
+                    )));
+                }
+                Some(other) => {
+                    return Err(ClientError::Protocol(format!("{method} returned an unknown resultType {other:?}")));
+                }
+            }
+        }
+        Ok(result)
     }
 
     /// `tools/list`, page by page: each page within its timeout, at most
@@ -88,8 +228,8 @@ impl Session {
                     "tools/list still had more after {TOOLS_LIST_MAX_PAGES} pages; listing aborted"
                 )));
             }
-            let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
-            let page = self.connection.request("tools/list", params, TOOLS_LIST_PAGE_TIMEOUT, None).await?;
+            let params = cursor.as_ref().map_or_else(|| json!({}), |c| json!({ "cursor": c }));
+            let page = self.request("tools/list", params, TOOLS_LIST_PAGE_TIMEOUT, None).await?;
             listing.pages += 1;
             let tools = page
                 .get("tools")
@@ -125,6 +265,6 @@ impl Session {
         cancel: Option<&CancellationToken>,
     ) -> Result<Value, ClientError> {
         let params = json!({ "name": name, "arguments": arguments });
-        self.connection.request("tools/call", Some(params), timeout, cancel).await
+        self.request("tools/call", params, timeout, cancel).await
     }
 }

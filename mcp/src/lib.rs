@@ -2,9 +2,9 @@
 //! JSON-RPC to MCP servers, keeps wire errors apart from runtime errors, and
 //! hands server-initiated requests to a handler the host provides.
 //!
-//! Built so far: the JSON-RPC core, the stdio transport, the legacy
-//! (`initialize`) lifecycle with tools listing and calling, and `mcp.json`
-//! parsing. The modern (2026-07-28) era and Streamable HTTP come next.
+//! Built so far: the JSON-RPC core, the stdio transport, both protocol eras
+//! over stdio (the modern probe with a fresh-process legacy fallback), tools
+//! listing and calling, and `mcp.json` parsing. Streamable HTTP comes next.
 
 pub mod client;
 pub mod config;
@@ -13,7 +13,7 @@ pub mod jsonrpc;
 pub mod limits;
 pub mod stdio;
 
-pub use client::{ClientInfo, LEGACY_VERSIONS, Session, ToolListing};
+pub use client::{ClientInfo, Era, LEGACY_VERSIONS, MODERN_VERSION, Session, ToolListing};
 pub use error::ClientError;
 pub use jsonrpc::{RequestId, WireError};
 pub use stdio::{Connection, NoServerRequests, ServerRequests, StderrSink, StdioSpec};

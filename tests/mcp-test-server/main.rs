@@ -23,6 +23,10 @@ struct Options {
     stderr_noise: bool,
     hang_initialize: bool,
     pid_file: Option<String>,
+    modern: bool,
+    modern_reject: bool,
+    strict_legacy: bool,
+    starts_file: Option<String>,
 }
 
 fn options() -> Options {
@@ -38,6 +42,10 @@ fn options() -> Options {
         stderr_noise: has("--stderr-noise"),
         hang_initialize: has("--hang-initialize"),
         pid_file: value("--pid-file"),
+        modern: has("--modern"),
+        modern_reject: has("--modern-reject"),
+        strict_legacy: has("--strict-legacy"),
+        starts_file: value("--starts-file"),
     }
 }
 
@@ -91,6 +99,11 @@ fn main() {
     if let Some(path) = &opts.pid_file {
         std::fs::write(path, std::process::id().to_string()).expect("write the pid file");
     }
+    if let Some(path) = &opts.starts_file {
+        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).expect("open the starts file");
+        let _ = writeln!(f, "started {}", std::process::id());
+    }
+    let mut initialized = false;
     if opts.stderr_noise {
         for i in 0..50 {
             eprintln!("noise line {i}: Authorization: Bearer sk-test-abcdefghijklmnopqrstuvwxyz");
@@ -114,8 +127,35 @@ fn main() {
             }
             continue;
         }
+        if opts.modern {
+            // Every modern request must carry the envelope.
+            let version = params.pointer("/_meta/io.modelcontextprotocol~1protocolVersion").and_then(Value::as_str);
+            if version != Some("2026-07-28") && message.get("id").is_some() {
+                send(
+                    &out,
+                    json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32602, "message": "missing _meta protocolVersion" } }),
+                );
+                continue;
+            }
+        }
+        if opts.strict_legacy && !initialized && method != "initialize" {
+            eprintln!("strict legacy server: {method} before initialize; giving up");
+            std::process::exit(1);
+        }
         match method {
+            "server/discover" if opts.modern_reject => send(
+                &out,
+                json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32022, "message": "Unsupported protocol version",
+                        "data": { "supported": ["2027-01-01"], "requested": "2026-07-28" } } }),
+            ),
+            "server/discover" if opts.modern => reply(
+                &out,
+                &id,
+                json!({ "resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": { "tools": {} },
+                        "_meta": { "io.modelcontextprotocol/serverInfo": { "name": "modern-test-server", "version": "1" } } }),
+            ),
             "initialize" => {
+                initialized = true;
                 if opts.hang_initialize {
                     continue;
                 }
@@ -131,7 +171,13 @@ fn main() {
             "notifications/initialized" => eprintln!("initialized"),
             "notifications/cancelled" => eprintln!("cancelled {}", params["requestId"]),
             "ping" => reply(&out, &id, json!({})),
-            "tools/list" => reply(&out, &id, tool_list(&opts, &params)),
+            "tools/list" => {
+                let mut page = tool_list(&opts, &params);
+                if opts.modern {
+                    page["resultType"] = json!("complete");
+                }
+                reply(&out, &id, page)
+            }
             "tools/call" => {
                 let name = params["name"].as_str().unwrap_or("").to_string();
                 let args = params.get("arguments").cloned().unwrap_or(json!({}));
@@ -169,6 +215,13 @@ fn main() {
                         reply(&out, &id, text("asked"));
                     }
                     "exit" => std::process::exit(3),
+                    "needs_input" => reply(
+                        &out,
+                        &id,
+                        json!({ "resultType": "input_required", "requestState": "s1",
+                                "inputRequests": { "q": { "method": "elicitation/create", "params": {} } } }),
+                    ),
+                    "odd_result" => reply(&out, &id, json!({ "resultType": "something-else", "content": [] })),
                     other => send(
                         &out,
                         json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32602, "message": format!("unknown tool {other}") } }),
