@@ -139,3 +139,42 @@ fn installed_mcp_stdio_packages_run_in_their_artifact_dir() {
     let names: Vec<&str> = v["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert!(names.contains(&"mcp_packaged_tool2"), "{names:?}");
 }
+
+#[test]
+fn clat_mcp_shows_counts_transports_versions_and_failures() {
+    let env = TestEnv::trusted();
+    write_config(
+        &env,
+        json!({
+            "legacy": { "command": SERVER, "args": ["--tools", "3"] },
+            "modern": { "command": SERVER, "args": ["--modern", "--tools", "2"] },
+            "broken": { "command": SERVER, "args": ["--offer", "1999-01-01", "--stderr-noise"] },
+            "web": { "url": "https://example.invalid/mcp" }
+        }),
+    );
+    let out = env.clat(&["mcp", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        (v["configured"].as_u64(), v["connected"].as_u64(), v["failed"].as_u64(), v["not_loaded"].as_u64()),
+        (Some(4), Some(2), Some(1), Some(1)),
+        "{v}"
+    );
+    let server = |name: &str| v["servers"].as_array().unwrap().iter().find(|s| s["name"] == name).cloned().unwrap();
+    assert_eq!(server("legacy")["protocol"], "2025-11-25 (legacy)");
+    assert_eq!(server("legacy")["tools"], 3);
+    assert_eq!(server("modern")["protocol"], "2026-07-28 (modern)");
+    assert_eq!(server("modern")["transport"], "stdio");
+    assert_eq!(server("web")["transport"], "streamable-http");
+    let broken = server("broken");
+    assert_eq!(broken["state"], "failed");
+    assert!(broken["problems"][0].as_str().unwrap().contains("1999-01-01"), "{broken}");
+    let tail = broken["stderr_tail"].as_array().unwrap();
+    assert!(!tail.is_empty() && tail.iter().all(|l| !l.as_str().unwrap().contains("sk-test-abcdef")), "{broken}");
+    let out = env.clat(&["mcp"]);
+    assert!(
+        stdout(&out).starts_with("MCP servers: 4 configured, 0 connecting, 2 connected, 1 failed, 1 not loaded"),
+        "{}",
+        stdout(&out)
+    );
+}

@@ -74,6 +74,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Mount the project, connect the MCP servers and print their status (the /mcp surface).
+    Mcp {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Install, list or remove plugin packages.
     Plugin {
         #[command(subcommand)]
@@ -191,6 +197,7 @@ pub fn main() -> ExitCode {
     let json_errors = matches!(
         cli.command,
         Command::Tools { json: true }
+            | Command::Mcp { json: true }
             | Command::Call { json: true, .. }
             | Command::Plugin { command: PluginCommand::List { json: true } }
     );
@@ -232,6 +239,14 @@ async fn dispatch(cli: Cli) -> Result<Exit, Failure> {
             scope.load_extensions().await;
             scope.registry().freeze();
             print_tools(&scope, json);
+            scope.close().await;
+            Ok(Exit::Ok)
+        }
+        Command::Mcp { json } => {
+            let scope = ProjectScope::mount(&home, &project_dir(cli.project)?, ScopeOptions::default())?;
+            let servers = scope.load_mcp_servers().await;
+            scope.registry().freeze();
+            print_mcp(&servers, json);
             scope.close().await;
             Ok(Exit::Ok)
         }
@@ -347,6 +362,60 @@ async fn plugin(home: &ClatHome, command: PluginCommand) -> Result<Exit, Failure
             let removed = store.remove(&name)?;
             println!("removed {} {}", removed.manifest.name, removed.manifest.version);
             Ok(Exit::Ok)
+        }
+    }
+}
+
+/// The /mcp surface: counts, then each server's transport, state, protocol,
+/// tool count, problems and (redacted) stderr tail.
+fn print_mcp(servers: &[crate::scope::ExtensionStatus], json: bool) {
+    let count = |state: &str| servers.iter().filter(|s| s.state == state).count();
+    let configured = servers.iter().filter(|s| !s.name.starts_with('(')).count();
+    if json {
+        let list: Vec<Value> = servers
+            .iter()
+            .map(|s| {
+                json!({
+                    "name": s.name,
+                    "transport": if s.kind == "mcp-http" { "streamable-http" } else { "stdio" },
+                    "state": s.state,
+                    "protocol": s.protocol,
+                    "tools": s.tools.len(),
+                    "problems": s.problems,
+                    "stderr_tail": s.output_tail,
+                })
+            })
+            .collect();
+        println!(
+            "{}",
+            json!({
+                "configured": configured,
+                "connecting": 0,
+                "connected": count("loaded"),
+                "failed": count("failed"),
+                "not_loaded": count("not-loaded"),
+                "servers": list,
+            })
+        );
+        return;
+    }
+    println!(
+        "MCP servers: {configured} configured, 0 connecting, {} connected, {} failed, {} not loaded",
+        count("loaded"),
+        count("failed"),
+        count("not-loaded")
+    );
+    for s in servers {
+        let transport = if s.kind == "mcp-http" { "streamable-http" } else { "stdio" };
+        let protocol = s.protocol.as_deref().unwrap_or("-");
+        println!("  {}  {transport}  {}  {protocol}  {} tools", s.name, s.state, s.tools.len());
+        for p in &s.problems {
+            println!("    problem: {p}");
+        }
+        if s.state == "failed" {
+            for line in &s.output_tail {
+                println!("    | {line}");
+            }
         }
     }
 }

@@ -59,6 +59,13 @@ pub fn user_stdio_spec(home: &Path, entry: &ServerEntry) -> Option<StdioSpec> {
     })
 }
 
+/// Why a server could not be connected, with the last lines it wrote (redacted).
+#[derive(Debug, Clone)]
+pub struct ConnectFailure {
+    pub reason: String,
+    pub stderr_tail: Vec<String>,
+}
+
 /// A connected, initialized server.
 pub struct McpServer {
     name: String,
@@ -67,12 +74,12 @@ pub struct McpServer {
 }
 
 impl McpServer {
-    /// Spawn, initialize and keep a server; on failure the error carries the stderr tail.
-    pub async fn connect(name: &str, spec: &StdioSpec) -> Result<Arc<McpServer>, String> {
+    /// Spawn, initialize and keep a server; a failure carries the reason and the stderr tail.
+    pub async fn connect(name: &str, spec: &StdioSpec) -> Result<Arc<McpServer>, ConnectFailure> {
         let tail: SharedTail = Arc::default();
-        let with_tail = |e: ClientError, tail: &SharedTail| {
-            let lines = tail.lock().unwrap_or_else(|p| p.into_inner()).lines();
-            if lines.is_empty() { e.to_string() } else { format!("{e}\nlast stderr lines:\n{}", lines.join("\n")) }
+        let with_tail = |e: ClientError, tail: &SharedTail| ConnectFailure {
+            reason: e.to_string(),
+            stderr_tail: tail.lock().unwrap_or_else(|p| p.into_inner()).lines(),
         };
         let client = ClientInfo { name: "clat".into(), version: env!("CARGO_PKG_VERSION").into() };
         let sink = Arc::new(TailSink(Arc::clone(&tail)));

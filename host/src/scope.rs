@@ -289,7 +289,11 @@ impl ProjectScope {
             let Ok((name, result)) = joined else { continue };
             match result {
                 Ok(server) => connected.push(server),
-                Err(reason) => statuses.push(status(&name, "mcp-stdio", "failed", reason)),
+                Err(failure) => {
+                    let mut s = status(&name, "mcp-stdio", "failed", failure.reason);
+                    s.output_tail = failure.stderr_tail;
+                    statuses.push(s);
+                }
             }
         }
         connected.sort_by(|a, b| a.name().cmp(b.name()));
