@@ -178,3 +178,30 @@ fn clat_mcp_shows_counts_transports_versions_and_failures() {
         stdout(&out)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_run_waits_for_the_initial_surface_then_freezes_and_late_servers_are_rejected() {
+    let env = TestEnv::trusted();
+    write_config(
+        &env,
+        json!({
+            "fast": { "command": SERVER, "args": ["--tools", "1"] },
+            "slow": { "command": SERVER, "args": ["--tools", "1", "--delay-initialize", "3000"] }
+        }),
+    );
+    let scope = std::sync::Arc::new(env.mount());
+    scope.start_extensions();
+    // The worker runs in the background; meanwhile the caller could do anything.
+    let run =
+        scope.start_run_within(clat_host::run::RunContext::builder(), std::time::Duration::from_millis(1500)).await;
+    assert!(scope.registry().is_frozen());
+    let names: Vec<String> = scope.registry().list().into_iter().map(|t| t.name).collect();
+    assert!(names.contains(&"mcp_fast_echo".to_string()), "the fast server made the initial surface: {names:?}");
+    assert!(!names.contains(&"mcp_slow_echo".to_string()), "{names:?}");
+    assert!(scope.wait_for_initial_surface(std::time::Duration::from_secs(30)).await, "the worker finishes");
+    let slow = scope.extensions().into_iter().find(|e| e.name == "slow").unwrap();
+    assert!(slow.problems.iter().any(|p| p.contains("after the registry froze")), "{slow:?}");
+    assert!(!scope.registry().list().iter().any(|t| t.name == "mcp_slow_echo"), "the registry never thaws");
+    scope.finish_run(&run);
+    scope.close().await;
+}

@@ -257,12 +257,12 @@ async fn dispatch(cli: Cli) -> Result<Exit, Failure> {
             let arguments = parse_arguments(args_json.as_deref())?;
             let provider = crate::model::provider_from_config(&home, |k| std::env::var(k).ok())
                 .map_err(|e| Failure::new(Exit::Usage, "configuration", e.to_string()))?;
-            let scope = ProjectScope::mount(
+            let scope = Arc::new(ProjectScope::mount(
                 &home,
                 &project_dir(cli.project)?,
                 ScopeOptions { sandbox, provider: Some(provider) },
-            )?;
-            scope.load_extensions().await;
+            )?);
+            scope.start_extensions();
             let result = call(&scope, &tool, arguments, mode, json, events).await;
             scope.close().await;
             result
@@ -458,7 +458,8 @@ async fn call(
         if interactive { Arc::new(TerminalAsker::terminal()) } else { Arc::new(HeadlessAsker) };
     let sink: Arc<dyn EventSink> =
         if events { Arc::new(JsonLinesSink::new(std::io::stderr())) } else { Arc::new(NullSink) };
-    let run = scope.start_run(RunContext::builder().mode(mode).approver(approver).asker(asker).events(sink));
+    let run =
+        scope.start_run_when_ready(RunContext::builder().mode(mode).approver(approver).asker(asker).events(sink)).await;
     let interrupt = {
         let run = run.clone();
         tokio::spawn(async move {

@@ -59,6 +59,8 @@ pub struct ProjectScope {
     wasm: OnceLock<Arc<WasmRuntime>>,
     plugins: Mutex<Vec<Arc<WasmPlugin>>>,
     mcp_servers: Mutex<Vec<Arc<crate::mcp_bridge::McpServer>>>,
+    /// Set by `start_extensions`: becomes true when the startup worker is done.
+    startup: Mutex<Option<tokio::sync::watch::Receiver<bool>>>,
 }
 
 /// How one extension (an installed plugin package) fared in this scope.
@@ -103,6 +105,7 @@ impl ProjectScope {
             wasm: OnceLock::new(),
             plugins: Mutex::default(),
             mcp_servers: Mutex::default(),
+            startup: Mutex::default(),
         })
     }
 
@@ -277,47 +280,51 @@ impl ProjectScope {
                 specs.push((p.manifest.name.clone(), spec));
             }
         }
+        self.extensions.lock().unwrap_or_else(|p| p.into_inner()).extend(statuses.iter().cloned());
+        // Every server connects, lists and registers on its own, so a slow one
+        // never holds back the others (or the first run's freeze).
         let mut connecting = tokio::task::JoinSet::new();
         for (name, spec) in specs {
+            let registry = Arc::clone(&self.registry);
             connecting.spawn(async move {
-                let result = crate::mcp_bridge::McpServer::connect(&name, &spec).await;
-                (name, result)
+                let mut s = status(&name, "mcp-stdio", "loaded", String::new());
+                s.problems.clear();
+                let server = match crate::mcp_bridge::McpServer::connect(&name, &spec).await {
+                    Ok(server) => server,
+                    Err(failure) => {
+                        s.state = "failed".into();
+                        s.problems.push(failure.reason);
+                        s.output_tail = failure.stderr_tail;
+                        return (s, None);
+                    }
+                };
+                s.protocol = Some(server.protocol());
+                match server.register(&registry).await {
+                    Ok((tools, problems)) => {
+                        s.tools = tools;
+                        s.problems = problems;
+                        s.output_tail = server.stderr_tail();
+                        (s, Some(server))
+                    }
+                    Err(reason) => {
+                        s.state = "failed".into();
+                        s.problems.push(format!("tools/list failed: {reason}"));
+                        s.output_tail = server.stderr_tail();
+                        server.close().await;
+                        (s, None)
+                    }
+                }
             });
         }
-        let mut connected = Vec::new();
         while let Some(joined) = connecting.join_next().await {
-            let Ok((name, result)) = joined else { continue };
-            match result {
-                Ok(server) => connected.push(server),
-                Err(failure) => {
-                    let mut s = status(&name, "mcp-stdio", "failed", failure.reason);
-                    s.output_tail = failure.stderr_tail;
-                    statuses.push(s);
-                }
+            let Ok((s, server)) = joined else { continue };
+            if let Some(server) = server {
+                self.mcp_servers.lock().unwrap_or_else(|p| p.into_inner()).push(server);
             }
-        }
-        connected.sort_by(|a, b| a.name().cmp(b.name()));
-        for server in connected {
-            let mut s = status(server.name(), "mcp-stdio", "loaded", String::new());
-            s.problems.clear();
-            s.protocol = Some(server.protocol());
-            match server.register(&self.registry).await {
-                Ok((tools, problems)) => {
-                    s.tools = tools;
-                    s.problems = problems;
-                    s.output_tail = server.stderr_tail();
-                    self.mcp_servers.lock().unwrap_or_else(|p| p.into_inner()).push(server);
-                }
-                Err(reason) => {
-                    s.state = "failed".into();
-                    s.problems.push(format!("tools/list failed: {reason}"));
-                    s.output_tail = server.stderr_tail();
-                    server.close().await;
-                }
-            }
+            self.extensions.lock().unwrap_or_else(|p| p.into_inner()).push(s.clone());
             statuses.push(s);
         }
-        self.extensions.lock().unwrap_or_else(|p| p.into_inner()).extend(statuses.iter().cloned());
+        statuses.sort_by(|a, b| a.name.cmp(&b.name));
         statuses
     }
 
@@ -326,6 +333,41 @@ impl ProjectScope {
         let mut all = self.load_plugins().await;
         all.extend(self.load_mcp_servers().await);
         all
+    }
+
+    /// Start the background startup worker: it loads every extension while the
+    /// caller goes on (CLAT stays interactive). Runs wait for it at most
+    /// `INITIAL_SURFACE_WAIT` (`start_run_when_ready`); whatever registers after
+    /// the freeze is rejected and shows in the extension's status.
+    pub fn start_extensions(self: &Arc<Self>) {
+        let (done, rx) = tokio::sync::watch::channel(false);
+        *self.startup.lock().unwrap_or_else(|p| p.into_inner()) = Some(rx);
+        let scope = Arc::clone(self);
+        tokio::spawn(async move {
+            scope.load_extensions().await;
+            let _ = done.send(true);
+        });
+    }
+
+    /// Wait for the startup worker, at most `wait`; true when it finished.
+    pub async fn wait_for_initial_surface(&self, wait: std::time::Duration) -> bool {
+        let rx = self.startup.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let Some(mut rx) = rx else { return true };
+        matches!(tokio::time::timeout(wait, rx.wait_for(|done| *done)).await, Ok(Ok(_)))
+    }
+
+    /// Start a run once the initial surface is there, or `INITIAL_SURFACE_WAIT`
+    /// has passed; the registry freezes then and never thaws in this scope.
+    pub async fn start_run_when_ready(&self, builder: RunBuilder) -> RunContext {
+        self.start_run_within(builder, crate::limits::INITIAL_SURFACE_WAIT).await
+    }
+
+    /// `start_run_when_ready` with another bound on the wait (embedding hosts, tests).
+    pub async fn start_run_within(&self, builder: RunBuilder, wait: std::time::Duration) -> RunContext {
+        if !self.wait_for_initial_surface(wait).await {
+            tracing::warn!("extensions still starting after {} s; the registry freezes without them", wait.as_secs());
+        }
+        self.start_run(builder)
     }
 
     /// Close the scope: every MCP server is closed and reaped.

@@ -27,6 +27,7 @@ struct Options {
     modern_reject: bool,
     strict_legacy: bool,
     starts_file: Option<String>,
+    delay_initialize: u64,
 }
 
 fn options() -> Options {
@@ -46,6 +47,7 @@ fn options() -> Options {
         modern_reject: has("--modern-reject"),
         strict_legacy: has("--strict-legacy"),
         starts_file: value("--starts-file"),
+        delay_initialize: value("--delay-initialize").and_then(|v| v.parse().ok()).unwrap_or(0),
     }
 }
 
@@ -159,6 +161,7 @@ fn main() {
                 if opts.hang_initialize {
                     continue;
                 }
+                std::thread::sleep(Duration::from_millis(opts.delay_initialize));
                 let requested = params["protocolVersion"].as_str().unwrap_or("2024-11-05").to_string();
                 let version = opts.offer.clone().unwrap_or(requested);
                 reply(
