@@ -1,0 +1,103 @@
+//! The MCP client against servers written by others: the npm reference server
+//! (`@modelcontextprotocol/server-everything`, legacy era) and a server on the
+//! official Python SDK (`mcp` 2.x, dual era, answers `server/discover`). They
+//! are installed by `scripts/install-test-peers.sh` (which `.ci/run` runs).
+
+mod support;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clat_mcp::{ClientInfo, Era, NoServerRequests, Session, StderrSink, StdioSpec};
+use serde_json::{Value, json};
+use support::{TestEnv, stderr, stdout};
+
+struct Ignore;
+impl StderrSink for Ignore {
+    fn write(&self, _bytes: &[u8]) {}
+}
+
+fn peers() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/peers");
+    assert!(
+        dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js").exists()
+            && dir.join(".venv/bin/python").exists(),
+        "the test peers are not installed: run scripts/install-test-peers.sh"
+    );
+    dir.canonicalize().unwrap()
+}
+
+fn everything() -> (String, Vec<String>) {
+    let script = peers().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    ("node".into(), vec![script.display().to_string(), "stdio".into()])
+}
+
+fn python() -> (String, Vec<String>) {
+    let peers = peers();
+    (peers.join(".venv/bin/python").display().to_string(), vec![peers.join("python_server.py").display().to_string()])
+}
+
+async fn connect((command, args): (String, Vec<String>)) -> Session {
+    let spec = StdioSpec { command, args, env: vec![], cwd: std::env::temp_dir() };
+    let client = ClientInfo { name: "clat-test".into(), version: "0".into() };
+    Session::connect(&spec, Arc::new(NoServerRequests), Arc::new(Ignore), &client, json!({})).await.unwrap()
+}
+
+const LONG: Duration = Duration::from_secs(30);
+
+#[tokio::test]
+async fn the_npm_reference_server_speaks_the_legacy_era() {
+    let s = connect(everything()).await;
+    assert_eq!(s.era, Era::Legacy, "server/discover → -32601, so a fresh process did initialize");
+    assert_eq!(s.protocol_version, "2025-11-25");
+    let listing = s.list_tools().await.unwrap();
+    let names: Vec<&str> = listing.tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(names.contains(&"echo"), "{names:?}");
+    let result = s.call_tool("echo", json!({ "message": "hello from clat" }), LONG, None).await.unwrap();
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("hello from clat"), "{result}");
+    s.connection.close().await;
+}
+
+#[tokio::test]
+async fn the_python_sdk_server_speaks_the_modern_era() {
+    let s = connect(python()).await;
+    assert_eq!(s.era, Era::Modern);
+    assert_eq!(s.protocol_version, "2026-07-28");
+    assert_eq!(s.server_info["name"], "clat-python-peer");
+    let listing = s.list_tools().await.unwrap();
+    let add = listing.tools.iter().find(|t| t["name"] == "add").expect("the add tool");
+    assert_eq!(add["inputSchema"]["type"], "object");
+    let result = s.call_tool("add", json!({ "a": 2, "b": 3 }), LONG, None).await.unwrap();
+    assert_eq!(result["content"][0]["text"], "5", "{result}");
+    s.connection.close().await;
+}
+
+#[test]
+fn both_mount_beside_the_native_tools_through_the_cli() {
+    let env = TestEnv::trusted();
+    let (node, node_args) = everything();
+    let (py, py_args) = python();
+    std::fs::create_dir_all(&env.home).unwrap();
+    std::fs::write(
+        env.home.join("mcp.json"),
+        json!({ "everything": { "command": node, "args": node_args }, "py": { "command": py, "args": py_args } })
+            .to_string(),
+    )
+    .unwrap();
+    let out = env.clat(&["mcp", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["connected"], 2, "{v}");
+    let protocol =
+        |name: &str| v["servers"].as_array().unwrap().iter().find(|s| s["name"] == name).unwrap()["protocol"].clone();
+    assert_eq!(protocol("everything"), "2025-11-25 (legacy)");
+    assert_eq!(protocol("py"), "2026-07-28 (modern)");
+    let out = env.clat(&["call", "mcp_py_add", r#"{"a":20,"b":22}"#, "--mode", "full-access"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "42\n");
+    let out = env.clat(&["call", "mcp_everything_echo", r#"{"message":"side by side"}"#, "--mode", "full-access"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("side by side"), "{}", stdout(&out));
+}
