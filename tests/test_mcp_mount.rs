@@ -44,7 +44,7 @@ fn servers_join_the_registry_and_failures_are_isolated() {
     let v = tools_json(&env);
     let names: Vec<&str> = v["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert!(names.starts_with(&["list_files", "read_file", "search", "write_file", "edit_file", "run_command"]));
-    assert!(names.contains(&"mcp_srv_echo") && names.contains(&"mcp_srv_tool2"), "{names:?}");
+    assert!(names.contains(&"mcp_srv_echo") && names.contains(&"mcp_srv_big_result"), "{names:?}");
     let echo = v["tools"].as_array().unwrap().iter().find(|t| t["name"] == "mcp_srv_echo").unwrap();
     assert_eq!(echo["source"], json!({ "kind": "mcp", "server": "srv", "tool": "echo" }));
     assert_eq!(echo["effect"], "destructive", "no annotations: destructive");
@@ -137,7 +137,7 @@ fn installed_mcp_stdio_packages_run_in_their_artifact_dir() {
     write_config(&env, json!({ "packaged": { "command": SERVER, "args": ["--tools", "3"] } }));
     let v = tools_json(&env);
     let names: Vec<&str> = v["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert!(names.contains(&"mcp_packaged_tool2"), "{names:?}");
+    assert!(names.contains(&"mcp_packaged_big_result"), "{names:?}");
 }
 
 #[test]
@@ -204,4 +204,17 @@ async fn the_first_run_waits_for_the_initial_surface_then_freezes_and_late_serve
     assert!(!scope.registry().list().iter().any(|t| t.name == "mcp_slow_echo"), "the registry never thaws");
     scope.finish_run(&run);
     scope.close().await;
+}
+
+#[test]
+fn an_mcp_result_over_1_mib_becomes_an_error_for_that_call_only() {
+    let env = TestEnv::trusted();
+    write_config(&env, json!({ "srv": { "command": SERVER } }));
+    let out = env.clat(&["call", "mcp_srv_big_result", r#"{"bytes":2000000}"#, "--mode", "full-access", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["isError"], true);
+    assert!(v["content"][0]["text"].as_str().unwrap().contains("exceeds the 1048576-byte limit"), "{v}");
+    let out = env.clat(&["call", "mcp_srv_big_result", r#"{"bytes":1000}"#, "--mode", "full-access"]);
+    assert_eq!(out.status.code(), Some(0), "a smaller result from the same server is fine");
 }

@@ -296,3 +296,42 @@ async fn a_recognized_modern_error_never_falls_back() {
     assert!(matches!(&err, ClientError::Unsupported(m) if m.contains("2027-01-01")), "{err}");
     assert_eq!(starts(&file), 1, "no legacy fallback after -32022");
 }
+
+#[tokio::test]
+async fn sixty_four_concurrent_calls_answered_out_of_order_reach_their_callers() {
+    let (s, _) = session(&[]).await;
+    let s = Arc::new(s);
+    let mut calls = Vec::new();
+    for i in 0..64u64 {
+        let s = s.clone();
+        // Later calls sleep less, so answers come back in reverse order.
+        let ms = 20 + (63 - i) * 8;
+        calls.push(tokio::spawn(async move { (ms, s.call_tool("slow", json!({ "ms": ms }), LONG, None).await) }));
+    }
+    for call in calls {
+        let (ms, result) = call.await.unwrap();
+        assert_eq!(text_of(&result.unwrap()), format!("slept {ms} ms"));
+    }
+}
+
+#[tokio::test]
+async fn closing_kills_grandchildren_in_the_servers_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("grandchild");
+    let (s, _) = session(&["--grandchild-pid-file", pid_file.to_str().unwrap()]).await;
+    let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    let alive = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|stat| !stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+            .unwrap_or(false)
+    };
+    assert!(alive());
+    s.connection.close().await;
+    for _ in 0..200 {
+        if !alive() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the grandchild {pid} survived the close");
+}

@@ -4,7 +4,7 @@
 //!
 //! Flags: `--offer VERSION` (answer initialize with this version), `--tools N`,
 //! `--page-size K`, `--repeat-cursor`, `--endless-pages`, `--stderr-noise`,
-//! `--hang-initialize`, `--pid-file PATH`. Tools (listed: echo, cwd, tool2…):
+//! `--hang-initialize`, `--pid-file PATH`. Tools (listed: echo, cwd, big_result, tool3…):
 //! `echo`, `cwd`, `slow {ms}`, `big_frame`, `flood {n}`, `ask_ping`,
 //! `ask_unknown`, `exit`.
 
@@ -28,6 +28,7 @@ struct Options {
     strict_legacy: bool,
     starts_file: Option<String>,
     delay_initialize: u64,
+    grandchild_pid_file: Option<String>,
 }
 
 fn options() -> Options {
@@ -48,6 +49,7 @@ fn options() -> Options {
         strict_legacy: has("--strict-legacy"),
         starts_file: value("--starts-file"),
         delay_initialize: value("--delay-initialize").and_then(|v| v.parse().ok()).unwrap_or(0),
+        grandchild_pid_file: value("--grandchild-pid-file"),
     }
 }
 
@@ -73,6 +75,7 @@ fn tool_list(opts: &Options, params: &Value) -> Value {
             let name = match i {
                 0 => "echo".to_string(),
                 1 => "cwd".to_string(),
+                2 => "big_result".to_string(),
                 i => format!("tool{i}"),
             };
             json!({ "name": name, "description": "a test tool", "inputSchema": { "type": "object" } })
@@ -104,6 +107,13 @@ fn main() {
     if let Some(path) = &opts.starts_file {
         let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).expect("open the starts file");
         let _ = writeln!(f, "started {}", std::process::id());
+    }
+    if let Some(path) = &opts.grandchild_pid_file {
+        // Like an npx wrapper chain: a child that would outlive us if nobody killed the group.
+        // Deliberately never waited for: only killing the whole group ends it.
+        #[allow(clippy::zombie_processes)]
+        let child = std::process::Command::new("sleep").arg("300").spawn().expect("spawn a grandchild");
+        std::fs::write(path, child.id().to_string()).expect("write the grandchild pid file");
     }
     let mut initialized = false;
     if opts.stderr_noise {
@@ -200,6 +210,9 @@ fn main() {
                         });
                     }
                     "big_frame" => reply(&out, &id, text("x".repeat(5 * 1024 * 1024))),
+                    "big_result" => {
+                        reply(&out, &id, text("y".repeat(args["bytes"].as_u64().unwrap_or(2_000_000) as usize)))
+                    }
                     "flood" => {
                         let n = args["n"].as_u64().unwrap_or(40);
                         for i in 0..n {
