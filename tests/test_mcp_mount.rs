@@ -218,3 +218,24 @@ fn an_mcp_result_over_1_mib_becomes_an_error_for_that_call_only() {
     let out = env.clat(&["call", "mcp_srv_big_result", r#"{"bytes":1000}"#, "--mode", "full-access"]);
     assert_eq!(out.status.code(), Some(0), "a smaller result from the same server is fine");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_changed_before_the_freeze_registers_the_new_tools() {
+    let env = TestEnv::trusted();
+    write_config(&env, json!({ "srv": { "command": SERVER, "args": ["--tools", "3", "--list-changed"] } }));
+    let scope = env.mount();
+    let statuses = scope.load_mcp_servers().await;
+    assert_eq!(statuses[0].state, "loaded", "{statuses:?}");
+    let mut names = Vec::new();
+    for _ in 0..500 {
+        names = scope.registry().list().into_iter().map(|t| t.name).collect::<Vec<_>>();
+        if names.iter().any(|n| n == "mcp_srv_late_tool") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(names.iter().any(|n| n == "mcp_srv_late_tool"), "the re-listing added the new tool: {names:?}");
+    assert_eq!(names.iter().filter(|n| *n == "mcp_srv_echo").count(), 1, "known tools are not registered twice");
+    assert!(scope.registry().reports().is_empty(), "no collisions reported: {:?}", scope.registry().reports());
+    scope.close().await;
+}

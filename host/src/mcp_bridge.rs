@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use clat_mcp::config::ServerEntry;
-use clat_mcp::{ClientError, ClientInfo, Era, NoServerRequests, Session, StderrSink, StdioSpec};
+use clat_mcp::jsonrpc::METHOD_NOT_FOUND;
+use clat_mcp::{ClientError, ClientInfo, Era, ServerRequests, Session, StderrSink, StdioSpec, WireError};
 use serde_json::{Value, json};
 
 use crate::contract::ToolOutput;
@@ -59,6 +60,25 @@ pub fn user_stdio_spec(home: &Path, entry: &ServerEntry) -> Option<StdioSpec> {
     })
 }
 
+/// What a server asks of CLAT. Server requests are not served yet (-32601);
+/// `notifications/tools/list_changed` wakes the server's re-listing task.
+struct ServerEvents {
+    list_changed: Arc<tokio::sync::Notify>,
+}
+
+#[async_trait]
+impl ServerRequests for ServerEvents {
+    async fn handle(&self, method: &str, _params: Option<Value>) -> Result<Value, WireError> {
+        Err(WireError::new(METHOD_NOT_FOUND, format!("method not found: {method}")))
+    }
+
+    fn notification(&self, method: &str, _params: Option<&Value>) {
+        if method == "notifications/tools/list_changed" {
+            self.list_changed.notify_one();
+        }
+    }
+}
+
 /// Why a server could not be connected, with the last lines it wrote (redacted).
 #[derive(Debug, Clone)]
 pub struct ConnectFailure {
@@ -71,6 +91,9 @@ pub struct McpServer {
     name: String,
     session: Session,
     tail: SharedTail,
+    list_changed: Arc<tokio::sync::Notify>,
+    /// The server's own tool names already registered (re-listing adds only new ones).
+    registered: Mutex<std::collections::HashSet<String>>,
 }
 
 impl McpServer {
@@ -83,16 +106,17 @@ impl McpServer {
         };
         let client = ClientInfo { name: "clat".into(), version: env!("CARGO_PKG_VERSION").into() };
         let sink = Arc::new(TailSink(Arc::clone(&tail)));
-        let session =
-            match Session::connect(spec, Arc::new(NoServerRequests), sink, &client, client_capabilities()).await {
-                Ok(s) => s,
-                Err(e) => {
-                    // Give the server a moment to write why it failed.
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                    return Err(with_tail(e, &tail));
-                }
-            };
-        Ok(Arc::new(McpServer { name: name.to_string(), session, tail }))
+        let list_changed = Arc::new(tokio::sync::Notify::new());
+        let events = Arc::new(ServerEvents { list_changed: Arc::clone(&list_changed) });
+        let session = match Session::connect(spec, events, sink, &client, client_capabilities()).await {
+            Ok(s) => s,
+            Err(e) => {
+                // Give the server a moment to write why it failed.
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                return Err(with_tail(e, &tail));
+            }
+        };
+        Ok(Arc::new(McpServer { name: name.to_string(), session, tail, list_changed, registered: Mutex::default() }))
     }
 
     pub fn name(&self) -> &str {
@@ -134,13 +158,49 @@ impl McpServer {
                     continue;
                 }
             };
+            if self.registered.lock().unwrap_or_else(|p| p.into_inner()).contains(&spec.name) {
+                continue;
+            }
             let handler = Arc::new(McpTool { server: Arc::clone(self), tool: spec.name.clone() });
             match registry.register_external(ExternalKind::Mcp, &self.name, &spec, handler) {
-                Ok(name) => names.push(name),
+                Ok(name) => {
+                    self.registered.lock().unwrap_or_else(|p| p.into_inner()).insert(spec.name.clone());
+                    names.push(name);
+                }
                 Err(e) => problems.push(e.to_string()),
             }
         }
         Ok((names, problems))
+    }
+
+    /// Re-list on `notifications/tools/list_changed` and register new tools,
+    /// until the registry freezes (then a change is only logged).
+    pub fn spawn_relisting(self: &Arc<Self>, registry: &Arc<Registry>) {
+        let (server, registry) = (Arc::downgrade(self), Arc::downgrade(registry));
+        let notify = Arc::clone(&self.list_changed);
+        tokio::spawn(async move {
+            loop {
+                notify.notified().await;
+                let (Some(server), Some(registry)) = (server.upgrade(), registry.upgrade()) else { return };
+                if registry.is_frozen() {
+                    tracing::info!(
+                        "server {} changed its tools after the registry froze; restart to see them",
+                        server.name
+                    );
+                    return;
+                }
+                match server.register(&registry).await {
+                    Ok((names, problems)) => {
+                        tracing::debug!(
+                            "server {} re-listed: {} new tools, problems {problems:?}",
+                            server.name,
+                            names.len()
+                        )
+                    }
+                    Err(e) => tracing::warn!("server {}: re-listing failed: {e}", server.name),
+                }
+            }
+        });
     }
 
     /// Close the connection and reap the server.

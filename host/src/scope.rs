@@ -304,6 +304,7 @@ impl ProjectScope {
                         s.tools = tools;
                         s.problems = problems;
                         s.output_tail = server.stderr_tail();
+                        server.spawn_relisting(&registry);
                         (s, Some(server))
                     }
                     Err(reason) => {

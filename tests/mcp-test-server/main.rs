@@ -29,6 +29,7 @@ struct Options {
     starts_file: Option<String>,
     delay_initialize: u64,
     grandchild_pid_file: Option<String>,
+    list_changed: bool,
 }
 
 fn options() -> Options {
@@ -50,6 +51,7 @@ fn options() -> Options {
         starts_file: value("--starts-file"),
         delay_initialize: value("--delay-initialize").and_then(|v| v.parse().ok()).unwrap_or(0),
         grandchild_pid_file: value("--grandchild-pid-file"),
+        list_changed: has("--list-changed"),
     }
 }
 
@@ -69,13 +71,15 @@ fn text(t: impl Into<String>) -> Value {
     json!({ "content": [{ "type": "text", "text": t.into() }] })
 }
 
-fn tool_list(opts: &Options, params: &Value) -> Value {
-    let all: Vec<Value> = (0..opts.tools)
+fn tool_list(opts: &Options, params: &Value, grown: bool) -> Value {
+    let extra = usize::from(grown);
+    let all: Vec<Value> = (0..opts.tools + extra)
         .map(|i| {
             let name = match i {
                 0 => "echo".to_string(),
                 1 => "cwd".to_string(),
                 2 => "big_result".to_string(),
+                i if i == opts.tools => "late_tool".to_string(),
                 i => format!("tool{i}"),
             };
             json!({ "name": name, "description": "a test tool", "inputSchema": { "type": "object" } })
@@ -116,6 +120,7 @@ fn main() {
         std::fs::write(path, child.id().to_string()).expect("write the grandchild pid file");
     }
     let mut initialized = false;
+    let mut grown = false;
     if opts.stderr_noise {
         for i in 0..50 {
             eprintln!("noise line {i}: Authorization: Bearer sk-test-abcdefghijklmnopqrstuvwxyz");
@@ -181,11 +186,18 @@ fn main() {
                             "serverInfo": { "name": "clat-test-mcp-server", "version": "0.1.0" } }),
                 );
             }
-            "notifications/initialized" => eprintln!("initialized"),
+            "notifications/initialized" => {
+                eprintln!("initialized");
+                if opts.list_changed {
+                    // Like server-everything: tools change right after the handshake.
+                    grown = true;
+                    send(&out, json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }));
+                }
+            }
             "notifications/cancelled" => eprintln!("cancelled {}", params["requestId"]),
             "ping" => reply(&out, &id, json!({})),
             "tools/list" => {
-                let mut page = tool_list(&opts, &params);
+                let mut page = tool_list(&opts, &params, grown);
                 if opts.modern {
                     page["resultType"] = json!("complete");
                 }
