@@ -118,3 +118,16 @@ async fn read_file_ranges_caps_and_binaries() {
     let out = call(&env, "read_file", json!({ "path": "big.txt", "start_line": next })).await;
     assert!(text(&out).starts_with("yyyy"));
 }
+
+#[tokio::test]
+async fn search_skips_files_over_its_size_limit_and_says_so() {
+    let env = TestEnv::trusted();
+    let limit = clat_host::limits::SEARCH_MAX_FILE_BYTES as usize;
+    env.write("small.txt", "needle\n");
+    env.write("huge.txt", &format!("needle\n{}", "z".repeat(limit)));
+    let out = call(&env, "search", json!({ "pattern": "needle" })).await;
+    let hits = text(&out);
+    assert!(hits.contains("small.txt:1: needle"), "{hits}");
+    assert!(!hits.contains("huge.txt:"), "{hits}");
+    assert!(hits.contains("1 file(s) over"), "{hits}");
+}

@@ -226,3 +226,16 @@ async fn requested_memory_limits_apply_and_a_plugin_over_its_limit_is_isolated()
     assert!(names.contains(&"wasm_roomy_greet".to_string()));
     assert!(!names.iter().any(|n| n.starts_with("wasm_cramped")));
 }
+
+#[test]
+fn packages_over_the_file_limit_are_refused() {
+    let env = TestEnv::new();
+    let dir = package_copy(&env, guests::HELLO_PACKAGE, "many");
+    std::fs::create_dir_all(dir.join("assets")).unwrap();
+    for i in 0..clat_host::limits::PACKAGE_MAX_FILES {
+        std::fs::write(dir.join("assets").join(format!("{i}")), "").unwrap();
+    }
+    let err = PackageStore::new(&env.clat_home()).install(&dir, |_, _| Ok(())).unwrap_err();
+    assert!(err.to_string().contains("exceeds 10000 files"), "{err}");
+    assert!(PackageStore::new(&env.clat_home()).list().unwrap().is_empty());
+}

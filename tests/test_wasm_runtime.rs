@@ -198,3 +198,14 @@ async fn guests_have_no_ambient_authority() {
     let guest_dir = std::path::Path::new(guests::TEST_GUESTS_WASM).parent().unwrap();
     assert!(!guest_dir.join("planted.txt").exists());
 }
+
+#[tokio::test]
+async fn a_component_over_the_size_limit_is_refused_before_reading() {
+    let env = TestEnv::trusted();
+    let scope = env.mount();
+    let big = env.project.join("big.wasm");
+    let file = std::fs::File::create(&big).unwrap();
+    file.set_len(clat_host::limits::WASM_COMPONENT_MAX_BYTES + 1).unwrap(); // sparse: no real 64 MiB written
+    let err = load_file(&runtime(), "big", &big, scope.services().clone()).await.err().unwrap();
+    assert!(matches!(err, LoadError::TooLarge { .. }), "{err}");
+}
