@@ -129,6 +129,10 @@ fn installed_mcp_stdio_packages_run_in_their_artifact_dir() {
     let out = env.clat(&["call", "mcp_packaged_cwd", "{}", "--mode", "full-access"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let cwd = stdout(&out).trim().to_string();
+    let v = tools_json(&env);
+    let reports: Vec<&Value> = v["extensions"].as_array().unwrap().iter().filter(|e| e["name"] == "packaged").collect();
+    assert_eq!(reports.len(), 1, "an mcp-stdio package is reported once: {reports:?}");
+    assert_eq!(reports[0]["state"], "loaded");
     assert!(
         cwd.starts_with(&env.home.join("plugins/artifacts").canonicalize().unwrap().display().to_string()),
         "{cwd}"

@@ -335,3 +335,13 @@ async fn closing_kills_grandchildren_in_the_servers_group() {
     }
     panic!("the grandchild {pid} survived the close");
 }
+
+#[tokio::test]
+async fn a_server_that_ignores_end_of_input_is_killed_after_the_grace() {
+    let (s, _) = session(&["--ignore-eof"]).await;
+    let pgid = s.connection.pgid();
+    let started = std::time::Instant::now();
+    s.connection.close().await;
+    assert!(started.elapsed() >= clat_mcp::limits::CLOSE_GRACE, "it got the grace first");
+    assert!(nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), None).is_err(), "then the group was killed");
+}

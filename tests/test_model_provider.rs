@@ -133,6 +133,14 @@ async fn provider_errors_are_clear_and_never_show_the_key() {
     assert_eq!(run.budget().left().tokens, clat_host::limits::SAMPLING_TOKENS_PER_RUN);
     assert!(!format!("{provider:?}").contains("abcdefghijklmnop"));
 
+    // A long error body is cut to the bound.
+    let (url, _) = serve(500, json!({ "error": "e".repeat(5_000) })).await;
+    let provider = OpenAiCompatible::new(&url, "m", None).unwrap();
+    let err = create_message(&provider, &request(), "wasm:t", &run).await.unwrap_err();
+    let HostError::Failed(message) = err else { panic!("expected failed, got {err:?}") };
+    let bound = clat_host::limits::MODEL_ERROR_BODY_MAX_CHARS;
+    assert!(message.contains('…') && message.matches('e').count() <= bound + 100, "{} chars", message.len());
+
     let (url, _) = serve(200, json!({ "unexpected": true })).await;
     let provider = OpenAiCompatible::new(&url, "m", None).unwrap();
     let err = create_message(&provider, &request(), "wasm:t", &run).await.unwrap_err();

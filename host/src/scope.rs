@@ -20,6 +20,20 @@ use crate::sampling::{ModelProvider, OfflineProvider};
 use crate::services::HostServices;
 use crate::wasm::{WasmPlugin, WasmRuntime};
 
+impl ExtensionStatus {
+    fn new(name: &str, kind: &str, state: &str, problem: Option<String>) -> Self {
+        ExtensionStatus {
+            name: name.to_string(),
+            kind: kind.to_string(),
+            state: state.to_string(),
+            tools: vec![],
+            problems: problem.into_iter().collect(),
+            output_tail: vec![],
+            protocol: None,
+        }
+    }
+}
+
 /// The user's MCP server configuration, inside `$CLAT_HOME`.
 pub const MCP_CONFIG_FILE: &str = "mcp.json";
 /// Where compiled components are cached, inside `$CLAT_HOME`.
@@ -138,78 +152,49 @@ impl ProjectScope {
             Ok(list) => list,
             Err(e) => {
                 tracing::warn!("cannot read the installed plugins: {e}");
-                let status = ExtensionStatus {
-                    name: "(plugin index)".into(),
-                    kind: "wasm".into(),
-                    state: "failed".into(),
-                    tools: vec![],
-                    problems: vec![e.to_string()],
-                    output_tail: vec![],
-                    protocol: None,
-                };
+                let status = ExtensionStatus::new("(plugin index)", "wasm", "failed", Some(e.to_string()));
                 self.extensions.lock().unwrap_or_else(|p| p.into_inner()).push(status.clone());
                 return vec![status];
             }
         };
         let mut statuses = Vec::new();
-        for package in installed {
-            let mut status = ExtensionStatus {
-                name: package.manifest.name.clone(),
-                kind: match package.manifest.kind {
-                    PackageKind::Wasm => "wasm".into(),
-                    PackageKind::McpStdio => "mcp-stdio".into(),
-                },
-                state: "loaded".into(),
-                tools: vec![],
-                problems: vec![],
-                output_tail: vec![],
-                protocol: None,
+        // mcp-stdio packages are mounted (and reported) by `load_mcp_servers`.
+        for package in installed.into_iter().filter(|p| p.manifest.kind == PackageKind::Wasm) {
+            let mut status = ExtensionStatus::new(&package.manifest.name, "wasm", "loaded", None);
+            let loaded = match self.wasm_runtime() {
+                Ok(rt) => rt
+                    .load(
+                        &package.manifest.name,
+                        &package.dir,
+                        &package.entry_path(),
+                        package.manifest.memory_max(),
+                        Arc::clone(&self.services),
+                    )
+                    .await
+                    .map_err(|e| e.to_string()),
+                Err(e) => Err(format!("the WASM runtime could not start: {e:#}")),
             };
-            match package.manifest.kind {
-                PackageKind::McpStdio => {
-                    status.state = "not-loaded".into();
-                    status.problems.push(
-                        "mcp-stdio packages are mounted by the MCP client, which this build does not include yet"
-                            .into(),
-                    );
-                }
-                PackageKind::Wasm => {
-                    let loaded = match self.wasm_runtime() {
-                        Ok(rt) => rt
-                            .load(
-                                &package.manifest.name,
-                                &package.dir,
-                                &package.entry_path(),
-                                package.manifest.memory_max(),
-                                Arc::clone(&self.services),
-                            )
-                            .await
-                            .map_err(|e| e.to_string()),
-                        Err(e) => Err(format!("the WASM runtime could not start: {e:#}")),
-                    };
-                    match loaded {
-                        Ok(plugin) => {
-                            if plugin.dropped_tools() > 0 {
-                                status.problems.push(format!(
-                                    "{} tools past the first {} were dropped",
-                                    plugin.dropped_tools(),
-                                    crate::limits::TOOLS_PER_SERVER_MAX
-                                ));
-                            }
-                            for result in plugin.register(&self.registry) {
-                                match result {
-                                    Ok(name) => status.tools.push(name),
-                                    Err(e) => status.problems.push(e.to_string()),
-                                }
-                            }
-                            status.output_tail = plugin.output_tail();
-                            self.plugins.lock().unwrap_or_else(|p| p.into_inner()).push(plugin);
-                        }
-                        Err(reason) => {
-                            status.state = "failed".into();
-                            status.problems.push(reason);
+            match loaded {
+                Ok(plugin) => {
+                    if plugin.dropped_tools() > 0 {
+                        status.problems.push(format!(
+                            "{} tools past the first {} were dropped",
+                            plugin.dropped_tools(),
+                            crate::limits::TOOLS_PER_SERVER_MAX
+                        ));
+                    }
+                    for result in plugin.register(&self.registry) {
+                        match result {
+                            Ok(name) => status.tools.push(name),
+                            Err(e) => status.problems.push(e.to_string()),
                         }
                     }
+                    status.output_tail = plugin.output_tail();
+                    self.plugins.lock().unwrap_or_else(|p| p.into_inner()).push(plugin);
+                }
+                Err(reason) => {
+                    status.state = "failed".into();
+                    status.problems.push(reason);
                 }
             }
             statuses.push(status);
@@ -225,14 +210,8 @@ impl ProjectScope {
     pub async fn load_mcp_servers(&self) -> Vec<ExtensionStatus> {
         let mut statuses = Vec::new();
         let mut specs: Vec<(String, clat_mcp::StdioSpec)> = Vec::new();
-        let status = |name: &str, kind: &str, state: &str, problem: String| ExtensionStatus {
-            name: name.to_string(),
-            kind: kind.to_string(),
-            state: state.to_string(),
-            tools: vec![],
-            problems: vec![problem],
-            output_tail: vec![],
-            protocol: None,
+        let status = |name: &str, kind: &str, state: &str, problem: String| {
+            ExtensionStatus::new(name, kind, state, Some(problem).filter(|p| !p.is_empty()))
         };
         let config_path = self.home.path().join(MCP_CONFIG_FILE);
         let mut config = match clat_mcp::config::read_config(&config_path) {
@@ -288,7 +267,6 @@ impl ProjectScope {
             let registry = Arc::clone(&self.registry);
             connecting.spawn(async move {
                 let mut s = status(&name, "mcp-stdio", "loaded", String::new());
-                s.problems.clear();
                 let server = match crate::mcp_bridge::McpServer::connect(&name, &spec).await {
                     Ok(server) => server,
                     Err(failure) => {

@@ -30,6 +30,7 @@ struct Options {
     delay_initialize: u64,
     grandchild_pid_file: Option<String>,
     list_changed: bool,
+    ignore_eof: bool,
 }
 
 fn options() -> Options {
@@ -52,6 +53,7 @@ fn options() -> Options {
         delay_initialize: value("--delay-initialize").and_then(|v| v.parse().ok()).unwrap_or(0),
         grandchild_pid_file: value("--grandchild-pid-file"),
         list_changed: has("--list-changed"),
+        ignore_eof: has("--ignore-eof"),
     }
 }
 
@@ -262,5 +264,9 @@ fn main() {
             ),
             _ => {}
         }
+    }
+    if opts.ignore_eof {
+        // A server that does not exit when its input closes: only the kill after the grace ends it.
+        std::thread::sleep(Duration::from_secs(300));
     }
 }
