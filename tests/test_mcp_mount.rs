@@ -243,3 +243,78 @@ async fn a_list_changed_before_the_freeze_registers_the_new_tools() {
     assert!(scope.registry().reports().is_empty(), "no collisions reported: {:?}", scope.registry().reports());
     scope.close().await;
 }
+
+#[test]
+fn colliding_and_long_tool_names_are_reported_skipped_or_hashed() {
+    let env = TestEnv::trusted();
+    let long = "a_tool_name_so_long_that_the_registered_name_would_pass_sixty_four_characters";
+    let names = format!("echo,a-b,a_b,{long}");
+    write_config(
+        &env,
+        json!({
+            "my-srv": { "command": SERVER, "args": ["--tool-names", names] },
+            // The same server segment after normalization: its `echo` collides across servers.
+            "my_srv": { "command": SERVER, "args": ["--tool-names", "echo,cwd"] }
+        }),
+    );
+    let v = tools_json(&env);
+    let registered: Vec<&str> = v["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let count = |name: &str| registered.iter().filter(|n| **n == name).count();
+    assert_eq!((count("mcp_my_srv_echo"), count("mcp_my_srv_a_b")), (1, 1), "{registered:?}");
+    let problems: Vec<String> = v["extensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|e| e["problems"].as_array().unwrap().iter().map(|p| p.as_str().unwrap().to_string()))
+        .collect();
+    let reported = |name: &str| problems.iter().filter(|p| p.contains(name) && p.contains("collides")).count();
+    assert_eq!(
+        (reported("mcp_my_srv_echo"), reported("mcp_my_srv_a_b")),
+        (1, 1),
+        "the losers are reported: {problems:?}"
+    );
+    assert!(registered.contains(&"mcp_my_srv_cwd"), "the other tools still register: {registered:?}");
+    let ext = |name: &str| v["extensions"].as_array().unwrap().iter().find(|e| e["name"] == name).cloned().unwrap();
+    assert_eq!((ext("my-srv")["state"].clone(), ext("my_srv")["state"].clone()), (json!("loaded"), json!("loaded")));
+
+    let hashed = v["tools"].as_array().unwrap().iter().find(|t| t["original_name"] == long).expect("the long tool");
+    let hashed_name = hashed["name"].as_str().unwrap();
+    assert_eq!(hashed_name.len(), 64, "{hashed_name}");
+    assert!(hashed_name.starts_with("mcp_my_srv_a_tool_name_so_long"), "{hashed_name}");
+    let suffix = &hashed_name[54..];
+    assert!(hashed_name.as_bytes()[53] == b'_' && suffix.chars().all(|c| c.is_ascii_hexdigit()), "{hashed_name}");
+    // The call goes out under the server's own name.
+    let out = env.clat(&["call", hashed_name, "{}", "--mode", "full-access", "--json"]);
+    assert!(stdout(&out).contains(&format!("unknown tool {long}")), "the server saw its own name: {}", stdout(&out));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_later_than_the_real_20_s_wait_is_rejected_and_closed() {
+    let env = TestEnv::trusted();
+    let pid_file = env.dir.path().join("late.pid");
+    write_config(
+        &env,
+        json!({
+            "fast": { "command": SERVER, "args": ["--tools", "1"] },
+            // Its tools/list answers after 22 s: inside the 30 s page bound, past the 20 s wait.
+            "late": { "command": SERVER, "args": ["--tools", "1", "--delay-list", "22000", "--pid-file", pid_file] }
+        }),
+    );
+    let scope = std::sync::Arc::new(env.mount());
+    scope.start_extensions();
+    let run = scope.start_run_when_ready(clat_host::run::RunContext::builder()).await;
+    assert!(scope.registry().is_frozen());
+    assert!(!scope.wait_for_initial_surface(std::time::Duration::ZERO).await, "the run did not wait for `late`");
+    let names: Vec<String> = scope.registry().list().into_iter().map(|t| t.name).collect();
+    assert!(names.contains(&"mcp_fast_echo".to_string()) && !names.contains(&"mcp_late_echo".to_string()));
+    assert!(scope.wait_for_initial_surface(std::time::Duration::from_secs(60)).await);
+    let late = scope.extensions().into_iter().find(|e| e.name == "late").unwrap();
+    assert_eq!(late.state, "failed", "{late:?}");
+    assert!(
+        late.problems.iter().any(|p| p.contains("mcp_late_echo") && p.contains("arrived after the registry froze")),
+        "{late:?}"
+    );
+    assert!(!alive(&pid_file), "a server that can contribute nothing is not kept running");
+    scope.finish_run(&run);
+    scope.close().await;
+}

@@ -178,6 +178,17 @@ async fn an_oversized_frame_fails_the_connection_with_a_reason() {
     s.connection.close().await;
 }
 
+#[tokio::test]
+async fn a_line_that_is_not_json_is_skipped_and_the_connection_keeps_working() {
+    let (s, _) = session(&[]).await;
+    let result = s.call_tool("bad_json", json!({}), LONG, None).await.unwrap();
+    assert_eq!(text_of(&result), "after a bad line", "the answer after the bad line reaches its caller");
+    assert!(s.connection.closed_reason().is_none(), "one bad line does not fail the connection");
+    let result = s.call_tool("echo", json!({ "still": "here" }), LONG, None).await.unwrap();
+    assert!(text_of(&result).contains("still"));
+    s.connection.close().await;
+}
+
 /// Answers sampling slowly, or panics, as told.
 struct Slow {
     panic: bool,

@@ -175,6 +175,7 @@ impl From<CallError> for Failure {
             CallError::Cancelled { .. } => (Exit::Interrupted, "cancelled"),
             CallError::TimedOut { .. } => (Exit::Interrupted, "timed_out"),
             CallError::Failed { .. } => (Exit::Internal, "failed"),
+            CallError::Withdrawn { .. } => (Exit::Internal, "withdrawn"),
         };
         Failure::new(exit, kind, e.to_string())
     }

@@ -9,8 +9,8 @@ use std::time::Duration;
 /// The limits the MCP client enforces live in `clat-mcp`, once; they are part
 /// of the same spec table.
 pub use clat_mcp::limits::{
-    INBOUND_REQUEST_QUEUE, LEGACY_HANDSHAKE_TIMEOUT, MODERN_PROBE_TIMEOUT, STDIO_FRAME_MAX_BYTES, TOOLS_LIST_MAX_PAGES,
-    TOOLS_LIST_PAGE_TIMEOUT, TOOLS_PER_SERVER_MAX,
+    CLOSE_GRACE, INBOUND_REQUEST_QUEUE, LEGACY_HANDSHAKE_TIMEOUT, MODERN_PROBE_TIMEOUT, STDIO_FRAME_MAX_BYTES,
+    TOOLS_LIST_MAX_PAGES, TOOLS_LIST_PAGE_TIMEOUT, TOOLS_PER_SERVER_MAX,
 };
 
 /// Marked DSH prompts per server.

@@ -5,15 +5,23 @@
 //! permission pipeline → dispatch under the run's cancel token and the tool-call
 //! deadline → result size limit → run events. After `freeze()` every
 //! registration is rejected and reported.
+//!
+//! Every extension's tools hold one lease per owner (an MCP server, a WASM
+//! plugin). `withdraw` revokes it: the owner's tools leave the listing, new
+//! calls fail with `CallError::Withdrawn`, calls in flight are cancelled (their
+//! futures dropped, so an MCP request is cancelled on the wire), and it waits,
+//! bounded, until none is left running. Scope teardown does this before it
+//! closes a server's stdin.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
 use async_trait::async_trait;
 use serde::Serialize;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use crate::contract::json::tool_output_to_json;
 use crate::contract::{Effect, ToolOutput, ToolSpec};
@@ -43,6 +51,22 @@ impl ToolSource {
             ToolSource::Mcp { server, tool } => format!("mcp:{server}/{tool}"),
             ToolSource::Wasm { plugin, tool } => format!("wasm:{plugin}/{tool}"),
         }
+    }
+
+    /// The extension that holds the tool's lease (`None` for native tools).
+    fn owner_key(&self) -> Option<String> {
+        match self {
+            ToolSource::Native => None,
+            ToolSource::Mcp { server, .. } => Some(owner_key(ExternalKind::Mcp, server)),
+            ToolSource::Wasm { plugin, .. } => Some(owner_key(ExternalKind::Wasm, plugin)),
+        }
+    }
+}
+
+fn owner_key(kind: ExternalKind, owner: &str) -> String {
+    match kind {
+        ExternalKind::Mcp => format!("mcp:{owner}"),
+        ExternalKind::Wasm => format!("wasm:{owner}"),
     }
 }
 
@@ -77,6 +101,45 @@ pub struct ToolEntry {
     input_schema: Value,
     validator: jsonschema::Validator,
     handler: Arc<dyn ToolHandler>,
+    /// The owner's lease (`None` for native tools, which are never withdrawn).
+    lease: Option<Arc<Lease>>,
+}
+
+/// What lets an extension's tools be called: revoked once, never renewed in the scope.
+#[derive(Default)]
+struct Lease {
+    revoked: CancellationToken,
+    reason: std::sync::OnceLock<String>,
+    in_flight: AtomicUsize,
+    idle: tokio::sync::Notify,
+}
+
+impl Lease {
+    fn reason(&self) -> String {
+        self.reason.get().cloned().unwrap_or_else(|| "its extension was withdrawn".into())
+    }
+}
+
+/// Counts a call as in flight on its lease until dropped.
+struct InFlight<'a>(Option<&'a Lease>);
+
+impl<'a> InFlight<'a> {
+    fn enter(lease: Option<&'a Lease>) -> Self {
+        if let Some(lease) = lease {
+            lease.in_flight.fetch_add(1, Ordering::SeqCst);
+        }
+        InFlight(lease)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if let Some(lease) = self.0
+            && lease.in_flight.fetch_sub(1, Ordering::SeqCst) == 1
+        {
+            lease.idle.notify_waiters();
+        }
+    }
 }
 
 /// The public description of a registered tool (`clat tools --json`).
@@ -119,6 +182,8 @@ pub enum CallError {
     TimedOut { tool: String, after: std::time::Duration },
     #[error("{tool} failed: {error}")]
     Failed { tool: String, error: ToolError },
+    #[error("{tool} is no longer available: {reason}")]
+    Withdrawn { tool: String, reason: String },
 }
 
 #[derive(Default)]
@@ -134,6 +199,8 @@ pub struct Registry {
     reserved: Vec<&'static str>,
     frozen: AtomicBool,
     reports: Mutex<Vec<RegistrationError>>,
+    /// One lease per extension (`mcp:server`, `wasm:plugin`).
+    leases: Mutex<HashMap<String, Arc<Lease>>>,
 }
 
 impl Registry {
@@ -144,6 +211,7 @@ impl Registry {
             reserved: reserved.to_vec(),
             frozen: AtomicBool::new(false),
             reports: Mutex::default(),
+            leases: Mutex::default(),
         }
     }
 
@@ -240,6 +308,7 @@ impl Registry {
                 return Err(self.report(RegistrationError::InvalidSchema { name, source_label, reason }));
             }
         };
+        let source_lease = entry_lease(&self.leases, &source);
         let mut tools = self.tools.write().unwrap_or_else(|p| p.into_inner());
         // Checked again under the write lock: freeze() takes it too.
         if self.is_frozen() {
@@ -260,6 +329,7 @@ impl Registry {
             input_schema,
             validator,
             handler,
+            lease: source_lease,
         };
         let index = tools.entries.len();
         tools.entries.push(Arc::new(entry));
@@ -277,12 +347,37 @@ impl Registry {
         self.frozen.load(Ordering::SeqCst)
     }
 
+    /// Revoke an extension's lease: its tools leave the listing, new calls fail
+    /// with `CallError::Withdrawn`, calls in flight are cancelled; then wait,
+    /// at most `wait`, until none of them is still running. Returns how many
+    /// were still running when the wait ended (0 when all ended).
+    pub async fn withdraw(&self, kind: ExternalKind, owner: &str, reason: &str, wait: std::time::Duration) -> usize {
+        let lease = {
+            let mut leases = self.leases.lock().unwrap_or_else(|p| p.into_inner());
+            Arc::clone(leases.entry(owner_key(kind, owner)).or_default())
+        };
+        let _ = lease.reason.set(reason.to_string());
+        lease.revoked.cancel();
+        let drained = async {
+            loop {
+                let idle = lease.idle.notified();
+                if lease.in_flight.load(Ordering::SeqCst) == 0 {
+                    return;
+                }
+                idle.await;
+            }
+        };
+        let _ = tokio::time::timeout(wait, drained).await;
+        lease.in_flight.load(Ordering::SeqCst)
+    }
+
     /// Every registered tool, in registration order.
     pub fn list(&self) -> Vec<ToolInfo> {
         let tools = self.tools.read().unwrap_or_else(|p| p.into_inner());
         tools
             .entries
             .iter()
+            .filter(|e| !e.lease.as_ref().is_some_and(|l| l.revoked.is_cancelled()))
             .map(|e| ToolInfo {
                 name: e.name.clone(),
                 source: e.source.clone(),
@@ -395,11 +490,24 @@ async fn pipeline(
     arguments: Value,
     run: &RunContext,
 ) -> Result<ToolOutput, CallError> {
+    let _in_flight = InFlight::enter(entry.lease.as_deref());
+    let withdrawn = || CallError::Withdrawn {
+        tool: entry.name.clone(),
+        reason: entry.lease.as_ref().map(|l| l.reason()).unwrap_or_default(),
+    };
+    let never = CancellationToken::new();
+    let revoked = entry.lease.as_ref().map_or(&never, |l| &l.revoked);
+    if revoked.is_cancelled() {
+        return Err(withdrawn());
+    }
     validate_arguments(entry, &arguments)?;
     if run.is_cancelled() {
         return Err(CallError::Cancelled { tool: entry.name.clone() });
     }
-    decide(entry, call_id, &arguments, run).await?;
+    tokio::select! {
+        r = decide(entry, call_id, &arguments, run) => r?,
+        _ = revoked.cancelled() => return Err(withdrawn()),
+    }
     let deadline = run.call_deadline(TOOL_CALL_TIMEOUT);
     let allowed_for = deadline.saturating_duration_since(Instant::now());
     let output = tokio::select! {
@@ -415,6 +523,7 @@ async fn pipeline(
             Err(error) => return Err(CallError::Failed { tool: entry.name.clone(), error }),
         },
         _ = run.cancel_token().cancelled() => return Err(CallError::Cancelled { tool: entry.name.clone() }),
+        _ = revoked.cancelled() => return Err(withdrawn()),
         _ = tokio::time::sleep_until(deadline.into()) => {
             return Err(CallError::TimedOut { tool: entry.name.clone(), after: allowed_for });
         }
@@ -432,4 +541,11 @@ pub fn enforce_result_limit(output: ToolOutput) -> ToolOutput {
     } else {
         output
     }
+}
+
+/// The lease a new entry from `source` holds: its owner's, created on first use.
+fn entry_lease(leases: &Mutex<HashMap<String, Arc<Lease>>>, source: &ToolSource) -> Option<Arc<Lease>> {
+    let key = source.owner_key()?;
+    let mut leases = leases.lock().unwrap_or_else(|p| p.into_inner());
+    Some(Arc::clone(leases.entry(key).or_default()))
 }

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde::Serialize;
 
 use crate::contract::ContextSnapshot;
+use crate::names::ExternalKind;
 use crate::native::fence::PathFence;
 use crate::native::process::{ProcessService, SandboxPolicy};
 use crate::native::{NATIVE_TOOL_NAMES, NativeEnv, register_native_tools};
@@ -282,6 +283,15 @@ impl ProjectScope {
                         s.tools = tools;
                         s.problems = problems;
                         s.output_tail = server.stderr_tail();
+                        if s.tools.is_empty() && registry.is_frozen() {
+                            // Too late for this scope: it could never contribute, so it does not keep running.
+                            s.state = "failed".into();
+                            if s.problems.is_empty() {
+                                s.problems.push("it finished starting after the registry froze".into());
+                            }
+                            server.close().await;
+                            return (s, None);
+                        }
                         server.spawn_relisting(&registry);
                         (s, Some(server))
                     }
@@ -349,12 +359,28 @@ impl ProjectScope {
         self.start_run(builder)
     }
 
-    /// Close the scope: every MCP server is closed and reaped.
+    /// Close the scope, tearing every MCP server down in the spec's order, all
+    /// servers in parallel: revoke its tool leases (its tools leave the
+    /// listing; calls in flight are cancelled, which sends
+    /// `notifications/cancelled`, and are waited for, bounded), then close its
+    /// stdin, wait `CLOSE_GRACE`, kill and reap its whole process group, and
+    /// join its I/O tasks.
     pub async fn close(&self) {
         let servers: Vec<_> = self.mcp_servers.lock().unwrap_or_else(|p| p.into_inner()).drain(..).collect();
+        let mut teardown = tokio::task::JoinSet::new();
         for server in servers {
-            server.close().await;
+            let registry = Arc::clone(&self.registry);
+            teardown.spawn(async move {
+                let reason = format!("MCP server {} was closed with its project scope", server.name());
+                let left =
+                    registry.withdraw(ExternalKind::Mcp, server.name(), &reason, crate::limits::CLOSE_GRACE).await;
+                if left > 0 {
+                    tracing::warn!("server {}: {left} calls still running at close", server.name());
+                }
+                server.close().await;
+            });
         }
+        while teardown.join_next().await.is_some() {}
     }
 
     /// What every extension did in this scope so far.

@@ -91,6 +91,7 @@ impl HostServices {
             CallError::InvalidArguments { reason, .. } => HostError::Invalid(reason),
             CallError::UnknownTool(name) => HostError::Unsupported(format!("host tool {name} is not registered")),
             CallError::Failed { error, .. } => HostError::Failed(error.to_string()),
+            e @ CallError::Withdrawn { .. } => HostError::Failed(e.to_string()),
         })
     }
 

@@ -120,7 +120,10 @@ impl Connection {
             let mut closed = closed.clone();
             tasks.push(tokio::spawn(async move {
                 loop {
+                    // Biased: what is already queued (a last `notifications/cancelled`)
+                    // is written before a close ends the writer.
                     tokio::select! {
+                        biased;
                         line = outgoing_rx.recv() => {
                             let Some(mut line) = line else { break };
                             line.push('\n');

@@ -4,8 +4,11 @@
 //!
 //! Flags: `--offer VERSION` (answer initialize with this version), `--tools N`,
 //! `--page-size K`, `--repeat-cursor`, `--endless-pages`, `--stderr-noise`,
-//! `--hang-initialize`, `--pid-file PATH`. Tools (listed: echo, cwd, big_result, tool3…):
-//! `echo`, `cwd`, `slow {ms}`, `big_frame`, `flood {n}`, `ask_ping`,
+//! `--hang-initialize`, `--pid-file PATH`, `--log-file PATH` (appends what it
+//! received that a test orders: calls, cancellations, end of input),
+//! `--tool-names A,B,…` (list these names instead), `--delay-list MS`. Tools (listed: echo, cwd,
+//! big_result, tool3…): `echo`, `cwd`, `slow {ms}`, `big_frame`, `bad_json`
+//! (a line that is not JSON, then the answer), `flood {n}`, `ask_ping`,
 //! `ask_unknown`, `exit`.
 
 use std::io::{BufRead, Write};
@@ -31,6 +34,9 @@ struct Options {
     grandchild_pid_file: Option<String>,
     list_changed: bool,
     ignore_eof: bool,
+    log_file: Option<String>,
+    delay_list: u64,
+    tool_names: Option<Vec<String>>,
 }
 
 fn options() -> Options {
@@ -54,6 +60,9 @@ fn options() -> Options {
         grandchild_pid_file: value("--grandchild-pid-file"),
         list_changed: has("--list-changed"),
         ignore_eof: has("--ignore-eof"),
+        log_file: value("--log-file"),
+        delay_list: value("--delay-list").and_then(|v| v.parse().ok()).unwrap_or(0),
+        tool_names: value("--tool-names").map(|v| v.split(',').map(str::to_string).collect()),
     }
 }
 
@@ -73,7 +82,21 @@ fn text(t: impl Into<String>) -> Value {
     json!({ "content": [{ "type": "text", "text": t.into() }] })
 }
 
+fn log(opts: &Options, event: &str) {
+    if let Some(path) = &opts.log_file {
+        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).expect("open the log file");
+        let _ = writeln!(f, "{event}");
+    }
+}
+
 fn tool_list(opts: &Options, params: &Value, grown: bool) -> Value {
+    if let Some(names) = &opts.tool_names {
+        let tools: Vec<Value> = names
+            .iter()
+            .map(|n| json!({ "name": n, "description": "a named test tool", "inputSchema": { "type": "object" } }))
+            .collect();
+        return json!({ "tools": tools });
+    }
     let extra = usize::from(grown);
     let all: Vec<Value> = (0..opts.tools + extra)
         .map(|i| {
@@ -196,9 +219,13 @@ fn main() {
                     send(&out, json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }));
                 }
             }
-            "notifications/cancelled" => eprintln!("cancelled {}", params["requestId"]),
+            "notifications/cancelled" => {
+                eprintln!("cancelled {}", params["requestId"]);
+                log(&opts, &format!("cancelled {}", params["requestId"]));
+            }
             "ping" => reply(&out, &id, json!({})),
             "tools/list" => {
+                std::thread::sleep(Duration::from_millis(opts.delay_list));
                 let mut page = tool_list(&opts, &params, grown);
                 if opts.modern {
                     page["resultType"] = json!("complete");
@@ -208,6 +235,7 @@ fn main() {
             "tools/call" => {
                 let name = params["name"].as_str().unwrap_or("").to_string();
                 let args = params.get("arguments").cloned().unwrap_or(json!({}));
+                log(&opts, &format!("call {name} {id}"));
                 match name.as_str() {
                     "echo" => reply(&out, &id, text(args.to_string())),
                     "cwd" => reply(
@@ -224,6 +252,14 @@ fn main() {
                         });
                     }
                     "big_frame" => reply(&out, &id, text("x".repeat(5 * 1024 * 1024))),
+                    "bad_json" => {
+                        {
+                            let mut out = out.lock().unwrap();
+                            let _ = writeln!(out, "{{this is not json");
+                            let _ = out.flush();
+                        }
+                        reply(&out, &id, text("after a bad line"));
+                    }
                     "big_result" => {
                         reply(&out, &id, text("y".repeat(args["bytes"].as_u64().unwrap_or(2_000_000) as usize)))
                     }
@@ -265,6 +301,7 @@ fn main() {
             _ => {}
         }
     }
+    log(&opts, "end of input");
     if opts.ignore_eof {
         // A server that does not exit when its input closes: only the kill after the grace ends it.
         std::thread::sleep(Duration::from_secs(300));
