@@ -1,7 +1,9 @@
-//! The MCP client against servers written by others: the npm reference server
-//! (`@modelcontextprotocol/server-everything`, legacy era) and a server on the
-//! official Python SDK (`mcp` 2.x, dual era, answers `server/discover`). They
-//! are installed by `scripts/install-test-peers.sh` (which `.ci/run` runs).
+//! The MCP client against servers written by others: the npm reference servers
+//! (`@modelcontextprotocol/server-everything`, `server-filesystem`,
+//! `server-memory`; legacy era) and a server on the official Python SDK (`mcp`
+//! 2.x, dual era: answers `server/discover`, and `initialize` on a fresh
+//! connection). They are installed by `scripts/install-test-peers.sh` (which
+//! `.ci/run` runs).
 
 mod support;
 
@@ -43,6 +45,12 @@ fn peers() -> PathBuf {
 fn everything() -> (String, Vec<String>) {
     let script = peers().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     ("node".into(), vec![script.display().to_string(), "stdio".into()])
+}
+
+fn npm_server(package: &str) -> String {
+    let script = peers().join(format!("node_modules/@modelcontextprotocol/{package}/dist/index.js"));
+    assert!(script.exists(), "{package} is not installed: run scripts/install-test-peers.sh");
+    script.display().to_string()
 }
 
 fn python() -> (String, Vec<String>) {
@@ -103,6 +111,73 @@ async fn python_sdk_server_modern() {
     let result = s.call_tool("add", json!({ "a": 2, "b": 3 }), LONG, None).await.unwrap();
     assert_eq!(result["content"][0]["text"], "5", "{result}");
     s.connection.close().await;
+}
+
+#[test]
+fn the_python_sdk_server_also_speaks_the_legacy_era_on_a_fresh_connection() {
+    let _serial = serial();
+    runtime().block_on(async {
+        let (command, args) = python();
+        let spec = StdioSpec { command, args, env: vec![], cwd: std::env::temp_dir() };
+        let connection =
+            clat_mcp::Connection::spawn(&spec, Arc::new(NoServerRequests), Arc::new(Ignore)).await.unwrap();
+        let client = ClientInfo { name: "clat-test".into(), version: "0".into() };
+        let s = Session::initialize(connection, &client, json!({})).await.unwrap();
+        assert_eq!(s.era, Era::Legacy);
+        assert_eq!(s.protocol_version, "2025-11-25", "it accepts the version we offer");
+        assert_eq!(s.server_info["name"], "clat-python-peer");
+        let listing = s.list_tools().await.unwrap();
+        assert!(listing.tools.iter().any(|t| t["name"] == "add"), "{:?}", listing.tools);
+        let result = s.call_tool("add", json!({ "a": 40, "b": 2 }), LONG, None).await.unwrap();
+        assert_eq!(result["content"][0]["text"], "42", "{result}");
+        s.connection.close().await;
+    });
+}
+
+#[test]
+fn filesystem_reads_inside_its_allowed_dir_and_memory_keeps_what_it_was_told() {
+    let _serial = serial();
+    let env = TestEnv::trusted();
+    let allowed = env.dir.path().join("allowed");
+    std::fs::create_dir_all(&allowed).unwrap();
+    let allowed = allowed.canonicalize().unwrap();
+    std::fs::write(allowed.join("note.txt"), "a note for the filesystem server").unwrap();
+    std::fs::write(env.dir.path().join("secret.txt"), "outside").unwrap();
+    let memory_file = env.dir.path().join("memory.jsonl");
+    std::fs::create_dir_all(&env.home).unwrap();
+    std::fs::write(
+        env.home.join("mcp.json"),
+        json!({
+            "fs": { "command": "node", "args": [npm_server("server-filesystem"), allowed] },
+            "memory": { "command": "node", "args": [npm_server("server-memory")],
+                        "env": { "MEMORY_FILE_PATH": memory_file } }
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let out = env.clat(&["mcp", "--json"]);
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["connected"], 2, "{v}");
+
+    let read = |path: &std::path::Path| {
+        let args = json!({ "path": path }).to_string();
+        env.clat(&["call", "mcp_fs_read_text_file", &args, "--mode", "full-access"])
+    };
+    let out = read(&allowed.join("note.txt"));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("a note for the filesystem server"), "{}", stdout(&out));
+    let out = read(&env.dir.path().canonicalize().unwrap().join("secret.txt"));
+    assert_eq!(out.status.code(), Some(1), "the server refuses a path outside its dir as a tool error");
+    assert!(!stdout(&out).contains("outside"), "{}", stdout(&out));
+
+    let entities = json!({ "entities": [{ "name": "CLAT", "entityType": "project", "observations": ["speaks MCP"] }] });
+    let out = env.clat(&["call", "mcp_memory_create_entities", &entities.to_string(), "--mode", "full-access"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // Another process, another server start: what it was told is still there (its env reached it).
+    let out = env.clat(&["call", "mcp_memory_read_graph", "{}", "--mode", "full-access"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("speaks MCP"), "{}", stdout(&out));
+    assert!(memory_file.exists(), "the server wrote where its configured env said");
 }
 
 #[test]

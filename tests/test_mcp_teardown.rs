@@ -44,7 +44,10 @@ fn alive(pid_file: &Path) -> bool {
 async fn close_revokes_the_leases_before_stdin_closes_and_leaves_no_process() {
     let env = TestEnv::trusted();
     let (log, pid_file) = (env.dir.path().join("srv.log"), env.dir.path().join("srv.pid"));
-    write_config(&env, json!({ "srv": { "command": SERVER, "args": ["--tool-names", "echo,slow", "--log-file", log, "--pid-file", pid_file] } }));
+    write_config(
+        &env,
+        json!({ "srv": { "command": SERVER, "args": ["--tool-names", "echo,slow", "--log-file", log, "--pid-file", pid_file] } }),
+    );
     let scope = std::sync::Arc::new(env.mount());
     let statuses = scope.load_mcp_servers().await;
     assert_eq!(statuses[0].state, "loaded", "{statuses:?}");
