@@ -276,7 +276,7 @@ async fn a_modern_server_keeps_the_probe_process_and_gets_the_envelope() {
     let result = s.call_tool("echo", json!({ "m": 1 }), LONG, None).await.unwrap();
     assert_eq!(text_of(&result), r#"{"m":1}"#, "a missing resultType counts as complete");
     let err = s.call_tool("needs_input", json!({}), LONG, None).await.unwrap_err();
-    assert!(matches!(&err, ClientError::Unsupported(m) if m.contains("input_required")), "{err}");
+    assert!(matches!(&err, ClientError::Unsupported(m) if m.contains("roots/list")), "input CLAT cannot give: {err}");
     let err = s.call_tool("odd_result", json!({}), LONG, None).await.unwrap_err();
     assert!(matches!(&err, ClientError::Protocol(m) if m.contains("something-else")), "{err}");
     s.connection.close().await;

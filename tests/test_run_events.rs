@@ -1,6 +1,7 @@
 //! The pipeline around every call: run events in order and as JSON lines,
 //! schema validation and argument size before anything runs, the tool-call
-//! deadline, prompt cancellation, and the 1 MiB result limit.
+//! deadline and its extension while the tool waits on the host, prompt
+//! cancellation, and the 1 MiB result limit.
 
 mod support;
 
@@ -157,4 +158,79 @@ async fn cancel_ends_a_pending_call_promptly() {
     assert!(matches!(registry.call("echo", json!({}), &run).await, Err(CallError::Cancelled { .. })));
     run.finish();
     assert!(sink.events().iter().any(|e| matches!(e.kind, RunEventKind::RunFinished { cancelled: true })));
+}
+
+/// Sleeps `0`, reporting `waiting_on_host` while the flag is set.
+struct WaitsOnHost(Duration, Arc<std::sync::atomic::AtomicBool>);
+
+#[async_trait::async_trait]
+impl clat_host::registry::ToolHandler for WaitsOnHost {
+    async fn call(
+        &self,
+        _arguments: serde_json::Value,
+        _run: &RunContext,
+    ) -> Result<ToolOutput, clat_host::registry::ToolError> {
+        tokio::time::sleep(self.0).await;
+        Ok(ToolOutput::text("answered after the host did"))
+    }
+
+    fn waiting_on_host(&self) -> bool {
+        self.1.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+fn waiting_registry(work: Duration, waiting: bool) -> (Registry, Arc<std::sync::atomic::AtomicBool>) {
+    let registry = Registry::new(&["waits"]);
+    let flag = Arc::new(std::sync::atomic::AtomicBool::new(waiting));
+    let handler = Arc::new(WaitsOnHost(work, flag.clone()));
+    registry.register_native("waits", "waits", json!({ "type": "object" }), Effect::Read, handler).unwrap();
+    (registry, flag)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_waiting_on_the_host_is_extended_in_60_s_steps_up_to_10_minutes() {
+    use clat_host::limits::{HOST_REQUEST_EXTENSION_MAX, HOST_REQUEST_EXTENSION_STEP, TOOL_CALL_TIMEOUT};
+    // Answers at 5 minutes: past 120 s, inside the extension.
+    let (registry, _) = waiting_registry(Duration::from_secs(300), true);
+    let sink = Arc::new(CollectingSink::default());
+    let run = RunContext::builder().events(sink.clone()).start();
+    let out = registry.call("waits", json!({}), &run).await.unwrap();
+    assert_eq!(out.joined_text(), "answered after the host did");
+    let steps: Vec<u64> = sink
+        .events()
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            RunEventKind::DeadlineExtended { extended_ms, .. } => Some(extended_ms),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(steps, vec![60_000, 120_000, 180_000], "120 s + 3 × 60 s covers 300 s");
+    assert_eq!(HOST_REQUEST_EXTENSION_STEP, Duration::from_secs(60));
+
+    // Never answering: 120 s + 10 minutes, then timed out.
+    let (registry, _) = waiting_registry(Duration::from_secs(3600), true);
+    let run = RunContext::builder().start();
+    let err = registry.call("waits", json!({}), &run).await.unwrap_err();
+    let limit = (TOOL_CALL_TIMEOUT + HOST_REQUEST_EXTENSION_MAX).as_secs_f64();
+    assert!(matches!(&err, CallError::TimedOut { after, .. } if after.as_secs_f64().round() == limit), "{err}");
+
+    // Not waiting on the host: the plain 120 s.
+    let (registry, _) = waiting_registry(Duration::from_secs(300), false);
+    let err = registry.call("waits", json!({}), &RunContext::builder().start()).await.unwrap_err();
+    assert!(matches!(&err, CallError::TimedOut { after, .. } if after.as_secs_f64().round() == 120.0), "{err}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancel_ends_a_call_at_once_even_while_it_is_extended() {
+    let (registry, _) = waiting_registry(Duration::from_secs(3600), true);
+    let registry = Arc::new(registry);
+    let run = RunContext::builder().start();
+    let call = {
+        let (registry, run) = (registry.clone(), run.clone());
+        tokio::spawn(async move { registry.call("waits", json!({}), &run).await })
+    };
+    tokio::time::sleep(Duration::from_secs(200)).await;
+    run.cancel();
+    let err = call.await.unwrap().unwrap_err();
+    assert!(matches!(err, CallError::Cancelled { .. }), "{err}");
 }

@@ -5,9 +5,22 @@
 //! host's redacted 20-line tail, advertises the `io.artec.clat/hostServices`
 //! capability, and maps tool results through the contract's one JSON mapping.
 //! Failures are isolated per server.
+//!
+//! It also serves what a server asks of CLAT, by mapping JSON onto the host's
+//! one `HostServices` implementation (the same one guests use): `sampling/
+//! createMessage` and `elicitation/create` (protocol 2025-06-18 or newer), and,
+//! for servers that advertise the `io.artec.clat/hostServices` capability,
+//! `io.artec.clat/context/get` and `io.artec.clat/tools/call`; opted-in servers
+//! also get `io.artec.clat/context/changed`. A request belongs to the run of
+//! the server's newest `tools/call` still in flight; with none, there is no
+//! active run and the services refuse (no model call, no question, no tool).
+//! While a sampling or elicitation request of a server is pending, that
+//! server's calls report `waiting_on_host`, which lets the registry extend
+//! their deadline in steps.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use async_trait::async_trait;
 use clat_mcp::config::ServerEntry;
@@ -15,23 +28,36 @@ use clat_mcp::jsonrpc::METHOD_NOT_FOUND;
 use clat_mcp::{ClientError, ClientInfo, Era, ServerRequests, Session, StderrSink, StdioSpec, WireError};
 use serde_json::{Value, json};
 
-use crate::contract::ToolOutput;
-use crate::contract::json::{tool_output_from_json, tool_spec_from_json};
-use crate::limits::TOOL_CALL_TIMEOUT;
+use crate::contract::json::{
+    context_snapshot_to_json, elicitation_form_from_json, elicitation_result_to_json, host_error_to_wire,
+    host_tool_call_from_json, sampling_request_from_json, sampling_result_to_json, tool_output_from_json,
+    tool_output_to_json, tool_spec_from_json,
+};
+use crate::contract::{ContextSnapshot, HostError, ToolOutput};
+use crate::limits::{HOST_REQUEST_EXTENSION_MAX, TOOL_CALL_TIMEOUT};
 use crate::names::ExternalKind;
 use crate::redact::OutputTail;
 use crate::registry::{Registry, ToolError, ToolHandler};
 use crate::run::RunContext;
+use crate::services::HostServices;
 
 /// The capability CLAT advertises in both eras.
 pub const HOST_SERVICES_CAPABILITY: &str = "io.artec.clat/hostServices";
 /// Its version.
 pub const HOST_SERVICES_VERSION: &str = "0.1.0";
 
-/// The client capabilities sent in `initialize`.
+/// The client capabilities sent in `initialize` (and in every modern `_meta`):
+/// sampling, form elicitation, and CLAT's host services.
 pub fn client_capabilities() -> Value {
-    json!({ "experimental": { HOST_SERVICES_CAPABILITY: { "version": HOST_SERVICES_VERSION } } })
+    json!({
+        "sampling": {},
+        "elicitation": { "form": {} },
+        "experimental": { HOST_SERVICES_CAPABILITY: { "version": HOST_SERVICES_VERSION } },
+    })
 }
+
+/// The first protocol version with elicitation.
+const ELICITATION_SINCE: &str = "2025-06-18";
 
 type SharedTail = Arc<Mutex<OutputTail>>;
 
@@ -60,21 +86,98 @@ pub fn user_stdio_spec(home: &Path, entry: &ServerEntry) -> Option<StdioSpec> {
     })
 }
 
-/// What a server asks of CLAT. Server requests are not served yet (-32601);
-/// `notifications/tools/list_changed` wakes the server's re-listing task.
-struct ServerEvents {
-    list_changed: Arc<tokio::sync::Notify>,
+/// What one server shares with the handler serving its requests.
+struct ServerLink {
+    /// `mcp:{name}`, the source in audits and events.
+    source: String,
+    services: Arc<HostServices>,
+    list_changed: tokio::sync::Notify,
+    /// The runs of this server's `tools/call`s in flight, oldest first.
+    active: Mutex<Vec<(u64, RunContext)>>,
+    next_call: AtomicU64,
+    /// Sampling and elicitation requests of this server waiting for the host.
+    host_requests_pending: AtomicUsize,
+    /// The server advertised `io.artec.clat/hostServices`.
+    opted_in: AtomicBool,
+    /// The negotiated protocol version (set once connected).
+    protocol_version: OnceLock<String>,
 }
+
+impl ServerLink {
+    fn current_run(&self) -> Option<RunContext> {
+        self.active.lock().unwrap_or_else(|p| p.into_inner()).last().map(|(_, run)| run.clone())
+    }
+
+    async fn serve(&self, method: &str, params: Option<Value>) -> Result<Value, WireError> {
+        let params = params.unwrap_or_else(|| json!({}));
+        let invalid = |e: String| host_error_to_wire(&HostError::Invalid(e));
+        let run = self.current_run();
+        match method {
+            "sampling/createMessage" => {
+                let request = sampling_request_from_json(&params).map_err(|e| invalid(e.to_string()))?;
+                let _pending = HostRequestPending::enter(&self.host_requests_pending);
+                let result = self.services.create_message(&request, &self.source, run.as_ref()).await;
+                result.map(|r| sampling_result_to_json(&r)).map_err(|e| host_error_to_wire(&e))
+            }
+            "elicitation/create" => {
+                let version = self.protocol_version.get().map(String::as_str).unwrap_or("");
+                if version < ELICITATION_SINCE {
+                    return Err(host_error_to_wire(&HostError::Unsupported(format!(
+                        "elicitation needs protocol {ELICITATION_SINCE} or newer; this session speaks {version:?}"
+                    ))));
+                }
+                let form = elicitation_form_from_json(&params).map_err(|e| {
+                    host_error_to_wire(&match e {
+                        crate::contract::json::FormShapeError::Unsupported(m) => HostError::Unsupported(m),
+                        crate::contract::json::FormShapeError::Invalid(m) => HostError::Invalid(m),
+                    })
+                })?;
+                let _pending = HostRequestPending::enter(&self.host_requests_pending);
+                let result = self.services.elicit(&form, &self.source, run.as_ref()).await;
+                result.map(|r| elicitation_result_to_json(&r)).map_err(|e| host_error_to_wire(&e))
+            }
+            "io.artec.clat/context/get" if self.opted_in.load(Ordering::SeqCst) => {
+                Ok(json!({ "snapshot": context_snapshot_to_json(&self.services.snapshot(run.as_ref())) }))
+            }
+            "io.artec.clat/tools/call" if self.opted_in.load(Ordering::SeqCst) => {
+                let (tool, arguments) = host_tool_call_from_json(&params).map_err(|e| invalid(e.to_string()))?;
+                let result = self.services.call_tool(tool, &arguments, &self.source, run.as_ref()).await;
+                result.map(|o| tool_output_to_json(&o)).map_err(|e| host_error_to_wire(&e))
+            }
+            _ => Err(WireError::new(METHOD_NOT_FOUND, format!("method not found: {method}"))),
+        }
+    }
+}
+
+/// Counts one host request as pending until dropped.
+struct HostRequestPending<'a>(&'a AtomicUsize);
+
+impl<'a> HostRequestPending<'a> {
+    fn enter(count: &'a AtomicUsize) -> Self {
+        count.fetch_add(1, Ordering::SeqCst);
+        HostRequestPending(count)
+    }
+}
+
+impl Drop for HostRequestPending<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The connection's handler: server requests go to `ServerLink::serve`;
+/// `notifications/tools/list_changed` wakes the re-listing task.
+struct ServerEvents(Arc<ServerLink>);
 
 #[async_trait]
 impl ServerRequests for ServerEvents {
-    async fn handle(&self, method: &str, _params: Option<Value>) -> Result<Value, WireError> {
-        Err(WireError::new(METHOD_NOT_FOUND, format!("method not found: {method}")))
+    async fn handle(&self, method: &str, params: Option<Value>) -> Result<Value, WireError> {
+        self.0.serve(method, params).await
     }
 
     fn notification(&self, method: &str, _params: Option<&Value>) {
         if method == "notifications/tools/list_changed" {
-            self.list_changed.notify_one();
+            self.0.list_changed.notify_one();
         }
     }
 }
@@ -91,14 +194,20 @@ pub struct McpServer {
     name: String,
     session: Session,
     tail: SharedTail,
-    list_changed: Arc<tokio::sync::Notify>,
+    link: Arc<ServerLink>,
+    /// The latest context for an opted-in server (`io.artec.clat/context/changed`), coalesced.
+    context: tokio::sync::watch::Sender<Option<Value>>,
     /// The server's own tool names already registered (re-listing adds only new ones).
     registered: Mutex<std::collections::HashSet<String>>,
 }
 
 impl McpServer {
     /// Spawn, initialize and keep a server; a failure carries the reason and the stderr tail.
-    pub async fn connect(name: &str, spec: &StdioSpec) -> Result<Arc<McpServer>, ConnectFailure> {
+    pub async fn connect(
+        name: &str,
+        spec: &StdioSpec,
+        services: &Arc<HostServices>,
+    ) -> Result<Arc<McpServer>, ConnectFailure> {
         let tail: SharedTail = Arc::default();
         let with_tail = |e: ClientError, tail: &SharedTail| ConnectFailure {
             reason: e.to_string(),
@@ -106,8 +215,17 @@ impl McpServer {
         };
         let client = ClientInfo { name: "clat".into(), version: env!("CARGO_PKG_VERSION").into() };
         let sink = Arc::new(TailSink(Arc::clone(&tail)));
-        let list_changed = Arc::new(tokio::sync::Notify::new());
-        let events = Arc::new(ServerEvents { list_changed: Arc::clone(&list_changed) });
+        let link = Arc::new(ServerLink {
+            source: format!("mcp:{name}"),
+            services: Arc::clone(services),
+            list_changed: tokio::sync::Notify::new(),
+            active: Mutex::default(),
+            next_call: AtomicU64::new(0),
+            host_requests_pending: AtomicUsize::new(0),
+            opted_in: AtomicBool::new(false),
+            protocol_version: OnceLock::new(),
+        });
+        let events = Arc::new(ServerEvents(Arc::clone(&link)));
         let session = match Session::connect(spec, events, sink, &client, client_capabilities()).await {
             Ok(s) => s,
             Err(e) => {
@@ -116,7 +234,51 @@ impl McpServer {
                 return Err(with_tail(e, &tail));
             }
         };
-        Ok(Arc::new(McpServer { name: name.to_string(), session, tail, list_changed, registered: Mutex::default() }))
+        let _ = link.protocol_version.set(session.protocol_version.clone());
+        let opted_in =
+            session.server_capabilities.pointer("/experimental").and_then(|e| e.get(HOST_SERVICES_CAPABILITY));
+        link.opted_in.store(opted_in.is_some_and(|c| !c.is_null()), Ordering::SeqCst);
+        let (context, _) = tokio::sync::watch::channel(None);
+        let server =
+            Arc::new(McpServer { name: name.to_string(), session, tail, link, context, registered: Mutex::default() });
+        if server.link.opted_in.load(Ordering::SeqCst) {
+            server.spawn_context_sender();
+        }
+        Ok(server)
+    }
+
+    /// How many of this server's sampling and elicitation requests wait on the host now.
+    pub fn host_requests_pending(&self) -> usize {
+        self.link.host_requests_pending.load(Ordering::SeqCst)
+    }
+
+    /// Whether the server opted into CLAT's host services.
+    pub fn opted_in(&self) -> bool {
+        self.link.opted_in.load(Ordering::SeqCst)
+    }
+
+    /// Offer the latest context (`None`: the run ended) to an opted-in server:
+    /// never blocks, and a newer snapshot replaces one not sent yet.
+    pub fn notify_context(&self, snapshot: Option<&ContextSnapshot>) {
+        if self.opted_in() {
+            self.context.send_replace(Some(snapshot.map_or(Value::Null, context_snapshot_to_json)));
+        }
+    }
+
+    fn spawn_context_sender(self: &Arc<Self>) {
+        let server = Arc::downgrade(self);
+        let mut latest = self.context.subscribe();
+        tokio::spawn(async move {
+            while latest.changed().await.is_ok() {
+                let Some(snapshot) = latest.borrow_and_update().clone() else { continue };
+                let Some(server) = server.upgrade() else { return };
+                let params = json!({ "snapshot": snapshot });
+                if let Err(e) = server.session.connection.notify("io.artec.clat/context/changed", Some(params)).await {
+                    tracing::debug!("server {}: context/changed not sent: {e}", server.name);
+                    return;
+                }
+            }
+        });
     }
 
     pub fn name(&self) -> &str {
@@ -177,10 +339,10 @@ impl McpServer {
     /// until the registry freezes (then a change is only logged).
     pub fn spawn_relisting(self: &Arc<Self>, registry: &Arc<Registry>) {
         let (server, registry) = (Arc::downgrade(self), Arc::downgrade(registry));
-        let notify = Arc::clone(&self.list_changed);
+        let link = Arc::clone(&self.link);
         tokio::spawn(async move {
             loop {
-                notify.notified().await;
+                link.list_changed.notified().await;
                 let (Some(server), Some(registry)) = (server.upgrade(), registry.upgrade()) else { return };
                 if registry.is_frozen() {
                     tracing::info!(
@@ -217,7 +379,14 @@ struct McpTool {
 #[async_trait]
 impl ToolHandler for McpTool {
     async fn call(&self, arguments: Value, run: &RunContext) -> Result<ToolOutput, ToolError> {
-        let timeout = run.call_deadline(TOOL_CALL_TIMEOUT).saturating_duration_since(std::time::Instant::now());
+        // The registry owns the deadline (and extends it while this server waits
+        // on the host); the transport's own bound only backs it up.
+        let timeout = run.call_deadline(TOOL_CALL_TIMEOUT).saturating_duration_since(std::time::Instant::now())
+            + HOST_REQUEST_EXTENSION_MAX;
+        let link = &self.server.link;
+        let call = link.next_call.fetch_add(1, Ordering::SeqCst);
+        link.active.lock().unwrap_or_else(|p| p.into_inner()).push((call, run.clone()));
+        let _active = ActiveCall { link, call };
         let result = self
             .server
             .session
@@ -226,5 +395,21 @@ impl ToolHandler for McpTool {
             .map_err(|e| ToolError(anyhow::anyhow!("server {}: {e}", self.server.name)))?;
         tool_output_from_json(&result)
             .map_err(|e| ToolError(anyhow::anyhow!("server {} returned a malformed result: {e}", self.server.name)))
+    }
+
+    fn waiting_on_host(&self) -> bool {
+        self.server.link.host_requests_pending.load(Ordering::SeqCst) > 0
+    }
+}
+
+/// Removes a call from its server's active calls when it ends (or is dropped).
+struct ActiveCall<'a> {
+    link: &'a ServerLink,
+    call: u64,
+}
+
+impl Drop for ActiveCall<'_> {
+    fn drop(&mut self) {
+        self.link.active.lock().unwrap_or_else(|p| p.into_inner()).retain(|(id, _)| *id != self.call);
     }
 }

@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use serde::Serialize;
@@ -26,7 +26,10 @@ use tokio_util::sync::CancellationToken;
 use crate::contract::json::tool_output_to_json;
 use crate::contract::{Effect, ToolOutput, ToolSpec};
 use crate::effects::effect_from_annotations;
-use crate::limits::{TOOL_ARGUMENTS_MAX_BYTES, TOOL_CALL_TIMEOUT, TOOL_RESULT_MAX_BYTES};
+use crate::limits::{
+    HOST_REQUEST_EXTENSION_MAX, HOST_REQUEST_EXTENSION_STEP, TOOL_ARGUMENTS_MAX_BYTES, TOOL_CALL_TIMEOUT,
+    TOOL_RESULT_MAX_BYTES,
+};
 use crate::names::{ExternalKind, external_tool_name};
 use crate::permissions::{Approval, ApprovalRequest, Rule, how_to_allow, rule_for};
 use crate::run::{RunContext, RunEventKind};
@@ -89,6 +92,14 @@ pub trait ToolHandler: Send + Sync {
     /// should watch `run.cancel_token()`; the registry also drops the future on
     /// cancel or deadline.
     async fn call(&self, arguments: Value, run: &RunContext) -> Result<ToolOutput, ToolError>;
+
+    /// True while the tool's extension waits on the host for one of its
+    /// requests (sampling, elicitation). At the call's deadline the registry
+    /// then extends it by `HOST_REQUEST_EXTENSION_STEP`, at most
+    /// `HOST_REQUEST_EXTENSION_MAX` in all.
+    fn waiting_on_host(&self) -> bool {
+        false
+    }
 }
 
 /// A registered tool.
@@ -508,24 +519,44 @@ async fn pipeline(
         r = decide(entry, call_id, &arguments, run) => r?,
         _ = revoked.cancelled() => return Err(withdrawn()),
     }
-    let deadline = run.call_deadline(TOOL_CALL_TIMEOUT);
-    let allowed_for = deadline.saturating_duration_since(Instant::now());
-    let output = tokio::select! {
-        r = entry.handler.call(arguments, run) => match r {
-            Ok(output) => output,
-            // A handler that gives up at the deadline or on cancel (a guest's
-            // epoch interrupt, a transport noticing the cancel) ends the same
-            // way as the registry's own timer and cancel would.
-            Err(_) if run.is_cancelled() => return Err(CallError::Cancelled { tool: entry.name.clone() }),
-            Err(_) if Instant::now() >= deadline => {
+    let mut deadline = run.call_deadline(TOOL_CALL_TIMEOUT);
+    let mut allowed_for = deadline.saturating_duration_since(Instant::now());
+    let mut extended = Duration::ZERO;
+    let call = entry.handler.call(arguments, run);
+    tokio::pin!(call);
+    let output = loop {
+        tokio::select! {
+            r = &mut call => break match r {
+                Ok(output) => output,
+                // A handler that gives up at the deadline or on cancel (a guest's
+                // epoch interrupt, a transport noticing the cancel) ends the same
+                // way as the registry's own timer and cancel would.
+                Err(_) if run.is_cancelled() => return Err(CallError::Cancelled { tool: entry.name.clone() }),
+                Err(_) if Instant::now() >= deadline => {
+                    return Err(CallError::TimedOut { tool: entry.name.clone(), after: allowed_for });
+                }
+                Err(error) => return Err(CallError::Failed { tool: entry.name.clone(), error }),
+            },
+            _ = run.cancel_token().cancelled() => return Err(CallError::Cancelled { tool: entry.name.clone() }),
+            _ = revoked.cancelled() => return Err(withdrawn()),
+            _ = tokio::time::sleep_until(deadline.into()) => {
+                // Only the tool-call limit extends, never the run's own deadline.
+                let run_ends_first = run.deadline().is_some_and(|end| end <= deadline);
+                if entry.handler.waiting_on_host() && !run_ends_first && extended < HOST_REQUEST_EXTENSION_MAX {
+                    let step = HOST_REQUEST_EXTENSION_STEP.min(HOST_REQUEST_EXTENSION_MAX - extended);
+                    let step = run.deadline().map_or(step, |end| step.min(end.saturating_duration_since(deadline)));
+                    deadline += step;
+                    extended += step;
+                    allowed_for += step;
+                    run.emit(RunEventKind::DeadlineExtended {
+                        call_id,
+                        tool: entry.name.clone(),
+                        extended_ms: extended.as_millis() as u64,
+                    });
+                    continue;
+                }
                 return Err(CallError::TimedOut { tool: entry.name.clone(), after: allowed_for });
             }
-            Err(error) => return Err(CallError::Failed { tool: entry.name.clone(), error }),
-        },
-        _ = run.cancel_token().cancelled() => return Err(CallError::Cancelled { tool: entry.name.clone() }),
-        _ = revoked.cancelled() => return Err(withdrawn()),
-        _ = tokio::time::sleep_until(deadline.into()) => {
-            return Err(CallError::TimedOut { tool: entry.name.clone(), after: allowed_for });
         }
     };
     Ok(enforce_result_limit(output))

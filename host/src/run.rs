@@ -41,6 +41,9 @@ pub enum RunEventKind {
     },
     /// The tool call ended (successfully, with `is_error`, or with a pipeline error).
     ToolFinished { call_id: u64, tool: String, duration_ms: u64, is_error: bool, error: Option<String> },
+    /// The call's deadline moved out because its extension was waiting on the
+    /// host (sampling, elicitation); `extended_ms` is the total so far.
+    DeadlineExtended { call_id: u64, tool: String, extended_ms: u64 },
     /// A process group owned by the run was killed.
     ProcessKilled { pgid: i32, reason: String },
     /// A sampling request was reserved, reconciled or refused (used by the sampling gates).

@@ -266,9 +266,10 @@ impl ProjectScope {
         let mut connecting = tokio::task::JoinSet::new();
         for (name, spec) in specs {
             let registry = Arc::clone(&self.registry);
+            let services = Arc::clone(&self.services);
             connecting.spawn(async move {
                 let mut s = status(&name, "mcp-stdio", "loaded", String::new());
-                let server = match crate::mcp_bridge::McpServer::connect(&name, &spec).await {
+                let server = match crate::mcp_bridge::McpServer::connect(&name, &spec, &services).await {
                     Ok(server) => server,
                     Err(failure) => {
                         s.state = "failed".into();
@@ -403,11 +404,20 @@ impl ProjectScope {
         self.notify_context(None);
     }
 
-    /// Offer every loaded plugin the latest context (`None`: no run).
+    /// Offer every loaded plugin and every opted-in MCP server the latest
+    /// context (`None`: no run). Never blocks: each keeps only the newest.
     pub fn notify_context(&self, snapshot: Option<ContextSnapshot>) {
+        for server in self.mcp_servers.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            server.notify_context(snapshot.as_ref());
+        }
         for plugin in self.plugins.lock().unwrap_or_else(|p| p.into_inner()).iter() {
             plugin.notify_context(snapshot.clone());
         }
+    }
+
+    /// The MCP servers connected in this scope.
+    pub fn mcp_servers(&self) -> Vec<Arc<crate::mcp_bridge::McpServer>> {
+        self.mcp_servers.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// The WASM plugins loaded into this scope.

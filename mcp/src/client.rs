@@ -5,10 +5,16 @@
 //! a counter-offer of 2025-06-18, 2025-03-26 or 2024-11-05, refusing anything
 //! else, then `notifications/initialized`. Modern requests carry the `_meta`
 //! envelope (protocol version, client identity, capabilities); modern results
-//! must declare `resultType` (missing = complete; `input_required` is an
-//! explicit unsupported error; anything else a protocol violation). Then
-//! `tools/list` with the spec's pagination limits and `tools/call` with a
-//! deadline and cancellation.
+//! must declare `resultType` (missing = complete; anything else unknown a
+//! protocol violation). A `tools/call` answered `input_required` (multi
+//! round-trip requests) has its `elicitation/create` and
+//! `sampling/createMessage` input requests fulfilled by the connection's
+//! `ServerRequests` handler — the same one that serves legacy server requests —
+//! and is retried with a new id, the original params, `inputResponses` and the
+//! unchanged `requestState`, at most `INPUT_REQUIRED_MAX_ROUNDS` times; any other
+//! input request is an explicit unsupported-feature error. Then `tools/list`
+//! with the spec's pagination limits and `tools/call` with a deadline and
+//! cancellation.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -19,7 +25,8 @@ use tokio_util::sync::CancellationToken;
 use crate::error::ClientError;
 use crate::jsonrpc::WireError;
 use crate::limits::{
-    LEGACY_HANDSHAKE_TIMEOUT, MODERN_PROBE_TIMEOUT, TOOLS_LIST_MAX_PAGES, TOOLS_LIST_PAGE_TIMEOUT, TOOLS_PER_SERVER_MAX,
+    INPUT_REQUIRED_MAX_ROUNDS, LEGACY_HANDSHAKE_TIMEOUT, MODERN_PROBE_TIMEOUT, TOOLS_LIST_MAX_PAGES,
+    TOOLS_LIST_PAGE_TIMEOUT, TOOLS_PER_SERVER_MAX,
 };
 use crate::stdio::{Connection, ServerRequests, StderrSink, StdioSpec};
 
@@ -57,6 +64,12 @@ pub struct Session {
     pub server_capabilities: Value,
     /// What a modern request's `_meta` carries (unused in the legacy era).
     meta: Value,
+}
+
+/// A modern result: complete, or asking for input first.
+enum Answer {
+    Complete(Value),
+    InputRequired(Value),
 }
 
 /// What the modern probe learned.
@@ -194,6 +207,22 @@ impl Session {
         timeout: Duration,
         cancel: Option<&CancellationToken>,
     ) -> Result<Value, ClientError> {
+        match self.request_rounds(method, params, timeout, cancel).await? {
+            Answer::Complete(result) => Ok(result),
+            Answer::InputRequired(_) => Err(ClientError::Unsupported(format!(
+                "{method} returned input_required, which only tools/call may ask for"
+            ))),
+        }
+    }
+
+    /// One request; a modern `input_required` result is handed back to the caller.
+    async fn request_rounds(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+        cancel: Option<&CancellationToken>,
+    ) -> Result<Answer, ClientError> {
         let mut params = params;
         if self.era == Era::Modern {
             params["_meta"] = self.meta.clone();
@@ -202,17 +231,49 @@ impl Session {
         if self.era == Era::Modern {
             match result.get("resultType").and_then(Value::as_str) {
                 None | Some("complete") => {}
-                Some("input_required") => {
-                    return Err(ClientError::Unsupported(format!(
-                        "{method} returned input_required: multi round-trip requests are not supported by CLAT yet"
-                    )));
-                }
+                Some("input_required") => return Ok(Answer::InputRequired(result)),
                 Some(other) => {
                     return Err(ClientError::Protocol(format!("{method} returned an unknown resultType {other:?}")));
                 }
             }
         }
-        Ok(result)
+        Ok(Answer::Complete(result))
+    }
+
+    /// Fulfil one `input_required` result's input requests through the
+    /// connection's handler; returns the params of the retry.
+    async fn fulfil_input(&self, original: &Value, answer: &Value) -> Result<Value, ClientError> {
+        let mut retry = original.clone();
+        if let Some(requests) = answer.get("inputRequests") {
+            let requests =
+                requests.as_object().ok_or_else(|| ClientError::Protocol("inputRequests is not an object".into()))?;
+            let mut responses = serde_json::Map::new();
+            for (key, request) in requests {
+                let method = request.get("method").and_then(Value::as_str).unwrap_or_default();
+                if !matches!(method, "elicitation/create" | "sampling/createMessage") {
+                    return Err(ClientError::Unsupported(format!(
+                        "the server asked for input {key:?} with {method:?}; CLAT fulfils only elicitation/create and \
+                         sampling/createMessage"
+                    )));
+                }
+                let response =
+                    self.connection.handler().handle(method, request.get("params").cloned()).await.map_err(|e| {
+                        ClientError::Unsupported(format!("input {key:?} ({method}) was not fulfilled: {e}"))
+                    })?;
+                responses.insert(key.clone(), response);
+            }
+            retry["inputResponses"] = Value::Object(responses);
+        }
+        match answer.get("requestState") {
+            None => {}
+            // Passed back unchanged: the same string, byte for byte.
+            Some(Value::String(state)) => retry["requestState"] = Value::String(state.clone()),
+            Some(_) => return Err(ClientError::Protocol("requestState is not a string".into())),
+        }
+        if answer.get("inputRequests").is_none() && answer.get("requestState").is_none() {
+            return Err(ClientError::Protocol("input_required without inputRequests or requestState".into()));
+        }
+        Ok(retry)
     }
 
     /// `tools/list`, page by page: each page within its timeout, at most
@@ -264,7 +325,31 @@ impl Session {
         timeout: Duration,
         cancel: Option<&CancellationToken>,
     ) -> Result<Value, ClientError> {
-        let params = json!({ "name": name, "arguments": arguments });
-        self.request("tools/call", params, timeout, cancel).await
+        let original = json!({ "name": name, "arguments": arguments });
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut params = original.clone();
+        for _round in 0..=INPUT_REQUIRED_MAX_ROUNDS {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            // Each round is a new request, with a new id.
+            match self.request_rounds("tools/call", params, left, cancel).await? {
+                Answer::Complete(result) => return Ok(result),
+                Answer::InputRequired(answer) => {
+                    let fulfil = self.fulfil_input(&original, &answer);
+                    let never = CancellationToken::new();
+                    params = tokio::select! {
+                        p = fulfil => p?,
+                        _ = cancel.unwrap_or(&never).cancelled() => {
+                            return Err(ClientError::Cancelled { method: "tools/call".into() });
+                        }
+                        _ = tokio::time::sleep_until(deadline) => {
+                            return Err(ClientError::Timeout { method: "tools/call".into(), after: timeout });
+                        }
+                    };
+                }
+            }
+        }
+        Err(ClientError::Protocol(format!(
+            "tools/call still asked for input after {INPUT_REQUIRED_MAX_ROUNDS} rounds; the call was abandoned"
+        )))
     }
 }

@@ -21,3 +21,5 @@ pub const INBOUND_REQUEST_QUEUE: usize = 16;
 pub const WRITER_QUEUE: usize = 64;
 /// How long a closing server gets after its stdin closes before its process group is killed.
 pub const CLOSE_GRACE: Duration = Duration::from_secs(2);
+/// Modern `input_required` rounds for one request before it fails.
+pub const INPUT_REQUIRED_MAX_ROUNDS: usize = 10;

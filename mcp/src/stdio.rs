@@ -72,6 +72,8 @@ pub struct Connection {
     child: tokio::sync::Mutex<Option<tokio::process::Child>>,
     pgid: i32,
     tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// What serves the server's requests (also asked to fulfil modern `input_required` results).
+    handler: Arc<dyn ServerRequests>,
 }
 
 fn kill_group(pgid: i32) {
@@ -91,6 +93,7 @@ impl Connection {
         handler: Arc<dyn ServerRequests>,
         stderr_sink: Arc<dyn StderrSink>,
     ) -> Result<Connection, ClientError> {
+        let serving = Arc::clone(&handler);
         let mut command = tokio::process::Command::new(&spec.command);
         command
             .args(&spec.args)
@@ -207,7 +210,13 @@ impl Connection {
             child: tokio::sync::Mutex::new(Some(child)),
             pgid,
             tasks: Mutex::new(tasks),
+            handler: serving,
         })
+    }
+
+    /// What serves this server's requests.
+    pub fn handler(&self) -> &Arc<dyn ServerRequests> {
+        &self.handler
     }
 
     /// Why the connection closed, if it did.

@@ -6,7 +6,18 @@
 //! `--page-size K`, `--repeat-cursor`, `--endless-pages`, `--stderr-noise`,
 //! `--hang-initialize`, `--pid-file PATH`, `--log-file PATH` (appends what it
 //! received that a test orders: calls, cancellations, end of input),
-//! `--tool-names A,B,…` (list these names instead), `--delay-list MS`. Tools (listed: echo, cwd,
+//! `--tool-names A,B,…` (list these names instead), `--delay-list MS`,
+//! `--host-services` (advertise `io.artec.clat/hostServices`; logs each
+//! `io.artec.clat/context/changed` as `context JSON`), `--read-only-tools`
+//! (annotate the `--tool-names` tools read-only and closed-world).
+//! `ask_host {method, params, detach?}`: with `detach` it answers the call
+//! first and asks 200 ms later (the answer is only logged).
+//! `ask_host {method, params}` sends that request to the client and answers the
+//! call, once the client answered, with the answer as JSON text (`{"result": …}`
+//! or `{"error": …}`). `ask_input {requests, rounds}` (modern): answers
+//! `input_required` with `requests` as `inputRequests` `rounds` times, checks
+//! that each retry carries the exact `requestState`, then completes with the
+//! `inputResponses` it got as JSON text. Tools (listed: echo, cwd,
 //! big_result, tool3…): `echo`, `cwd`, `slow {ms}`, `big_frame`, `bad_json`
 //! (a line that is not JSON, then the answer), `flood {n}`, `ask_ping`,
 //! `ask_unknown`, `exit`.
@@ -35,6 +46,8 @@ struct Options {
     list_changed: bool,
     ignore_eof: bool,
     log_file: Option<String>,
+    host_services: bool,
+    read_only_tools: bool,
     delay_list: u64,
     tool_names: Option<Vec<String>>,
 }
@@ -61,6 +74,8 @@ fn options() -> Options {
         list_changed: has("--list-changed"),
         ignore_eof: has("--ignore-eof"),
         log_file: value("--log-file"),
+        host_services: has("--host-services"),
+        read_only_tools: has("--read-only-tools"),
         delay_list: value("--delay-list").and_then(|v| v.parse().ok()).unwrap_or(0),
         tool_names: value("--tool-names").map(|v| v.split(',').map(str::to_string).collect()),
     }
@@ -93,7 +108,14 @@ fn tool_list(opts: &Options, params: &Value, grown: bool) -> Value {
     if let Some(names) = &opts.tool_names {
         let tools: Vec<Value> = names
             .iter()
-            .map(|n| json!({ "name": n, "description": "a named test tool", "inputSchema": { "type": "object" } }))
+            .map(|n| {
+                let mut tool =
+                    json!({ "name": n, "description": "a named test tool", "inputSchema": { "type": "object" } });
+                if opts.read_only_tools {
+                    tool["annotations"] = json!({ "readOnlyHint": true, "openWorldHint": false });
+                }
+                tool
+            })
             .collect();
         return json!({ "tools": tools });
     }
@@ -146,6 +168,14 @@ fn main() {
     }
     let mut initialized = false;
     let mut grown = false;
+    // Our requests to the client still unanswered: our id → the tools/call id waiting on it.
+    let mut asked: std::collections::HashMap<String, Value> = std::collections::HashMap::new();
+    let mut next_ask = 0u64;
+    let capabilities = if opts.host_services {
+        json!({ "tools": { "listChanged": true }, "experimental": { "io.artec.clat/hostServices": { "version": "0.1.0" } } })
+    } else {
+        json!({ "tools": { "listChanged": true } })
+    };
     if opts.stderr_noise {
         for i in 0..50 {
             eprintln!("noise line {i}: Authorization: Bearer sk-test-abcdefghijklmnopqrstuvwxyz");
@@ -163,9 +193,18 @@ fn main() {
         let params = message.get("params").cloned().unwrap_or(json!({}));
         if method.is_empty() {
             // A response to one of our requests.
-            match message.get("error") {
-                Some(e) => eprintln!("answer {id} error {}", e["code"]),
-                None => eprintln!("answer {id} result {}", message["result"]),
+            let answered = match message.get("error") {
+                Some(e) => format!("answer {id} error {}", e["code"]),
+                None => format!("answer {id} result {}", message["result"]),
+            };
+            eprintln!("{answered}");
+            log(&opts, &answered);
+            if let Some(call) = id.as_str().and_then(|id| asked.remove(id)) {
+                let answer = match message.get("error") {
+                    Some(e) => json!({ "error": e }),
+                    None => json!({ "result": message["result"] }),
+                };
+                reply(&out, &call, text(answer.to_string()));
             }
             continue;
         }
@@ -193,7 +232,7 @@ fn main() {
             "server/discover" if opts.modern => reply(
                 &out,
                 &id,
-                json!({ "resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": { "tools": {} },
+                json!({ "resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": capabilities,
                         "_meta": { "io.modelcontextprotocol/serverInfo": { "name": "modern-test-server", "version": "1" } } }),
             ),
             "initialize" => {
@@ -207,7 +246,7 @@ fn main() {
                 reply(
                     &out,
                     &id,
-                    json!({ "protocolVersion": version, "capabilities": { "tools": { "listChanged": true } },
+                    json!({ "protocolVersion": version, "capabilities": capabilities,
                             "serverInfo": { "name": "clat-test-mcp-server", "version": "0.1.0" } }),
                 );
             }
@@ -218,6 +257,10 @@ fn main() {
                     grown = true;
                     send(&out, json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }));
                 }
+            }
+            "io.artec.clat/context/changed" => {
+                eprintln!("context {}", params["snapshot"]);
+                log(&opts, &format!("context {}", params["snapshot"]));
             }
             "notifications/cancelled" => {
                 eprintln!("cancelled {}", params["requestId"]);
@@ -272,6 +315,49 @@ fn main() {
                         }
                         reply(&out, &id, text(format!("sent {n} requests")));
                     }
+                    "ask_host" => {
+                        let ask_id = format!("h{next_ask}");
+                        next_ask += 1;
+                        if args["detach"] == json!(true) {
+                            // Answer the call first; the request comes when no call is active.
+                            reply(&out, &id, text("asked later"));
+                            std::thread::sleep(Duration::from_millis(200));
+                        } else {
+                            asked.insert(ask_id.clone(), id.clone());
+                        }
+                        let mut request = json!({ "jsonrpc": "2.0", "id": ask_id, "method": args["method"] });
+                        if let Some(p) = args.get("params") {
+                            request["params"] = p.clone();
+                        }
+                        send(&out, request);
+                    }
+                    "ask_input" => {
+                        let round: u64 = params
+                            .get("requestState")
+                            .and_then(Value::as_str)
+                            .and_then(|s| s.strip_prefix("round-"))
+                            .and_then(|s| s.split(':').next())
+                            .and_then(|n| n.parse().ok())
+                            .unwrap_or(0);
+                        // Opaque, with characters a re-encoding could change.
+                        let state_of = |r: u64| format!("round-{r}:é \"quoted\" \\ 😀");
+                        if round > 0 && params["requestState"].as_str() != Some(state_of(round).as_str()) {
+                            let error = json!({ "code": -32602, "message": format!("requestState changed: {}", params["requestState"]) });
+                            send(&out, json!({ "jsonrpc": "2.0", "id": id, "error": error }));
+                        } else if round < args["rounds"].as_u64().unwrap_or(1) {
+                            reply(
+                                &out,
+                                &id,
+                                json!({ "resultType": "input_required", "inputRequests": args["requests"],
+                                        "requestState": state_of(round + 1) }),
+                            );
+                        } else {
+                            let mut done =
+                                text(params.get("inputResponses").cloned().unwrap_or(Value::Null).to_string());
+                            done["resultType"] = json!("complete");
+                            reply(&out, &id, done);
+                        }
+                    }
                     "ask_ping" => {
                         send(&out, json!({ "jsonrpc": "2.0", "id": "p1", "method": "ping" }));
                         reply(&out, &id, text("pinged"));
@@ -285,7 +371,7 @@ fn main() {
                         &out,
                         &id,
                         json!({ "resultType": "input_required", "requestState": "s1",
-                                "inputRequests": { "q": { "method": "elicitation/create", "params": {} } } }),
+                                "inputRequests": { "q": { "method": "roots/list" } } }),
                     ),
                     "odd_result" => reply(&out, &id, json!({ "resultType": "something-else", "content": [] })),
                     other => send(

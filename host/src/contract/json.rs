@@ -9,8 +9,9 @@ use serde_json::{Map, Value, json};
 
 use super::{
     BinaryContent, BooleanField, ChoiceField, ChoiceOption, ContentBlock, ContextSnapshot, ElicitationForm,
-    ElicitationResult, EmbeddedResource, FieldKind, FieldValue, FormField, NumberField, ResourceLink, Role,
-    RunSnapshot, SamplingMessage, SamplingRequest, SamplingResult, TextField, ToolAnnotations, ToolOutput, ToolSpec,
+    ElicitationResult, EmbeddedResource, FieldKind, FieldValue, FormField, HostError, HostTool, NumberField,
+    ResourceLink, Role, RunSnapshot, SamplingMessage, SamplingRequest, SamplingResult, TextField, ToolAnnotations,
+    ToolOutput, ToolSpec,
 };
 
 /// A JSON value did not have the shape the contract needs.
@@ -532,6 +533,55 @@ pub fn elicitation_result_to_json(result: &ElicitationResult) -> Value {
         ElicitationResult::Declined => json!({ "action": "decline" }),
         ElicitationResult::Cancelled => json!({ "action": "cancel" }),
     }
+}
+
+/// JSON-RPC error codes for `HostError`s answered to a server's request (the
+/// `io.artec.clat/*` methods, `sampling/createMessage`, `elicitation/create`).
+/// `invalid` is the standard -32602; the others are CLAT's, outside the codes
+/// MCP assigns. The error's `data.kind` names the variant too.
+pub mod host_error_codes {
+    pub const DENIED: i64 = -32051;
+    pub const CANCELLED: i64 = -32052;
+    pub const NO_ACTIVE_RUN: i64 = -32053;
+    pub const TIMEOUT: i64 = -32054;
+    pub const BUDGET_EXHAUSTED: i64 = -32055;
+    pub const INVALID: i64 = -32602;
+    pub const UNSUPPORTED: i64 = -32056;
+    pub const FAILED: i64 = -32057;
+}
+
+/// Contract host error → the JSON-RPC error a server receives.
+pub fn host_error_to_wire(error: &HostError) -> clat_mcp::WireError {
+    use host_error_codes as c;
+    let (code, kind) = match error {
+        HostError::Denied(_) => (c::DENIED, "denied"),
+        HostError::Cancelled => (c::CANCELLED, "cancelled"),
+        HostError::NoActiveRun => (c::NO_ACTIVE_RUN, "no_active_run"),
+        HostError::Timeout => (c::TIMEOUT, "timeout"),
+        HostError::BudgetExhausted(_) => (c::BUDGET_EXHAUSTED, "budget_exhausted"),
+        HostError::Invalid(_) => (c::INVALID, "invalid"),
+        HostError::Unsupported(_) => (c::UNSUPPORTED, "unsupported"),
+        HostError::Failed(_) => (c::FAILED, "failed"),
+    };
+    let mut wire = clat_mcp::WireError::new(code, error.describe());
+    wire.data = Some(json!({ "kind": kind }));
+    wire
+}
+
+/// `io.artec.clat/tools/call` params (`{name, arguments?}`) → the host tool and its arguments as JSON text.
+pub fn host_tool_call_from_json(params: &Value) -> Result<(HostTool, String), ShapeError> {
+    let obj = as_object(params, "host tool call")?;
+    let name = req_str(obj, "name", "host tool call")?;
+    let tool = HostTool::from_tool_name(&name).ok_or_else(|| {
+        let allowed: Vec<&str> = HostTool::ALL.iter().map(|t| t.tool_name()).collect();
+        shape("host tool call", format!("{name:?} is not a host tool; only {} are", allowed.join(", ")))
+    })?;
+    let arguments = match obj.get("arguments") {
+        None | Some(Value::Null) => "{}".to_string(),
+        Some(v @ Value::Object(_)) => v.to_string(),
+        Some(_) => return Err(shape("host tool call", "`arguments` must be an object")),
+    };
+    Ok((tool, arguments))
 }
 
 #[cfg(test)]
