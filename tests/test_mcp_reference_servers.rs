@@ -1,8 +1,10 @@
 //! The MCP client against servers written by others: the npm reference servers
 //! (`@modelcontextprotocol/server-everything`, `server-filesystem`,
-//! `server-memory`; legacy era) and a server on the official Python SDK (`mcp`
-//! 2.x, dual era: answers `server/discover`, and `initialize` on a fresh
-//! connection). They are installed by `scripts/install-test-peers.sh` (which
+//! `server-memory`; legacy era; server-everything's tools that call back
+//! for sampling and elicitation) and a server on the official Python SDK
+//! (`mcp` 2.x, dual era: answers `server/discover`, and `initialize` on a fresh
+//! connection; its `greet` and `capital` tools ask for input with
+//! `input_required`). They are installed by `scripts/install-test-peers.sh` (which
 //! `.ci/run` runs).
 
 mod support;
@@ -207,4 +209,129 @@ fn both_mount_beside_the_native_tools_through_the_cli() {
     let out = env.clat(&["call", "mcp_everything_echo", r#"{"message":"side by side"}"#, "--mode", "full-access"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stdout(&out).contains("side by side"), "{}", stdout(&out));
+}
+
+fn write_everything_config(env: &TestEnv) {
+    let (node, node_args) = everything();
+    std::fs::create_dir_all(&env.home).unwrap();
+    std::fs::write(
+        env.home.join("mcp.json"),
+        json!({ "everything": { "command": node, "args": node_args } }).to_string(),
+    )
+    .unwrap();
+}
+
+#[test]
+fn trigger_sampling_request_completes_through_the_terminal_approval_gate() {
+    let _serial = serial();
+    let env = TestEnv::trusted();
+    write_everything_config(&env);
+    // A real terminal (script(1) gives clat a pty): the tool is allowed by auto-edit, the
+    // sampling request is shown with its complete payload and approved with `y`.
+    let command = format!(
+        "{} call mcp_everything_trigger_sampling_request '{{\"prompt\":\"hello from a test\",\"maxTokens\":60}}' \
+         --mode auto-edit",
+        env!("CARGO_BIN_EXE_clat")
+    );
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .current_dir(&env.project)
+        .env("CLAT_HOME", &env.home)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("script(1) from util-linux");
+    use std::io::Write as _;
+    child.stdin.take().unwrap().write_all(b"y\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{screen}");
+    assert!(screen.contains("Allow mcp:everything to send this request to the model?"), "{screen}");
+    assert!(screen.contains("You are a helpful test server."), "the complete payload is shown: {screen}");
+    assert!(screen.contains("LLM sampling result"), "{screen}");
+    assert!(screen.contains("[offline model]") && screen.contains("hello from a test"), "{screen}");
+}
+
+#[test]
+fn trigger_sampling_request_is_refused_headless_and_runs_in_full_access() {
+    let _serial = serial();
+    let env = TestEnv::trusted();
+    write_everything_config(&env);
+    let args = r#"{"prompt":"hi","maxTokens":40}"#;
+    // Headless, auto-edit: nobody can approve the sampling, so the server gets a denial.
+    let out = env.clat(&["call", "mcp_everything_trigger_sampling_request", args, "--mode", "auto-edit"]);
+    assert_ne!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!((stdout(&out) + &stderr(&out)).contains("denied"), "{}{}", stdout(&out), stderr(&out));
+    // Full access skips the dialog; payload and budget gates remain.
+    let out = env.clat(&["call", "mcp_everything_trigger_sampling_request", args, "--mode", "full-access"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("[offline model]"), "{}", stdout(&out));
+}
+
+#[test]
+fn trigger_elicitation_request_gets_an_explicit_error_for_its_multi_select_field() {
+    let _serial = serial();
+    runtime().block_on(async {
+        let env = TestEnv::trusted();
+        write_everything_config(&env);
+        let scope = env.mount();
+        let statuses = scope.load_mcp_servers().await;
+        assert_eq!(statuses[0].state, "loaded", "{statuses:?}");
+        // server-everything registers it after `notifications/initialized`, then says list_changed.
+        let mut registered = false;
+        for _ in 0..500 {
+            registered = scope.registry().list().iter().any(|t| t.name == "mcp_everything_trigger_elicitation_request");
+            if registered {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(registered, "registered once the client declared elicitation");
+        let asker = clat_host::asker::LineAsker::new(std::io::Cursor::new(b"Ada\n".to_vec()), std::io::sink());
+        let run = clat_host::run::RunContext::builder()
+            .mode(clat_host::contract::PermissionMode::FullAccess)
+            .asker(Arc::new(asker))
+            .start();
+        let out = scope.registry().call("mcp_everything_trigger_elicitation_request", json!({}), &run).await;
+        // The form has a multi-select field: CLAT answers with an explicit unsupported error, never a guess.
+        let text = match out {
+            Ok(output) => output.joined_text(),
+            Err(e) => e.to_string(),
+        };
+        assert!(text.contains("-32056") && text.contains("is a multi-select"), "{text}");
+        scope.close().await;
+    });
+}
+
+#[test]
+fn the_python_sdk_server_asks_for_input_with_input_required_and_gets_it() {
+    let _serial = serial();
+    runtime().block_on(async {
+        let env = TestEnv::trusted();
+        let (py, py_args) = python();
+        std::fs::create_dir_all(&env.home).unwrap();
+        std::fs::write(env.home.join("mcp.json"), json!({ "py": { "command": py, "args": py_args } }).to_string())
+            .unwrap();
+        let scope = env.mount();
+        let statuses = scope.load_mcp_servers().await;
+        assert_eq!(statuses[0].protocol.as_deref(), Some("2026-07-28 (modern)"), "{statuses:?}");
+        let sink = Arc::new(clat_host::run::CollectingSink::default());
+        let asker = clat_host::asker::LineAsker::new(std::io::Cursor::new(b"Grace\n".to_vec()), std::io::sink());
+        let run = clat_host::run::RunContext::builder()
+            .mode(clat_host::contract::PermissionMode::FullAccess)
+            .asker(Arc::new(asker))
+            .events(sink.clone())
+            .start();
+        let out = scope.registry().call("mcp_py_greet", json!({}), &run).await.unwrap();
+        assert!(out.joined_text().contains("Hello, Grace!"), "{}", out.joined_text());
+        let out = scope.registry().call("mcp_py_capital", json!({}), &run).await.unwrap();
+        assert!(out.joined_text().contains("the model said: [offline model]"), "{}", out.joined_text());
+        let sampled = sink
+            .events()
+            .iter()
+            .any(|e| matches!(&e.kind, clat_host::run::RunEventKind::Sampling { source, .. } if source == "mcp:py"));
+        assert!(sampled, "the sampling went through the host's gates");
+        scope.close().await;
+    });
 }
