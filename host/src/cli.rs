@@ -4,7 +4,7 @@
 //! with stable `--json` shapes (see the README) and documented exit codes.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -100,6 +100,19 @@ enum Command {
         /// Print run events as JSON lines on stderr.
         #[arg(long)]
         events: bool,
+        /// Sandbox policy for commands: none, restrict-writes.
+        #[arg(long, default_value = "none")]
+        sandbox: String,
+    },
+    /// Run a script of tool calls headless, as one run: one run id, one mode, one sampling budget.
+    /// SCRIPT has one JSON object per line, {"tool": NAME, "arguments": {...}} (`-`: standard input).
+    /// Run events and each call's result go to stdout as JSON lines.
+    Exec {
+        /// The script file, or `-` for standard input.
+        script: PathBuf,
+        /// Permission mode: read-only, ask, auto-edit, full-access (`ask` denies: nobody can answer).
+        #[arg(long, default_value = "ask")]
+        mode: String,
         /// Sandbox policy for commands: none, restrict-writes.
         #[arg(long, default_value = "none")]
         sandbox: String,
@@ -200,6 +213,7 @@ pub fn main() -> ExitCode {
         Command::Tools { json: true }
             | Command::Mcp { json: true }
             | Command::Call { json: true, .. }
+            | Command::Exec { .. }
             | Command::Plugin { command: PluginCommand::List { json: true } }
     );
     match runtime.block_on(dispatch(cli)) {
@@ -268,7 +282,124 @@ async fn dispatch(cli: Cli) -> Result<Exit, Failure> {
             scope.close().await;
             result
         }
+        Command::Exec { script, mode, sandbox } => {
+            let mode: PermissionMode = mode.parse().map_err(|e: String| Failure::new(Exit::Usage, "usage", e))?;
+            let sandbox: SandboxPolicy = sandbox.parse().map_err(|e: String| Failure::new(Exit::Usage, "usage", e))?;
+            // The whole script is read and checked before anything is mounted or started.
+            let steps = read_script(&script)?;
+            let provider = crate::model::provider_from_config(&home, |k| std::env::var(k).ok())
+                .map_err(|e| Failure::new(Exit::Usage, "configuration", e.to_string()))?;
+            let scope = Arc::new(ProjectScope::mount(
+                &home,
+                &project_dir(cli.project)?,
+                ScopeOptions { sandbox, provider: Some(provider) },
+            )?);
+            scope.start_extensions();
+            let exit = exec(&scope, &steps, mode).await;
+            scope.close().await;
+            Ok(exit)
+        }
     }
+}
+
+/// One line of a `clat exec` script.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScriptStep {
+    tool: String,
+    #[serde(default = "empty_object")]
+    arguments: Value,
+    #[serde(skip)]
+    line: usize,
+}
+
+fn empty_object() -> Value {
+    json!({})
+}
+
+/// Read a script: one JSON object per line; blank lines and lines starting with `#` are skipped.
+fn read_script(path: &Path) -> Result<Vec<ScriptStep>, Failure> {
+    let text =
+        if path == Path::new("-") { std::io::read_to_string(std::io::stdin()) } else { std::fs::read_to_string(path) }
+            .map_err(|e| {
+                Failure::new(Exit::Usage, "usage", format!("cannot read the script {}: {e}", path.display()))
+            })?;
+    let mut steps = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let mut step: ScriptStep = serde_json::from_str(trimmed).map_err(|e| {
+            Failure::new(
+                Exit::Usage,
+                "invalid_script",
+                format!("{} line {}: expected {{\"tool\": NAME, \"arguments\": {{...}}}}: {e}", path.display(), i + 1),
+            )
+        })?;
+        if !step.arguments.is_object() {
+            let message = format!("{} line {}: `arguments` must be a JSON object", path.display(), i + 1);
+            return Err(Failure::new(Exit::Usage, "invalid_script", message));
+        }
+        step.line = i + 1;
+        steps.push(step);
+    }
+    Ok(steps)
+}
+
+/// Run the script's calls in order as one headless run. Every event, and each
+/// call's result, is a JSON line on stdout. The exit code is the first failing
+/// call's (0 when all succeeded); a cancelled run skips the rest.
+async fn exec(scope: &ProjectScope, steps: &[ScriptStep], mode: PermissionMode) -> Exit {
+    let run = scope
+        .start_run_when_ready(
+            RunContext::builder()
+                .mode(mode)
+                .approver(Arc::new(HeadlessApprover))
+                .asker(Arc::new(HeadlessAsker))
+                .events(Arc::new(JsonLinesSink::new(std::io::stdout()))),
+        )
+        .await;
+    let interrupt = {
+        let run = run.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                run.cancel();
+            }
+        })
+    };
+    let mut exit = Exit::Ok;
+    for step in steps {
+        if run.is_cancelled() {
+            break;
+        }
+        let result = scope.registry().call(&step.tool, step.arguments.clone(), &run).await;
+        let (line, step_exit) = match result {
+            Ok(output) => {
+                let failed = output.is_error;
+                let line = json!({ "type": "call_result", "run_id": run.run_id(), "line": step.line, "tool": step.tool,
+                                   "result": tool_output_to_json(&output) });
+                (line, if failed { Exit::ToolError } else { Exit::Ok })
+            }
+            Err(e) => {
+                let failure = Failure::from(e);
+                let line = json!({ "type": "call_result", "run_id": run.run_id(), "line": step.line, "tool": step.tool,
+                                   "error": { "kind": failure.kind, "message": failure.message } });
+                (line, failure.exit)
+            }
+        };
+        {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{line}");
+            let _ = out.flush();
+        }
+        if exit == Exit::Ok {
+            exit = step_exit;
+        }
+    }
+    interrupt.abort();
+    scope.finish_run(&run);
+    exit
 }
 
 /// Parse `ARGS_JSON`: valid JSON, and an object.
