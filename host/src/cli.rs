@@ -513,6 +513,7 @@ fn print_mcp(servers: &[crate::scope::ExtensionStatus], json: bool) {
                     "state": s.state,
                     "protocol": s.protocol,
                     "tools": s.tools.len(),
+                    "system_prompts": s.system_prompts,
                     "problems": s.problems,
                     "stderr_tail": s.output_tail,
                 })
@@ -541,6 +542,9 @@ fn print_mcp(servers: &[crate::scope::ExtensionStatus], json: bool) {
         let transport = if s.kind == "mcp-http" { "streamable-http" } else { "stdio" };
         let protocol = s.protocol.as_deref().unwrap_or("-");
         println!("  {}  {transport}  {}  {protocol}  {} tools", s.name, s.state, s.tools.len());
+        if !s.system_prompts.is_empty() {
+            println!("    system prompts: {}", s.system_prompts.join(", "));
+        }
         for p in &s.problems {
             println!("    problem: {p}");
         }

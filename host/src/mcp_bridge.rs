@@ -34,7 +34,7 @@ use crate::contract::json::{
     tool_output_to_json, tool_spec_from_json,
 };
 use crate::contract::{ContextSnapshot, HostError, ToolOutput};
-use crate::limits::{HOST_REQUEST_EXTENSION_MAX, TOOL_CALL_TIMEOUT};
+use crate::limits::{DSH_PROMPT_MAX_BYTES, DSH_PROMPTS_PER_SERVER_MAX, HOST_REQUEST_EXTENSION_MAX, TOOL_CALL_TIMEOUT};
 use crate::names::ExternalKind;
 use crate::redact::OutputTail;
 use crate::registry::{Registry, ToolError, ToolHandler};
@@ -55,6 +55,10 @@ pub fn client_capabilities() -> Value {
         "experimental": { HOST_SERVICES_CAPABILITY: { "version": HOST_SERVICES_VERSION } },
     })
 }
+
+/// The `_meta` key that marks a prompt as a system-prompt contribution (DSH):
+/// `"_meta": {"io.artec.clat/dsh": {"systemPrompt": true}}` on a `prompts/list` entry.
+pub const DSH_PROMPT_MARKER: &str = "io.artec.clat/dsh";
 
 /// The first protocol version with elicitation.
 const ELICITATION_SINCE: &str = "2025-06-18";
@@ -335,6 +339,81 @@ impl McpServer {
         Ok((names, problems))
     }
 
+    /// Import the server's marked system prompts (if it advertises prompts):
+    /// `prompts/list` (paged like tools), the entries marked with
+    /// `DSH_PROMPT_MARKER` (at most `DSH_PROMPTS_PER_SERVER_MAX`), each resolved
+    /// with `prompts/get` — the project root goes only into an argument named
+    /// `cwd`, and only to a prompt that declares it — text only, at most
+    /// `DSH_PROMPT_MAX_BYTES`. Returns the registered names and the problems; a
+    /// failure here never touches the server's tools.
+    pub async fn register_system_prompts(
+        &self,
+        registry: &Registry,
+        project_root: &Path,
+    ) -> (Vec<String>, Vec<String>) {
+        let (mut names, mut problems) = (Vec::new(), Vec::new());
+        if self.session.server_capabilities.get("prompts").is_none_or(Value::is_null) {
+            return (names, problems);
+        }
+        let listed = match self.session.list_prompts().await {
+            Ok(listed) => listed,
+            Err(e) => {
+                problems.push(format!("prompts/list failed: {e}"));
+                return (names, problems);
+            }
+        };
+        let marked: Vec<&Value> = listed
+            .iter()
+            .filter(|p| {
+                p.get("_meta").and_then(|m| m.get(DSH_PROMPT_MARKER)).and_then(|d| d.get("systemPrompt"))
+                    == Some(&Value::Bool(true))
+            })
+            .collect();
+        if marked.len() > DSH_PROMPTS_PER_SERVER_MAX {
+            problems.push(format!(
+                "{} marked system prompts past the first {DSH_PROMPTS_PER_SERVER_MAX} were dropped",
+                marked.len() - DSH_PROMPTS_PER_SERVER_MAX
+            ));
+        }
+        for prompt in marked.into_iter().take(DSH_PROMPTS_PER_SERVER_MAX) {
+            let Some(name) = prompt.get("name").and_then(Value::as_str) else {
+                problems.push("a marked prompt has no name; skipped".into());
+                continue;
+            };
+            let takes_cwd = prompt
+                .get("arguments")
+                .and_then(Value::as_array)
+                .is_some_and(|args| args.iter().any(|a| a.get("name").and_then(Value::as_str) == Some("cwd")));
+            let arguments = if takes_cwd { json!({ "cwd": project_root.display().to_string() }) } else { json!({}) };
+            let resolved = match self.session.get_prompt(name, arguments).await {
+                Ok(result) => result,
+                Err(e) => {
+                    problems.push(format!("system prompt {name}: prompts/get failed: {e}"));
+                    continue;
+                }
+            };
+            let text = match prompt_text(&resolved) {
+                Ok(text) => text,
+                Err(e) => {
+                    problems.push(format!("system prompt {name}: {e}; skipped"));
+                    continue;
+                }
+            };
+            if text.len() > DSH_PROMPT_MAX_BYTES {
+                problems.push(format!(
+                    "system prompt {name} resolved to {} bytes, over the {DSH_PROMPT_MAX_BYTES}-byte limit; skipped",
+                    text.len()
+                ));
+                continue;
+            }
+            match registry.register_system_prompt(ExternalKind::Mcp, &self.name, name, text) {
+                Ok(()) => names.push(name.to_string()),
+                Err(e) => problems.push(e.to_string()),
+            }
+        }
+        (names, problems)
+    }
+
     /// Re-list on `notifications/tools/list_changed` and register new tools,
     /// until the registry freezes (then a change is only logged).
     pub fn spawn_relisting(self: &Arc<Self>, registry: &Arc<Registry>) {
@@ -369,6 +448,25 @@ impl McpServer {
     pub async fn close(&self) {
         self.session.connection.close().await;
     }
+}
+
+/// The text of a `prompts/get` result: its messages' text content, joined by blank lines.
+fn prompt_text(result: &Value) -> Result<String, String> {
+    let messages = result.get("messages").and_then(Value::as_array).ok_or("the result has no `messages` array")?;
+    let mut parts = Vec::with_capacity(messages.len());
+    for message in messages {
+        let content = message.get("content").ok_or("a message has no content")?;
+        match (content.get("type").and_then(Value::as_str), content.get("text").and_then(Value::as_str)) {
+            (Some("text"), Some(text)) => parts.push(text),
+            (kind, _) => {
+                return Err(format!(
+                    "a message has {} content; only text can join a system prompt",
+                    kind.unwrap_or("untyped")
+                ));
+            }
+        }
+    }
+    Ok(parts.join("\n\n"))
 }
 
 struct McpTool {

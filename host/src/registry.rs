@@ -172,6 +172,8 @@ pub enum RegistrationError {
     Collision { name: String, source_label: String, existing: String },
     #[error("tool {name} from {source_label} arrived after the registry froze and was rejected")]
     Frozen { name: String, source_label: String },
+    #[error("system prompt {name} from {source_label} arrived after the registry froze and was rejected")]
+    PromptFrozen { name: String, source_label: String },
     #[error("tool {name} from {source_label} has an invalid input schema: {reason}")]
     InvalidSchema { name: String, source_label: String, reason: String },
     #[error("{name} is not one of CLAT's native tool names")]
@@ -212,6 +214,21 @@ pub struct Registry {
     reports: Mutex<Vec<RegistrationError>>,
     /// One lease per extension (`mcp:server`, `wasm:plugin`).
     leases: Mutex<HashMap<String, Arc<Lease>>>,
+    /// System-prompt contributions (DSH prompts), in registration order; they
+    /// freeze with the tools and hold their extension's lease.
+    prompts: RwLock<Vec<(SystemPrompt, Arc<Lease>)>>,
+}
+
+/// A system-prompt contribution: a resolved prompt an MCP server marked for
+/// CLAT's system prompt (`_meta["io.artec.clat/dsh"].systemPrompt == true`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SystemPrompt {
+    /// `mcp:{server}`.
+    pub source: String,
+    /// The prompt's name on its server.
+    pub name: String,
+    /// The resolved text.
+    pub text: String,
 }
 
 impl Registry {
@@ -223,6 +240,7 @@ impl Registry {
             frozen: AtomicBool::new(false),
             reports: Mutex::default(),
             leases: Mutex::default(),
+            prompts: RwLock::default(),
         }
     }
 
@@ -351,14 +369,45 @@ impl Registry {
     /// Freeze the registry: every later registration is rejected and reported.
     pub fn freeze(&self) {
         let _tools = self.tools.write().unwrap_or_else(|p| p.into_inner());
+        let _prompts = self.prompts.write().unwrap_or_else(|p| p.into_inner());
         self.frozen.store(true, Ordering::SeqCst);
+    }
+
+    /// Register a resolved system prompt of an extension; refused (and
+    /// reported) after the freeze, like a tool.
+    pub fn register_system_prompt(
+        &self,
+        kind: ExternalKind,
+        owner: &str,
+        name: &str,
+        text: String,
+    ) -> Result<(), RegistrationError> {
+        let source = owner_key(kind, owner);
+        let lease = {
+            let mut leases = self.leases.lock().unwrap_or_else(|p| p.into_inner());
+            Arc::clone(leases.entry(source.clone()).or_default())
+        };
+        let mut prompts = self.prompts.write().unwrap_or_else(|p| p.into_inner());
+        if self.is_frozen() {
+            drop(prompts);
+            return Err(self.report(RegistrationError::PromptFrozen { name: name.into(), source_label: source }));
+        }
+        prompts.push((SystemPrompt { source, name: name.into(), text }, lease));
+        Ok(())
+    }
+
+    /// The system-prompt contributions whose extension still holds its lease.
+    pub fn system_prompts(&self) -> Vec<SystemPrompt> {
+        let prompts = self.prompts.read().unwrap_or_else(|p| p.into_inner());
+        prompts.iter().filter(|(_, lease)| !lease.revoked.is_cancelled()).map(|(p, _)| p.clone()).collect()
     }
 
     pub fn is_frozen(&self) -> bool {
         self.frozen.load(Ordering::SeqCst)
     }
 
-    /// Revoke an extension's lease: its tools leave the listing, new calls fail
+    /// Revoke an extension's lease (its tool and prompt leases): its tools and
+    /// system prompts leave the listings, new calls fail
     /// with `CallError::Withdrawn`, calls in flight are cancelled; then wait,
     /// at most `wait`, until none of them is still running. Returns how many
     /// were still running when the wait ended (0 when all ended).

@@ -31,6 +31,7 @@ impl ExtensionStatus {
             problems: problem.into_iter().collect(),
             output_tail: vec![],
             protocol: None,
+            system_prompts: vec![],
         }
     }
 }
@@ -94,6 +95,8 @@ pub struct ExtensionStatus {
     pub output_tail: Vec<String>,
     /// MCP servers: the negotiated protocol version and era.
     pub protocol: Option<String>,
+    /// MCP servers: the names of the marked system prompts it contributed.
+    pub system_prompts: Vec<String>,
 }
 
 impl ProjectScope {
@@ -267,6 +270,7 @@ impl ProjectScope {
         for (name, spec) in specs {
             let registry = Arc::clone(&self.registry);
             let services = Arc::clone(&self.services);
+            let root = self.root.clone();
             connecting.spawn(async move {
                 let mut s = status(&name, "mcp-stdio", "loaded", String::new());
                 let server = match crate::mcp_bridge::McpServer::connect(&name, &spec, &services).await {
@@ -283,8 +287,12 @@ impl ProjectScope {
                     Ok((tools, problems)) => {
                         s.tools = tools;
                         s.problems = problems;
+                        // A prompt failure is reported and never costs the server its tools.
+                        let (prompts, prompt_problems) = server.register_system_prompts(&registry, &root).await;
+                        s.system_prompts = prompts;
+                        s.problems.extend(prompt_problems);
                         s.output_tail = server.stderr_tail();
-                        if s.tools.is_empty() && registry.is_frozen() {
+                        if s.tools.is_empty() && s.system_prompts.is_empty() && registry.is_frozen() {
                             // Too late for this scope: it could never contribute, so it does not keep running.
                             s.state = "failed".into();
                             if s.problems.is_empty() {
@@ -413,6 +421,11 @@ impl ProjectScope {
         for plugin in self.plugins.lock().unwrap_or_else(|p| p.into_inner()).iter() {
             plugin.notify_context(snapshot.clone());
         }
+    }
+
+    /// The system-prompt contributions of this scope's servers, in registration order.
+    pub fn system_prompts(&self) -> Vec<crate::registry::SystemPrompt> {
+        self.registry.system_prompts()
     }
 
     /// The MCP servers connected in this scope.

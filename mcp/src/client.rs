@@ -280,35 +280,55 @@ impl Session {
     /// `TOOLS_LIST_MAX_PAGES` pages, a repeated cursor aborts, and tools past
     /// `TOOLS_PER_SERVER_MAX` are dropped and counted.
     pub async fn list_tools(&self) -> Result<ToolListing, ClientError> {
-        let mut listing = ToolListing::default();
+        let (tools, dropped, pages) = self.list_all("tools/list", "tools", TOOLS_PER_SERVER_MAX).await?;
+        Ok(ToolListing { tools, dropped, pages })
+    }
+
+    /// `prompts/list`, with the same paging rules as `tools/list`; every prompt is kept
+    /// (the caller picks and bounds the ones it wants).
+    pub async fn list_prompts(&self) -> Result<Vec<Value>, ClientError> {
+        Ok(self.list_all("prompts/list", "prompts", usize::MAX).await?.0)
+    }
+
+    /// `prompts/get` for one prompt with its arguments (string values).
+    pub async fn get_prompt(&self, name: &str, arguments: Value) -> Result<Value, ClientError> {
+        let params = json!({ "name": name, "arguments": arguments });
+        self.request("prompts/get", params, TOOLS_LIST_PAGE_TIMEOUT, None).await
+    }
+
+    /// A paginated list: each page within `TOOLS_LIST_PAGE_TIMEOUT`, at most
+    /// `TOOLS_LIST_MAX_PAGES` pages, a repeated cursor aborts; items past `keep`
+    /// are counted, not kept. Returns (items, dropped, pages).
+    async fn list_all(&self, method: &str, key: &str, keep: usize) -> Result<(Vec<Value>, usize, usize), ClientError> {
+        let (mut items, mut dropped, mut pages) = (Vec::new(), 0, 0);
         let mut seen = HashSet::new();
         let mut cursor: Option<String> = None;
         loop {
-            if listing.pages == TOOLS_LIST_MAX_PAGES {
+            if pages == TOOLS_LIST_MAX_PAGES {
                 return Err(ClientError::Protocol(format!(
-                    "tools/list still had more after {TOOLS_LIST_MAX_PAGES} pages; listing aborted"
+                    "{method} still had more after {TOOLS_LIST_MAX_PAGES} pages; listing aborted"
                 )));
             }
             let params = cursor.as_ref().map_or_else(|| json!({}), |c| json!({ "cursor": c }));
-            let page = self.request("tools/list", params, TOOLS_LIST_PAGE_TIMEOUT, None).await?;
-            listing.pages += 1;
-            let tools = page
-                .get("tools")
+            let page = self.request(method, params, TOOLS_LIST_PAGE_TIMEOUT, None).await?;
+            pages += 1;
+            let page_items = page
+                .get(key)
                 .and_then(Value::as_array)
-                .ok_or_else(|| ClientError::Protocol("a tools/list page has no `tools` array".into()))?;
-            for tool in tools {
-                if listing.tools.len() < TOOLS_PER_SERVER_MAX {
-                    listing.tools.push(tool.clone());
+                .ok_or_else(|| ClientError::Protocol(format!("a {method} page has no `{key}` array")))?;
+            for item in page_items {
+                if items.len() < keep {
+                    items.push(item.clone());
                 } else {
-                    listing.dropped += 1;
+                    dropped += 1;
                 }
             }
             match page.get("nextCursor").and_then(Value::as_str) {
-                None => return Ok(listing),
+                None => return Ok((items, dropped, pages)),
                 Some(next) => {
                     if !seen.insert(next.to_string()) {
                         return Err(ClientError::Protocol(format!(
-                            "tools/list repeated the cursor {next:?}; listing aborted"
+                            "{method} repeated the cursor {next:?}; listing aborted"
                         )));
                     }
                     cursor = Some(next.to_string());

@@ -8,7 +8,10 @@
 //! received that a test orders: calls, cancellations, end of input),
 //! `--tool-names A,B,…` (list these names instead), `--delay-list MS`,
 //! `--host-services` (advertise `io.artec.clat/hostServices`; logs each
-//! `io.artec.clat/context/changed` as `context JSON`), `--read-only-tools`
+//! `io.artec.clat/context/changed` as `context JSON`), `--prompts N` (advertise
+//! prompts: `p0`…`pN-1` marked as DSH system prompts, `p0` declaring a `cwd`
+//! argument, plus two unmarked ones), `--prompt-bytes B` (`p0` resolves to B
+//! bytes), `--prompt-fail NAME` (its `prompts/get` fails), `--read-only-tools`
 //! (annotate the `--tool-names` tools read-only and closed-world).
 //! `ask_host {method, params, detach?}`: with `detach` it answers the call
 //! first and asks 200 ms later (the answer is only logged).
@@ -48,6 +51,9 @@ struct Options {
     log_file: Option<String>,
     host_services: bool,
     read_only_tools: bool,
+    prompts: Option<usize>,
+    prompt_bytes: usize,
+    prompt_fail: Option<String>,
     delay_list: u64,
     tool_names: Option<Vec<String>>,
 }
@@ -76,6 +82,9 @@ fn options() -> Options {
         log_file: value("--log-file"),
         host_services: has("--host-services"),
         read_only_tools: has("--read-only-tools"),
+        prompts: value("--prompts").and_then(|v| v.parse().ok()),
+        prompt_bytes: value("--prompt-bytes").and_then(|v| v.parse().ok()).unwrap_or(0),
+        prompt_fail: value("--prompt-fail"),
         delay_list: value("--delay-list").and_then(|v| v.parse().ok()).unwrap_or(0),
         tool_names: value("--tool-names").map(|v| v.split(',').map(str::to_string).collect()),
     }
@@ -171,11 +180,13 @@ fn main() {
     // Our requests to the client still unanswered: our id → the tools/call id waiting on it.
     let mut asked: std::collections::HashMap<String, Value> = std::collections::HashMap::new();
     let mut next_ask = 0u64;
-    let capabilities = if opts.host_services {
-        json!({ "tools": { "listChanged": true }, "experimental": { "io.artec.clat/hostServices": { "version": "0.1.0" } } })
-    } else {
-        json!({ "tools": { "listChanged": true } })
-    };
+    let mut capabilities = json!({ "tools": { "listChanged": true } });
+    if opts.host_services {
+        capabilities["experimental"] = json!({ "io.artec.clat/hostServices": { "version": "0.1.0" } });
+    }
+    if opts.prompts.is_some() {
+        capabilities["prompts"] = json!({});
+    }
     if opts.stderr_noise {
         for i in 0..50 {
             eprintln!("noise line {i}: Authorization: Bearer sk-test-abcdefghijklmnopqrstuvwxyz");
@@ -274,6 +285,45 @@ fn main() {
                     page["resultType"] = json!("complete");
                 }
                 reply(&out, &id, page)
+            }
+            "prompts/list" => {
+                let mut prompts: Vec<Value> = (0..opts.prompts.unwrap_or(0))
+                    .map(|i| {
+                        let mut p = json!({ "name": format!("p{i}"), "_meta": { "io.artec.clat/dsh": { "systemPrompt": true } } });
+                        if i == 0 {
+                            p["arguments"] = json!([{ "name": "cwd", "required": true }]);
+                        }
+                        p
+                    })
+                    .collect();
+                prompts.push(json!({ "name": "plain0", "description": "not for the system prompt" }));
+                prompts.push(json!({ "name": "plain1", "_meta": { "io.artec.clat/dsh": { "systemPrompt": false } } }));
+                let mut page = json!({ "prompts": prompts });
+                if opts.modern {
+                    page["resultType"] = json!("complete");
+                }
+                reply(&out, &id, page)
+            }
+            "prompts/get" => {
+                let name = params["name"].as_str().unwrap_or("").to_string();
+                log(&opts, &format!("prompt {name} {}", params["arguments"]));
+                if opts.prompt_fail.as_deref() == Some(name.as_str()) {
+                    let error = json!({ "code": -32603, "message": format!("prompt {name} is broken") });
+                    send(&out, json!({ "jsonrpc": "2.0", "id": id, "error": error }));
+                    continue;
+                }
+                let mut text = format!("You are helped by prompt {name}.");
+                if let Some(cwd) = params["arguments"]["cwd"].as_str() {
+                    text.push_str(&format!(" The project is at {cwd}."));
+                }
+                if name == "p0" && opts.prompt_bytes > text.len() {
+                    text.push_str(&"z".repeat(opts.prompt_bytes - text.len()));
+                }
+                reply(
+                    &out,
+                    &id,
+                    json!({ "messages": [{ "role": "user", "content": { "type": "text", "text": text } }] }),
+                )
             }
             "tools/call" => {
                 let name = params["name"].as_str().unwrap_or("").to_string();
