@@ -17,9 +17,17 @@ fn main() {
     let target = out.join("guest-target");
 
     println!("cargo:rerun-if-changed={}", root.join("wit").display());
-    for entry in
-        ["Cargo.toml", "Cargo.lock", "clat-guest", "hello", "project-notes", "summarize", "ask-name", "test-guests"]
-    {
+    for entry in [
+        "Cargo.toml",
+        "Cargo.lock",
+        "clat-guest",
+        "hello",
+        "project-notes",
+        "summarize",
+        "ask-name",
+        "test-guests",
+        "contract",
+    ] {
         println!("cargo:rerun-if-changed={}", guests.join(entry).display());
     }
 
@@ -43,8 +51,12 @@ fn main() {
     let mut add = |name: &str, path: &Path| {
         constants.push_str(&format!("pub const {name}: &str = {:?};\n", path.display().to_string()));
     };
-    let test_only =
-        [("test-guests", "test_guests"), ("not-a-plugin", "not-a-plugin"), ("trap-on-load", "trap_on_load")];
+    let test_only = [
+        ("test-guests", "test_guests"),
+        ("contract", "contract"),
+        ("not-a-plugin", "not-a-plugin"),
+        ("trap-on-load", "trap_on_load"),
+    ];
     for (crate_name, file) in EXAMPLES.iter().copied().chain(test_only) {
         let upper = crate_name.replace('-', "_").to_uppercase();
         add(&format!("{upper}_WASM"), &built.join(format!("{file}.wasm")));

@@ -11,7 +11,9 @@
 //! `io.artec.clat/context/changed` as `context JSON`), `--prompts N` (advertise
 //! prompts: `p0`…`pN-1` marked as DSH system prompts, `p0` declaring a `cwd`
 //! argument, plus two unmarked ones), `--prompt-bytes B` (`p0` resolves to B
-//! bytes), `--prompt-fail NAME` (its `prompts/get` fails), `--read-only-tools`
+//! bytes), `--prompt-fail NAME` (its `prompts/get` fails), `--contract` (serve
+//! the contract-test tools of `contract.rs` instead, with host services),
+//! `--read-only-tools`
 //! (annotate the `--tool-names` tools read-only and closed-world).
 //! `ask_host {method, params, detach?}`: with `detach` it answers the call
 //! first and asks 200 ms later (the answer is only logged).
@@ -25,10 +27,13 @@
 //! (a line that is not JSON, then the answer), `flood {n}`, `ask_ping`,
 //! `ask_unknown`, `exit`.
 
+mod contract;
+
 use std::io::{BufRead, Write};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use contract::text;
 use serde_json::{Value, json};
 
 struct Options {
@@ -50,6 +55,7 @@ struct Options {
     ignore_eof: bool,
     log_file: Option<String>,
     host_services: bool,
+    contract: bool,
     read_only_tools: bool,
     prompts: Option<usize>,
     prompt_bytes: usize,
@@ -81,6 +87,7 @@ fn options() -> Options {
         ignore_eof: has("--ignore-eof"),
         log_file: value("--log-file"),
         host_services: has("--host-services"),
+        contract: has("--contract"),
         read_only_tools: has("--read-only-tools"),
         prompts: value("--prompts").and_then(|v| v.parse().ok()),
         prompt_bytes: value("--prompt-bytes").and_then(|v| v.parse().ok()).unwrap_or(0),
@@ -102,10 +109,6 @@ fn reply(out: &Out, id: &Value, result: Value) {
     send(out, json!({ "jsonrpc": "2.0", "id": id, "result": result }));
 }
 
-fn text(t: impl Into<String>) -> Value {
-    json!({ "content": [{ "type": "text", "text": t.into() }] })
-}
-
 fn log(opts: &Options, event: &str) {
     if let Some(path) = &opts.log_file {
         let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).expect("open the log file");
@@ -114,6 +117,9 @@ fn log(opts: &Options, event: &str) {
 }
 
 fn tool_list(opts: &Options, params: &Value, grown: bool) -> Value {
+    if opts.contract {
+        return json!({ "tools": contract::tools() });
+    }
     if let Some(names) = &opts.tool_names {
         let tools: Vec<Value> = names
             .iter()
@@ -178,10 +184,12 @@ fn main() {
     let mut initialized = false;
     let mut grown = false;
     // Our requests to the client still unanswered: our id → the tools/call id waiting on it.
-    let mut asked: std::collections::HashMap<String, Value> = std::collections::HashMap::new();
+    // With the contract tool's pending kind (`None`: `ask_host`, answered raw).
+    let mut asked: std::collections::HashMap<String, (Value, Option<contract::Pending>)> =
+        std::collections::HashMap::new();
     let mut next_ask = 0u64;
     let mut capabilities = json!({ "tools": { "listChanged": true } });
-    if opts.host_services {
+    if opts.host_services || opts.contract {
         capabilities["experimental"] = json!({ "io.artec.clat/hostServices": { "version": "0.1.0" } });
     }
     if opts.prompts.is_some() {
@@ -210,12 +218,16 @@ fn main() {
             };
             eprintln!("{answered}");
             log(&opts, &answered);
-            if let Some(call) = id.as_str().and_then(|id| asked.remove(id)) {
-                let answer = match message.get("error") {
-                    Some(e) => json!({ "error": e }),
-                    None => json!({ "result": message["result"] }),
-                };
-                reply(&out, &call, text(answer.to_string()));
+            match id.as_str().and_then(|id| asked.remove(id)) {
+                Some((call, Some(pending))) => reply(&out, &call, contract::render(pending, &message)),
+                Some((call, None)) => {
+                    let answer = match message.get("error") {
+                        Some(e) => json!({ "error": e }),
+                        None => json!({ "result": message["result"] }),
+                    };
+                    reply(&out, &call, text(answer.to_string()));
+                }
+                None => {}
             }
             continue;
         }
@@ -329,6 +341,23 @@ fn main() {
                 let name = params["name"].as_str().unwrap_or("").to_string();
                 let args = params.get("arguments").cloned().unwrap_or(json!({}));
                 log(&opts, &format!("call {name} {id}"));
+                if opts.contract {
+                    match contract::call(&name, &args) {
+                        Some(contract::Step::Reply(result)) => reply(&out, &id, result),
+                        Some(contract::Step::Ask { method, params, pending }) => {
+                            let ask_id = format!("c{next_ask}");
+                            next_ask += 1;
+                            asked.insert(ask_id.clone(), (id.clone(), Some(pending)));
+                            send(&out, json!({ "jsonrpc": "2.0", "id": ask_id, "method": method, "params": params }));
+                        }
+                        Some(contract::Step::Silent) => {}
+                        None => send(
+                            &out,
+                            json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32602, "message": format!("unknown tool {name}") } }),
+                        ),
+                    }
+                    continue;
+                }
                 match name.as_str() {
                     "echo" => reply(&out, &id, text(args.to_string())),
                     "cwd" => reply(
@@ -373,7 +402,7 @@ fn main() {
                             reply(&out, &id, text("asked later"));
                             std::thread::sleep(Duration::from_millis(200));
                         } else {
-                            asked.insert(ask_id.clone(), id.clone());
+                            asked.insert(ask_id.clone(), (id.clone(), None));
                         }
                         let mut request = json!({ "jsonrpc": "2.0", "id": ask_id, "method": args["method"] });
                         if let Some(p) = args.get("params") {
