@@ -335,3 +335,40 @@ fn the_python_sdk_server_asks_for_input_with_input_required_and_gets_it() {
         scope.close().await;
     });
 }
+
+#[test]
+fn everything_and_our_server_beside_a_wasm_plugin_with_a_broken_third_entry() {
+    let _serial = serial();
+    let env = TestEnv::trusted();
+    let out = env.clat(&["plugin", "install", clat_guest_artifacts::HELLO_PACKAGE]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (node, node_args) = everything();
+    std::fs::write(
+        env.home.join("mcp.json"),
+        json!({
+            "everything": { "command": node, "args": node_args },
+            "test": { "command": env!("CARGO_BIN_EXE_clat-test-mcp-server"), "args": ["--modern"] },
+            "broken": { "command": "/nonexistent/mcp-server" }
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let out = env.clat(&["mcp", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!((v["configured"].clone(), v["connected"].clone(), v["failed"].clone()), (json!(3), json!(2), json!(1)));
+    let server = |name: &str| v["servers"].as_array().unwrap().iter().find(|s| s["name"] == name).unwrap().clone();
+    assert_eq!(server("everything")["protocol"], "2025-11-25 (legacy)");
+    assert_eq!(server("test")["protocol"], "2026-07-28 (modern)");
+    assert_eq!(server("broken")["state"], "failed");
+    assert!(server("broken")["problems"][0].as_str().unwrap().contains("cannot start /nonexistent/mcp-server"));
+
+    let out = env.clat(&["tools"]);
+    let listing = stdout(&out);
+    for name in ["read_file", "wasm_hello_greet", "mcp_everything_echo", "mcp_test_echo"] {
+        assert!(listing.lines().any(|l| l.starts_with(name)), "{name} in {listing}");
+    }
+    let out = env.clat(&["call", "mcp_everything_echo", r#"{"message":"hi"}"#, "--mode", "full-access"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("hi"), "{}", stdout(&out));
+}
