@@ -56,4 +56,8 @@ expect 0 -- call edit_file '{"path":"src/main.rs","old_string":"hello","new_stri
 expect 0 -- call run_command '{"command":"grep -n goodbye src/main.rs && ls"}' --mode full-access
 expect 1 -- call read_file '{"path":"../../etc/passwd"}'
 expect 0 -- call read_file '{"path":"NOTES.md"}' --json
+expect 0 -- mcp
+printf '%s\n' '{"tool":"wasm_hello_greet","arguments":{"name":"a script"}}' \
+  '{"tool":"mcp_demo_server_echo","arguments":{"from":"a script"}}' '{"tool":"list_files"}' > "$work/script.jsonl"
+expect 0 -- exec "$work/script.jsonl" --mode full-access
 printf '\ndemo finished: every step behaved as expected\n'
