@@ -5,17 +5,10 @@
 
 mod support;
 
-use std::path::Path;
-
 use serde_json::{Value, json};
-use support::{TestEnv, stderr, stdout};
+use support::{TestEnv, pid_alive, stderr, stdout};
 
 const SERVER: &str = env!("CARGO_BIN_EXE_clat-test-mcp-server");
-
-fn write_config(env: &TestEnv, config: Value) {
-    std::fs::create_dir_all(&env.home).unwrap();
-    std::fs::write(env.home.join("mcp.json"), config.to_string()).unwrap();
-}
 
 fn tools_json(env: &TestEnv) -> Value {
     let out = env.clat(&["tools", "--json"]);
@@ -23,24 +16,16 @@ fn tools_json(env: &TestEnv) -> Value {
     serde_json::from_str(&stdout(&out)).unwrap()
 }
 
-fn alive(pid_file: &Path) -> bool {
-    let pid: i32 = std::fs::read_to_string(pid_file).unwrap().trim().parse().unwrap();
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
-}
-
 #[test]
 fn servers_join_the_registry_and_failures_are_isolated() {
     let env = TestEnv::trusted();
     let pid_file = env.dir.path().join("srv.pid");
-    write_config(
-        &env,
-        json!({
-            "srv": { "command": SERVER, "args": ["--stderr-noise", "--tools", "3", "--pid-file", pid_file] },
-            "broken": { "command": "/nonexistent/server" },
-            "web": { "url": "https://example.invalid/mcp", "headers": { "Authorization": "Bearer abcdefghijklmnop" } },
-            "both": { "command": "x", "url": "https://a.invalid" }
-        }),
-    );
+    env.write_mcp_config(json!({
+        "srv": { "command": SERVER, "args": ["--stderr-noise", "--tools", "3", "--pid-file", pid_file] },
+        "broken": { "command": "/nonexistent/server" },
+        "web": { "url": "https://example.invalid/mcp", "headers": { "Authorization": "Bearer abcdefghijklmnop" } },
+        "both": { "command": "x", "url": "https://a.invalid" }
+    }));
     let v = tools_json(&env);
     let names: Vec<&str> = v["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert!(names.starts_with(&["list_files", "read_file", "search", "write_file", "edit_file", "run_command"]));
@@ -65,20 +50,17 @@ fn servers_join_the_registry_and_failures_are_isolated() {
     assert_eq!(ext("both")["state"], "failed");
     assert!(ext("both")["problems"][0].as_str().unwrap().contains("not both"));
     assert!(!stdout(&env.clat(&["tools", "--json"])).contains("abcdefghijklmnop"), "headers never leave memory");
-    assert!(!alive(&pid_file), "the server was closed and reaped when clat exited");
+    assert!(!pid_alive(&pid_file), "the server was closed and reaped when clat exited");
 }
 
 #[test]
 fn calls_reach_the_server_which_runs_in_clat_home() {
     let env = TestEnv::trusted();
     std::fs::create_dir_all(env.home.join("work")).unwrap();
-    write_config(
-        &env,
-        json!({
-            "srv": { "command": SERVER },
-            "rel": { "command": SERVER, "cwd": "work" }
-        }),
-    );
+    env.write_mcp_config(json!({
+        "srv": { "command": SERVER },
+        "rel": { "command": SERVER, "cwd": "work" }
+    }));
     let out = env.clat(&["call", "mcp_srv_echo", r#"{"x":1}"#, "--mode", "full-access", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
@@ -96,7 +78,7 @@ fn calls_reach_the_server_which_runs_in_clat_home() {
 fn nothing_is_started_for_an_untrusted_project() {
     let env = TestEnv::new();
     let pid_file = env.dir.path().join("srv.pid");
-    write_config(&env, json!({ "srv": { "command": SERVER, "args": ["--pid-file", pid_file] } }));
+    env.write_mcp_config(json!({ "srv": { "command": SERVER, "args": ["--pid-file", pid_file] } }));
     let out = env.clat(&["tools", "--json"]);
     assert_eq!(out.status.code(), Some(3));
     assert!(!pid_file.exists(), "the server was never spawned");
@@ -138,7 +120,7 @@ fn installed_mcp_stdio_packages_run_in_their_artifact_dir() {
         "{cwd}"
     );
     // A same-named mcp.json entry wins over the package.
-    write_config(&env, json!({ "packaged": { "command": SERVER, "args": ["--tools", "3"] } }));
+    env.write_mcp_config(json!({ "packaged": { "command": SERVER, "args": ["--tools", "3"] } }));
     let v = tools_json(&env);
     let names: Vec<&str> = v["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert!(names.contains(&"mcp_packaged_big_result"), "{names:?}");
@@ -147,15 +129,12 @@ fn installed_mcp_stdio_packages_run_in_their_artifact_dir() {
 #[test]
 fn clat_mcp_shows_counts_transports_versions_and_failures() {
     let env = TestEnv::trusted();
-    write_config(
-        &env,
-        json!({
-            "legacy": { "command": SERVER, "args": ["--tools", "3"] },
-            "modern": { "command": SERVER, "args": ["--modern", "--tools", "2"] },
-            "broken": { "command": SERVER, "args": ["--offer", "1999-01-01", "--stderr-noise"] },
-            "web": { "url": "https://example.invalid/mcp" }
-        }),
-    );
+    env.write_mcp_config(json!({
+        "legacy": { "command": SERVER, "args": ["--tools", "3"] },
+        "modern": { "command": SERVER, "args": ["--modern", "--tools", "2"] },
+        "broken": { "command": SERVER, "args": ["--offer", "1999-01-01", "--stderr-noise"] },
+        "web": { "url": "https://example.invalid/mcp" }
+    }));
     let out = env.clat(&["mcp", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
@@ -186,13 +165,10 @@ fn clat_mcp_shows_counts_transports_versions_and_failures() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_run_waits_for_the_initial_surface_then_freezes_and_late_servers_are_rejected() {
     let env = TestEnv::trusted();
-    write_config(
-        &env,
-        json!({
-            "fast": { "command": SERVER, "args": ["--tools", "1"] },
-            "slow": { "command": SERVER, "args": ["--tools", "1", "--delay-initialize", "3000"] }
-        }),
-    );
+    env.write_mcp_config(json!({
+        "fast": { "command": SERVER, "args": ["--tools", "1"] },
+        "slow": { "command": SERVER, "args": ["--tools", "1", "--delay-initialize", "3000"] }
+    }));
     let scope = std::sync::Arc::new(env.mount());
     scope.start_extensions();
     // The worker runs in the background; meanwhile the caller could do anything.
@@ -213,7 +189,7 @@ async fn the_first_run_waits_for_the_initial_surface_then_freezes_and_late_serve
 #[test]
 fn an_mcp_result_over_1_mib_becomes_an_error_for_that_call_only() {
     let env = TestEnv::trusted();
-    write_config(&env, json!({ "srv": { "command": SERVER } }));
+    env.write_mcp_config(json!({ "srv": { "command": SERVER } }));
     let out = env.clat(&["call", "mcp_srv_big_result", r#"{"bytes":2000000}"#, "--mode", "full-access", "--json"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
@@ -226,7 +202,7 @@ fn an_mcp_result_over_1_mib_becomes_an_error_for_that_call_only() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_list_changed_before_the_freeze_registers_the_new_tools() {
     let env = TestEnv::trusted();
-    write_config(&env, json!({ "srv": { "command": SERVER, "args": ["--tools", "3", "--list-changed"] } }));
+    env.write_mcp_config(json!({ "srv": { "command": SERVER, "args": ["--tools", "3", "--list-changed"] } }));
     let scope = env.mount();
     let statuses = scope.load_mcp_servers().await;
     assert_eq!(statuses[0].state, "loaded", "{statuses:?}");
@@ -249,14 +225,11 @@ fn colliding_and_long_tool_names_are_reported_skipped_or_hashed() {
     let env = TestEnv::trusted();
     let long = "a_tool_name_so_long_that_the_registered_name_would_pass_sixty_four_characters";
     let names = format!("echo,a-b,a_b,{long}");
-    write_config(
-        &env,
-        json!({
-            "my-srv": { "command": SERVER, "args": ["--tool-names", names] },
-            // The same server segment after normalization: its `echo` collides across servers.
-            "my_srv": { "command": SERVER, "args": ["--tool-names", "echo,cwd"] }
-        }),
-    );
+    env.write_mcp_config(json!({
+        "my-srv": { "command": SERVER, "args": ["--tool-names", names] },
+        // The same server segment after normalization: its `echo` collides across servers.
+        "my_srv": { "command": SERVER, "args": ["--tool-names", "echo,cwd"] }
+    }));
     let v = tools_json(&env);
     let registered: Vec<&str> = v["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     let count = |name: &str| registered.iter().filter(|n| **n == name).count();
@@ -292,14 +265,11 @@ fn colliding_and_long_tool_names_are_reported_skipped_or_hashed() {
 async fn a_server_later_than_the_real_20_s_wait_is_rejected_and_closed() {
     let env = TestEnv::trusted();
     let pid_file = env.dir.path().join("late.pid");
-    write_config(
-        &env,
-        json!({
-            "fast": { "command": SERVER, "args": ["--tools", "1"] },
-            // Its tools/list answers after 22 s: inside the 30 s page bound, past the 20 s wait.
-            "late": { "command": SERVER, "args": ["--tools", "1", "--delay-list", "22000", "--pid-file", pid_file] }
-        }),
-    );
+    env.write_mcp_config(json!({
+        "fast": { "command": SERVER, "args": ["--tools", "1"] },
+        // Its tools/list answers after 22 s: inside the 30 s page bound, past the 20 s wait.
+        "late": { "command": SERVER, "args": ["--tools", "1", "--delay-list", "22000", "--pid-file", pid_file] }
+    }));
     let scope = std::sync::Arc::new(env.mount());
     scope.start_extensions();
     let run = scope.start_run_when_ready(clat_host::run::RunContext::builder()).await;
@@ -314,7 +284,7 @@ async fn a_server_later_than_the_real_20_s_wait_is_rejected_and_closed() {
         late.problems.iter().any(|p| p.contains("mcp_late_echo") && p.contains("arrived after the registry froze")),
         "{late:?}"
     );
-    assert!(!alive(&pid_file), "a server that can contribute nothing is not kept running");
+    assert!(!pid_alive(&pid_file), "a server that can contribute nothing is not kept running");
     scope.finish_run(&run);
     scope.close().await;
 }

@@ -11,7 +11,6 @@
 mod support;
 
 use std::io::Cursor;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,21 +23,16 @@ use clat_host::registry::CallError;
 use clat_host::run::{CollectingSink, RunContext, RunEventKind};
 use clat_host::scope::ProjectScope;
 use serde_json::{Value, json};
-use support::TestEnv;
+use support::{TestEnv, wait_for_line};
 
 const SERVER: &str = env!("CARGO_BIN_EXE_clat-test-mcp-server");
 const TOOLS: &str = "echo,ask_host,ask_input,needs_input";
-
-fn write_config(env: &TestEnv, config: Value) {
-    std::fs::create_dir_all(&env.home).unwrap();
-    std::fs::write(env.home.join("mcp.json"), config.to_string()).unwrap();
-}
 
 /// A scope with one server `srv` started with `flags` (plus the tool names).
 async fn scope_with(env: &TestEnv, flags: &[&str]) -> ProjectScope {
     let mut args: Vec<&str> = vec!["--tool-names", TOOLS];
     args.extend_from_slice(flags);
-    write_config(env, json!({ "srv": { "command": SERVER, "args": args } }));
+    env.write_mcp_config(json!({ "srv": { "command": SERVER, "args": args } }));
     let scope = env.mount();
     let statuses = scope.load_mcp_servers().await;
     assert!(statuses.iter().all(|s| s.state == "loaded"), "{statuses:?}");
@@ -185,17 +179,6 @@ async fn a_request_outside_an_active_call_is_refused_without_a_model_call() {
     scope.close().await;
 }
 
-async fn wait_for_line(path: &Path, prefix: &str) -> String {
-    for _ in 0..1000 {
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        if let Some(line) = text.lines().find(|l| l.starts_with(prefix)) {
-            return line.to_string();
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("no {prefix:?} line in {}", std::fs::read_to_string(path).unwrap_or_default());
-}
-
 fn form() -> Value {
     json!({ "mode": "form", "message": "Who are you?", "requestedSchema": { "type": "object",
             "properties": { "name": { "type": "string" }, "admin": { "type": "boolean" } }, "required": ["name"] } })
@@ -306,13 +289,10 @@ async fn an_opted_in_server_gets_context_and_the_six_host_tools_through_the_pipe
 async fn context_changed_reaches_opted_in_servers_only() {
     let env = TestEnv::trusted();
     let (opted, plain) = (env.dir.path().join("opted.log"), env.dir.path().join("plain.log"));
-    write_config(
-        &env,
-        json!({
-            "opted": { "command": SERVER, "args": ["--host-services", "--log-file", opted] },
-            "plain": { "command": SERVER, "args": ["--log-file", plain] }
-        }),
-    );
+    env.write_mcp_config(json!({
+        "opted": { "command": SERVER, "args": ["--host-services", "--log-file", opted] },
+        "plain": { "command": SERVER, "args": ["--log-file", plain] }
+    }));
     let scope = env.mount();
     scope.load_mcp_servers().await;
     let run = scope.start_run(RunContext::builder());
@@ -329,13 +309,10 @@ async fn context_changed_reaches_opted_in_servers_only() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pending_host_requests_are_counted_per_server_and_cancel_still_ends_the_call() {
     let env = TestEnv::trusted();
-    write_config(
-        &env,
-        json!({
-            "a": { "command": SERVER, "args": ["--tool-names", TOOLS] },
-            "b": { "command": SERVER, "args": ["--tool-names", TOOLS] }
-        }),
-    );
+    env.write_mcp_config(json!({
+        "a": { "command": SERVER, "args": ["--tool-names", TOOLS] },
+        "b": { "command": SERVER, "args": ["--tool-names", TOOLS] }
+    }));
     let scope = Arc::new(env.mount());
     scope.load_mcp_servers().await;
     let gate = Arc::new(Gate(tokio::sync::Semaphore::new(0)));

@@ -14,11 +14,6 @@ use support::{TestEnv, stderr, stdout};
 
 const SERVER: &str = env!("CARGO_BIN_EXE_clat-test-mcp-server");
 
-fn write_config(env: &TestEnv, config: Value) {
-    std::fs::create_dir_all(&env.home).unwrap();
-    std::fs::write(env.home.join("mcp.json"), config.to_string()).unwrap();
-}
-
 fn names(prompts: &[SystemPrompt]) -> Vec<&str> {
     prompts.iter().map(|p| p.name.as_str()).collect()
 }
@@ -27,7 +22,7 @@ fn names(prompts: &[SystemPrompt]) -> Vec<&str> {
 async fn marked_prompts_are_resolved_and_only_a_declared_cwd_gets_the_project_root() {
     let env = TestEnv::trusted();
     let log = env.dir.path().join("srv.log");
-    write_config(&env, json!({ "srv": { "command": SERVER, "args": ["--prompts", "3", "--log-file", log] } }));
+    env.write_mcp_config(json!({ "srv": { "command": SERVER, "args": ["--prompts", "3", "--log-file", log] } }));
     let scope = env.mount();
     let statuses = scope.load_mcp_servers().await;
     assert_eq!(statuses[0].system_prompts, vec!["p0", "p1", "p2"], "{statuses:?}");
@@ -54,14 +49,11 @@ async fn marked_prompts_are_resolved_and_only_a_declared_cwd_gets_the_project_ro
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn more_than_128_marked_prompts_are_capped_and_over_256_kib_is_skipped() {
     let env = TestEnv::trusted();
-    write_config(
-        &env,
-        json!({
-            "many": { "command": SERVER, "args": ["--prompts", "129"] },
-            "big": { "command": SERVER, "args": ["--prompts", "2", "--prompt-bytes", "307200"] },
-            "fits": { "command": SERVER, "args": ["--prompts", "1", "--prompt-bytes", "262144"] }
-        }),
-    );
+    env.write_mcp_config(json!({
+        "many": { "command": SERVER, "args": ["--prompts", "129"] },
+        "big": { "command": SERVER, "args": ["--prompts", "2", "--prompt-bytes", "307200"] },
+        "fits": { "command": SERVER, "args": ["--prompts", "1", "--prompt-bytes", "262144"] }
+    }));
     let scope = env.mount();
     let statuses = scope.load_mcp_servers().await;
     let status = |name: &str| statuses.iter().find(|s| s.name == name).unwrap().clone();
@@ -78,7 +70,7 @@ async fn more_than_128_marked_prompts_are_capped_and_over_256_kib_is_skipped() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_prompt_failure_is_reported_and_the_server_keeps_its_tools() {
     let env = TestEnv::trusted();
-    write_config(&env, json!({ "srv": { "command": SERVER, "args": ["--prompts", "3", "--prompt-fail", "p1"] } }));
+    env.write_mcp_config(json!({ "srv": { "command": SERVER, "args": ["--prompts", "3", "--prompt-fail", "p1"] } }));
     let scope = env.mount();
     let statuses = scope.load_mcp_servers().await;
     assert_eq!(statuses[0].state, "loaded");
@@ -91,13 +83,10 @@ async fn a_prompt_failure_is_reported_and_the_server_keeps_its_tools() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn modern_servers_contribute_prompts_and_late_ones_are_rejected_after_the_freeze() {
     let env = TestEnv::trusted();
-    write_config(
-        &env,
-        json!({
-            "modern": { "command": SERVER, "args": ["--modern", "--prompts", "2"] },
-            "late": { "command": SERVER, "args": ["--prompts", "1", "--delay-initialize", "2500"] }
-        }),
-    );
+    env.write_mcp_config(json!({
+        "modern": { "command": SERVER, "args": ["--modern", "--prompts", "2"] },
+        "late": { "command": SERVER, "args": ["--prompts", "1", "--delay-initialize", "2500"] }
+    }));
     let scope = std::sync::Arc::new(env.mount());
     scope.start_extensions();
     let run = scope.start_run_within(clat_host::run::RunContext::builder(), Duration::from_millis(1500)).await;
@@ -117,7 +106,7 @@ async fn modern_servers_contribute_prompts_and_late_ones_are_rejected_after_the_
 #[test]
 fn clat_mcp_shows_the_contributions() {
     let env = TestEnv::trusted();
-    write_config(&env, json!({ "srv": { "command": SERVER, "args": ["--prompts", "2"] } }));
+    env.write_mcp_config(json!({ "srv": { "command": SERVER, "args": ["--prompts", "2"] } }));
     let out = env.clat(&["mcp", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();

@@ -12,40 +12,19 @@ use std::time::{Duration, Instant};
 use clat_host::contract::PermissionMode;
 use clat_host::registry::CallError;
 use serde_json::json;
-use support::{TestEnv, run_in};
+use support::{TestEnv, pid_alive, run_in, wait_for_line};
 
 const SERVER: &str = env!("CARGO_BIN_EXE_clat-test-mcp-server");
 
-fn write_config(env: &TestEnv, config: serde_json::Value) {
-    std::fs::create_dir_all(&env.home).unwrap();
-    std::fs::write(env.home.join("mcp.json"), config.to_string()).unwrap();
-}
-
 fn log_lines(path: &Path) -> Vec<String> {
     std::fs::read_to_string(path).unwrap_or_default().lines().map(str::to_string).collect()
-}
-
-async fn wait_for_line(path: &Path, prefix: &str) {
-    for _ in 0..1000 {
-        if log_lines(path).iter().any(|l| l.starts_with(prefix)) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("the server never logged {prefix:?}: {:?}", log_lines(path));
-}
-
-fn alive(pid_file: &Path) -> bool {
-    let pid: i32 = std::fs::read_to_string(pid_file).unwrap().trim().parse().unwrap();
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn close_revokes_the_leases_before_stdin_closes_and_leaves_no_process() {
     let env = TestEnv::trusted();
     let (log, pid_file) = (env.dir.path().join("srv.log"), env.dir.path().join("srv.pid"));
-    write_config(
-        &env,
+    env.write_mcp_config(
         json!({ "srv": { "command": SERVER, "args": ["--tool-names", "echo,slow", "--log-file", log, "--pid-file", pid_file] } }),
     );
     let scope = std::sync::Arc::new(env.mount());
@@ -77,7 +56,7 @@ async fn close_revokes_the_leases_before_stdin_closes_and_leaves_no_process() {
     // (The first "end of input" is the modern probe's process, discarded before the handshake.)
     let eof = lines.iter().rposition(|l| l == "end of input");
     assert!(cancelled.is_some() && eof.is_some() && cancelled < eof, "cancelled before stdin closed: {lines:?}");
-    assert!(!alive(&pid_file), "the server was reaped");
+    assert!(!pid_alive(&pid_file), "the server was reaped");
 
     // Its tools left the listing; a new call is refused without reaching anything.
     assert!(!scope.registry().list().iter().any(|t| t.name.starts_with("mcp_srv_")));
@@ -92,11 +71,8 @@ async fn close_revokes_the_leases_before_stdin_closes_and_leaves_no_process() {
 async fn a_server_that_ignores_end_of_input_is_killed_after_the_grace() {
     let env = TestEnv::trusted();
     let pid_file = env.dir.path().join("srv.pid");
-    write_config(
-        &env,
-        json!({ "stubborn": { "command": SERVER, "args": ["--ignore-eof", "--pid-file", pid_file] },
-                "other": { "command": SERVER } }),
-    );
+    env.write_mcp_config(json!({ "stubborn": { "command": SERVER, "args": ["--ignore-eof", "--pid-file", pid_file] },
+                "other": { "command": SERVER } }));
     let scope = env.mount();
     let statuses = scope.load_mcp_servers().await;
     assert!(statuses.iter().all(|s| s.state == "loaded"), "{statuses:?}");
@@ -104,7 +80,7 @@ async fn a_server_that_ignores_end_of_input_is_killed_after_the_grace() {
     let out = scope.registry().call("mcp_other_echo", json!({ "x": 1 }), &run).await.unwrap();
     assert!(out.joined_text().contains("\"x\":1"));
     scope.close().await;
-    assert!(!alive(&pid_file), "killed and reaped after CLOSE_GRACE");
+    assert!(!pid_alive(&pid_file), "killed and reaped after CLOSE_GRACE");
     let err = scope.registry().call("mcp_other_echo", json!({}), &run).await.unwrap_err();
     assert!(matches!(err, CallError::Withdrawn { .. }), "{err}");
 }

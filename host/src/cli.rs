@@ -270,14 +270,7 @@ async fn dispatch(cli: Cli) -> Result<Exit, Failure> {
             let mode: PermissionMode = mode.parse().map_err(|e: String| Failure::new(Exit::Usage, "usage", e))?;
             let sandbox: SandboxPolicy = sandbox.parse().map_err(|e: String| Failure::new(Exit::Usage, "usage", e))?;
             let arguments = parse_arguments(args_json.as_deref())?;
-            let provider = crate::model::provider_from_config(&home, |k| std::env::var(k).ok())
-                .map_err(|e| Failure::new(Exit::Usage, "configuration", e.to_string()))?;
-            let scope = Arc::new(ProjectScope::mount(
-                &home,
-                &project_dir(cli.project)?,
-                ScopeOptions { sandbox, provider: Some(provider) },
-            )?);
-            scope.start_extensions();
+            let scope = mount_for_runs(&home, cli.project, sandbox)?;
             let result = call(&scope, &tool, arguments, mode, json, events).await;
             scope.close().await;
             result
@@ -287,19 +280,30 @@ async fn dispatch(cli: Cli) -> Result<Exit, Failure> {
             let sandbox: SandboxPolicy = sandbox.parse().map_err(|e: String| Failure::new(Exit::Usage, "usage", e))?;
             // The whole script is read and checked before anything is mounted or started.
             let steps = read_script(&script)?;
-            let provider = crate::model::provider_from_config(&home, |k| std::env::var(k).ok())
-                .map_err(|e| Failure::new(Exit::Usage, "configuration", e.to_string()))?;
-            let scope = Arc::new(ProjectScope::mount(
-                &home,
-                &project_dir(cli.project)?,
-                ScopeOptions { sandbox, provider: Some(provider) },
-            )?);
-            scope.start_extensions();
+            let scope = mount_for_runs(&home, cli.project, sandbox)?;
             let exit = exec(&scope, &steps, mode).await;
             scope.close().await;
             Ok(exit)
         }
     }
+}
+
+/// Mount the project for runs (`call`, `exec`): the session model from the
+/// configuration, then the startup worker in the background.
+fn mount_for_runs(
+    home: &ClatHome,
+    project: Option<PathBuf>,
+    sandbox: SandboxPolicy,
+) -> Result<Arc<ProjectScope>, Failure> {
+    let provider = crate::model::provider_from_config(home, |k| std::env::var(k).ok())
+        .map_err(|e| Failure::new(Exit::Usage, "configuration", e.to_string()))?;
+    let scope = Arc::new(ProjectScope::mount(
+        home,
+        &project_dir(project)?,
+        ScopeOptions { sandbox, provider: Some(provider) },
+    )?);
+    scope.start_extensions();
+    Ok(scope)
 }
 
 /// One line of a `clat exec` script.

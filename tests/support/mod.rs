@@ -64,6 +64,12 @@ impl TestEnv {
         std::fs::read_to_string(self.project.join(rel)).unwrap()
     }
 
+    /// Write `$CLAT_HOME/mcp.json`.
+    pub fn write_mcp_config(&self, config: Value) {
+        std::fs::create_dir_all(&self.home).unwrap();
+        std::fs::write(self.home.join("mcp.json"), config.to_string()).unwrap();
+    }
+
     /// Run the built `clat` binary with this home and project.
     pub fn clat(&self, args: &[&str]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_clat"))
@@ -158,4 +164,22 @@ pub fn stderr(out: &Output) -> String {
 
 pub fn exists(path: &Path) -> bool {
     path.symlink_metadata().is_ok()
+}
+
+/// Whether the process whose pid is in `pid_file` is still alive.
+pub fn pid_alive(pid_file: &Path) -> bool {
+    let pid: i32 = std::fs::read_to_string(pid_file).unwrap().trim().parse().unwrap();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+}
+
+/// Wait (at most about 10 s) for a line starting with `prefix` in the file at `path`; the line.
+pub async fn wait_for_line(path: &Path, prefix: &str) -> String {
+    for _ in 0..1000 {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if let Some(line) = text.lines().find(|l| l.starts_with(prefix)) {
+            return line.to_string();
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("no {prefix:?} line in {}", std::fs::read_to_string(path).unwrap_or_default());
 }
