@@ -137,7 +137,7 @@ impl OpenAiCompatible {
         }
         let mut body = json!({ "model": self.model, "messages": messages, "max_tokens": request.max_tokens });
         if let Some(t) = request.temperature {
-            body["temperature"] = json!(t);
+            body["temperature"] = crate::contract::json::f32_to_json(t);
         }
         if !request.stop_sequences.is_empty() {
             body["stop"] = json!(request.stop_sequences);

@@ -105,7 +105,7 @@ pub fn approval_payload(request: &SamplingRequest, model: &str) -> Value {
         "model": model,
         "systemPrompt": request.system_prompt,
         "maxTokens": request.max_tokens,
-        "temperature": request.temperature,
+        "temperature": request.temperature.map(crate::contract::json::f32_to_json),
         "stopSequences": request.stop_sequences,
         "messages": request.messages.iter().map(|m| json!({
             "role": match m.role { Role::User => "user", Role::Assistant => "assistant" },

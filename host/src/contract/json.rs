@@ -535,6 +535,12 @@ pub fn elicitation_result_to_json(result: &ElicitationResult) -> Value {
     }
 }
 
+/// An `f32` from the contract (e.g. a sampling temperature) as a JSON number
+/// with its shortest decimal form: `0.7`, not `0.699999988079071`.
+pub fn f32_to_json(value: f32) -> Value {
+    format!("{value}").parse::<f64>().ok().and_then(serde_json::Number::from_f64).map_or(Value::Null, Value::Number)
+}
+
 /// JSON-RPC error codes for `HostError`s answered to a server's request (the
 /// `io.artec.clat/*` methods, `sampling/createMessage`, `elicitation/create`).
 /// `invalid` is the standard -32602; the others are CLAT's, outside the codes
@@ -587,6 +593,13 @@ pub fn host_tool_call_from_json(params: &Value) -> Result<(HostTool, String), Sh
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn f32_values_keep_their_shortest_decimal_form() {
+        assert_eq!(f32_to_json(0.7).to_string(), "0.7");
+        assert_eq!(f32_to_json(1.0).to_string(), "1.0");
+        assert_eq!(f32_to_json(f32::NAN), Value::Null);
+    }
 
     #[test]
     fn tool_output_round_trips_through_mcp_json() {
