@@ -23,7 +23,8 @@ fn servers_join_the_registry_and_failures_are_isolated() {
     env.write_mcp_config(json!({
         "srv": { "command": SERVER, "args": ["--stderr-noise", "--tools", "3", "--pid-file", pid_file] },
         "broken": { "command": "/nonexistent/server" },
-        "web": { "url": "https://example.invalid/mcp", "headers": { "Authorization": "Bearer abcdefghijklmnop" } },
+        // Nothing listens on 127.0.0.1:9: a remote server that cannot be reached.
+        "web": { "url": "http://127.0.0.1:9/mcp", "headers": { "Authorization": "Bearer abcdefghijklmnop" } },
         "both": { "command": "x", "url": "https://a.invalid" }
     }));
     let v = tools_json(&env);
@@ -46,7 +47,9 @@ fn servers_join_the_registry_and_failures_are_isolated() {
     assert_eq!(srv["protocol"], "2025-11-25 (legacy)", "the probe failed, so a fresh process did the legacy handshake");
     assert_eq!(ext("broken")["state"], "failed");
     assert!(ext("broken")["problems"][0].as_str().unwrap().contains("cannot start /nonexistent/server"));
-    assert_eq!(ext("web")["state"], "not-loaded");
+    assert_eq!(ext("web")["state"], "failed");
+    assert_eq!(ext("web")["kind"], "mcp-http");
+    assert!(ext("web")["problems"][0].as_str().unwrap().contains("HTTP"), "{}", ext("web"));
     assert_eq!(ext("both")["state"], "failed");
     assert!(ext("both")["problems"][0].as_str().unwrap().contains("not both"));
     assert!(!stdout(&env.clat(&["tools", "--json"])).contains("abcdefghijklmnop"), "headers never leave memory");
@@ -133,14 +136,14 @@ fn clat_mcp_shows_counts_transports_versions_and_failures() {
         "legacy": { "command": SERVER, "args": ["--tools", "3"] },
         "modern": { "command": SERVER, "args": ["--modern", "--tools", "2"] },
         "broken": { "command": SERVER, "args": ["--offer", "1999-01-01", "--stderr-noise"] },
-        "web": { "url": "https://example.invalid/mcp" }
+        "web": { "url": "http://127.0.0.1:9/mcp" }
     }));
     let out = env.clat(&["mcp", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(
         (v["configured"].as_u64(), v["connected"].as_u64(), v["failed"].as_u64(), v["not_loaded"].as_u64()),
-        (Some(4), Some(2), Some(1), Some(1)),
+        (Some(4), Some(2), Some(2), Some(0)),
         "{v}"
     );
     let server = |name: &str| v["servers"].as_array().unwrap().iter().find(|s| s["name"] == name).cloned().unwrap();
@@ -156,7 +159,7 @@ fn clat_mcp_shows_counts_transports_versions_and_failures() {
     assert!(!tail.is_empty() && tail.iter().all(|l| !l.as_str().unwrap().contains("sk-test-abcdef")), "{broken}");
     let out = env.clat(&["mcp"]);
     assert!(
-        stdout(&out).starts_with("MCP servers: 4 configured, 0 connecting, 2 connected, 1 failed, 1 not loaded"),
+        stdout(&out).starts_with("MCP servers: 4 configured, 0 connecting, 2 connected, 2 failed, 0 not loaded"),
         "{}",
         stdout(&out)
     );

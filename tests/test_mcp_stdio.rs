@@ -239,7 +239,7 @@ async fn a_server_exiting_mid_call_is_a_closed_connection_and_close_reaps_it() {
     stderr.wait_for("noise line 49").await;
     let err = s.call_tool("exit", json!({}), LONG, None).await.unwrap_err();
     assert!(matches!(&err, ClientError::Closed { reason } if reason.contains("closed its output")), "{err}");
-    let pgid = s.connection.pgid();
+    let pgid = s.connection.process_group().unwrap();
     s.connection.close().await;
     assert!(nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), None).is_err(), "the group is gone");
 }
@@ -247,7 +247,7 @@ async fn a_server_exiting_mid_call_is_a_closed_connection_and_close_reaps_it() {
 #[tokio::test]
 async fn close_ends_a_running_server_and_its_group() {
     let (s, stderr) = session(&[]).await;
-    let pgid = s.connection.pgid();
+    let pgid = s.connection.process_group().unwrap();
     s.connection.close().await;
     let _ = stderr;
     assert!(nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), None).is_err(), "the group is gone");
@@ -350,7 +350,7 @@ async fn closing_kills_grandchildren_in_the_servers_group() {
 #[tokio::test]
 async fn a_server_that_ignores_end_of_input_is_killed_after_the_grace() {
     let (s, _) = session(&["--ignore-eof"]).await;
-    let pgid = s.connection.pgid();
+    let pgid = s.connection.process_group().unwrap();
     let started = std::time::Instant::now();
     s.connection.close().await;
     assert!(started.elapsed() >= clat_mcp::limits::CLOSE_GRACE, "it got the grace first");

@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use async_trait::async_trait;
 use clat_mcp::config::ServerEntry;
 use clat_mcp::jsonrpc::METHOD_NOT_FOUND;
-use clat_mcp::{ClientError, ClientInfo, Era, ServerRequests, Session, StderrSink, StdioSpec, WireError};
+use clat_mcp::{ClientError, ClientInfo, Era, HttpSpec, ServerRequests, Session, StderrSink, StdioSpec, WireError};
 use serde_json::{Value, json};
 
 use crate::contract::json::{
@@ -88,6 +88,29 @@ pub fn user_stdio_spec(home: &Path, entry: &ServerEntry) -> Option<StdioSpec> {
         env: env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
         cwd,
     })
+}
+
+/// Where a server runs: a local subprocess or a Streamable HTTP endpoint.
+#[derive(Debug, Clone)]
+pub enum ServerTarget {
+    Stdio(StdioSpec),
+    Http(HttpSpec),
+}
+
+impl ServerTarget {
+    /// `mcp-stdio` or `mcp-http`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ServerTarget::Stdio(_) => "mcp-stdio",
+            ServerTarget::Http(_) => "mcp-http",
+        }
+    }
+}
+
+/// A remote server's target from its `mcp.json` entry (headers stay in memory).
+pub fn http_spec(entry: &ServerEntry) -> Option<HttpSpec> {
+    let ServerEntry::Http { url, headers } = entry else { return None };
+    Some(HttpSpec { url: url.clone(), headers: headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect() })
 }
 
 /// What one server shares with the handler serving its requests.
@@ -209,12 +232,12 @@ impl McpServer {
     /// Spawn, initialize and keep a server; a failure carries the reason and the stderr tail.
     pub async fn connect(
         name: &str,
-        spec: &StdioSpec,
+        target: &ServerTarget,
         services: &Arc<HostServices>,
     ) -> Result<Arc<McpServer>, ConnectFailure> {
         let tail: SharedTail = Arc::default();
         let with_tail = |e: ClientError, tail: &SharedTail| ConnectFailure {
-            reason: e.to_string(),
+            reason: crate::redact::redact(&e.to_string()),
             stderr_tail: tail.lock().unwrap_or_else(|p| p.into_inner()).lines(),
         };
         let client = ClientInfo { name: "clat".into(), version: env!("CARGO_PKG_VERSION").into() };
@@ -230,7 +253,11 @@ impl McpServer {
             protocol_version: OnceLock::new(),
         });
         let events = Arc::new(ServerEvents(Arc::clone(&link)));
-        let session = match Session::connect(spec, events, sink, &client, client_capabilities()).await {
+        let connected = match target {
+            ServerTarget::Stdio(spec) => Session::connect(spec, events, sink, &client, client_capabilities()).await,
+            ServerTarget::Http(spec) => Session::connect_http(spec, events, &client, client_capabilities()).await,
+        };
+        let session = match connected {
             Ok(s) => s,
             Err(e) => {
                 // Give the server a moment to write why it failed.
@@ -245,7 +272,8 @@ impl McpServer {
         let (context, _) = tokio::sync::watch::channel(None);
         let server =
             Arc::new(McpServer { name: name.to_string(), session, tail, link, context, registered: Mutex::default() });
-        if server.link.opted_in.load(Ordering::SeqCst) {
+        // Context notifications go to opted-in stdio servers; HTTP peers ask with context/get.
+        if server.link.opted_in.load(Ordering::SeqCst) && matches!(target, ServerTarget::Stdio(_)) {
             server.spawn_context_sender();
         }
         Ok(server)
@@ -316,6 +344,7 @@ impl McpServer {
                 crate::limits::TOOLS_PER_SERVER_MAX
             ));
         }
+        problems.extend(listing.unusable.iter().cloned());
         for tool in &listing.tools {
             let spec = match tool_spec_from_json(tool) {
                 Ok(s) => s,

@@ -213,7 +213,7 @@ impl ProjectScope {
     /// status says why, with its redacted stderr tail.
     pub async fn load_mcp_servers(&self) -> Vec<ExtensionStatus> {
         let mut statuses = Vec::new();
-        let mut specs: Vec<(String, clat_mcp::StdioSpec)> = Vec::new();
+        let mut specs: Vec<(String, crate::mcp_bridge::ServerTarget)> = Vec::new();
         let status = |name: &str, kind: &str, state: &str, problem: String| {
             ExtensionStatus::new(name, kind, state, Some(problem).filter(|p| !p.is_empty()))
         };
@@ -233,15 +233,14 @@ impl ProjectScope {
             statuses.push(status(&name, "mcp-stdio", "failed", error.to_string()));
         }
         for (name, entry) in &config.servers {
-            match crate::mcp_bridge::user_stdio_spec(self.home.path(), entry) {
-                Some(spec) => specs.push((name.clone(), spec)),
-                None => statuses.push(status(
-                    name,
-                    "mcp-http",
-                    "not-loaded",
-                    "Streamable HTTP servers are not supported by this build yet".into(),
-                )),
-            }
+            let target = match crate::mcp_bridge::user_stdio_spec(self.home.path(), entry) {
+                Some(spec) => crate::mcp_bridge::ServerTarget::Stdio(spec),
+                None => match crate::mcp_bridge::http_spec(entry) {
+                    Some(spec) => crate::mcp_bridge::ServerTarget::Http(spec),
+                    None => continue,
+                },
+            };
+            specs.push((name.clone(), target));
         }
         if let Ok(packages) = PackageStore::new(&self.home).list() {
             for p in packages.into_iter().filter(|p| p.manifest.kind == PackageKind::McpStdio) {
@@ -260,7 +259,7 @@ impl ProjectScope {
                     env: p.manifest.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
                     cwd: p.dir.clone(),
                 };
-                specs.push((p.manifest.name.clone(), spec));
+                specs.push((p.manifest.name.clone(), crate::mcp_bridge::ServerTarget::Stdio(spec)));
             }
         }
         self.extensions.lock().unwrap_or_else(|p| p.into_inner()).extend(statuses.iter().cloned());
@@ -272,7 +271,7 @@ impl ProjectScope {
             let services = Arc::clone(&self.services);
             let root = self.root.clone();
             connecting.spawn(async move {
-                let mut s = status(&name, "mcp-stdio", "loaded", String::new());
+                let mut s = status(&name, spec.kind(), "loaded", String::new());
                 let server = match crate::mcp_bridge::McpServer::connect(&name, &spec, &services).await {
                     Ok(server) => server,
                     Err(failure) => {

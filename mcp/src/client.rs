@@ -23,12 +23,14 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ClientError;
+use crate::http::{HttpConnection, HttpSpec};
 use crate::jsonrpc::WireError;
 use crate::limits::{
     INPUT_REQUIRED_MAX_ROUNDS, LEGACY_HANDSHAKE_TIMEOUT, MODERN_PROBE_TIMEOUT, TOOLS_LIST_MAX_PAGES,
     TOOLS_LIST_PAGE_TIMEOUT, TOOLS_PER_SERVER_MAX,
 };
-use crate::stdio::{Connection, ServerRequests, StderrSink, StdioSpec};
+use crate::stdio::{Connection, StderrSink, StdioSpec};
+use crate::transport::{ServerRequests, Transport};
 
 /// The modern protocol version.
 pub const MODERN_VERSION: &str = "2026-07-28";
@@ -56,7 +58,7 @@ pub struct ClientInfo {
 
 /// An initialized session.
 pub struct Session {
-    pub connection: Connection,
+    pub connection: Box<dyn Transport>,
     pub era: Era,
     /// The negotiated protocol version.
     pub protocol_version: String,
@@ -64,6 +66,16 @@ pub struct Session {
     pub server_capabilities: Value,
     /// What a modern request's `_meta` carries (unused in the legacy era).
     meta: Value,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("era", &self.era)
+            .field("protocol_version", &self.protocol_version)
+            .field("server_info", &self.server_info)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A modern result: complete, or asking for input first.
@@ -86,9 +98,16 @@ fn modern_meta(client: &ClientInfo, capabilities: &Value) -> Value {
     })
 }
 
-async fn probe(connection: &Connection, client: &ClientInfo, capabilities: &Value) -> Result<Probe, ClientError> {
+async fn probe(connection: &dyn Transport, client: &ClientInfo, capabilities: &Value) -> Result<Probe, ClientError> {
     let params = json!({ "_meta": modern_meta(client, capabilities) });
-    match connection.request("server/discover", Some(params), MODERN_PROBE_TIMEOUT, None).await {
+    let mut answer = connection.request("server/discover", Some(params.clone()), MODERN_PROBE_TIMEOUT, None).await;
+    if let Err(ClientError::Wire(e)) = &answer
+        && offers_our_version(e)
+    {
+        // Rejected although it supports our version: retry once, with a new id.
+        answer = connection.request("server/discover", Some(params), MODERN_PROBE_TIMEOUT, None).await;
+    }
+    match answer {
         Ok(result) => {
             let versions: Vec<&str> = result
                 .get("supportedVersions")
@@ -112,6 +131,17 @@ async fn probe(connection: &Connection, client: &ClientInfo, capabilities: &Valu
     }
 }
 
+/// A `-32022` whose `data.supported` lists the version we speak: the request may be retried once.
+fn offers_our_version(error: &WireError) -> bool {
+    error.code == UNSUPPORTED_PROTOCOL_VERSION
+        && error
+            .data
+            .as_ref()
+            .and_then(|d| d.get("supported"))
+            .and_then(Value::as_array)
+            .is_some_and(|v| v.iter().any(|s| s == MODERN_VERSION))
+}
+
 /// The tools a server listed, within the limits.
 #[derive(Debug, Clone, Default)]
 pub struct ToolListing {
@@ -120,6 +150,8 @@ pub struct ToolListing {
     /// How many tools past the cap were dropped.
     pub dropped: usize,
     pub pages: usize,
+    /// Tools the transport cannot call and left out, with why (HTTP: an invalid `x-mcp-header`).
+    pub unusable: Vec<String>,
 }
 
 impl Session {
@@ -136,18 +168,7 @@ impl Session {
     ) -> Result<Session, ClientError> {
         let first = Connection::spawn(spec, handler.clone(), stderr.clone()).await?;
         match probe(&first, client, &capabilities).await {
-            Ok(Probe::Modern(discover)) => Ok(Session {
-                connection: first,
-                era: Era::Modern,
-                protocol_version: MODERN_VERSION.into(),
-                server_info: discover
-                    .get("_meta")
-                    .and_then(|m| m.get("io.modelcontextprotocol/serverInfo"))
-                    .cloned()
-                    .unwrap_or(Value::Null),
-                server_capabilities: discover.get("capabilities").cloned().unwrap_or(Value::Null),
-                meta: modern_meta(client, &capabilities),
-            }),
+            Ok(Probe::Modern(discover)) => Ok(Session::modern(Box::new(first), discover, client, &capabilities).await),
             Ok(Probe::Legacy(why)) => {
                 tracing::debug!(
                     "{}: not modern ({why}); starting a fresh process for the legacy handshake",
@@ -164,9 +185,67 @@ impl Session {
         }
     }
 
+    /// Open a session with a Streamable HTTP server: a modern request first
+    /// (`server/discover`); a recognized modern error means modern without a
+    /// fallback; anything else means legacy, so `initialize` on the same URL.
+    pub async fn connect_http(
+        spec: &HttpSpec,
+        handler: std::sync::Arc<dyn ServerRequests>,
+        client: &ClientInfo,
+        capabilities: Value,
+    ) -> Result<Session, ClientError> {
+        let connection = HttpConnection::new(spec, handler)?;
+        match probe(&connection, client, &capabilities).await? {
+            Probe::Modern(discover) => Ok(Session::modern(Box::new(connection), discover, client, &capabilities).await),
+            Probe::Legacy(why) => {
+                tracing::debug!("{}: not modern ({why}); initializing", spec.url);
+                Session::initialize(connection, client, capabilities).await
+            }
+        }
+    }
+
+    /// Open a legacy session with a Streamable HTTP server that is known to be
+    /// legacy (no modern request is sent first).
+    pub async fn initialize_http(
+        spec: &HttpSpec,
+        handler: std::sync::Arc<dyn ServerRequests>,
+        client: &ClientInfo,
+        capabilities: Value,
+    ) -> Result<Session, ClientError> {
+        Session::initialize(HttpConnection::new(spec, handler)?, client, capabilities).await
+    }
+
+    /// Any request in this session's era (the `_meta` envelope when modern),
+    /// e.g. `resources/list`; `input_required` is returned as an unsupported error.
+    pub async fn send(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, ClientError> {
+        self.request(method, params, timeout, None).await
+    }
+
+    async fn modern(
+        connection: Box<dyn Transport>,
+        discover: Value,
+        client: &ClientInfo,
+        capabilities: &Value,
+    ) -> Session {
+        connection.negotiated(MODERN_VERSION);
+        connection.session_opened().await;
+        Session {
+            connection,
+            era: Era::Modern,
+            protocol_version: MODERN_VERSION.into(),
+            server_info: discover
+                .get("_meta")
+                .and_then(|m| m.get("io.modelcontextprotocol/serverInfo"))
+                .cloned()
+                .unwrap_or(Value::Null),
+            server_capabilities: discover.get("capabilities").cloned().unwrap_or(Value::Null),
+            meta: modern_meta(client, capabilities),
+        }
+    }
+
     /// Run the legacy handshake on a fresh connection.
-    pub async fn initialize(
-        connection: Connection,
+    pub async fn initialize<T: Transport + 'static>(
+        connection: T,
         client: &ClientInfo,
         capabilities: Value,
     ) -> Result<Session, ClientError> {
@@ -187,9 +266,11 @@ impl Session {
                 LEGACY_VERSIONS.join(", ")
             )));
         }
+        connection.negotiated(&version);
         connection.notify("notifications/initialized", None).await?;
+        connection.session_opened().await;
         Ok(Session {
-            connection,
+            connection: Box::new(connection),
             era: Era::Legacy,
             meta: Value::Null,
             protocol_version: version,
@@ -227,7 +308,14 @@ impl Session {
         if self.era == Era::Modern {
             params["_meta"] = self.meta.clone();
         }
-        let result = self.connection.request(method, Some(params), timeout, cancel).await?;
+        let mut result = self.connection.request(method, Some(params.clone()), timeout, cancel).await;
+        if self.era == Era::Modern
+            && let Err(ClientError::Wire(e)) = &result
+            && offers_our_version(e)
+        {
+            result = self.connection.request(method, Some(params), timeout, cancel).await;
+        }
+        let result = result?;
         if self.era == Era::Modern {
             match result.get("resultType").and_then(Value::as_str) {
                 None | Some("complete") => {}
@@ -280,8 +368,9 @@ impl Session {
     /// `TOOLS_LIST_MAX_PAGES` pages, a repeated cursor aborts, and tools past
     /// `TOOLS_PER_SERVER_MAX` are dropped and counted.
     pub async fn list_tools(&self) -> Result<ToolListing, ClientError> {
-        let (tools, dropped, pages) = self.list_all("tools/list", "tools", TOOLS_PER_SERVER_MAX).await?;
-        Ok(ToolListing { tools, dropped, pages })
+        let (mut tools, dropped, pages) = self.list_all("tools/list", "tools", TOOLS_PER_SERVER_MAX).await?;
+        let unusable = self.connection.learn_tools(&mut tools);
+        Ok(ToolListing { tools, dropped, pages, unusable })
     }
 
     /// `prompts/list`, with the same paging rules as `tools/list`; every prompt is kept

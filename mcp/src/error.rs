@@ -25,4 +25,8 @@ pub enum ClientError {
     Unsupported(String),
     #[error("cannot start {command}: {source}")]
     Spawn { command: String, source: std::io::Error },
+    /// An HTTP failure: a status without a JSON-RPC answer, a refused redirect,
+    /// a connection or TLS error. The text never carries configured headers.
+    #[error("HTTP: {0}")]
+    Http(String),
 }

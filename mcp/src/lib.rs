@@ -2,18 +2,22 @@
 //! JSON-RPC to MCP servers, keeps wire errors apart from runtime errors, and
 //! hands server-initiated requests to a handler the host provides.
 //!
-//! Built so far: the JSON-RPC core, the stdio transport, both protocol eras
-//! over stdio (the modern probe with a fresh-process legacy fallback), tools
-//! listing and calling, and `mcp.json` parsing. Streamable HTTP comes next.
+//! The JSON-RPC core, two transports behind one `Transport` trait (stdio
+//! subprocesses and Streamable HTTP), both protocol eras on each, tools and
+//! prompts, modern `input_required` rounds, and `mcp.json` parsing.
 
 pub mod client;
 pub mod config;
 pub mod error;
+pub mod http;
 pub mod jsonrpc;
 pub mod limits;
 pub mod stdio;
+pub mod transport;
 
 pub use client::{ClientInfo, Era, LEGACY_VERSIONS, MODERN_VERSION, Session, ToolListing};
 pub use error::ClientError;
+pub use http::{HttpConnection, HttpSpec};
 pub use jsonrpc::{RequestId, WireError};
-pub use stdio::{Connection, NoServerRequests, ServerRequests, StderrSink, StdioSpec};
+pub use stdio::{Connection, StderrSink, StdioSpec};
+pub use transport::{NoServerRequests, ServerRequests, Transport};

@@ -23,3 +23,5 @@ pub const WRITER_QUEUE: usize = 64;
 pub const CLOSE_GRACE: Duration = Duration::from_secs(2);
 /// Modern `input_required` rounds for one request before it fails.
 pub const INPUT_REQUIRED_MAX_ROUNDS: usize = 10;
+/// Streamable HTTP: times a broken event stream is resumed (GET + `Last-Event-ID`) for one request.
+pub const HTTP_SSE_RESUMES_MAX: usize = 5;

@@ -22,8 +22,9 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ClientError;
-use crate::jsonrpc::{INTERNAL_ERROR, METHOD_NOT_FOUND, Message, RequestId, SERVER_BUSY, WireError, encode, parse};
-use crate::limits::{CLOSE_GRACE, INBOUND_REQUEST_QUEUE, STDIO_FRAME_MAX_BYTES, WRITER_QUEUE};
+use crate::jsonrpc::{Message, RequestId, WireError, encode, parse};
+use crate::limits::{CLOSE_GRACE, STDIO_FRAME_MAX_BYTES, WRITER_QUEUE};
+use crate::transport::{ServerRequests, Transport, dispatch_request, inbound_limit};
 
 /// How to start a server.
 #[derive(Debug, Clone)]
@@ -34,25 +35,6 @@ pub struct StdioSpec {
     pub env: Vec<(String, String)>,
     /// The working directory (the host decides: never the project).
     pub cwd: PathBuf,
-}
-
-/// Serves what the server asks of the client. `ping` is answered by the
-/// connection itself; everything else comes here.
-#[async_trait]
-pub trait ServerRequests: Send + Sync {
-    async fn handle(&self, method: &str, params: Option<Value>) -> Result<Value, WireError>;
-    /// A notification from the server (never answered).
-    fn notification(&self, _method: &str, _params: Option<&Value>) {}
-}
-
-/// Answers every server request with -32601.
-pub struct NoServerRequests;
-
-#[async_trait]
-impl ServerRequests for NoServerRequests {
-    async fn handle(&self, method: &str, _params: Option<Value>) -> Result<Value, WireError> {
-        Err(WireError::new(METHOD_NOT_FOUND, format!("method not found: {method}")))
-    }
 }
 
 /// Where the server's stderr bytes go.
@@ -156,7 +138,7 @@ impl Connection {
         // The one reader.
         {
             let (pending, outgoing, close_tx) = (Arc::clone(&pending), outgoing.clone(), Arc::clone(&close_tx));
-            let in_flight = Arc::new(Semaphore::new(INBOUND_REQUEST_QUEUE));
+            let in_flight = inbound_limit();
             tasks.push(tokio::spawn(async move {
                 let mut reader = BufReader::with_capacity(64 * 1024, stdout);
                 let mut frame = Vec::new();
@@ -368,37 +350,45 @@ fn route(
         Message::OrphanError(e) => tracing::warn!("the server sent an error without an id: {e}"),
         Message::Notification { method, params } => handler.notification(&method, params.as_ref()),
         Message::Request { id, method, params } => {
-            if method == "ping" {
-                let reply = Message::Response { id, result: Ok(json!({})) };
-                let _ = outgoing.try_send(encode(&reply));
-                return;
-            }
-            let Ok(permit) = Arc::clone(in_flight).try_acquire_owned() else {
-                tracing::warn!("refusing server request {method}: {INBOUND_REQUEST_QUEUE} requests already in flight");
-                let busy = WireError::new(
-                    SERVER_BUSY,
-                    format!("the client is already serving {INBOUND_REQUEST_QUEUE} requests from this server"),
-                );
-                let _ = outgoing.try_send(encode(&Message::Response { id, result: Err(busy) }));
-                return;
-            };
-            let (handler, outgoing) = (Arc::clone(handler), outgoing.clone());
-            tokio::spawn(async move {
-                let work = {
-                    let handler = Arc::clone(&handler);
-                    let method = method.clone();
-                    tokio::spawn(async move { handler.handle(&method, params).await })
-                };
-                let result = match work.await {
-                    Ok(r) => r,
-                    Err(e) if e.is_panic() => {
-                        Err(WireError::new(INTERNAL_ERROR, format!("the handler for {method} panicked")))
-                    }
-                    Err(_) => Err(WireError::new(INTERNAL_ERROR, format!("the handler for {method} was stopped"))),
-                };
-                let _ = outgoing.send(encode(&Message::Response { id, result })).await;
-                drop(permit);
+            let outgoing = outgoing.clone();
+            dispatch_request(handler, in_flight, id, method, params, move |response| {
+                Box::pin(async move {
+                    let _ = outgoing.send(encode(&response)).await;
+                })
             });
         }
+    }
+}
+
+#[async_trait]
+impl Transport for Connection {
+    async fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+        cancel: Option<&CancellationToken>,
+    ) -> Result<Value, ClientError> {
+        Connection::request(self, method, params, timeout, cancel).await
+    }
+
+    async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), ClientError> {
+        Connection::notify(self, method, params).await
+    }
+
+    fn closed_reason(&self) -> Option<String> {
+        Connection::closed_reason(self)
+    }
+
+    fn handler(&self) -> &Arc<dyn ServerRequests> {
+        Connection::handler(self)
+    }
+
+    async fn close(&self) {
+        Connection::close(self).await
+    }
+
+    fn process_group(&self) -> Option<i32> {
+        Some(self.pgid)
     }
 }

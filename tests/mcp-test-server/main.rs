@@ -1,4 +1,5 @@
-//! `clat-test-mcp-server`: a real MCP server over stdio for the client's tests,
+//! `clat-test-mcp-server`: a real MCP server over stdio (or, with `--http`,
+//! over Streamable HTTP: see `http.rs`) for the client's tests,
 //! with scenario flags. It speaks the legacy lifecycle and reports what it saw
 //! (cancellations, answers to its own requests) on stderr, one line each.
 //!
@@ -28,6 +29,7 @@
 //! `ask_unknown`, `exit`.
 
 mod contract;
+mod http;
 
 use std::io::{BufRead, Write};
 use std::sync::{Arc, Mutex};
@@ -165,6 +167,11 @@ fn tool_list(opts: &Options, params: &Value, grown: bool) -> Value {
 }
 
 fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--http") {
+        http::run(&args);
+        return;
+    }
     let opts = options();
     let out: Out = Arc::new(Mutex::new(std::io::stdout()));
     if let Some(path) = &opts.pid_file {

@@ -1,0 +1,159 @@
+//! `clat-mcp-conformance-client URL`: the client the official MCP conformance
+//! suite (`@modelcontextprotocol/conformance`, client mode) drives. It reads
+//! the scenario from `MCP_CONFORMANCE_SCENARIO`, the protocol revision from
+//! `MCP_CONFORMANCE_PROTOCOL_VERSION` (2026-07-28: the modern era; otherwise a
+//! legacy session), and for `http-custom-headers` the calls to make from
+//! `MCP_CONFORMANCE_CONTEXT`, then does what a user of `clat-mcp` would: open a
+//! session, list, call. Server requests are answered like CLAT's host does in
+//! shape: elicitation forms are accepted with their defaults, sampling gets a
+//! fixed text, roots are empty. OAuth is not implemented: the `auth/*`
+//! scenarios only list and call, and are expected to fail.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use clat_mcp::{ClientError, ClientInfo, HttpSpec, ServerRequests, Session, WireError};
+use serde_json::{Map, Value, json};
+
+const TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Answers what the mock servers ask.
+struct Answers;
+
+#[async_trait]
+impl ServerRequests for Answers {
+    async fn handle(&self, method: &str, params: Option<Value>) -> Result<Value, WireError> {
+        let params = params.unwrap_or(Value::Null);
+        match method {
+            "elicitation/create" => Ok(json!({ "action": "accept", "content": form_defaults(&params) })),
+            "sampling/createMessage" => Ok(json!({
+                "role": "assistant",
+                "content": { "type": "text", "text": "a conformance answer" },
+                "model": "clat-conformance",
+                "stopReason": "endTurn",
+            })),
+            "roots/list" => Ok(json!({ "roots": [] })),
+            _ => Err(WireError::new(clat_mcp::jsonrpc::METHOD_NOT_FOUND, format!("method not found: {method}"))),
+        }
+    }
+}
+
+/// A form's answers: each property's default, or a plain value of its type.
+fn form_defaults(params: &Value) -> Value {
+    let mut content = Map::new();
+    if let Some(properties) = params.pointer("/requestedSchema/properties").and_then(Value::as_object) {
+        for (name, schema) in properties {
+            let value = match schema.get("default") {
+                Some(default) => default.clone(),
+                None => match schema.get("type").and_then(Value::as_str) {
+                    Some("boolean") => json!(true),
+                    Some("integer" | "number") => json!(0),
+                    _ => match schema.get("enum").and_then(Value::as_array).and_then(|e| e.first()) {
+                        Some(first) => first.clone(),
+                        None => json!(""),
+                    },
+                },
+            };
+            content.insert(name.clone(), value);
+        }
+    }
+    Value::Object(content)
+}
+
+async fn run(url: &str, scenario: &str, version: &str) -> Result<(), ClientError> {
+    let spec = HttpSpec { url: url.to_string(), headers: vec![] };
+    let client = ClientInfo { name: "clat-mcp-conformance-client".into(), version: env!("CARGO_PKG_VERSION").into() };
+    let capabilities = json!({ "roots": {}, "sampling": {}, "elicitation": {} });
+    let handler = Arc::new(Answers);
+    let session = if version == clat_mcp::MODERN_VERSION {
+        Session::connect_http(&spec, handler, &client, capabilities).await?
+    } else {
+        Session::initialize_http(&spec, handler, &client, capabilities).await?
+    };
+    let call = |name: &'static str, arguments: Value| {
+        let session = &session;
+        async move { session.call_tool(name, arguments, TIMEOUT, None).await.map(|_| ()) }
+    };
+    let outcome = async {
+        match scenario {
+            "initialize" => Ok(()),
+            "tools_call" => call("add_numbers", json!({ "a": 5, "b": 7 })).await,
+            "elicitation-sep1034-client-defaults" => call("test_client_elicitation_defaults", json!({})).await,
+            "sse-retry" => {
+                session.list_tools().await?;
+                call("test_reconnection", json!({})).await
+            }
+            "request-metadata" | "json-schema-ref-no-deref" => session.list_tools().await.map(|_| ()),
+            "sep-2322-client-request-state" => {
+                for tool in
+                    ["test_mrtr_echo_state", "test_mrtr_no_state", "test_mrtr_unrelated", "test_mrtr_no_result_type"]
+                {
+                    call(tool, json!({})).await?;
+                }
+                Ok(())
+            }
+            "http-standard-headers" => {
+                session.list_tools().await?;
+                call("test_headers", json!({})).await?;
+                let resources = session.send("resources/list", json!({}), TIMEOUT).await?;
+                if let Some(uri) = resources.pointer("/resources/0/uri").and_then(Value::as_str) {
+                    session.send("resources/read", json!({ "uri": uri }), TIMEOUT).await?;
+                }
+                session.send("prompts/list", json!({}), TIMEOUT).await?;
+                session.send("prompts/get", json!({ "name": "test_prompt", "arguments": {} }), TIMEOUT).await?;
+                Ok(())
+            }
+            "http-custom-headers" => {
+                session.list_tools().await?;
+                let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+                    .ok()
+                    .and_then(|c| serde_json::from_str(&c).ok())
+                    .unwrap_or(Value::Null);
+                for planned in context.get("toolCalls").and_then(Value::as_array).cloned().unwrap_or_default() {
+                    let name = planned.get("name").and_then(Value::as_str).unwrap_or_default();
+                    let arguments = planned.get("arguments").cloned().unwrap_or(json!({}));
+                    session.call_tool(name, arguments, TIMEOUT, None).await?;
+                }
+                Ok(())
+            }
+            "http-invalid-tool-headers" => {
+                let listing = session.list_tools().await?;
+                for tool in &listing.tools {
+                    if tool.get("name").and_then(Value::as_str) == Some("valid_tool") {
+                        call("valid_tool", json!({ "region": "us-west1" })).await?;
+                    }
+                }
+                Ok(())
+            }
+            // Anything else (the auth scenarios among them): list, and call the first tool.
+            _ => {
+                let listing = session.list_tools().await?;
+                if let Some(name) = listing.tools.first().and_then(|t| t.get("name")).and_then(Value::as_str) {
+                    session.call_tool(name, json!({}), TIMEOUT, None).await?;
+                }
+                Ok(())
+            }
+        }
+    }
+    .await;
+    session.connection.close().await;
+    outcome
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> std::process::ExitCode {
+    let Some(url) = std::env::args().skip(1).last() else {
+        eprintln!("usage: clat-mcp-conformance-client URL (with MCP_CONFORMANCE_SCENARIO set)");
+        return std::process::ExitCode::from(2);
+    };
+    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    let version = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").unwrap_or_else(|_| "2025-11-25".into());
+    match run(&url, &scenario, &version).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("clat-mcp-conformance-client: {scenario}: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

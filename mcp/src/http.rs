@@ -1,0 +1,744 @@
+//! The Streamable HTTP transport, both eras, on reqwest (rustls).
+//!
+//! Every client message is one POST with `Accept: application/json,
+//! text/event-stream`. An answer is plain JSON or SSE-framed JSON (events with
+//! empty `data`, such as priming events, and comment lines are skipped); server
+//! requests and notifications that arrive on a POST's stream are served under
+//! the shared server-request rules and answered with a separate POST (202). A
+//! message (a JSON body or one SSE event) may be at most
+//! `STDIO_FRAME_MAX_BYTES`; more fails that request.
+//!
+//! Legacy era: `Mcp-Session-Id` from `initialize` is echoed on every later
+//! request, `MCP-Protocol-Version` once negotiated; a 404 on a request that
+//! carried a session id means the session expired, so the transport
+//! re-initializes once and retries; a stream that ends without the response is
+//! resumed with GET + `Last-Event-ID` after the server's `retry` delay; a GET
+//! stream carries the server's own messages; teardown DELETEs the session; a
+//! cancelled request sends `notifications/cancelled`.
+//!
+//! Modern era (a request whose `_meta` names a protocol version): no session;
+//! the headers `MCP-Protocol-Version` (equal to `_meta`), `Mcp-Method`,
+//! `Mcp-Name` (`tools/call`, `prompts/get`, `resources/read`) and
+//! `Mcp-Param-*` from the tool's `x-mcp-header` properties (a tool with an
+//! invalid declaration is dropped from the listing); a cancel closes the
+//! response stream.
+//!
+//! Redirects are followed only to the same origin. Configured headers are sent
+//! and never written anywhere: errors name the status and a short body, not the
+//! request.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use base64::Engine as _;
+use eventsource_stream::Eventsource as _;
+use futures_util::{Stream, StreamExt};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::ClientError;
+use crate::jsonrpc::{Message, RequestId, WireError, encode, parse};
+use crate::limits::{CLOSE_GRACE, HTTP_SSE_RESUMES_MAX, STDIO_FRAME_MAX_BYTES};
+use crate::transport::{ServerRequests, Transport, dispatch_request, inbound_limit};
+
+/// Where a remote server is.
+#[derive(Debug, Clone)]
+pub struct HttpSpec {
+    pub url: String,
+    /// Sent with every request; kept only in memory.
+    pub headers: Vec<(String, String)>,
+}
+
+const SESSION_HEADER: &str = "mcp-session-id";
+const VERSION_HEADER: &str = "mcp-protocol-version";
+const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+/// How much of an error body is kept for a diagnostic.
+const ERROR_BODY_CHARS: usize = 300;
+
+/// The per-connection state the requests share.
+#[derive(Default)]
+struct State {
+    session_id: Option<String>,
+    /// The negotiated legacy version (sent as a header once known).
+    legacy_version: Option<String>,
+    /// The params of the `initialize` that opened the session (to re-open an expired one).
+    initialize_params: Option<Value>,
+    /// The session is in the modern era.
+    modern: bool,
+    /// Modern: per tool, the `(property, header)` pairs of its `x-mcp-header` declarations.
+    tool_headers: HashMap<String, Vec<(String, String)>>,
+}
+
+struct Inner {
+    client: reqwest::Client,
+    url: reqwest::Url,
+    headers: HeaderMap,
+    handler: Arc<dyn ServerRequests>,
+    in_flight: Arc<Semaphore>,
+    next_id: AtomicI64,
+    state: Mutex<State>,
+    closed: Mutex<Option<String>>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// One connection to a Streamable HTTP server.
+pub struct HttpConnection {
+    inner: Arc<Inner>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn http_error(e: reqwest::Error) -> ClientError {
+    // reqwest's text names the URL, never the headers.
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        text.push_str(&format!(": {s}"));
+        source = s.source();
+    }
+    ClientError::Http(text)
+}
+
+impl HttpConnection {
+    /// A connection to `spec.url`; nothing is sent yet.
+    pub fn new(spec: &HttpSpec, handler: Arc<dyn ServerRequests>) -> Result<HttpConnection, ClientError> {
+        let url = reqwest::Url::parse(&spec.url)
+            .map_err(|e| ClientError::Http(format!("the url {:?} is not valid: {e}", spec.url)))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(ClientError::Http(format!("the url must be http or https, not {}", url.scheme())));
+        }
+        let mut headers = HeaderMap::new();
+        for (name, value) in &spec.headers {
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| ClientError::Http(format!("the header name {name:?} is not valid")))?;
+            let mut value = HeaderValue::from_str(value)
+                .map_err(|_| ClientError::Http(format!("the value of header {name} is not valid")))?;
+            value.set_sensitive(true);
+            headers.insert(name, value);
+        }
+        let origin = url.origin();
+        let policy = reqwest::redirect::Policy::custom(move |attempt| {
+            if attempt.previous().len() >= 5 {
+                attempt.error("too many redirects")
+            } else if attempt.url().origin() == origin {
+                attempt.follow()
+            } else {
+                attempt.stop()
+            }
+        });
+        let client = reqwest::Client::builder()
+            .redirect(policy)
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(http_error)?;
+        Ok(HttpConnection {
+            inner: Arc::new(Inner {
+                client,
+                url,
+                headers,
+                handler,
+                in_flight: inbound_limit(),
+                next_id: AtomicI64::new(0),
+                state: Mutex::default(),
+                closed: Mutex::default(),
+                tasks: Mutex::default(),
+            }),
+        })
+    }
+
+    /// Open the server's own stream (legacy: a GET after the handshake) for its
+    /// requests and notifications; a server without one answers 405 and that is
+    /// fine. Returns once the server answered the GET (at most `CLOSE_GRACE`),
+    /// so what the server sends on it from then on is heard.
+    pub async fn open_server_stream(&self) {
+        let inner = Arc::clone(&self.inner);
+        let (opened, answered) = tokio::sync::oneshot::channel();
+        let task = tokio::spawn(async move { inner.listen(opened).await });
+        lock(&self.inner.tasks).push(task);
+        let _ = tokio::time::timeout(CLOSE_GRACE, answered).await;
+    }
+}
+
+/// Characters allowed in a header token (RFC 9110 `tchar`).
+fn is_tchar(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c)
+}
+
+/// A header value as sent: as-is when safe, else the base64 sentinel form.
+pub fn encode_header_value(value: &str) -> String {
+    let safe = !value.is_empty()
+        && value.chars().all(|c| (' '..='~').contains(&c))
+        && value.trim() == value
+        && !(value.starts_with("=?base64?") && value.ends_with("?="));
+    if safe || value.is_empty() {
+        value.to_string()
+    } else {
+        format!("=?base64?{}?=", base64::engine::general_purpose::STANDARD.encode(value.as_bytes()))
+    }
+}
+
+/// A tool's `x-mcp-header` declarations, or why the tool cannot be called over HTTP.
+pub fn tool_header_params(tool: &Value) -> Result<Vec<(String, String)>, String> {
+    let schema = tool.get("inputSchema").cloned().unwrap_or(Value::Null);
+    let mut found = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+        for (property, definition) in properties {
+            let Some(header) = definition.get("x-mcp-header") else { continue };
+            let Some(header) = header.as_str().filter(|h| !h.is_empty() && h.chars().all(is_tchar)) else {
+                return Err(format!("property {property:?} has an x-mcp-header that is not a non-empty token"));
+            };
+            if !seen.insert(header.to_ascii_lowercase()) {
+                return Err(format!("x-mcp-header {header:?} is declared twice"));
+            }
+            match definition.get("type").and_then(Value::as_str) {
+                Some("string" | "integer" | "boolean") => {}
+                _ => {
+                    return Err(format!(
+                        "property {property:?} with x-mcp-header must be a string, integer or boolean"
+                    ));
+                }
+            }
+            found.push((property.clone(), header.to_string()));
+        }
+    }
+    // Anywhere else (items, anyOf, $defs, nested properties…) the declaration is invalid.
+    fn nested(value: &Value, top: bool) -> bool {
+        match value {
+            Value::Object(obj) => obj.iter().any(|(key, v)| {
+                if top && key == "properties" {
+                    v.as_object().is_some_and(|props| {
+                        props.values().any(|p| p.as_object().is_some_and(|p| p.iter().any(|(_, v)| nested(v, false))))
+                    })
+                } else {
+                    key == "x-mcp-header" && !top || nested(v, false)
+                }
+            }),
+            Value::Array(items) => items.iter().any(|v| nested(v, false)),
+            _ => false,
+        }
+    }
+    if nested(&schema, true) {
+        return Err("x-mcp-header appears below a top-level property".into());
+    }
+    Ok(found)
+}
+
+fn header_value_of(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(encode_header_value(s)),
+        Value::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// Hands the SSE parser whole lines only (so its work stays linear in the
+/// bytes), and fails a line or an event (bytes since the last blank line) of
+/// more than the frame limit. A partial line at the end is dropped, as SSE says.
+fn bounded<S, B>(stream: S) -> impl Stream<Item = Result<Vec<u8>, String>>
+where
+    S: Stream<Item = Result<B, reqwest::Error>>,
+    B: AsRef<[u8]>,
+{
+    let limit = STDIO_FRAME_MAX_BYTES + 1024;
+    let mut pending: Vec<u8> = Vec::new();
+    let mut event_bytes = 0usize;
+    stream.map(move |chunk| {
+        let chunk = chunk.map_err(|e| e.to_string())?;
+        pending.extend_from_slice(chunk.as_ref());
+        let Some(end) = pending.iter().rposition(|&b| b == b'\n') else {
+            if pending.len() > limit {
+                return Err(format!("an event of more than {STDIO_FRAME_MAX_BYTES} bytes"));
+            }
+            return Ok(Vec::new());
+        };
+        let rest = pending.split_off(end + 1);
+        let lines = std::mem::replace(&mut pending, rest);
+        for line in lines.split(|&b| b == b'\n') {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            if line.is_empty() {
+                event_bytes = 0;
+            } else {
+                event_bytes += line.len();
+                if event_bytes > limit {
+                    return Err(format!("an event of more than {STDIO_FRAME_MAX_BYTES} bytes"));
+                }
+            }
+        }
+        Ok(lines)
+    })
+}
+
+enum Streamed {
+    Answer(Result<Value, WireError>),
+    /// The stream ended without the answer; resume from this event id after `retry`.
+    Ended {
+        last_event_id: Option<String>,
+        retry: Option<Duration>,
+    },
+}
+
+impl Inner {
+    fn is_closed(&self) -> Option<String> {
+        lock(&self.closed).clone()
+    }
+
+    /// Build a POST for one message, with the era's headers.
+    fn post(&self, message: &Message) -> reqwest::RequestBuilder {
+        let mut builder = self
+            .client
+            .post(self.url.clone())
+            .headers(self.headers.clone())
+            .header(ACCEPT, "application/json, text/event-stream")
+            .header(CONTENT_TYPE, "application/json");
+        let (method, params) = match message {
+            Message::Request { method, params, .. } | Message::Notification { method, params } => {
+                (Some(method.as_str()), params.as_ref())
+            }
+            _ => (None, None),
+        };
+        let modern_version = params.and_then(|p| p.pointer("/_meta")).and_then(|m| m.get(META_VERSION));
+        if let (Some(method), Some(version)) = (method, modern_version.and_then(Value::as_str)) {
+            builder = builder.header(VERSION_HEADER, version).header("mcp-method", method);
+            if matches!(method, "tools/call" | "prompts/get" | "resources/read")
+                && let Some(name) = params.and_then(|p| p.get("name").or_else(|| p.get("uri"))).and_then(Value::as_str)
+            {
+                builder = builder.header("mcp-name", encode_header_value(name));
+            }
+            if method == "tools/call"
+                && let Some(params) = params
+            {
+                let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
+                let declared = lock(&self.state).tool_headers.get(name).cloned().unwrap_or_default();
+                for (property, header) in declared {
+                    if let Some(value) = params.pointer(&format!("/arguments/{property}")).and_then(header_value_of) {
+                        builder = builder.header(format!("mcp-param-{header}"), value);
+                    }
+                }
+            }
+        } else {
+            let state = lock(&self.state);
+            if let Some(session) = &state.session_id {
+                builder = builder.header(SESSION_HEADER, session);
+            }
+            if let Some(version) = &state.legacy_version {
+                builder = builder.header(VERSION_HEADER, version);
+            }
+        }
+        builder.body(encode(message))
+    }
+
+    /// POST a message that expects no answer (a notification, our response): 2xx.
+    async fn send_one_way(&self, message: &Message) -> Result<(), ClientError> {
+        let response = self.post(message).send().await.map_err(http_error)?;
+        if response.status().is_success() { Ok(()) } else { Err(status_error(response).await) }
+    }
+
+    /// Serve a server request from a stream; the answer is POSTed back.
+    fn serve(self: &Arc<Self>, id: RequestId, method: String, params: Option<Value>) {
+        let inner = Arc::clone(self);
+        dispatch_request(&self.handler, &self.in_flight, id, method, params, move |response| {
+            Box::pin(async move {
+                if let Err(e) = inner.send_one_way(&response).await {
+                    tracing::warn!("answering a server request failed: {e}");
+                }
+            })
+        });
+    }
+
+    /// Read an SSE stream: serve what the server asks, and return the answer to `id`.
+    async fn read_stream(
+        self: &Arc<Self>,
+        response: reqwest::Response,
+        id: Option<&RequestId>,
+    ) -> Result<Streamed, ClientError> {
+        let mut events = bounded(response.bytes_stream()).eventsource();
+        let (mut last_event_id, mut retry) = (None, None);
+        while let Some(event) = events.next().await {
+            let event = match event {
+                Ok(event) => event,
+                Err(eventsource_stream::EventStreamError::Transport(e)) if e.starts_with("an event of more") => {
+                    return Err(ClientError::Protocol(format!("the server sent {e}")));
+                }
+                Err(e) => {
+                    tracing::debug!("the event stream broke: {e}");
+                    break;
+                }
+            };
+            if !event.id.is_empty() {
+                last_event_id = Some(event.id.clone());
+            }
+            if let Some(r) = event.retry {
+                retry = Some(r);
+            }
+            if event.data.trim().is_empty() {
+                continue;
+            }
+            match parse(event.data.as_bytes()) {
+                Ok(Message::Response { id: rid, result }) if Some(&rid) == id => return Ok(Streamed::Answer(result)),
+                Ok(Message::Response { id: rid, .. }) => {
+                    tracing::debug!("a response for {rid} on another stream was ignored")
+                }
+                Ok(Message::Request { id, method, params }) => self.serve(id, method, params),
+                Ok(Message::Notification { method, params }) => self.handler.notification(&method, params.as_ref()),
+                Ok(Message::OrphanError(e)) => tracing::warn!("the server sent an error without an id: {e}"),
+                Err(e) => tracing::warn!("ignoring a malformed event from the server: {e}"),
+            }
+        }
+        Ok(Streamed::Ended { last_event_id, retry })
+    }
+
+    /// Resume a stream with GET + `Last-Event-ID`.
+    async fn resume(&self, last_event_id: &str) -> Result<reqwest::Response, ClientError> {
+        let mut builder = self
+            .client
+            .get(self.url.clone())
+            .headers(self.headers.clone())
+            .header(ACCEPT, "text/event-stream")
+            .header("last-event-id", last_event_id);
+        {
+            let state = lock(&self.state);
+            if let Some(session) = &state.session_id {
+                builder = builder.header(SESSION_HEADER, session);
+            }
+            if let Some(version) = &state.legacy_version {
+                builder = builder.header(VERSION_HEADER, version);
+            }
+        }
+        let response = builder.send().await.map_err(http_error)?;
+        if !response.status().is_success() {
+            return Err(status_error(response).await);
+        }
+        Ok(response)
+    }
+
+    /// The answer to one request from its HTTP response (JSON or SSE, resumed if it breaks).
+    async fn answer(
+        self: &Arc<Self>,
+        id: &RequestId,
+        method: &str,
+        response: reqwest::Response,
+    ) -> Result<Value, ClientError> {
+        let status = response.status();
+        if status == reqwest::StatusCode::ACCEPTED {
+            return Err(ClientError::Protocol(format!("the server accepted {method} (202) without answering it")));
+        }
+        if !status.is_success() {
+            return Err(status_error(response).await);
+        }
+        let content_type =
+            response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase();
+        if content_type.starts_with("application/json") {
+            let body = read_body(response, STDIO_FRAME_MAX_BYTES).await?;
+            return match parse(&body) {
+                Ok(Message::Response { id: rid, result }) if &rid == id => result.map_err(ClientError::Wire),
+                Ok(Message::OrphanError(e)) => Err(ClientError::Wire(e)),
+                Ok(_) => Err(ClientError::Protocol(format!("the answer to {method} is not its response"))),
+                Err(e) => Err(ClientError::Protocol(format!("the answer to {method} is not JSON-RPC: {e}"))),
+            };
+        }
+        if !content_type.starts_with("text/event-stream") {
+            return Err(ClientError::Protocol(format!(
+                "the answer to {method} has content type {content_type:?}, not JSON or an event stream"
+            )));
+        }
+        let mut streamed = self.read_stream(response, Some(id)).await?;
+        let mut resumes = 0;
+        loop {
+            match streamed {
+                Streamed::Answer(result) => return result.map_err(ClientError::Wire),
+                Streamed::Ended { last_event_id: Some(last), retry } if resumes < HTTP_SSE_RESUMES_MAX => {
+                    resumes += 1;
+                    tokio::time::sleep(retry.unwrap_or(Duration::from_millis(500))).await;
+                    let response = self.resume(&last).await?;
+                    streamed = match self.read_stream(response, Some(id)).await? {
+                        Streamed::Ended { last_event_id: None, retry: r } => {
+                            Streamed::Ended { last_event_id: Some(last), retry: r.or(retry) }
+                        }
+                        other => other,
+                    };
+                }
+                Streamed::Ended { .. } => {
+                    return Err(ClientError::Protocol(format!(
+                        "the event stream for {method} ended without a response"
+                    )));
+                }
+            }
+        }
+    }
+
+    /// Send one request and wait for its answer; an expired legacy session is re-opened once.
+    async fn exchange(
+        self: &Arc<Self>,
+        id: RequestId,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<Value, ClientError> {
+        let message = Message::Request { id: id.clone(), method: method.into(), params: params.clone() };
+        let mut reopened = false;
+        loop {
+            let had_session = lock(&self.state).session_id.is_some();
+            let response = self.post(&message).send().await.map_err(http_error)?;
+            if response.status() == reqwest::StatusCode::NOT_FOUND && had_session && !reopened && method != "initialize"
+            {
+                tracing::info!("the server's session expired (404); opening a new one");
+                self.reopen_session().await?;
+                reopened = true;
+                continue;
+            }
+            if method == "initialize"
+                && let Some(session) = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok())
+            {
+                lock(&self.state).session_id = Some(session.to_string());
+            }
+            let result = self.answer(&id, method, response).await;
+            if method == "initialize" && result.is_ok() {
+                lock(&self.state).initialize_params = params;
+            }
+            return result;
+        }
+    }
+
+    /// A new session after a 404: initialize again (no session id), then `initialized`.
+    async fn reopen_session(self: &Arc<Self>) -> Result<(), ClientError> {
+        let params = {
+            let mut state = lock(&self.state);
+            state.session_id = None;
+            state.initialize_params.clone()
+        }
+        .ok_or_else(|| ClientError::Protocol("the session expired before it was initialized".into()))?;
+        let id = RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed));
+        let message = Message::Request { id: id.clone(), method: "initialize".into(), params: Some(params) };
+        let response = self.post(&message).send().await.map_err(http_error)?;
+        if let Some(session) = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
+            lock(&self.state).session_id = Some(session.to_string());
+        }
+        self.answer(&id, "initialize", response).await?;
+        self.send_one_way(&Message::Notification { method: "notifications/initialized".into(), params: None }).await
+    }
+
+    /// The server's own stream (legacy GET): serve its messages; reconnect after `retry`, a few times.
+    async fn listen(self: Arc<Self>, opened: tokio::sync::oneshot::Sender<()>) {
+        let mut opened = Some(opened);
+        let mut last_event_id: Option<String> = None;
+        for _attempt in 0..=HTTP_SSE_RESUMES_MAX {
+            let mut builder =
+                self.client.get(self.url.clone()).headers(self.headers.clone()).header(ACCEPT, "text/event-stream");
+            {
+                let state = lock(&self.state);
+                if let Some(session) = &state.session_id {
+                    builder = builder.header(SESSION_HEADER, session);
+                }
+                if let Some(version) = &state.legacy_version {
+                    builder = builder.header(VERSION_HEADER, version);
+                }
+            }
+            if let Some(last) = &last_event_id {
+                builder = builder.header("last-event-id", last);
+            }
+            let sent = builder.send().await;
+            if let Some(opened) = opened.take() {
+                let _ = opened.send(());
+            }
+            let Ok(response) = sent else { return };
+            let is_stream = response
+                .headers()
+                .get(CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|t| t.starts_with("text/event-stream"));
+            if !response.status().is_success() || !is_stream {
+                return;
+            }
+            match self.read_stream(response, None).await {
+                Ok(Streamed::Ended { last_event_id: last, retry }) => {
+                    if last.is_none() && retry.is_none() {
+                        return;
+                    }
+                    last_event_id = last.or(last_event_id);
+                    tokio::time::sleep(retry.unwrap_or(Duration::from_secs(1))).await;
+                }
+                _ => return,
+            }
+        }
+    }
+}
+
+/// Read a body, failing past `limit` bytes.
+async fn read_body(response: reqwest::Response, limit: usize) -> Result<Vec<u8>, ClientError> {
+    if response.content_length().is_some_and(|n| n as usize > limit) {
+        return Err(ClientError::Protocol(format!("the server sent a body of more than {limit} bytes")));
+    }
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(http_error)?;
+        if body.len() + chunk.len() > limit {
+            return Err(ClientError::Protocol(format!("the server sent a body of more than {limit} bytes")));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// A non-success status: the JSON-RPC error in its body if there is one, else the status and a short body.
+async fn status_error(response: reqwest::Response) -> ClientError {
+    let status = response.status();
+    if status.is_redirection() {
+        let to = response
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|l| reqwest::Url::parse(l).ok())
+            .and_then(|u| u.host_str().map(str::to_string))
+            .unwrap_or_else(|| "another host".into());
+        return ClientError::Http(format!(
+            "the server redirected to {to}; CLAT follows redirects only to the same origin"
+        ));
+    }
+    let body = read_body(response, 64 * 1024).await.unwrap_or_default();
+    if let Ok(Message::Response { result: Err(e), .. } | Message::OrphanError(e)) = parse(&body) {
+        return ClientError::Wire(e);
+    }
+    let text: String = String::from_utf8_lossy(&body).chars().take(ERROR_BODY_CHARS).collect();
+    let hint = match status.as_u16() {
+        401 | 403 => " (check the credentials in the configured headers)",
+        _ => "",
+    };
+    ClientError::Http(format!(
+        "{status}{hint}{}",
+        if text.trim().is_empty() { String::new() } else { format!(": {}", text.trim()) }
+    ))
+}
+
+#[async_trait]
+impl Transport for HttpConnection {
+    async fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+        cancel: Option<&CancellationToken>,
+    ) -> Result<Value, ClientError> {
+        if let Some(reason) = self.inner.is_closed() {
+            return Err(ClientError::Closed { reason });
+        }
+        let id = RequestId::Number(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
+        let modern = params.as_ref().and_then(|p| p.pointer("/_meta")).and_then(|m| m.get(META_VERSION)).is_some();
+        let never = CancellationToken::new();
+        let cancel = cancel.unwrap_or(&never);
+        let exchange = self.inner.exchange(id.clone(), method, params);
+        let ended = tokio::select! {
+            r = exchange => return r,
+            _ = tokio::time::sleep(timeout) => ClientError::Timeout { method: method.into(), after: timeout },
+            _ = cancel.cancelled() => ClientError::Cancelled { method: method.into() },
+        };
+        // The exchange was dropped, which closes its stream: the modern cancel.
+        // A legacy server also gets `notifications/cancelled` with the original id.
+        if !modern && method != "initialize" {
+            let inner = Arc::clone(&self.inner);
+            tokio::spawn(async move {
+                let note = Message::Notification {
+                    method: "notifications/cancelled".into(),
+                    params: Some(json!({ "requestId": id, "reason": "cancelled by the client" })),
+                };
+                let _ = inner.send_one_way(&note).await;
+            });
+        }
+        Err(ended)
+    }
+
+    async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), ClientError> {
+        if let Some(reason) = self.inner.is_closed() {
+            return Err(ClientError::Closed { reason });
+        }
+        self.inner.send_one_way(&Message::Notification { method: method.into(), params }).await
+    }
+
+    fn closed_reason(&self) -> Option<String> {
+        self.inner.is_closed()
+    }
+
+    fn handler(&self) -> &Arc<dyn ServerRequests> {
+        &self.inner.handler
+    }
+
+    async fn close(&self) {
+        {
+            let mut closed = lock(&self.inner.closed);
+            if closed.is_none() {
+                *closed = Some("closed by the client".into());
+            }
+        }
+        for task in lock(&self.inner.tasks).drain(..) {
+            task.abort();
+        }
+        let session = lock(&self.inner.state).session_id.clone();
+        if let Some(session) = session {
+            let delete = self
+                .inner
+                .client
+                .delete(self.inner.url.clone())
+                .headers(self.inner.headers.clone())
+                .header(SESSION_HEADER, session);
+            let _ = tokio::time::timeout(CLOSE_GRACE, delete.send()).await;
+        }
+    }
+
+    fn negotiated(&self, version: &str) {
+        let mut state = lock(&self.inner.state);
+        if version == crate::client::MODERN_VERSION {
+            state.modern = true;
+        } else {
+            state.legacy_version = Some(version.to_string());
+        }
+    }
+
+    async fn session_opened(&self) {
+        let modern = lock(&self.inner.state).modern;
+        if !modern {
+            self.open_server_stream().await;
+        }
+    }
+
+    fn learn_tools(&self, tools: &mut Vec<Value>) -> Vec<String> {
+        let mut dropped = Vec::new();
+        let mut state = lock(&self.inner.state);
+        if !state.modern {
+            return dropped;
+        }
+        tools.retain(|tool| {
+            let name = tool.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+            match tool_header_params(tool) {
+                Ok(declared) => {
+                    if !declared.is_empty() {
+                        state.tool_headers.insert(name, declared);
+                    }
+                    true
+                }
+                Err(why) => {
+                    tracing::warn!("dropping tool {name:?}: {why}");
+                    dropped.push(format!("tool {name} was dropped: {why}"));
+                    false
+                }
+            }
+        });
+        dropped
+    }
+}
+
+impl Drop for HttpConnection {
+    fn drop(&mut self) {
+        for task in lock(&self.inner.tasks).iter() {
+            task.abort();
+        }
+    }
+}

@@ -1,0 +1,457 @@
+//! `--http`: the test server over Streamable HTTP, on 127.0.0.1 only (a small
+//! HTTP/1.1 server: a thread per connection, keep-alive for JSON answers,
+//! close-delimited event streams). It writes its URL to `--port-file PATH`.
+//!
+//! Eras: legacy by default (`initialize` opens a session, `Mcp-Session-Id` is
+//! required afterwards, an unknown session gets 404); `--modern` serves the
+//! 2026-07-28 binding only (no session; `MCP-Protocol-Version` must equal the
+//! `_meta` version, `Mcp-Method` the method and `Mcp-Name` the tool, else 400
+//! with -32020; an unknown method gets 404 with -32601).
+//!
+//! Flags: `--sse` (every answer as an event stream, after an empty priming
+//! event), `--expire-after N` (the session expires once, after N requests),
+//! `--require-auth TOKEN` (401 without `Authorization: Bearer TOKEN`),
+//! `--redirect URL` (307 to URL), `--log-file PATH` (one line per request:
+//! method, session and the MCP headers).
+//!
+//! Tools: `echo`, `slow {ms}`, `big_frame` (a 5 MiB answer), `ask_host
+//! {method, params}` (sends the request on the call's event stream and answers
+//! with the client's answer as JSON text), `fail_500`, `wrong_type` (text/plain),
+//! `not_json`, `sse_drop` (a priming event with `retry: 100`, then the stream
+//! closes; the answer comes on GET + `Last-Event-ID`), `sse_no_answer`,
+//! `slow_loris` (keep-alive comments forever); modern only: `region {region}`
+//! (`x-mcp-header: Region`) and `bad_header` (an invalid `x-mcp-header`).
+
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::contract::text;
+
+struct Options {
+    modern: bool,
+    sse: bool,
+    expire_after: Option<usize>,
+    require_auth: Option<String>,
+    redirect: Option<String>,
+    log_file: Option<String>,
+}
+
+struct Server {
+    opts: Options,
+    sessions: Mutex<HashSet<String>>,
+    next_session: AtomicU64,
+    requests_in_session: AtomicUsize,
+    expired_once: AtomicBool,
+    /// Our requests to the client, waiting for the answer it POSTs back.
+    waiting: Mutex<HashMap<String, mpsc::Sender<Value>>>,
+    /// Events to replay on GET + `Last-Event-ID`.
+    replay: Mutex<HashMap<String, String>>,
+    next_ask: AtomicU64,
+}
+
+struct Request {
+    method: String,
+    headers: HashMap<String, String>,
+    body: Vec<u8>,
+}
+
+/// Run the HTTP server until killed.
+pub fn run(args: &[String]) {
+    let value = |flag: &str| args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)).cloned();
+    let has = |flag: &str| args.iter().any(|a| a == flag);
+    let server = Arc::new(Server {
+        opts: Options {
+            modern: has("--modern"),
+            sse: has("--sse"),
+            expire_after: value("--expire-after").and_then(|v| v.parse().ok()),
+            require_auth: value("--require-auth"),
+            redirect: value("--redirect"),
+            log_file: value("--log-file"),
+        },
+        sessions: Mutex::default(),
+        next_session: AtomicU64::new(1),
+        requests_in_session: AtomicUsize::new(0),
+        expired_once: AtomicBool::new(false),
+        waiting: Mutex::default(),
+        replay: Mutex::default(),
+        next_ask: AtomicU64::new(0),
+    });
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    match value("--port-file") {
+        Some(path) => std::fs::write(path, &url).expect("write the port file"),
+        None => println!("{url}"),
+    }
+    for stream in listener.incoming().flatten() {
+        let server = Arc::clone(&server);
+        std::thread::spawn(move || server.connection(stream));
+    }
+}
+
+fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
+    let mut line = String::new();
+    if reader.read_line(&mut line).ok()? == 0 {
+        return None;
+    }
+    let method = line.split_whitespace().next()?.to_string();
+    let mut headers = HashMap::new();
+    loop {
+        let mut header = String::new();
+        reader.read_line(&mut header).ok()?;
+        let header = header.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        let (name, value) = header.split_once(':')?;
+        headers.insert(name.trim().to_ascii_lowercase(), value.trim().to_string());
+    }
+    let length: usize = headers.get("content-length").and_then(|l| l.parse().ok()).unwrap_or(0);
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()?;
+    Some(Request { method, headers, body })
+}
+
+fn write_json(stream: &mut TcpStream, status: &str, extra: &[(&str, String)], body: &str) -> bool {
+    let mut head = format!("HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n", body.len());
+    for (name, value) in extra {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).and_then(|_| stream.write_all(body.as_bytes())).is_ok()
+}
+
+fn write_plain(stream: &mut TcpStream, status: &str, content_type: &str, extra: &[(&str, String)], body: &str) {
+    let mut head = format!("HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n", body.len());
+    for (name, value) in extra {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    let _ = stream.write_all(head.as_bytes()).and_then(|_| stream.write_all(body.as_bytes()));
+}
+
+/// Start a close-delimited event stream.
+fn start_stream(stream: &mut TcpStream, extra: &[(&str, String)]) -> bool {
+    let mut head =
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n"
+            .to_string();
+    for (name, value) in extra {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).is_ok()
+}
+
+fn event(stream: &mut TcpStream, id: Option<&str>, data: &str) -> bool {
+    let mut text = String::new();
+    if let Some(id) = id {
+        text.push_str(&format!("id: {id}\n"));
+    }
+    text.push_str(&format!("data: {data}\n\n"));
+    stream.write_all(text.as_bytes()).and_then(|_| stream.flush()).is_ok()
+}
+
+fn response(id: &Value, result: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "result": result })
+}
+
+fn error(id: &Value, code: i64, message: &str) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } })
+}
+
+impl Server {
+    fn log(&self, line: &str) {
+        if let Some(path) = &self.opts.log_file {
+            let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).expect("open the log file");
+            let _ = writeln!(f, "{line}");
+        }
+    }
+
+    fn connection(&self, stream: TcpStream) {
+        let mut reader = BufReader::new(stream.try_clone().expect("clone the stream"));
+        let mut stream = stream;
+        while let Some(request) = read_request(&mut reader) {
+            if !self.handle(&mut stream, request) {
+                break;
+            }
+        }
+    }
+
+    /// Answer one HTTP request; false when the connection is done.
+    fn handle(&self, stream: &mut TcpStream, request: Request) -> bool {
+        let header = |name: &str| request.headers.get(name).cloned();
+        if let Some(token) = &self.opts.require_auth
+            && header("authorization") != Some(format!("Bearer {token}"))
+        {
+            write_plain(stream, "401 Unauthorized", "text/plain", &[], "missing or wrong bearer token");
+            return true;
+        }
+        if let Some(to) = &self.opts.redirect {
+            write_plain(stream, "307 Temporary Redirect", "text/plain", &[("Location", to.clone())], "");
+            return true;
+        }
+        match request.method.as_str() {
+            "GET" => {
+                let last = header("last-event-id");
+                self.log(&format!("GET last-event-id={}", last.clone().unwrap_or_default()));
+                let replay = last.and_then(|id| self.replay.lock().unwrap().remove(&id));
+                match replay {
+                    Some(data) => {
+                        if start_stream(stream, &[]) {
+                            event(stream, Some("e2"), &data);
+                        }
+                        false
+                    }
+                    None => {
+                        write_plain(stream, "405 Method Not Allowed", "text/plain", &[], "");
+                        true
+                    }
+                }
+            }
+            "DELETE" => {
+                let session = header("mcp-session-id").unwrap_or_default();
+                self.log(&format!("DELETE session={session}"));
+                self.sessions.lock().unwrap().remove(&session);
+                write_plain(stream, "200 OK", "text/plain", &[], "");
+                true
+            }
+            "POST" => self.post(stream, &request),
+            _ => {
+                write_plain(stream, "405 Method Not Allowed", "text/plain", &[], "");
+                true
+            }
+        }
+    }
+
+    fn post(&self, stream: &mut TcpStream, request: &Request) -> bool {
+        let header = |name: &str| request.headers.get(name).cloned();
+        let Ok(message) = serde_json::from_slice::<Value>(&request.body) else {
+            write_plain(stream, "400 Bad Request", "text/plain", &[], "not JSON");
+            return true;
+        };
+        let method = message.get("method").and_then(Value::as_str).unwrap_or("").to_string();
+        let id = message.get("id").cloned().unwrap_or(Value::Null);
+        let params = message.get("params").cloned().unwrap_or(json!({}));
+        let session = header("mcp-session-id");
+        self.log(&format!(
+            "POST {} session={} version={} mcp-method={} mcp-name={} {}",
+            if method.is_empty() { "(answer)" } else { &method },
+            session.clone().unwrap_or_default(),
+            header("mcp-protocol-version").unwrap_or_default(),
+            header("mcp-method").unwrap_or_default(),
+            header("mcp-name").unwrap_or_default(),
+            {
+                let mut params: Vec<String> = request
+                    .headers
+                    .iter()
+                    .filter(|(k, _)| k.starts_with("mcp-param-"))
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect();
+                params.sort();
+                params.join(" ")
+            }
+        ));
+        if method.is_empty() {
+            // The client's answer to one of our requests.
+            if let Some(waiter) = id.as_str().and_then(|id| self.waiting.lock().unwrap().remove(id)) {
+                let _ = waiter.send(message.clone());
+            }
+            write_plain(stream, "202 Accepted", "text/plain", &[], "");
+            return true;
+        }
+        if message.get("id").is_none() {
+            write_plain(stream, "202 Accepted", "text/plain", &[], "");
+            return true;
+        }
+        if self.opts.modern {
+            let meta_version =
+                params.pointer("/_meta/io.modelcontextprotocol~1protocolVersion").and_then(Value::as_str);
+            let Some(meta_version) = meta_version else {
+                write_json(
+                    stream,
+                    "400 Bad Request",
+                    &[],
+                    &error(&id, -32602, "missing _meta protocolVersion").to_string(),
+                );
+                return true;
+            };
+            let name = params.get("name").and_then(Value::as_str);
+            let mismatch = header("mcp-protocol-version").as_deref() != Some(meta_version)
+                || header("mcp-method").as_deref() != Some(method.as_str())
+                || (method == "tools/call" && header("mcp-name").as_deref() != name);
+            if mismatch {
+                write_json(stream, "400 Bad Request", &[], &error(&id, -32020, "Header mismatch").to_string());
+                return true;
+            }
+        } else if method != "initialize" {
+            let known = session.as_ref().is_some_and(|s| self.sessions.lock().unwrap().contains(s));
+            if session.is_none() {
+                write_json(stream, "400 Bad Request", &[], &error(&id, -32000, "Bad Request: no session").to_string());
+                return true;
+            }
+            if !known {
+                write_json(stream, "404 Not Found", &[], &error(&id, -32001, "Session not found").to_string());
+                return true;
+            }
+            let count = self.requests_in_session.fetch_add(1, Ordering::SeqCst) + 1;
+            if self.opts.expire_after.is_some_and(|n| count > n) && !self.expired_once.swap(true, Ordering::SeqCst) {
+                self.sessions.lock().unwrap().clear();
+                write_json(stream, "404 Not Found", &[], &error(&id, -32001, "Session not found").to_string());
+                return true;
+            }
+        }
+        self.request(stream, &id, &method, &params)
+    }
+
+    fn answer(&self, stream: &mut TcpStream, extra: &[(&str, String)], message: Value) -> bool {
+        if self.opts.sse {
+            if start_stream(stream, extra) {
+                event(stream, Some("p1"), "");
+                event(stream, None, &message.to_string());
+            }
+            false
+        } else {
+            write_json(stream, "200 OK", extra, &message.to_string())
+        }
+    }
+
+    fn tools(&self) -> Vec<Value> {
+        let mut names = vec![
+            "echo",
+            "slow",
+            "big_frame",
+            "ask_host",
+            "fail_500",
+            "wrong_type",
+            "not_json",
+            "sse_drop",
+            "sse_no_answer",
+            "slow_loris",
+        ];
+        if self.opts.modern {
+            // A modern server never sends requests on a stream.
+            names.retain(|n| *n != "ask_host");
+        }
+        let mut tools: Vec<Value> = names
+            .into_iter()
+            .map(|n| json!({ "name": n, "description": "an HTTP test tool", "inputSchema": { "type": "object" } }))
+            .collect();
+        if self.opts.modern {
+            tools.push(json!({ "name": "region", "description": "a tool with a header parameter",
+                "inputSchema": { "type": "object", "properties": { "region": { "type": "string", "x-mcp-header": "Region" },
+                                                                   "count": { "type": "integer", "x-mcp-header": "Count" } } } }));
+            tools.push(json!({ "name": "bad_header", "description": "an invalid header declaration",
+                "inputSchema": { "type": "object", "properties": { "ratio": { "type": "number", "x-mcp-header": "Ratio" } } } }));
+        }
+        tools
+    }
+
+    fn request(&self, stream: &mut TcpStream, id: &Value, method: &str, params: &Value) -> bool {
+        let modern = self.opts.modern;
+        let complete = |mut result: Value| {
+            if modern {
+                result["resultType"] = json!("complete");
+            }
+            result
+        };
+        match method {
+            "initialize" if !modern => {
+                let session = format!("session-{}", self.next_session.fetch_add(1, Ordering::SeqCst));
+                self.sessions.lock().unwrap().insert(session.clone());
+                self.requests_in_session.store(0, Ordering::SeqCst);
+                let version = params["protocolVersion"].as_str().unwrap_or("2025-11-25").to_string();
+                let result = json!({ "protocolVersion": version, "capabilities": { "tools": {} },
+                                     "serverInfo": { "name": "clat-test-http-server", "version": "0.1.0" } });
+                self.answer(stream, &[("Mcp-Session-Id", session)], response(id, result))
+            }
+            "server/discover" if modern => self.answer(
+                stream,
+                &[],
+                response(
+                    id,
+                    json!({ "resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": { "tools": {} },
+                            "_meta": { "io.modelcontextprotocol/serverInfo": { "name": "clat-test-http-server", "version": "0.1.0" } } }),
+                ),
+            ),
+            "ping" => self.answer(stream, &[], response(id, json!({}))),
+            "tools/list" => self.answer(stream, &[], response(id, complete(json!({ "tools": self.tools() })))),
+            "tools/call" => self.call(stream, id, params, complete),
+            _ if modern => {
+                write_json(stream, "404 Not Found", &[], &error(id, -32601, &format!("method not found: {method}")).to_string())
+            }
+            _ => self.answer(stream, &[], error(id, -32601, &format!("method not found: {method}"))),
+        }
+    }
+
+    fn call(&self, stream: &mut TcpStream, id: &Value, params: &Value, complete: impl Fn(Value) -> Value) -> bool {
+        let name = params["name"].as_str().unwrap_or("");
+        let args = params.get("arguments").cloned().unwrap_or(json!({}));
+        match name {
+            "echo" => self.answer(stream, &[], response(id, complete(text(args.to_string())))),
+            "region" => self.answer(stream, &[], response(id, complete(text(format!("region {}", args["region"]))))),
+            "slow" => {
+                std::thread::sleep(Duration::from_millis(args["ms"].as_u64().unwrap_or(100)));
+                self.answer(stream, &[], response(id, complete(text("slept"))))
+            }
+            "big_frame" => self.answer(stream, &[], response(id, complete(text("x".repeat(5 * 1024 * 1024))))),
+            "fail_500" => {
+                write_plain(stream, "500 Internal Server Error", "text/plain", &[], "the server broke");
+                true
+            }
+            "wrong_type" => {
+                write_plain(stream, "200 OK", "text/plain", &[], "hello");
+                true
+            }
+            "not_json" => write_json(stream, "200 OK", &[], "{this is not json"),
+            "sse_drop" => {
+                let answer = response(id, complete(text("resumed")));
+                self.replay.lock().unwrap().insert("e1".into(), answer.to_string());
+                if start_stream(stream, &[]) {
+                    let _ = stream.write_all(b"id: e1\nretry: 100\ndata: \n\n").and_then(|_| stream.flush());
+                }
+                false
+            }
+            "sse_no_answer" => {
+                if start_stream(stream, &[]) {
+                    event(stream, None, "");
+                }
+                false
+            }
+            "slow_loris" => {
+                if start_stream(stream, &[]) {
+                    while stream.write_all(b": keep-alive\n\n").and_then(|_| stream.flush()).is_ok() {
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                }
+                false
+            }
+            "ask_host" => {
+                let ask_id = format!("h{}", self.next_ask.fetch_add(1, Ordering::SeqCst));
+                let (tx, rx) = mpsc::channel();
+                self.waiting.lock().unwrap().insert(ask_id.clone(), tx);
+                let mut request = json!({ "jsonrpc": "2.0", "id": ask_id, "method": args["method"] });
+                if let Some(p) = args.get("params") {
+                    request["params"] = p.clone();
+                }
+                if !start_stream(stream, &[]) || !event(stream, Some("a1"), &request.to_string()) {
+                    return false;
+                }
+                let answer = match rx.recv_timeout(Duration::from_secs(60)) {
+                    Ok(message) => match message.get("error") {
+                        Some(e) => json!({ "error": e }),
+                        None => json!({ "result": message["result"] }),
+                    },
+                    Err(_) => json!({ "error": "no answer within 60 s" }),
+                };
+                event(stream, Some("a2"), &response(id, complete(text(answer.to_string()))).to_string());
+                false
+            }
+            other => self.answer(stream, &[], error(id, -32602, &format!("unknown tool {other}"))),
+        }
+    }
+}
