@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The official MCP conformance suite (@modelcontextprotocol/conformance
+# 0.2.0-alpha.12, client mode, on the Node 22 installed next to it) against
+# clat-mcp-conformance-client, for the 2025-11-25 and 2026-07-28 requirement
+# sets. The OAuth scenarios are expected failures (tests/conformance/baseline-*.yml);
+# every other scored scenario must pass, and tests/conformance/check.py makes
+# sure each one really produced its checks. The suite's mock servers bind every
+# interface, so the runs happen in a loopback-only network namespace when the
+# machine allows one.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+cargo build --quiet --locked -p clat-mcp --bin clat-mcp-conformance-client
+client="${CARGO_TARGET_DIR:-$root/target}/debug/clat-mcp-conformance-client"
+dir="$root/tests/conformance"
+if [ ! -x "$dir/node_modules/.bin/node" ] || [ ! -f "$dir/node_modules/@modelcontextprotocol/conformance/dist/index.js" ]; then
+  (cd "$dir" && npm ci --no-audit --no-fund)
+fi
+node="$dir/node_modules/.bin/node"
+suite="$dir/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+echo "conformance: suite 0.2.0-alpha.12 on node $("$node" --version)"
+
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+
+isolated() {
+  if unshare -rn true 2>/dev/null; then
+    unshare -rn sh -c 'ip link set lo up 2>/dev/null || true; exec "$@"' isolated "$@"
+  else
+    echo "conformance: no network namespace here; the mock servers run on this host's interfaces" >&2
+    "$@"
+  fi
+}
+
+status=0
+for revision in 2025-11-25 2026-07-28; do
+  echo "== requirement set $revision"
+  if ! isolated "$node" "$suite" client --command "$client" --requirements "$revision" \
+      --expected-failures "$dir/baseline-$revision.yml" -o "$out/$revision" 2>&1 \
+      | sed 's/\x1b\[[0-9;]*m//g' | grep -v '^\s*$' | tail -n 60; then
+    status=1
+  fi
+  python3 "$dir/check.py" "$out/$revision" "$revision" || status=1
+done
+exit $status

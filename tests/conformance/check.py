@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Guard against a check that cannot fail: after a conformance run, every
+non-auth scored scenario must have produced each of its expected check ids,
+all of them SUCCESS, and no FAILURE or WARNING at all.
+
+usage: check.py OUT_DIR REVISION
+"""
+import json
+import pathlib
+import sys
+
+EXPECTED = {
+    "2025-11-25": {
+        "initialize": {"mcp-client-initialization": 1},
+        "tools_call": {"tool-add-numbers": 1, "wire-schema-valid": 1},
+        "elicitation-sep1034-client-defaults": {
+            f"client-elicitation-sep1034-{kind}-default": 1
+            for kind in ("string", "integer", "number", "enum", "boolean")
+        },
+        "sse-retry": {
+            "client-sse-graceful-reconnect": 1,
+            "client-sse-retry-timing": 1,
+            "client-sse-last-event-id": 1,
+        },
+    },
+    "2026-07-28": {
+        "tools_call": {"tool-add-numbers": 1, "wire-schema-valid": 1},
+        "request-metadata": {
+            "sep-2575-http-client-sends-version-header": 1,
+            "sep-2575-client-populates-meta": 1,
+            "sep-2575-client-sends-client-info": 1,
+            "sep-2575-http-version-header-matches-meta": 1,
+            "sep-2575-client-declares-roots-capability": 1,
+            "sep-2575-client-declares-sampling-capability": 1,
+            "sep-2575-client-declares-elicitation-capability": 1,
+            "sep-2575-client-retry-supported-version": 1,
+        },
+        "sep-2322-client-request-state": {
+            "sep-2322-client-request-state-echoed": 1,
+            "sep-2322-client-jsonrpc-id-different": 1,
+            "sep-2322-client-no-state-omitted": 1,
+            "sep-2322-client-parallel-isolation": 1,
+            "sep-2322-default-result-type-complete": 1,
+        },
+        "http-standard-headers": {"sep-2243-client-includes-standard-headers": 9},
+        "http-custom-headers": {
+            "sep-2243-client-supports-custom-headers": 1,
+            "sep-2243-client-mirrors-designated-params": 1,
+            "sep-2243-client-encode-values": 1,
+            "sep-2243-client-base64-unsafe": 1,
+            "sep-2243-client-omit-null": 1,
+        },
+        "http-invalid-tool-headers": {"sep-2243-client-reject-invalid-tool": 1},
+        "json-schema-ref-no-deref": {"sep-2106-no-network-ref-deref": 1},
+    },
+}
+
+
+def latest_checks(out: pathlib.Path, scenario: str):
+    runs = sorted(out.glob(f"{scenario}-20*/checks.json"))
+    return json.loads(runs[-1].read_text()) if runs else None
+
+
+def main() -> int:
+    out, revision = pathlib.Path(sys.argv[1]), sys.argv[2]
+    problems = []
+    for scenario, wanted in EXPECTED[revision].items():
+        checks = latest_checks(out, scenario)
+        if checks is None:
+            problems.append(f"{scenario}: no checks.json (the scenario did not run)")
+            continue
+        bad = [c for c in checks if c["status"] in ("FAILURE", "WARNING")]
+        for c in bad:
+            problems.append(f"{scenario}: {c['id']} {c['status']}: {c.get('errorMessage', '')}")
+        for check_id, at_least in wanted.items():
+            passed = sum(1 for c in checks if c["id"] == check_id and c["status"] == "SUCCESS")
+            if passed < at_least:
+                problems.append(f"{scenario}: {check_id} passed {passed} time(s), expected at least {at_least}")
+        total = sum(1 for c in checks if c["status"] == "SUCCESS")
+        print(f"{revision} {scenario}: {total} checks passed")
+    for p in problems:
+        print(f"conformance: {p}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
