@@ -372,3 +372,121 @@ fn everything_and_our_server_beside_a_wasm_plugin_with_a_broken_third_entry() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stdout(&out).contains("hi"), "{}", stdout(&out));
 }
+
+/// A reference server over Streamable HTTP on 127.0.0.1, killed when dropped.
+struct HttpPeer {
+    child: std::process::Child,
+    url: String,
+}
+
+impl HttpPeer {
+    fn start(mut command: std::process::Command, port: u16) -> HttpPeer {
+        let child = command.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+        let mut peer = HttpPeer { child, url: format!("http://127.0.0.1:{port}/mcp") };
+        for _ in 0..300 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return peer;
+            }
+            if let Ok(Some(status)) = peer.child.try_wait() {
+                panic!("the HTTP peer exited early: {status}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("the HTTP peer did not start listening on {port}");
+    }
+
+    /// server-everything in `streamableHttp` mode, held to loopback by a preloaded script.
+    fn everything() -> HttpPeer {
+        let port = free_port();
+        let mut command = std::process::Command::new("node");
+        command
+            .arg("--require")
+            .arg(peers().join("loopback-only.cjs"))
+            .arg(peers().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js"))
+            .arg("streamableHttp")
+            .env("PORT", port.to_string());
+        HttpPeer::start(command, port)
+    }
+
+    /// The Python SDK server over Streamable HTTP (both eras), bound to 127.0.0.1.
+    fn python() -> HttpPeer {
+        let (py, mut args) = python();
+        let port = free_port();
+        args.extend(["--http".to_string(), port.to_string()]);
+        let mut command = std::process::Command::new(py);
+        command.args(args);
+        HttpPeer::start(command, port)
+    }
+}
+
+impl Drop for HttpPeer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+#[test]
+fn the_reference_servers_over_http_connect_in_their_eras_and_answer_through_clat() {
+    let _serial = serial();
+    let (everything, py) = (HttpPeer::everything(), HttpPeer::python());
+    let env = TestEnv::trusted();
+    env.write_mcp_config(json!({ "everything": { "url": everything.url }, "py": { "url": py.url } }));
+    let out = env.clat(&["mcp", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["connected"], 2, "{v}");
+    let server = |name: &str| v["servers"].as_array().unwrap().iter().find(|s| s["name"] == name).unwrap().clone();
+    assert_eq!(server("everything")["transport"], "streamable-http");
+    assert_eq!(server("everything")["protocol"], "2025-11-25 (legacy)");
+    assert_eq!(server("py")["protocol"], "2026-07-28 (modern)");
+
+    let out = env.clat(&["call", "mcp_everything_echo", r#"{"message":"over http"}"#, "--mode", "full-access"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("over http"), "{}", stdout(&out));
+    let out = env.clat(&["call", "mcp_py_add", r#"{"a":40,"b":2}"#, "--mode", "full-access"]);
+    assert_eq!(stdout(&out), "42\n", "{}", stderr(&out));
+    // server-everything asks for sampling on the call's event stream; CLAT answers with a separate POST.
+    let out = env.clat(&[
+        "call",
+        "mcp_everything_trigger_sampling_request",
+        r#"{"prompt":"sampled over http","maxTokens":60}"#,
+        "--mode",
+        "full-access",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("[offline model]") && stdout(&out).contains("sampled over http"), "{}", stdout(&out));
+}
+
+#[test]
+fn the_python_server_over_http_also_speaks_legacy_and_asks_for_input_when_modern() {
+    let _serial = serial();
+    let py = HttpPeer::python();
+    runtime().block_on(async {
+        let spec = clat_mcp::HttpSpec { url: py.url.clone(), headers: vec![] };
+        let client = ClientInfo { name: "clat-test".into(), version: "0".into() };
+        let s = Session::initialize_http(&spec, Arc::new(NoServerRequests), &client, json!({})).await.unwrap();
+        assert_eq!((s.era, s.protocol_version.as_str()), (Era::Legacy, "2025-11-25"));
+        let result = s.call_tool("add", json!({ "a": 1, "b": 2 }), LONG, None).await.unwrap();
+        assert_eq!(result["content"][0]["text"], "3", "{result}");
+        s.connection.close().await;
+
+        let env = TestEnv::trusted();
+        env.write_mcp_config(json!({ "py": { "url": py.url } }));
+        let scope = env.mount();
+        let statuses = scope.load_mcp_servers().await;
+        assert_eq!(statuses[0].protocol.as_deref(), Some("2026-07-28 (modern)"), "{statuses:?}");
+        let asker = clat_host::asker::LineAsker::new(std::io::Cursor::new(b"Ada\n".to_vec()), std::io::sink());
+        let run = clat_host::run::RunContext::builder()
+            .mode(clat_host::contract::PermissionMode::FullAccess)
+            .asker(Arc::new(asker))
+            .start();
+        let out = scope.registry().call("mcp_py_greet", json!({}), &run).await.unwrap();
+        assert!(out.joined_text().contains("Hello, Ada!"), "{}", out.joined_text());
+        scope.close().await;
+    });
+}

@@ -41,4 +41,10 @@ def capital(answer: Annotated[CreateMessageResult, Resolve(ask_model)]) -> str:
 
 
 if __name__ == "__main__":
-    server.run()
+    import sys
+
+    if len(sys.argv) > 2 and sys.argv[1] == "--http":
+        # Streamable HTTP on loopback only, at /mcp; both eras.
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run()
