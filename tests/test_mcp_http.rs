@@ -8,68 +8,16 @@
 
 mod support;
 
-use std::path::PathBuf;
-use std::process::{Child, Command};
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use clat_mcp::{ClientError, ClientInfo, Era, HttpSpec, NoServerRequests, ServerRequests, Session, WireError};
 use serde_json::{Value, json};
-use support::{TestEnv, stderr, stdout};
+use support::{HttpServer, TestEnv, stderr, stdout};
 
 const SERVER: &str = env!("CARGO_BIN_EXE_clat-test-mcp-server");
 const LONG: Duration = Duration::from_secs(30);
-
-/// A test server over HTTP, killed when dropped.
-struct HttpServer {
-    child: Child,
-    url: String,
-    log: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl HttpServer {
-    fn start(flags: &[&str]) -> HttpServer {
-        let dir = tempfile::tempdir().unwrap();
-        let (port_file, log) = (dir.path().join("url"), dir.path().join("log"));
-        let mut child = Command::new(SERVER)
-            .arg("--http")
-            .args(flags)
-            .arg("--port-file")
-            .arg(&port_file)
-            .arg("--log-file")
-            .arg(&log)
-            .spawn()
-            .unwrap();
-        for _ in 0..500 {
-            if let Ok(url) = std::fs::read_to_string(&port_file)
-                && !url.is_empty()
-            {
-                return HttpServer { child, url, log, _dir: dir };
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!("the HTTP test server did not start");
-    }
-
-    fn log(&self) -> Vec<String> {
-        std::fs::read_to_string(&self.log).unwrap_or_default().lines().map(str::to_string).collect()
-    }
-
-    fn spec(&self) -> HttpSpec {
-        HttpSpec { url: self.url.clone(), headers: vec![] }
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn client() -> ClientInfo {
     ClientInfo { name: "clat-test".into(), version: "0".into() }

@@ -250,7 +250,8 @@ async fn dispatch(cli: Cli) -> Result<Exit, Failure> {
             Ok(Exit::Ok)
         }
         Command::Tools { json } => {
-            let scope = ProjectScope::mount(&home, &project_dir(cli.project)?, ScopeOptions::default())?;
+            let options = scope_options(&home, SandboxPolicy::default())?;
+            let scope = ProjectScope::mount(&home, &project_dir(cli.project)?, options)?;
             scope.load_extensions().await;
             scope.registry().freeze();
             print_tools(&scope, json);
@@ -258,7 +259,8 @@ async fn dispatch(cli: Cli) -> Result<Exit, Failure> {
             Ok(Exit::Ok)
         }
         Command::Mcp { json } => {
-            let scope = ProjectScope::mount(&home, &project_dir(cli.project)?, ScopeOptions::default())?;
+            let options = scope_options(&home, SandboxPolicy::default())?;
+            let scope = ProjectScope::mount(&home, &project_dir(cli.project)?, options)?;
             let servers = scope.load_mcp_servers().await;
             scope.registry().freeze();
             print_mcp(&servers, json);
@@ -295,15 +297,20 @@ fn mount_for_runs(
     project: Option<PathBuf>,
     sandbox: SandboxPolicy,
 ) -> Result<Arc<ProjectScope>, Failure> {
-    let provider = crate::model::provider_from_config(home, |k| std::env::var(k).ok())
-        .map_err(|e| Failure::new(Exit::Usage, "configuration", e.to_string()))?;
-    let scope = Arc::new(ProjectScope::mount(
-        home,
-        &project_dir(project)?,
-        ScopeOptions { sandbox, provider: Some(provider) },
-    )?);
+    let scope = Arc::new(ProjectScope::mount(home, &project_dir(project)?, scope_options(home, sandbox)?)?);
     scope.start_extensions();
     Ok(scope)
+}
+
+/// What a mount takes from the configuration: the session model (for sampling)
+/// and, when that model is the GLM Coding Plan, its pack of servers.
+fn scope_options(home: &ClatHome, sandbox: SandboxPolicy) -> Result<ScopeOptions, Failure> {
+    let env = |k: &str| std::env::var(k).ok();
+    let configuration = |e: crate::model::ModelConfigError| Failure::new(Exit::Usage, "configuration", e.to_string());
+    let model = crate::model::active_model(home, env).map_err(configuration)?;
+    let provider = crate::model::provider_for(model.as_ref()).map_err(configuration)?;
+    let glm_plan = crate::glm::coding_plan(model.as_ref(), env);
+    Ok(ScopeOptions { sandbox, provider: Some(provider), glm_plan })
 }
 
 /// One line of a `clat exec` script.

@@ -11,6 +11,7 @@ pub mod cli;
 pub mod contract;
 pub mod effects;
 pub mod elicitation;
+pub mod glm;
 pub mod limits;
 pub mod mcp_bridge;
 pub mod model;

@@ -55,23 +55,56 @@ pub enum ModelConfigError {
     Client(String),
 }
 
+/// The configured session model and its credentials (`None`: the offline model).
+#[derive(Clone)]
+pub struct ActiveModel {
+    pub base_url: String,
+    pub model: String,
+    /// Held in memory only.
+    pub api_key: Option<String>,
+}
+
+impl std::fmt::Debug for ActiveModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ActiveModel")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "[REDACTED]"))
+            .finish()
+    }
+}
+
+/// The session model from `config.json` and the environment: a base URL
+/// (`CLAT_MODEL_BASE_URL` or the file) makes it a remote model.
+pub fn active_model(
+    home: &ClatHome,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Option<ActiveModel>, ModelConfigError> {
+    let path = home.path().join(CONFIG_FILE);
+    let file = read_config(&path)?;
+    let config = file.model.unwrap_or_default();
+    let Some(base_url) = env(ENV_BASE_URL).or(config.base_url) else { return Ok(None) };
+    let model = env(ENV_MODEL).or(config.model).ok_or(ModelConfigError::NoModel)?;
+    let key_var = config.api_key_env.unwrap_or_else(|| ENV_API_KEY.to_string());
+    let api_key = env(&key_var).filter(|k| !k.is_empty());
+    Ok(Some(ActiveModel { base_url, model, api_key }))
+}
+
+/// The provider for a session model: OpenAI-compatible for a remote model, otherwise the offline model.
+pub fn provider_for(model: Option<&ActiveModel>) -> Result<std::sync::Arc<dyn ModelProvider>, ModelConfigError> {
+    Ok(match model {
+        None => std::sync::Arc::new(crate::sampling::OfflineProvider),
+        Some(m) => std::sync::Arc::new(OpenAiCompatible::new(&m.base_url, &m.model, m.api_key.clone())?),
+    })
+}
+
 /// The provider to use: OpenAI-compatible when a base URL is configured (file or
 /// environment), otherwise the offline model.
 pub fn provider_from_config(
     home: &ClatHome,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<std::sync::Arc<dyn ModelProvider>, ModelConfigError> {
-    let path = home.path().join(CONFIG_FILE);
-    let file = read_config(&path)?;
-    let config = file.model.unwrap_or_default();
-    let base_url = env(ENV_BASE_URL).or(config.base_url);
-    let Some(base_url) = base_url else {
-        return Ok(std::sync::Arc::new(crate::sampling::OfflineProvider));
-    };
-    let model = env(ENV_MODEL).or(config.model).ok_or(ModelConfigError::NoModel)?;
-    let key_var = config.api_key_env.unwrap_or_else(|| ENV_API_KEY.to_string());
-    let api_key = env(&key_var).filter(|k| !k.is_empty());
-    Ok(std::sync::Arc::new(OpenAiCompatible::new(&base_url, &model, api_key)?))
+    provider_for(active_model(home, env)?.as_ref())
 }
 
 fn read_config(path: &Path) -> Result<ConfigFile, ModelConfigError> {

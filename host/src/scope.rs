@@ -62,6 +62,8 @@ pub struct ScopeOptions {
     pub sandbox: SandboxPolicy,
     /// The active session model for extension sampling (default: the offline model).
     pub provider: Option<Arc<dyn ModelProvider>>,
+    /// The GLM Coding Plan, when the session model is one: its pack of servers joins the server set.
+    pub glm_plan: Option<crate::glm::CodingPlan>,
 }
 
 /// A mounted, trusted project.
@@ -75,6 +77,7 @@ pub struct ProjectScope {
     wasm: OnceLock<Arc<WasmRuntime>>,
     plugins: Mutex<Vec<Arc<WasmPlugin>>>,
     mcp_servers: Mutex<Vec<Arc<crate::mcp_bridge::McpServer>>>,
+    glm_plan: Option<crate::glm::CodingPlan>,
     /// Set by `start_extensions`: becomes true when the startup worker is done.
     startup: Mutex<Option<tokio::sync::watch::Receiver<bool>>>,
 }
@@ -123,6 +126,7 @@ impl ProjectScope {
             wasm: OnceLock::new(),
             plugins: Mutex::default(),
             mcp_servers: Mutex::default(),
+            glm_plan: options.glm_plan,
             startup: Mutex::default(),
         })
     }
@@ -225,6 +229,12 @@ impl ProjectScope {
                 clat_mcp::config::McpConfig::default()
             }
         };
+        // The GLM Coding Plan pack joins in memory; a same-named user entry wins.
+        if let Some(plan) = &self.glm_plan {
+            for (name, entry) in crate::glm::pack_servers(plan) {
+                config.servers.entry(name).or_insert(entry);
+            }
+        }
         for error in std::mem::take(&mut config.errors) {
             let name = match &error {
                 clat_mcp::config::ConfigError::Entry { name, .. } => name.clone(),

@@ -11,8 +11,8 @@
 //! Flags: `--sse` (every answer as an event stream, after an empty priming
 //! event), `--expire-after N` (the session expires once, after N requests),
 //! `--require-auth TOKEN` (401 without `Authorization: Bearer TOKEN`),
-//! `--redirect URL` (307 to URL), `--log-file PATH` (one line per request:
-//! method, session and the MCP headers).
+//! `--redirect URL` (307 to URL), `--log-file PATH` (per request a line
+//! `REQUEST METHOD PATH`, then the method, session and MCP headers).
 //!
 //! Tools: `echo`, `slow {ms}`, `big_frame` (a 5 MiB answer), `ask_host
 //! {method, params}` (sends the request on the call's event stream and answers
@@ -57,6 +57,7 @@ struct Server {
 
 struct Request {
     method: String,
+    path: String,
     headers: HashMap<String, String>,
     body: Vec<u8>,
 }
@@ -99,7 +100,9 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
     if reader.read_line(&mut line).ok()? == 0 {
         return None;
     }
-    let method = line.split_whitespace().next()?.to_string();
+    let mut words = line.split_whitespace();
+    let method = words.next()?.to_string();
+    let path = words.next().unwrap_or("/").to_string();
     let mut headers = HashMap::new();
     loop {
         let mut header = String::new();
@@ -114,7 +117,7 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
     let length: usize = headers.get("content-length").and_then(|l| l.parse().ok()).unwrap_or(0);
     let mut body = vec![0; length];
     reader.read_exact(&mut body).ok()?;
-    Some(Request { method, headers, body })
+    Some(Request { method, path, headers, body })
 }
 
 fn write_json(stream: &mut TcpStream, status: &str, extra: &[(&str, String)], body: &str) -> bool {
@@ -184,6 +187,7 @@ impl Server {
 
     /// Answer one HTTP request; false when the connection is done.
     fn handle(&self, stream: &mut TcpStream, request: Request) -> bool {
+        self.log(&format!("REQUEST {} {}", request.method, request.path));
         let header = |name: &str| request.headers.get(name).cloned();
         if let Some(token) = &self.opts.require_auth
             && header("authorization") != Some(format!("Bearer {token}"))

@@ -72,7 +72,13 @@ impl TestEnv {
 
     /// Run the built `clat` binary with this home and project.
     pub fn clat(&self, args: &[&str]) -> Output {
+        self.clat_with_env(args, &[])
+    }
+
+    /// `clat` with extra environment variables.
+    pub fn clat_with_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_clat"))
+            .envs(env.iter().copied())
             .arg("--home")
             .arg(&self.home)
             .arg("--project")
@@ -182,4 +188,54 @@ pub async fn wait_for_line(path: &Path, prefix: &str) -> String {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     panic!("no {prefix:?} line in {}", std::fs::read_to_string(path).unwrap_or_default());
+}
+
+/// `clat-test-mcp-server --http` on 127.0.0.1 (its flags: `tests/mcp-test-server/http.rs`), killed when dropped.
+pub struct HttpServer {
+    child: std::process::Child,
+    pub url: String,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl HttpServer {
+    pub fn start(flags: &[&str]) -> HttpServer {
+        let dir = tempfile::tempdir().unwrap();
+        let (port_file, log) = (dir.path().join("url"), dir.path().join("log"));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_clat-test-mcp-server"))
+            .arg("--http")
+            .args(flags)
+            .arg("--port-file")
+            .arg(&port_file)
+            .arg("--log-file")
+            .arg(&log)
+            .spawn()
+            .unwrap();
+        for _ in 0..500 {
+            if let Ok(url) = std::fs::read_to_string(&port_file)
+                && !url.is_empty()
+            {
+                return HttpServer { child, url, log, _dir: dir };
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("the HTTP test server did not start");
+    }
+
+    pub fn log(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.log).unwrap_or_default().lines().map(str::to_string).collect()
+    }
+
+    pub fn spec(&self) -> clat_mcp::HttpSpec {
+        clat_mcp::HttpSpec { url: self.url.clone(), headers: vec![] }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
