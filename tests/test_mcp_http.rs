@@ -172,6 +172,15 @@ async fn credentials_and_redirects_fail_clearly_without_leaking_headers() {
     assert_eq!(text_of(&s.call_tool("echo", json!({}), LONG, None).await.unwrap()), "{}");
     s.connection.close().await;
 
+    // TLS to a server that does not speak it: a clear HTTP failure naming the URL, not the headers.
+    let tls = HttpSpec {
+        url: server.url.replace("http://", "https://"),
+        headers: vec![("Authorization".into(), "Bearer sekrit-token-123456".into())],
+    };
+    let err = Session::connect_http(&tls, Arc::new(NoServerRequests), &client(), json!({})).await.unwrap_err();
+    assert!(matches!(&err, ClientError::Http(m) if m.contains("https://127.0.0.1")), "{err}");
+    assert!(!err.to_string().contains("sekrit"), "{err}");
+
     let redirecting = HttpServer::start(&["--redirect", "http://127.0.0.2:9/mcp"]);
     let err =
         Session::connect_http(&redirecting.spec(), Arc::new(NoServerRequests), &client(), json!({})).await.unwrap_err();

@@ -234,3 +234,34 @@ async fn cancel_ends_a_call_at_once_even_while_it_is_extended() {
     let err = call.await.unwrap().unwrap_err();
     assert!(matches!(err, CallError::Cancelled { .. }), "{err}");
 }
+
+#[tokio::test]
+async fn a_schema_reference_to_another_document_is_never_fetched() {
+    // A canary: any connection to it would be a fetch.
+    let canary = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    canary.set_nonblocking(true).unwrap();
+    let url = format!("http://{}/profile-schema.json", canary.local_addr().unwrap());
+    let registry = Registry::new(&[]);
+    let spec = clat_host::contract::ToolSpec {
+        name: "lookup_user".into(),
+        title: None,
+        description: "uses a local and a network $ref".into(),
+        input_schema: json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "$defs": { "userId": { "type": "string", "pattern": "^[a-z0-9-]+$" } },
+            "properties": { "id": { "$ref": "#/$defs/userId" }, "profile": { "$ref": url } },
+            "required": ["id"]
+        })
+        .to_string(),
+        output_schema: None,
+        annotations: Default::default(),
+    };
+    let name = registry.register_external(clat_host::names::ExternalKind::Mcp, "srv", &spec, ok_tool()).unwrap();
+    let (run, _) = run_in(PermissionMode::FullAccess);
+    let ok = registry.call(&name, json!({ "id": "ada-1", "profile": { "anything": 1 } }), &run).await;
+    assert!(ok.is_ok(), "the network reference accepts any value: {ok:?}");
+    let err = registry.call(&name, json!({ "id": "NOT VALID" }), &run).await.unwrap_err();
+    assert!(matches!(err, CallError::InvalidArguments { .. }), "the local reference still validates: {err}");
+    assert!(canary.accept().is_err(), "nothing connected to the referenced URL");
+}

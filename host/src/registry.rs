@@ -330,7 +330,7 @@ impl Registry {
         if self.is_frozen() {
             return Err(self.report(RegistrationError::Frozen { name, source_label }));
         }
-        let validator = match jsonschema::validator_for(&input_schema) {
+        let validator = match jsonschema::options().with_retriever(NeverFetch).build(&input_schema) {
             Ok(v) => v,
             Err(e) => {
                 let reason = e.to_string();
@@ -620,6 +620,21 @@ pub fn enforce_result_limit(output: ToolOutput) -> ToolOutput {
         ))
     } else {
         output
+    }
+}
+
+/// Schemas come from extensions: a `$ref` to another document is never
+/// fetched (no network, no file). It validates as `true`, so those values
+/// pass to the tool, which checks them itself.
+struct NeverFetch;
+
+impl jsonschema::Retrieve for NeverFetch {
+    fn retrieve(
+        &self,
+        uri: &jsonschema::Uri<String>,
+    ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+        tracing::debug!("not fetching the schema reference {uri}; it accepts any value");
+        Ok(Value::Bool(true))
     }
 }
 
