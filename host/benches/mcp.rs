@@ -1,7 +1,9 @@
 //! MCP client costs, next to their floors:
 //! - a stdio `tools/call` round trip vs a raw pipe echo (`cat`) of the same bytes;
 //! - 64 calls in flight on one connection;
-//! - connecting 20 servers in parallel vs the slowest single start.
+//! - connecting 20 servers in parallel vs the slowest single start;
+//! - a Streamable HTTP `tools/call` round trip on a kept-alive connection vs a
+//!   raw HTTP echo of the same bytes from the same server.
 //!
 //! A `summary:` line prints the figures and ratios.
 
@@ -9,7 +11,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clat_mcp::{ClientInfo, NoServerRequests, Session, StderrSink, StdioSpec};
+use clat_mcp::{ClientInfo, HttpSpec, NoServerRequests, Session, StderrSink, StdioSpec};
 use criterion::{Criterion, criterion_group};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -95,12 +97,67 @@ async fn connect_many(n: usize) -> Duration {
     elapsed
 }
 
+/// The test server over HTTP on 127.0.0.1, and its base URL.
+struct HttpServer(std::process::Child, String);
+
+impl HttpServer {
+    fn start() -> HttpServer {
+        let file = std::env::temp_dir().join(format!("clat-bench-http-{}", std::process::id()));
+        let _ = std::fs::remove_file(&file);
+        let mut child = std::process::Command::new(SERVER).arg("--http").arg("--port-file").arg(&file).spawn().unwrap();
+        for _ in 0..500 {
+            if let Ok(url) = std::fs::read_to_string(&file)
+                && !url.is_empty()
+            {
+                let _ = std::fs::remove_file(&file);
+                return HttpServer(child, url.trim_end_matches("/mcp").to_string());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("the HTTP test server did not start");
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 fn benches(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let session = Arc::new(rt.block_on(connect()));
     let mut raw = rt.block_on(async { RawEcho::start() });
     let line = request_line();
+    let http = HttpServer::start();
+    let http_session = rt.block_on(async {
+        let client = ClientInfo { name: "bench".into(), version: "0".into() };
+        let spec = HttpSpec { url: format!("{}/mcp", http.1), headers: vec![] };
+        Session::connect_http(&spec, Arc::new(NoServerRequests), &client, json!({})).await.unwrap()
+    });
+    let raw_http = reqwest::Client::new();
+    let echo_url = format!("{}/echo", http.1);
+    let body = request_line().trim_end().to_string();
+    let raw_http_echo = || {
+        rt.block_on(async {
+            let response = raw_http
+                .post(&echo_url)
+                .header("content-type", "application/json")
+                .body(body.clone())
+                .send()
+                .await
+                .unwrap();
+            black_box(response.bytes().await.unwrap());
+        })
+    };
     let mut g = c.benchmark_group("mcp");
+    g.bench_function("http_tools_call_round_trip", |b| {
+        b.iter(|| rt.block_on(http_session.call_tool("echo", json!({ "message": "hello" }), LONG, None)).unwrap())
+    });
+    g.bench_function("raw_http_echo_same_bytes", |b| b.iter(raw_http_echo));
     g.bench_function("stdio_tools_call_round_trip", |b| {
         b.iter(|| rt.block_on(session.call_tool("echo", json!({ "message": "hello" }), LONG, None)).unwrap())
     });
@@ -138,7 +195,17 @@ fn benches(c: &mut Criterion) {
     let singles: Vec<Duration> = (0..5).map(|_| rt.block_on(connect_many(1))).collect();
     let slowest_single = *singles.iter().max().unwrap();
     let twenty = median((0..3).map(|_| rt.block_on(connect_many(20))).collect());
+    let http_call = per(300, &mut || {
+        rt.block_on(http_session.call_tool("echo", json!({ "message": "hello" }), LONG, None)).unwrap();
+    });
+    let http_raw = per(300, &mut || raw_http_echo());
     let us = |d: Duration| d.as_secs_f64() * 1e6;
+    println!(
+        "summary: HTTP tools/call round trip {:.1} µs vs raw HTTP echo of the same bytes {:.1} µs ({:.1}x), kept-alive",
+        us(http_call),
+        us(http_raw),
+        http_call.as_secs_f64() / http_raw.as_secs_f64()
+    );
     println!(
         "summary: stdio tools/call round trip {:.1} µs vs raw pipe echo {:.1} µs ({:.1}x); 64 calls in flight {:.2} ms \
          ({:.1} µs per call); connect 20 servers in parallel {:.1} ms vs slowest single start {:.1} ms ({:.2}x)",
@@ -152,6 +219,7 @@ fn benches(c: &mut Criterion) {
         twenty.as_secs_f64() / slowest_single.as_secs_f64()
     );
     rt.block_on(session.connection.close());
+    rt.block_on(http_session.connection.close());
 }
 
 criterion_group!(mcp, benches);

@@ -629,10 +629,7 @@ pub fn enforce_result_limit(output: ToolOutput) -> ToolOutput {
 struct NeverFetch;
 
 impl jsonschema::Retrieve for NeverFetch {
-    fn retrieve(
-        &self,
-        uri: &jsonschema::Uri<String>,
-    ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+    fn retrieve(&self, uri: &jsonschema::Uri<String>) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
         tracing::debug!("not fetching the schema reference {uri}; it accepts any value");
         Ok(Value::Bool(true))
     }

@@ -12,7 +12,8 @@
 //! event), `--expire-after N` (the session expires once, after N requests),
 //! `--require-auth TOKEN` (401 without `Authorization: Bearer TOKEN`),
 //! `--redirect URL` (307 to URL), `--log-file PATH` (per request a line
-//! `REQUEST METHOD PATH`, then the method, session and MCP headers).
+//! `REQUEST METHOD PATH`, then the method, session and MCP headers). A POST to
+//! `/echo` answers with its own body (a raw HTTP echo for benchmarks).
 //!
 //! Tools: `echo`, `slow {ms}`, `big_frame` (a 5 MiB answer), `ask_host
 //! {method, params}` (sends the request on the call's event stream and answers
@@ -90,6 +91,8 @@ pub fn run(args: &[String]) {
         None => println!("{url}"),
     }
     for stream in listener.incoming().flatten() {
+        // Answers go out at once (no Nagle delay waiting for the client's ACK).
+        let _ = stream.set_nodelay(true);
         let server = Arc::clone(&server);
         std::thread::spawn(move || server.connection(stream));
     }
@@ -126,7 +129,8 @@ fn write_json(stream: &mut TcpStream, status: &str, extra: &[(&str, String)], bo
         head.push_str(&format!("{name}: {value}\r\n"));
     }
     head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).and_then(|_| stream.write_all(body.as_bytes())).is_ok()
+    head.push_str(body);
+    stream.write_all(head.as_bytes()).is_ok()
 }
 
 fn write_plain(stream: &mut TcpStream, status: &str, content_type: &str, extra: &[(&str, String)], body: &str) {
@@ -135,7 +139,8 @@ fn write_plain(stream: &mut TcpStream, status: &str, content_type: &str, extra: 
         head.push_str(&format!("{name}: {value}\r\n"));
     }
     head.push_str("\r\n");
-    let _ = stream.write_all(head.as_bytes()).and_then(|_| stream.write_all(body.as_bytes()));
+    head.push_str(body);
+    let _ = stream.write_all(head.as_bytes());
 }
 
 /// Start a close-delimited event stream.
@@ -223,6 +228,10 @@ impl Server {
                 self.sessions.lock().unwrap().remove(&session);
                 write_plain(stream, "200 OK", "text/plain", &[], "");
                 true
+            }
+            // The floor for benchmarks: the body back as it came, on a kept-alive connection.
+            "POST" if request.path == "/echo" => {
+                write_json(stream, "200 OK", &[], &String::from_utf8_lossy(&request.body))
             }
             "POST" => self.post(stream, &request),
             _ => {
