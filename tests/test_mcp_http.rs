@@ -55,6 +55,24 @@ async fn legacy_sessions_echo_their_id_and_version_and_end_with_delete() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_calls_meeting_an_expired_session_reopen_it_once() {
+    let server = HttpServer::start(&["--expire-after", "1"]);
+    let s = Arc::new(connect(&server).await);
+    s.call_tool("echo", json!({}), LONG, None).await.unwrap();
+    let mut calls = tokio::task::JoinSet::new();
+    for i in 0..8 {
+        let s = Arc::clone(&s);
+        calls.spawn(async move { s.call_tool("slow", json!({ "ms": 50, "i": i }), LONG, None).await });
+    }
+    while let Some(r) = calls.join_next().await {
+        r.unwrap().unwrap();
+    }
+    let log = server.log();
+    assert_eq!(log.iter().filter(|l| l.starts_with("POST initialize")).count(), 2, "one reopen: {log:?}");
+    s.connection.close().await;
+}
+
 #[tokio::test]
 async fn an_expired_session_is_reopened_once_and_the_call_goes_through() {
     let server = HttpServer::start(&["--expire-after", "2"]);
@@ -154,6 +172,8 @@ async fn bad_answers_fail_that_call_only() {
     let s = connect(&server).await;
     let err = s.call_tool("big_frame", json!({}), LONG, None).await.unwrap_err();
     assert!(err.to_string().contains("more than 4194304 bytes"), "an oversize event too: {err}");
+    let err = s.call_tool("many_lines", json!({}), LONG, None).await.unwrap_err();
+    assert!(err.to_string().contains("more than 4194304 bytes"), "an event of many short lines too: {err}");
     s.connection.close().await;
 }
 
@@ -164,6 +184,14 @@ async fn credentials_and_redirects_fail_clearly_without_leaking_headers() {
         Session::connect_http(&server.spec(), Arc::new(NoServerRequests), &client(), json!({})).await.unwrap_err();
     let text = err.to_string();
     assert!(text.contains("401") && text.contains("credentials"), "{text}");
+    // The server echoes the credential it refused; the error never carries it.
+    let wrong = HttpSpec {
+        url: server.url.clone(),
+        headers: vec![("Authorization".into(), "Bearer wrong-token-abcdef-987654".into())],
+    };
+    let err = Session::connect_http(&wrong, Arc::new(NoServerRequests), &client(), json!({})).await.unwrap_err();
+    assert!(err.to_string().contains("wrong bearer token: [REDACTED]"), "{err}");
+    assert!(!err.to_string().contains("abcdef-987654"), "{err}");
     let with_token = HttpSpec {
         url: server.url.clone(),
         headers: vec![("Authorization".into(), "Bearer sekrit-token-123456".into())],
@@ -215,8 +243,8 @@ fn base64_of(text: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(text.as_bytes())
 }
 
-#[test]
-fn url_entries_mount_beside_stdio_servers_and_a_failing_one_is_isolated() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn url_entries_mount_beside_stdio_servers_and_a_failing_one_is_isolated() {
     let legacy = HttpServer::start(&["--sse"]);
     let modern = HttpServer::start(&["--modern"]);
     let locked = HttpServer::start(&["--require-auth", "right-token-abcdef"]);
@@ -239,6 +267,24 @@ fn url_entries_mount_beside_stdio_servers_and_a_failing_one_is_isolated() {
     assert!(server("locked")["problems"][0].as_str().unwrap().contains("401"), "{v}");
     assert!(!stdout(&out).contains("wrong-token-secret-123"), "headers never appear");
     assert!(server("modern-web")["problems"][0].as_str().unwrap().contains("bad_header"), "{v}");
+
+    // A call the registry abandons (its run's deadline) is cancelled on the wire.
+    let scope = env.mount();
+    scope.load_mcp_servers().await;
+    let run = clat_host::run::RunContext::builder()
+        .mode(clat_host::contract::PermissionMode::FullAccess)
+        .deadline(Duration::from_millis(300))
+        .start();
+    let err = scope.registry().call("mcp_web_slow", json!({ "ms": 5000 }), &run).await.unwrap_err();
+    assert!(matches!(err, clat_host::registry::CallError::TimedOut { .. }), "{err}");
+    for _ in 0..300 {
+        if legacy.log().iter().any(|l| l.starts_with("POST notifications/cancelled")) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(legacy.log().iter().any(|l| l.starts_with("POST notifications/cancelled")), "{:?}", legacy.log());
+    scope.close().await;
 
     let out = env.clat(&["call", "mcp_web_echo", r#"{"over":"http"}"#, "--mode", "full-access"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

@@ -341,6 +341,14 @@ async fn pending_host_requests_are_counted_per_server_and_cancel_still_ends_the_
     run.cancel();
     let err = waiting.await.unwrap().unwrap_err();
     assert!(matches!(err, CallError::Cancelled { .. }), "{err}");
+    // The host request made for that call ends with it: nothing is left waiting on the host.
+    for _ in 0..1000 {
+        if server("a").host_requests_pending() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(server("a").host_requests_pending(), 0, "the orphaned approval no longer counts");
     gate.0.add_permits(10);
     scope.close().await;
 }

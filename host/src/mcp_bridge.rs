@@ -27,6 +27,7 @@ use clat_mcp::config::ServerEntry;
 use clat_mcp::jsonrpc::METHOD_NOT_FOUND;
 use clat_mcp::{ClientError, ClientInfo, Era, HttpSpec, ServerRequests, Session, StderrSink, StdioSpec, WireError};
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 
 use crate::contract::json::{
     context_snapshot_to_json, elicitation_form_from_json, elicitation_result_to_json, host_error_to_wire,
@@ -119,8 +120,9 @@ struct ServerLink {
     source: String,
     services: Arc<HostServices>,
     list_changed: tokio::sync::Notify,
-    /// The runs of this server's `tools/call`s in flight, oldest first.
-    active: Mutex<Vec<(u64, RunContext)>>,
+    /// This server's `tools/call`s in flight, oldest first: their run, and a
+    /// token that ends the host requests made for them when the call ends.
+    active: Mutex<Vec<(u64, RunContext, CancellationToken)>>,
     next_call: AtomicU64,
     /// Sampling and elicitation requests of this server waiting for the host.
     host_requests_pending: AtomicUsize,
@@ -131,14 +133,24 @@ struct ServerLink {
 }
 
 impl ServerLink {
-    fn current_run(&self) -> Option<RunContext> {
-        self.active.lock().unwrap_or_else(|p| p.into_inner()).last().map(|(_, run)| run.clone())
+    fn current_call(&self) -> Option<(RunContext, CancellationToken)> {
+        self.active.lock().unwrap_or_else(|p| p.into_inner()).last().map(|(_, run, ended)| (run.clone(), ended.clone()))
     }
 
+    /// Serve one request; it ends (as cancelled) if the call it belongs to ends first.
     async fn serve(&self, method: &str, params: Option<Value>) -> Result<Value, WireError> {
+        let call = self.current_call();
+        let ended = call.as_ref().map(|(_, ended)| ended.clone()).unwrap_or_default();
+        let run = call.map(|(run, _)| run);
+        tokio::select! {
+            answer = self.serve_in(method, params, run) => answer,
+            _ = ended.cancelled() => Err(host_error_to_wire(&HostError::Cancelled)),
+        }
+    }
+
+    async fn serve_in(&self, method: &str, params: Option<Value>, run: Option<RunContext>) -> Result<Value, WireError> {
         let params = params.unwrap_or_else(|| json!({}));
         let invalid = |e: String| host_error_to_wire(&HostError::Invalid(e));
-        let run = self.current_run();
         match method {
             "sampling/createMessage" => {
                 let request = sampling_request_from_json(&params).map_err(|e| invalid(e.to_string()))?;
@@ -512,14 +524,15 @@ impl ToolHandler for McpTool {
             + HOST_REQUEST_EXTENSION_MAX;
         let link = &self.server.link;
         let call = link.next_call.fetch_add(1, Ordering::SeqCst);
-        link.active.lock().unwrap_or_else(|p| p.into_inner()).push((call, run.clone()));
-        let _active = ActiveCall { link, call };
-        let result = self
-            .server
-            .session
-            .call_tool(&self.tool, arguments, timeout, Some(run.cancel_token()))
-            .await
-            .map_err(|e| ToolError(anyhow::anyhow!("server {}: {e}", self.server.name)))?;
+        let ended = CancellationToken::new();
+        link.active.lock().unwrap_or_else(|p| p.into_inner()).push((call, run.clone(), ended.clone()));
+        let _active = ActiveCall { link, call, ended };
+        let result =
+            self.server.session.call_tool(&self.tool, arguments, timeout, Some(run.cancel_token())).await.map_err(
+                |e| {
+                    ToolError(anyhow::anyhow!("server {}: {}", self.server.name, crate::redact::redact(&e.to_string())))
+                },
+            )?;
         tool_output_from_json(&result)
             .map_err(|e| ToolError(anyhow::anyhow!("server {} returned a malformed result: {e}", self.server.name)))
     }
@@ -529,14 +542,17 @@ impl ToolHandler for McpTool {
     }
 }
 
-/// Removes a call from its server's active calls when it ends (or is dropped).
+/// Removes a call from its server's active calls when it ends (or is
+/// dropped), and ends the host requests still being served for it.
 struct ActiveCall<'a> {
     link: &'a ServerLink,
     call: u64,
+    ended: CancellationToken,
 }
 
 impl Drop for ActiveCall<'_> {
     fn drop(&mut self) {
-        self.link.active.lock().unwrap_or_else(|p| p.into_inner()).retain(|(id, _)| *id != self.call);
+        self.ended.cancel();
+        self.link.active.lock().unwrap_or_else(|p| p.into_inner()).retain(|(id, _, _)| *id != self.call);
     }
 }

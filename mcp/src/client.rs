@@ -120,6 +120,16 @@ async fn probe(connection: &dyn Transport, client: &ClientInfo, capabilities: &V
                 Ok(Probe::Legacy(format!("server/discover lists {versions:?}, not {MODERN_VERSION}")))
             }
         }
+        // A modern server that also speaks a legacy version we speak: the legacy era, then.
+        Err(ClientError::Wire(WireError { code: UNSUPPORTED_PROTOCOL_VERSION, data, .. }))
+            if data
+                .as_ref()
+                .and_then(|d| d.get("supported"))
+                .and_then(Value::as_array)
+                .is_some_and(|v| v.iter().any(|s| s.as_str().is_some_and(|s| LEGACY_VERSIONS.contains(&s)))) =>
+        {
+            Ok(Probe::Legacy("the server offers a legacy version CLAT speaks".into()))
+        }
         // A recognized modern error means modern: never fall back.
         Err(ClientError::Wire(WireError { code: UNSUPPORTED_PROTOCOL_VERSION, data, .. })) => {
             let supported = data.as_ref().and_then(|d| d.get("supported")).cloned().unwrap_or(Value::Null);
@@ -437,11 +447,13 @@ impl Session {
         let original = json!({ "name": name, "arguments": arguments });
         let deadline = tokio::time::Instant::now() + timeout;
         let mut params = original.clone();
-        for _round in 0..=INPUT_REQUIRED_MAX_ROUNDS {
+        for round in 0..=INPUT_REQUIRED_MAX_ROUNDS {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             // Each round is a new request, with a new id.
             match self.request_rounds("tools/call", params, left, cancel).await? {
                 Answer::Complete(result) => return Ok(result),
+                // No question is asked, and no model called, for a round that could not be retried.
+                Answer::InputRequired(_) if round == INPUT_REQUIRED_MAX_ROUNDS => break,
                 Answer::InputRequired(answer) => {
                     let fulfil = self.fulfil_input(&original, &answer);
                     let never = CancellationToken::new();

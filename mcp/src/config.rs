@@ -10,10 +10,30 @@ use std::path::Path;
 use serde_json::Value;
 
 /// One configured server.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub enum ServerEntry {
     Stdio { command: String, args: Vec<String>, env: BTreeMap<String, String>, cwd: Option<String> },
     Http { url: String, headers: BTreeMap<String, String> },
+}
+
+/// Names only: `env` values and `headers` values may be secrets.
+impl std::fmt::Debug for ServerEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServerEntry::Stdio { command, args, env, cwd } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", args)
+                .field("env_names", &env.keys().collect::<Vec<_>>())
+                .field("cwd", cwd)
+                .finish(),
+            ServerEntry::Http { url, headers } => f
+                .debug_struct("Http")
+                .field("url", url)
+                .field("header_names", &headers.keys().collect::<Vec<_>>())
+                .finish(),
+        }
+    }
 }
 
 /// Why the file or an entry cannot be used.

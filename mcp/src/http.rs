@@ -44,15 +44,22 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::ClientError;
 use crate::jsonrpc::{Message, RequestId, WireError, encode, parse};
-use crate::limits::{CLOSE_GRACE, HTTP_SSE_RESUMES_MAX, STDIO_FRAME_MAX_BYTES};
+use crate::limits::{CLOSE_GRACE, HTTP_ONE_WAY_TIMEOUT, HTTP_SSE_RESUMES_MAX, STDIO_FRAME_MAX_BYTES};
 use crate::transport::{ServerRequests, Transport, dispatch_request, inbound_limit};
 
 /// Where a remote server is.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct HttpSpec {
     pub url: String,
     /// Sent with every request; kept only in memory.
     pub headers: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for HttpSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.headers.iter().map(|(name, _)| name.as_str()).collect();
+        f.debug_struct("HttpSpec").field("url", &self.url).field("header_names", &names).finish()
+    }
 }
 
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -85,6 +92,10 @@ struct Inner {
     state: Mutex<State>,
     closed: Mutex<Option<String>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// Held while an expired session is re-opened.
+    reopening: tokio::sync::Mutex<()>,
+    /// The configured header values (and their tokens), scrubbed from error text.
+    secrets: Vec<String>,
 }
 
 /// One connection to a Streamable HTTP server.
@@ -116,6 +127,12 @@ impl HttpConnection {
             return Err(ClientError::Http(format!("the url must be http or https, not {}", url.scheme())));
         }
         let mut headers = HeaderMap::new();
+        let mut secrets = Vec::new();
+        for (_, value) in &spec.headers {
+            secrets.push(value.clone());
+            secrets.extend(value.split_whitespace().filter(|word| word.len() >= 8).map(str::to_string));
+        }
+        secrets.retain(|s| s.len() >= 4);
         for (name, value) in &spec.headers {
             let name = HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| ClientError::Http(format!("the header name {name:?} is not valid")))?;
@@ -150,6 +167,8 @@ impl HttpConnection {
                 state: Mutex::default(),
                 closed: Mutex::default(),
                 tasks: Mutex::default(),
+                reopening: tokio::sync::Mutex::new(()),
+                secrets,
             }),
         })
     }
@@ -263,7 +282,8 @@ where
         };
         let rest = pending.split_off(end + 1);
         let lines = std::mem::replace(&mut pending, rest);
-        for line in lines.split(|&b| b == b'\n') {
+        // `lines` ends with its newline: split what precedes it, so no empty piece counts as a blank line.
+        for line in lines[..lines.len() - 1].split(|&b| b == b'\n') {
             let line = line.strip_suffix(b"\r").unwrap_or(line);
             if line.is_empty() {
                 event_bytes = 0;
@@ -290,6 +310,15 @@ enum Streamed {
 impl Inner {
     fn is_closed(&self) -> Option<String> {
         lock(&self.closed).clone()
+    }
+
+    /// A failure status as an error; a server that echoes a configured header
+    /// value (a bad key) never gets it into the error's text.
+    async fn status_error(&self, response: reqwest::Response) -> ClientError {
+        status_error(response, |text| {
+            self.secrets.iter().fold(text, |text, secret| text.replace(secret.as_str(), "[REDACTED]"))
+        })
+        .await
     }
 
     /// Build a POST for one message, with the era's headers.
@@ -320,14 +349,16 @@ impl Inner {
                 let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
                 let declared = lock(&self.state).tool_headers.get(name).cloned().unwrap_or_default();
                 for (property, header) in declared {
-                    if let Some(value) = params.pointer(&format!("/arguments/{property}")).and_then(header_value_of) {
+                    let value = params.get("arguments").and_then(|a| a.get(&property)).and_then(header_value_of);
+                    if let Some(value) = value {
                         builder = builder.header(format!("mcp-param-{header}"), value);
                     }
                 }
             }
         } else {
             let state = lock(&self.state);
-            if let Some(session) = &state.session_id {
+            // A new session starts without the old id (and only `initialize` starts one).
+            if let Some(session) = state.session_id.as_ref().filter(|_| method != Some("initialize")) {
                 builder = builder.header(SESSION_HEADER, session);
             }
             if let Some(version) = &state.legacy_version {
@@ -339,8 +370,8 @@ impl Inner {
 
     /// POST a message that expects no answer (a notification, our response): 2xx.
     async fn send_one_way(&self, message: &Message) -> Result<(), ClientError> {
-        let response = self.post(message).send().await.map_err(http_error)?;
-        if response.status().is_success() { Ok(()) } else { Err(status_error(response).await) }
+        let response = self.post(message).timeout(HTTP_ONE_WAY_TIMEOUT).send().await.map_err(http_error)?;
+        if response.status().is_success() { Ok(()) } else { Err(self.status_error(response).await) }
     }
 
     /// Serve a server request from a stream; the answer is POSTed back.
@@ -388,6 +419,11 @@ impl Inner {
                 Ok(Message::Response { id: rid, .. }) => {
                     tracing::debug!("a response for {rid} on another stream was ignored")
                 }
+                Ok(Message::Request { method, .. }) if lock(&self.state).modern => {
+                    tracing::warn!(
+                        "ignoring a {method} request on a modern stream: 2026-07-28 servers ask with input_required"
+                    );
+                }
                 Ok(Message::Request { id, method, params }) => self.serve(id, method, params),
                 Ok(Message::Notification { method, params }) => self.handler.notification(&method, params.as_ref()),
                 Ok(Message::OrphanError(e)) => tracing::warn!("the server sent an error without an id: {e}"),
@@ -416,7 +452,7 @@ impl Inner {
         }
         let response = builder.send().await.map_err(http_error)?;
         if !response.status().is_success() {
-            return Err(status_error(response).await);
+            return Err(self.status_error(response).await);
         }
         Ok(response)
     }
@@ -433,7 +469,7 @@ impl Inner {
             return Err(ClientError::Protocol(format!("the server accepted {method} (202) without answering it")));
         }
         if !status.is_success() {
-            return Err(status_error(response).await);
+            return Err(self.status_error(response).await);
         }
         let content_type =
             response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase();
@@ -456,7 +492,9 @@ impl Inner {
         loop {
             match streamed {
                 Streamed::Answer(result) => return result.map_err(ClientError::Wire),
-                Streamed::Ended { last_event_id: Some(last), retry } if resumes < HTTP_SSE_RESUMES_MAX => {
+                Streamed::Ended { last_event_id: Some(last), retry }
+                    if resumes < HTTP_SSE_RESUMES_MAX && !lock(&self.state).modern =>
+                {
                     resumes += 1;
                     tokio::time::sleep(retry.unwrap_or(Duration::from_millis(500))).await;
                     let response = self.resume(&last).await?;
@@ -486,12 +524,19 @@ impl Inner {
         let message = Message::Request { id: id.clone(), method: method.into(), params: params.clone() };
         let mut reopened = false;
         loop {
-            let had_session = lock(&self.state).session_id.is_some();
+            let sent_session = lock(&self.state).session_id.clone();
             let response = self.post(&message).send().await.map_err(http_error)?;
-            if response.status() == reqwest::StatusCode::NOT_FOUND && had_session && !reopened && method != "initialize"
+            if response.status() == reqwest::StatusCode::NOT_FOUND
+                && sent_session.is_some()
+                && !reopened
+                && method != "initialize"
             {
-                tracing::info!("the server's session expired (404); opening a new one");
-                self.reopen_session().await?;
+                // One reopen for all the requests that met the expired session at once.
+                let _reopening = self.reopening.lock().await;
+                if lock(&self.state).session_id == sent_session {
+                    tracing::info!("the server's session expired (404); opening a new one");
+                    self.reopen_session().await?;
+                }
                 reopened = true;
                 continue;
             }
@@ -510,12 +555,10 @@ impl Inner {
 
     /// A new session after a 404: initialize again (no session id), then `initialized`.
     async fn reopen_session(self: &Arc<Self>) -> Result<(), ClientError> {
-        let params = {
-            let mut state = lock(&self.state);
-            state.session_id = None;
-            state.initialize_params.clone()
-        }
-        .ok_or_else(|| ClientError::Protocol("the session expired before it was initialized".into()))?;
+        let params = lock(&self.state)
+            .initialize_params
+            .clone()
+            .ok_or_else(|| ClientError::Protocol("the session expired before it was initialized".into()))?;
         let id = RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed));
         let message = Message::Request { id: id.clone(), method: "initialize".into(), params: Some(params) };
         let response = self.post(&message).send().await.map_err(http_error)?;
@@ -530,7 +573,10 @@ impl Inner {
     async fn listen(self: Arc<Self>, opened: tokio::sync::oneshot::Sender<()>) {
         let mut opened = Some(opened);
         let mut last_event_id: Option<String> = None;
-        for _attempt in 0..=HTTP_SSE_RESUMES_MAX {
+        // A server may close the stream and ask to reconnect (SEP-1699) for as long as it likes;
+        // only streams that carried nothing count against the bound.
+        let mut empty_streams = 0;
+        while empty_streams <= HTTP_SSE_RESUMES_MAX {
             let mut builder =
                 self.client.get(self.url.clone()).headers(self.headers.clone()).header(ACCEPT, "text/event-stream");
             {
@@ -563,6 +609,11 @@ impl Inner {
                     if last.is_none() && retry.is_none() {
                         return;
                     }
+                    if last.is_none() || last == last_event_id {
+                        empty_streams += 1;
+                    } else {
+                        empty_streams = 0;
+                    }
                     last_event_id = last.or(last_event_id);
                     tokio::time::sleep(retry.unwrap_or(Duration::from_secs(1))).await;
                 }
@@ -590,7 +641,7 @@ async fn read_body(response: reqwest::Response, limit: usize) -> Result<Vec<u8>,
 }
 
 /// A non-success status: the JSON-RPC error in its body if there is one, else the status and a short body.
-async fn status_error(response: reqwest::Response) -> ClientError {
+async fn status_error(response: reqwest::Response, scrub: impl Fn(String) -> String) -> ClientError {
     let status = response.status();
     if status.is_redirection() {
         let to = response
@@ -605,10 +656,11 @@ async fn status_error(response: reqwest::Response) -> ClientError {
         ));
     }
     let body = read_body(response, 64 * 1024).await.unwrap_or_default();
-    if let Ok(Message::Response { result: Err(e), .. } | Message::OrphanError(e)) = parse(&body) {
+    if let Ok(Message::Response { result: Err(mut e), .. } | Message::OrphanError(mut e)) = parse(&body) {
+        e.message = scrub(e.message);
         return ClientError::Wire(e);
     }
-    let text: String = String::from_utf8_lossy(&body).chars().take(ERROR_BODY_CHARS).collect();
+    let text: String = scrub(String::from_utf8_lossy(&body).chars().take(ERROR_BODY_CHARS).collect());
     let hint = match status.as_u16() {
         401 | 403 => " (check the credentials in the configured headers)",
         _ => "",
@@ -633,27 +685,23 @@ impl Transport for HttpConnection {
         }
         let id = RequestId::Number(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
         let modern = params.as_ref().and_then(|p| p.pointer("/_meta")).and_then(|m| m.get(META_VERSION)).is_some();
+        // Ending without the answer (timeout, cancel, this future dropped, a broken stream) closes
+        // the stream, which is the modern cancel; a legacy server also gets `notifications/cancelled`.
+        let mut guard =
+            CancelOnDrop { inner: Arc::clone(&self.inner), id: id.clone(), armed: !modern && method != "initialize" };
         let never = CancellationToken::new();
         let cancel = cancel.unwrap_or(&never);
-        let exchange = self.inner.exchange(id.clone(), method, params);
-        let ended = tokio::select! {
-            r = exchange => return r,
-            _ = tokio::time::sleep(timeout) => ClientError::Timeout { method: method.into(), after: timeout },
-            _ = cancel.cancelled() => ClientError::Cancelled { method: method.into() },
-        };
-        // The exchange was dropped, which closes its stream: the modern cancel.
-        // A legacy server also gets `notifications/cancelled` with the original id.
-        if !modern && method != "initialize" {
-            let inner = Arc::clone(&self.inner);
-            tokio::spawn(async move {
-                let note = Message::Notification {
-                    method: "notifications/cancelled".into(),
-                    params: Some(json!({ "requestId": id, "reason": "cancelled by the client" })),
-                };
-                let _ = inner.send_one_way(&note).await;
-            });
+        let exchange = self.inner.exchange(id, method, params);
+        tokio::select! {
+            r = exchange => {
+                if matches!(r, Ok(_) | Err(ClientError::Wire(_))) {
+                    guard.armed = false;
+                }
+                r
+            }
+            _ = tokio::time::sleep(timeout) => Err(ClientError::Timeout { method: method.into(), after: timeout }),
+            _ = cancel.cancelled() => Err(ClientError::Cancelled { method: method.into() }),
         }
-        Err(ended)
     }
 
     async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), ClientError> {
@@ -732,6 +780,30 @@ impl Transport for HttpConnection {
             }
         });
         dropped
+    }
+}
+
+/// Tells a legacy server that a request ended without its answer, once, whatever ended it.
+struct CancelOnDrop {
+    inner: Arc<Inner>,
+    id: RequestId,
+    armed: bool,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if !self.armed || self.inner.is_closed().is_some() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let inner = Arc::clone(&self.inner);
+        let note = Message::Notification {
+            method: "notifications/cancelled".into(),
+            params: Some(json!({ "requestId": self.id, "reason": "cancelled by the client" })),
+        };
+        runtime.spawn(async move {
+            let _ = inner.send_one_way(&note).await;
+        });
     }
 }
 

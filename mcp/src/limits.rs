@@ -25,3 +25,5 @@ pub const CLOSE_GRACE: Duration = Duration::from_secs(2);
 pub const INPUT_REQUIRED_MAX_ROUNDS: usize = 10;
 /// Streamable HTTP: times a broken event stream is resumed (GET + `Last-Event-ID`) for one request.
 pub const HTTP_SSE_RESUMES_MAX: usize = 5;
+/// Streamable HTTP: one POST that expects no answer (a notification, our answer to a server request).
+pub const HTTP_ONE_WAY_TIMEOUT: Duration = Duration::from_secs(10);

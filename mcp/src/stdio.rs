@@ -27,7 +27,7 @@ use crate::limits::{CLOSE_GRACE, STDIO_FRAME_MAX_BYTES, WRITER_QUEUE};
 use crate::transport::{ServerRequests, Transport, dispatch_request, inbound_limit};
 
 /// How to start a server.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct StdioSpec {
     pub command: String,
     pub args: Vec<String>,
@@ -35,6 +35,19 @@ pub struct StdioSpec {
     pub env: Vec<(String, String)>,
     /// The working directory (the host decides: never the project).
     pub cwd: PathBuf,
+}
+
+/// Names only for `env`: its values may be secrets (an API key for the server).
+impl std::fmt::Debug for StdioSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.env.iter().map(|(name, _)| name.as_str()).collect();
+        f.debug_struct("StdioSpec")
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env_names", &names)
+            .field("cwd", &self.cwd)
+            .finish()
+    }
 }
 
 /// Where the server's stderr bytes go.

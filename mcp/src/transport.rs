@@ -116,7 +116,8 @@ pub(crate) fn dispatch_request<F>(
             Err(e) if e.is_panic() => Err(WireError::new(INTERNAL_ERROR, format!("the handler for {method} panicked"))),
             Err(_) => Err(WireError::new(INTERNAL_ERROR, format!("the handler for {method} was stopped"))),
         };
-        answer(Message::Response { id, result }).await;
+        // The bound is on handlers at work; sending the answer has its own timeout.
         drop(permit);
+        answer(Message::Response { id, result }).await;
     });
 }

@@ -20,7 +20,7 @@
 //! with the client's answer as JSON text), `fail_500`, `wrong_type` (text/plain),
 //! `not_json`, `sse_drop` (a priming event with `retry: 100`, then the stream
 //! closes; the answer comes on GET + `Last-Event-ID`), `sse_no_answer`,
-//! `slow_loris` (keep-alive comments forever); modern only: `region {region}`
+//! `slow_loris` (keep-alive comments forever), `many_lines` (one 5 MiB event of short lines); modern only: `region {region}`
 //! (`x-mcp-header: Region`) and `bad_header` (an invalid `x-mcp-header`).
 
 use std::collections::{HashMap, HashSet};
@@ -197,7 +197,9 @@ impl Server {
         if let Some(token) = &self.opts.require_auth
             && header("authorization") != Some(format!("Bearer {token}"))
         {
-            write_plain(stream, "401 Unauthorized", "text/plain", &[], "missing or wrong bearer token");
+            // A careless server that echoes the credential it refused.
+            let got = header("authorization").unwrap_or_default();
+            write_plain(stream, "401 Unauthorized", "text/plain", &[], &format!("wrong bearer token: {got}"));
             return true;
         }
         if let Some(to) = &self.opts.redirect {
@@ -345,6 +347,7 @@ impl Server {
             "sse_drop",
             "sse_no_answer",
             "slow_loris",
+            "many_lines",
         ];
         if self.opts.modern {
             // A modern server never sends requests on a stream.
@@ -426,6 +429,19 @@ impl Server {
                 self.replay.lock().unwrap().insert("e1".into(), answer.to_string());
                 if start_stream(stream, &[]) {
                     let _ = stream.write_all(b"id: e1\nretry: 100\ndata: \n\n").and_then(|_| stream.flush());
+                }
+                false
+            }
+            "many_lines" => {
+                // One event of 5,000 data lines of 1 KiB: 5 MiB, though no line is long.
+                if start_stream(stream, &[]) {
+                    let line = format!("data: {}\n", "z".repeat(1024));
+                    for _ in 0..5000 {
+                        if stream.write_all(line.as_bytes()).is_err() {
+                            return false;
+                        }
+                    }
+                    let _ = stream.write_all(b"\n");
                 }
                 false
             }
