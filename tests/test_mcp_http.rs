@@ -238,6 +238,19 @@ async fn modern_requests_carry_the_headers_and_invalid_header_tools_are_dropped(
     assert!(!server.log().iter().any(|l| l.starts_with("DELETE")), "no session, no DELETE");
 }
 
+#[tokio::test]
+async fn a_header_mismatch_lists_the_tools_again_and_retries_once() {
+    let server = HttpServer::start(&["--modern", "--mismatch-once"]);
+    let s = connect(&server).await;
+    s.list_tools().await.unwrap();
+    let result = s.call_tool("region", json!({ "region": "eu" }), LONG, None).await.unwrap();
+    assert_eq!(text_of(&result), r#"region "eu""#);
+    let log = server.log();
+    assert_eq!(log.iter().filter(|l| l.starts_with("POST tools/list")).count(), 2, "{log:?}");
+    assert_eq!(log.iter().filter(|l| l.starts_with("POST tools/call")).count(), 2, "{log:?}");
+    s.connection.close().await;
+}
+
 fn base64_of(text: &str) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(text.as_bytes())

@@ -460,6 +460,10 @@ fn the_reference_servers_over_http_connect_in_their_eras_and_answer_through_clat
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stdout(&out).contains("[offline model]") && stdout(&out).contains("sampled over http"), "{}", stdout(&out));
+    // Its elicitation form has a multi-select field: an explicit unsupported error reaches the server, over HTTP too.
+    let out = env.clat(&["call", "mcp_everything_trigger_elicitation_request", "{}", "--mode", "full-access"]);
+    let both = stdout(&out) + &stderr(&out);
+    assert!(both.contains("-32056") && both.contains("is a multi-select"), "{both}");
 }
 
 #[test]

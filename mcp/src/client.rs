@@ -34,6 +34,8 @@ use crate::transport::{ServerRequests, Transport};
 
 /// The modern protocol version.
 pub const MODERN_VERSION: &str = "2026-07-28";
+/// `HeaderMismatch` (modern HTTP).
+pub const HEADER_MISMATCH: i64 = -32020;
 /// `UnsupportedProtocolVersionError`.
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
@@ -447,10 +449,22 @@ impl Session {
         let original = json!({ "name": name, "arguments": arguments });
         let deadline = tokio::time::Instant::now() + timeout;
         let mut params = original.clone();
+        let mut relisted = false;
         for round in 0..=INPUT_REQUIRED_MAX_ROUNDS {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             // Each round is a new request, with a new id.
-            match self.request_rounds("tools/call", params, left, cancel).await? {
+            let answer = match self.request_rounds("tools/call", params.clone(), left, cancel).await {
+                // Modern HTTP: the headers did not match the server's view of the tool
+                // (its x-mcp-header declarations changed): list again, then retry once.
+                Err(ClientError::Wire(e)) if e.code == HEADER_MISMATCH && self.era == Era::Modern && !relisted => {
+                    relisted = true;
+                    self.list_tools().await?;
+                    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                    self.request_rounds("tools/call", params, left, cancel).await?
+                }
+                other => other?,
+            };
+            match answer {
                 Answer::Complete(result) => return Ok(result),
                 // No question is asked, and no model called, for a round that could not be retried.
                 Answer::InputRequired(_) if round == INPUT_REQUIRED_MAX_ROUNDS => break,

@@ -11,7 +11,8 @@
 //! Flags: `--sse` (every answer as an event stream, after an empty priming
 //! event), `--expire-after N` (the session expires once, after N requests),
 //! `--require-auth TOKEN` (401 without `Authorization: Bearer TOKEN`),
-//! `--redirect URL` (307 to URL), `--log-file PATH` (per request a line
+//! `--redirect URL` (307 to URL), `--mismatch-once` (modern: the first
+//! `tools/call` gets -32020 as if its headers were stale), `--log-file PATH` (per request a line
 //! `REQUEST METHOD PATH`, then the method, session and MCP headers). A POST to
 //! `/echo` answers with its own body (a raw HTTP echo for benchmarks).
 //!
@@ -41,6 +42,7 @@ struct Options {
     require_auth: Option<String>,
     redirect: Option<String>,
     log_file: Option<String>,
+    mismatch_once: bool,
 }
 
 struct Server {
@@ -54,6 +56,7 @@ struct Server {
     /// Events to replay on GET + `Last-Event-ID`.
     replay: Mutex<HashMap<String, String>>,
     next_ask: AtomicU64,
+    mismatched: AtomicBool,
 }
 
 struct Request {
@@ -75,6 +78,7 @@ pub fn run(args: &[String]) {
             require_auth: value("--require-auth"),
             redirect: value("--redirect"),
             log_file: value("--log-file"),
+            mismatch_once: has("--mismatch-once"),
         },
         sessions: Mutex::default(),
         next_session: AtomicU64::new(1),
@@ -83,6 +87,7 @@ pub fn run(args: &[String]) {
         waiting: Mutex::default(),
         replay: Mutex::default(),
         next_ask: AtomicU64::new(0),
+        mismatched: AtomicBool::new(false),
     });
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
@@ -296,7 +301,10 @@ impl Server {
                 return true;
             };
             let name = params.get("name").and_then(Value::as_str);
-            let mismatch = header("mcp-protocol-version").as_deref() != Some(meta_version)
+            let forced =
+                self.opts.mismatch_once && method == "tools/call" && !self.mismatched.swap(true, Ordering::SeqCst);
+            let mismatch = forced
+                || header("mcp-protocol-version").as_deref() != Some(meta_version)
                 || header("mcp-method").as_deref() != Some(method.as_str())
                 || (method == "tools/call" && header("mcp-name").as_deref() != name);
             if mismatch {
