@@ -209,89 +209,8 @@ impl Connection {
         })
     }
 
-    /// What serves this server's requests.
-    pub fn handler(&self) -> &Arc<dyn ServerRequests> {
-        &self.handler
-    }
-
-    /// Why the connection closed, if it did.
-    pub fn closed_reason(&self) -> Option<String> {
-        self.closed.borrow().clone()
-    }
-
     fn closed_error(&self) -> ClientError {
         ClientError::Closed { reason: self.closed_reason().unwrap_or_else(|| "the connection is closed".into()) }
-    }
-
-    /// Send a notification.
-    pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), ClientError> {
-        let line = encode(&Message::Notification { method: method.into(), params });
-        self.outgoing.send(line).await.map_err(|_| self.closed_error())
-    }
-
-    /// Send a request and wait for its response, at most `timeout`, or until
-    /// `cancel` fires. On timeout or cancel (or if this future is dropped) the
-    /// pending slot is removed at once and `notifications/cancelled` is sent
-    /// best effort with the original id.
-    pub async fn request(
-        &self,
-        method: &str,
-        params: Option<Value>,
-        timeout: Duration,
-        cancel: Option<&CancellationToken>,
-    ) -> Result<Value, ClientError> {
-        if self.closed_reason().is_some() {
-            return Err(self.closed_error());
-        }
-        let id = RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed));
-        let (tx, rx) = oneshot::channel();
-        lock(&self.pending).insert(id.clone(), tx);
-        let mut guard = PendingGuard { conn: self, id: id.clone(), method, armed: true };
-        let line = encode(&Message::Request { id: id.clone(), method: method.into(), params });
-        if self.outgoing.send(line).await.is_err() {
-            guard.armed = false;
-            lock(&self.pending).remove(&id);
-            return Err(self.closed_error());
-        }
-        let never = CancellationToken::new();
-        let cancel = cancel.unwrap_or(&never);
-        let outcome = tokio::select! {
-            r = rx => r,
-            _ = tokio::time::sleep(timeout) => {
-                return Err(ClientError::Timeout { method: method.into(), after: timeout });
-            }
-            _ = cancel.cancelled() => return Err(ClientError::Cancelled { method: method.into() }),
-        };
-        guard.armed = false;
-        match outcome {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(wire)) => Err(ClientError::Wire(wire)),
-            Err(_) => Err(self.closed_error()),
-        }
-    }
-
-    /// Close: stop writing (the server sees end of input), wait up to
-    /// `CLOSE_GRACE`, then kill and reap the whole process group, and join the
-    /// connection's tasks.
-    pub async fn close(&self) {
-        self.close_tx.send_if_modified(|c| set_reason(c, "closed by the client".into()));
-        if let Some(mut child) = self.child.lock().await.take()
-            && tokio::time::timeout(CLOSE_GRACE, child.wait()).await.is_err()
-        {
-            kill_group(self.pgid);
-            let _ = child.wait().await;
-        }
-        kill_group(self.pgid);
-        let tasks: Vec<JoinHandle<()>> = lock(&self.tasks).drain(..).collect();
-        for task in tasks {
-            task.abort();
-            let _ = task.await;
-        }
-    }
-
-    /// The server's process group.
-    pub fn pgid(&self) -> i32 {
-        self.pgid
     }
 }
 
@@ -375,6 +294,10 @@ fn route(
 
 #[async_trait]
 impl Transport for Connection {
+    /// Send a request and wait for its response, at most `timeout`, or until
+    /// `cancel` fires. On timeout or cancel (or if this future is dropped) the
+    /// pending slot is removed at once and `notifications/cancelled` is sent
+    /// best effort with the original id.
     async fn request(
         &self,
         method: &str,
@@ -382,23 +305,66 @@ impl Transport for Connection {
         timeout: Duration,
         cancel: Option<&CancellationToken>,
     ) -> Result<Value, ClientError> {
-        Connection::request(self, method, params, timeout, cancel).await
+        if self.closed_reason().is_some() {
+            return Err(self.closed_error());
+        }
+        let id = RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed));
+        let (tx, rx) = oneshot::channel();
+        lock(&self.pending).insert(id.clone(), tx);
+        let mut guard = PendingGuard { conn: self, id: id.clone(), method, armed: true };
+        let line = encode(&Message::Request { id: id.clone(), method: method.into(), params });
+        if self.outgoing.send(line).await.is_err() {
+            guard.armed = false;
+            lock(&self.pending).remove(&id);
+            return Err(self.closed_error());
+        }
+        let never = CancellationToken::new();
+        let cancel = cancel.unwrap_or(&never);
+        let outcome = tokio::select! {
+            r = rx => r,
+            _ = tokio::time::sleep(timeout) => {
+                return Err(ClientError::Timeout { method: method.into(), after: timeout });
+            }
+            _ = cancel.cancelled() => return Err(ClientError::Cancelled { method: method.into() }),
+        };
+        guard.armed = false;
+        match outcome {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(wire)) => Err(ClientError::Wire(wire)),
+            Err(_) => Err(self.closed_error()),
+        }
     }
 
     async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), ClientError> {
-        Connection::notify(self, method, params).await
+        let line = encode(&Message::Notification { method: method.into(), params });
+        self.outgoing.send(line).await.map_err(|_| self.closed_error())
     }
 
     fn closed_reason(&self) -> Option<String> {
-        Connection::closed_reason(self)
+        self.closed.borrow().clone()
     }
 
     fn handler(&self) -> &Arc<dyn ServerRequests> {
-        Connection::handler(self)
+        &self.handler
     }
 
+    /// Close: stop writing (the server sees end of input), wait up to
+    /// `CLOSE_GRACE`, then kill and reap the whole process group, and join the
+    /// connection's tasks.
     async fn close(&self) {
-        Connection::close(self).await
+        self.close_tx.send_if_modified(|c| set_reason(c, "closed by the client".into()));
+        if let Some(mut child) = self.child.lock().await.take()
+            && tokio::time::timeout(CLOSE_GRACE, child.wait()).await.is_err()
+        {
+            kill_group(self.pgid);
+            let _ = child.wait().await;
+        }
+        kill_group(self.pgid);
+        let tasks: Vec<JoinHandle<()>> = lock(&self.tasks).drain(..).collect();
+        for task in tasks {
+            task.abort();
+            let _ = task.await;
+        }
     }
 
     fn process_group(&self) -> Option<i32> {
