@@ -124,6 +124,25 @@ async fn a_dropped_stream_is_resumed_with_last_event_id_after_retry() {
 }
 
 #[tokio::test]
+async fn resumption_stops_after_five_attempts() {
+    let server = HttpServer::start(&[]);
+    let s = connect(&server).await;
+    let err = s.call_tool("sse_drop_forever", json!({}), LONG, None).await.unwrap_err();
+    assert!(matches!(&err, ClientError::Protocol(m) if m.contains("ended without a response")), "{err}");
+    let resumes = server.log().iter().filter(|l| l.starts_with("GET last-event-id=drop-")).count();
+    assert_eq!(resumes, clat_mcp::limits::HTTP_SSE_RESUMES_MAX, "{:?}", server.log());
+    s.connection.close().await;
+}
+
+#[tokio::test]
+async fn a_server_that_never_acknowledges_a_notification_fails_within_the_one_way_timeout() {
+    let server = HttpServer::start(&["--stall-notifications"]);
+    let err =
+        Session::connect_http(&server.spec(), Arc::new(NoServerRequests), &client(), json!({})).await.unwrap_err();
+    assert!(matches!(&err, ClientError::Http(m) if m.contains("timed out")), "{err}");
+}
+
+#[tokio::test]
 async fn a_slow_loris_stream_times_out_and_cancel_ends_the_wait_and_tells_the_server() {
     let server = HttpServer::start(&[]);
     let s = connect(&server).await;

@@ -12,7 +12,8 @@
 //! event), `--expire-after N` (the session expires once, after N requests),
 //! `--require-auth TOKEN` (401 without `Authorization: Bearer TOKEN`),
 //! `--redirect URL` (307 to URL), `--mismatch-once` (modern: the first
-//! `tools/call` gets -32020 as if its headers were stale), `--log-file PATH` (per request a line
+//! `tools/call` gets -32020 as if its headers were stale), `--stall-notifications`
+//! (a notification's 202 comes after 15 s), `--log-file PATH` (per request a line
 //! `REQUEST METHOD PATH`, then the method, session and MCP headers). A POST to
 //! `/echo` answers with its own body (a raw HTTP echo for benchmarks).
 //!
@@ -21,7 +22,7 @@
 //! with the client's answer as JSON text), `fail_500`, `wrong_type` (text/plain),
 //! `not_json`, `sse_drop` (a priming event with `retry: 100`, then the stream
 //! closes; the answer comes on GET + `Last-Event-ID`), `sse_no_answer`,
-//! `slow_loris` (keep-alive comments forever), `many_lines` (one 5 MiB event of short lines); modern only: `region {region}`
+//! `slow_loris` (keep-alive comments forever), `many_lines` (one 5 MiB event of short lines), `sse_drop_forever` (every resumption drops again); modern only: `region {region}`
 //! (`x-mcp-header: Region`) and `bad_header` (an invalid `x-mcp-header`).
 
 use std::collections::{HashMap, HashSet};
@@ -43,6 +44,7 @@ struct Options {
     redirect: Option<String>,
     log_file: Option<String>,
     mismatch_once: bool,
+    stall_notifications: bool,
 }
 
 struct Server {
@@ -79,6 +81,7 @@ pub fn run(args: &[String]) {
             redirect: value("--redirect"),
             log_file: value("--log-file"),
             mismatch_once: has("--mismatch-once"),
+            stall_notifications: has("--stall-notifications"),
         },
         sessions: Mutex::default(),
         next_session: AtomicU64::new(1),
@@ -215,6 +218,15 @@ impl Server {
             "GET" => {
                 let last = header("last-event-id");
                 self.log(&format!("GET last-event-id={}", last.clone().unwrap_or_default()));
+                if let Some(round) =
+                    last.as_deref().and_then(|id| id.strip_prefix("drop-")).and_then(|n| n.parse::<u32>().ok())
+                {
+                    // `sse_drop_forever`: every resumption drops again, with a new event id.
+                    if start_stream(stream, &[]) {
+                        let _ = stream.write_all(format!("id: drop-{}\nretry: 10\ndata: \n\n", round + 1).as_bytes());
+                    }
+                    return false;
+                }
                 let replay = last.and_then(|id| self.replay.lock().unwrap().remove(&id));
                 match replay {
                     Some(data) => {
@@ -285,6 +297,9 @@ impl Server {
             return true;
         }
         if message.get("id").is_none() {
+            if self.opts.stall_notifications {
+                std::thread::sleep(Duration::from_secs(15));
+            }
             write_plain(stream, "202 Accepted", "text/plain", &[], "");
             return true;
         }
@@ -356,6 +371,7 @@ impl Server {
             "sse_no_answer",
             "slow_loris",
             "many_lines",
+            "sse_drop_forever",
         ];
         if self.opts.modern {
             // A modern server never sends requests on a stream.
@@ -450,6 +466,12 @@ impl Server {
                         }
                     }
                     let _ = stream.write_all(b"\n");
+                }
+                false
+            }
+            "sse_drop_forever" => {
+                if start_stream(stream, &[]) {
+                    let _ = stream.write_all(b"id: drop-0\nretry: 10\ndata: \n\n").and_then(|_| stream.flush());
                 }
                 false
             }
