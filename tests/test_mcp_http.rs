@@ -84,6 +84,14 @@ async fn an_expired_session_is_reopened_once_and_the_call_goes_through() {
     let log = server.log();
     assert_eq!(log.iter().filter(|l| l.starts_with("POST initialize")).count(), 2, "{log:?}");
     assert!(log.iter().any(|l| l.starts_with("POST tools/call session=session-2")), "{log:?}");
+    // The server's own stream is opened again for the new session.
+    for _ in 0..200 {
+        if server.log().iter().filter(|l| *l == "GET last-event-id=").count() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(server.log().iter().filter(|l| *l == "GET last-event-id=").count(), 2, "{:?}", server.log());
     s.connection.close().await;
 }
 

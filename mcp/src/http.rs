@@ -566,7 +566,12 @@ impl Inner {
             lock(&self.state).session_id = Some(session.to_string());
         }
         self.answer(&id, "initialize", response).await?;
-        self.send_one_way(&Message::Notification { method: "notifications/initialized".into(), params: None }).await
+        self.send_one_way(&Message::Notification { method: "notifications/initialized".into(), params: None }).await?;
+        // The server's own stream belonged to the old session: open it again.
+        let (opened, _) = tokio::sync::oneshot::channel();
+        let task = tokio::spawn(Arc::clone(self).listen(opened));
+        lock(&self.tasks).push(task);
+        Ok(())
     }
 
     /// The server's own stream (legacy GET): serve its messages; reconnect after `retry`, a few times.
