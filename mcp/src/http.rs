@@ -260,10 +260,26 @@ fn header_value_of(value: &Value) -> Option<String> {
     }
 }
 
+/// What a stream said about resuming it: the last event id and the `retry`
+/// delay. Kept from the raw lines, so events without `data` (which the parser
+/// drops) still count, as SSE says.
+#[derive(Debug, Default, Clone, PartialEq)]
+struct Resume {
+    last_event_id: Option<String>,
+    retry: Option<Duration>,
+}
+
+/// The value of an SSE field line `name: value` (one leading space removed).
+fn sse_field<'a>(line: &'a [u8], name: &[u8]) -> Option<&'a [u8]> {
+    let rest = line.strip_prefix(name)?.strip_prefix(b":")?;
+    Some(rest.strip_prefix(b" ").unwrap_or(rest))
+}
+
 /// Hands the SSE parser whole lines only (so its work stays linear in the
 /// bytes), and fails a line or an event (bytes since the last blank line) of
 /// more than the frame limit. A partial line at the end is dropped, as SSE says.
-fn bounded<S, B>(stream: S) -> impl Stream<Item = Result<Vec<u8>, String>>
+/// Records `id` and `retry` in `resume`.
+fn bounded<S, B>(stream: S, resume: Arc<Mutex<Resume>>) -> impl Stream<Item = Result<Vec<u8>, String>>
 where
     S: Stream<Item = Result<B, reqwest::Error>>,
     B: AsRef<[u8]>,
@@ -271,6 +287,7 @@ where
     let limit = STDIO_FRAME_MAX_BYTES + 1024;
     let mut pending: Vec<u8> = Vec::new();
     let mut event_bytes = 0usize;
+    let mut event_id: Option<String> = None;
     stream.map(move |chunk| {
         let chunk = chunk.map_err(|e| e.to_string())?;
         pending.extend_from_slice(chunk.as_ref());
@@ -285,8 +302,17 @@ where
         // `lines` ends with its newline: split what precedes it, so no empty piece counts as a blank line.
         for line in lines[..lines.len() - 1].split(|&b| b == b'\n') {
             let line = line.strip_suffix(b"\r").unwrap_or(line);
+            if let Some(ms) = sse_field(line, b"retry").and_then(|v| std::str::from_utf8(v).ok()?.parse::<u64>().ok()) {
+                lock(&resume).retry = Some(Duration::from_millis(ms));
+            }
+            if let Some(id) = sse_field(line, b"id").filter(|id| !id.contains(&0)) {
+                event_id = Some(String::from_utf8_lossy(id).into_owned());
+            }
             if line.is_empty() {
                 event_bytes = 0;
+                if let Some(id) = event_id.take() {
+                    lock(&resume).last_event_id = Some(id).filter(|id| !id.is_empty());
+                }
             } else {
                 event_bytes += line.len();
                 if event_bytes > limit {
@@ -392,8 +418,8 @@ impl Inner {
         response: reqwest::Response,
         id: Option<&RequestId>,
     ) -> Result<Streamed, ClientError> {
-        let mut events = bounded(response.bytes_stream()).eventsource();
-        let (mut last_event_id, mut retry) = (None, None);
+        let resume = Arc::new(Mutex::new(Resume::default()));
+        let mut events = bounded(response.bytes_stream(), Arc::clone(&resume)).eventsource();
         while let Some(event) = events.next().await {
             let event = match event {
                 Ok(event) => event,
@@ -405,12 +431,6 @@ impl Inner {
                     break;
                 }
             };
-            if !event.id.is_empty() {
-                last_event_id = Some(event.id.clone());
-            }
-            if let Some(r) = event.retry {
-                retry = Some(r);
-            }
             if event.data.trim().is_empty() {
                 continue;
             }
@@ -430,6 +450,7 @@ impl Inner {
                 Err(e) => tracing::warn!("ignoring a malformed event from the server: {e}"),
             }
         }
+        let Resume { last_event_id, retry } = lock(&resume).clone();
         Ok(Streamed::Ended { last_event_id, retry })
     }
 
@@ -817,5 +838,31 @@ impl Drop for HttpConnection {
         for task in lock(&self.inner.tasks).iter() {
             task.abort();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `bounded` over a fixed list of chunks.
+    async fn fields_of(chunks: &[&str]) -> Resume {
+        let resume = Arc::new(Mutex::new(Resume::default()));
+        let chunks: Vec<Result<Vec<u8>, reqwest::Error>> = chunks.iter().map(|c| Ok(c.as_bytes().to_vec())).collect();
+        let lines: Vec<_> = bounded(futures_util::stream::iter(chunks), Arc::clone(&resume)).collect().await;
+        assert!(lines.iter().all(Result::is_ok));
+        lock(&resume).clone()
+    }
+
+    #[tokio::test]
+    async fn retry_and_id_count_even_on_events_without_data() {
+        // A priming event, then `retry` alone in its own event split across chunks.
+        let fields = fields_of(&["id: e1\ndata: \n\n", "ret", "ry: 300\n\n"]).await;
+        assert_eq!(fields, Resume { last_event_id: Some("e1".into()), retry: Some(Duration::from_millis(300)) });
+        // An id without data still becomes the last event id; an empty id clears it.
+        assert_eq!(fields_of(&["id: e7\n\n"]).await.last_event_id.as_deref(), Some("e7"));
+        assert_eq!(fields_of(&["id: e7\n\n", "id:\n\n"]).await.last_event_id, None);
+        // `retry` must be digits; an id is kept only once its event ends.
+        assert_eq!(fields_of(&["retry: soon\n\nid: e9\n"]).await, Resume::default());
     }
 }
