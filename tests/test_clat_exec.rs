@@ -102,18 +102,9 @@ fn a_bad_script_line_starts_nothing() {
 fn a_script_from_stdin_runs_in_the_given_mode() {
     let env = TestEnv::trusted();
     let script = "{\"tool\":\"write_file\",\"arguments\":{\"path\":\"b.txt\",\"content\":\"x\"}}\n";
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_clat"))
-        .args(["exec", "-", "--mode", "read-only"])
-        .current_dir(&env.project)
-        .env("CLAT_HOME", &env.home)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write as _;
-    child.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_clat"));
+    command.args(["exec", "-", "--mode", "read-only"]);
+    let out = support::output_with_stdin(&env, command, script.as_bytes());
     assert_eq!(out.status.code(), Some(4), "denied by read-only: {}", stderr(&out));
     let result = lines(&out).into_iter().find(|l| l["type"] == "call_result").unwrap();
     assert_eq!(result["error"]["kind"], "denied", "{result}");

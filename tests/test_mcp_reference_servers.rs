@@ -233,18 +233,9 @@ fn trigger_sampling_request_completes_through_the_terminal_approval_gate() {
          --mode auto-edit",
         env!("CARGO_BIN_EXE_clat")
     );
-    let mut child = std::process::Command::new("script")
-        .args(["-qec", &command, "/dev/null"])
-        .current_dir(&env.project)
-        .env("CLAT_HOME", &env.home)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("script(1) from util-linux");
-    use std::io::Write as _;
-    child.stdin.take().unwrap().write_all(b"y\n").unwrap();
-    let out = child.wait_with_output().unwrap();
+    let mut script = std::process::Command::new("script");
+    script.args(["-qec", &command, "/dev/null"]);
+    let out = support::output_with_stdin(&env, script, b"y\n");
     let screen = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{screen}");
     assert!(screen.contains("Allow mcp:everything to send this request to the model?"), "{screen}");

@@ -239,3 +239,18 @@ impl Drop for HttpServer {
         let _ = self.child.wait();
     }
 }
+
+/// Run `command` in `env`'s project with `env`'s home, feeding `input` to its stdin.
+pub fn output_with_stdin(env: &TestEnv, mut command: Command, input: &[u8]) -> Output {
+    let mut child = command
+        .current_dir(&env.project)
+        .env("CLAT_HOME", &env.home)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {command:?}: {e}"));
+    use std::io::Write as _;
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
