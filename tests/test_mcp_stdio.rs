@@ -234,11 +234,11 @@ async fn ping_unknown_requests_and_panicking_handlers() {
 }
 
 #[tokio::test]
-async fn a_server_exiting_mid_call_is_a_closed_connection_and_close_reaps_it() {
+async fn a_server_exiting_mid_call_closes_the_connection_with_its_status_and_close_reaps_it() {
     let (s, stderr) = session(&["--stderr-noise"]).await;
     stderr.wait_for("noise line 49").await;
     let err = s.call_tool("exit", json!({}), LONG, None).await.unwrap_err();
-    assert!(matches!(&err, ClientError::Closed { reason } if reason.contains("closed its output")), "{err}");
+    assert!(matches!(&err, ClientError::Closed { reason } if reason == "the server exited (status 3)"), "{err}");
     let pgid = s.connection.process_group().unwrap();
     s.connection.close().await;
     assert!(nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), None).is_err(), "the group is gone");

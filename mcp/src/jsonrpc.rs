@@ -119,6 +119,31 @@ pub fn parse(text: &[u8]) -> Result<Message, Malformed> {
     Err(Malformed("neither a request, a notification nor a response".into()))
 }
 
+/// The id of a frame that failed to parse but is meant as a response (it has
+/// no `method`), when one can be read: from the JSON object if it is JSON,
+/// else from an `"id": 12` or `"id": "x"` in its text. Lets the client fail
+/// that request with a protocol error instead of leaving it to its deadline.
+pub fn recover_response_id(text: &[u8]) -> Option<RequestId> {
+    if let Ok(value) = serde_json::from_slice::<Value>(text) {
+        let obj = value.as_object()?;
+        if obj.contains_key("method") {
+            return None;
+        }
+        return id_of(obj.get("id")?).ok().flatten();
+    }
+    let text = std::str::from_utf8(text).ok()?;
+    if text.contains("\"method\"") {
+        return None;
+    }
+    let after = text[text.find("\"id\"")? + 4..].trim_start().strip_prefix(':')?.trim_start();
+    if let Some(quoted) = after.strip_prefix('"') {
+        let end = quoted.find(['"', '\\'])?;
+        return (quoted.as_bytes()[end] == b'"').then(|| RequestId::String(quoted[..end].to_string()));
+    }
+    let digits: &str = &after[..after.find(|c: char| !(c.is_ascii_digit() || c == '-')).unwrap_or(after.len())];
+    digits.parse().ok().map(RequestId::Number)
+}
+
 /// Serialize a message compactly (no newlines, as stdio framing requires).
 pub fn encode(message: &Message) -> String {
     let mut obj = Map::new();
@@ -155,6 +180,21 @@ pub fn encode(message: &Message) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_response_id_is_recovered_from_a_malformed_frame() {
+        assert_eq!(recover_response_id(br#"{"jsonrpc":"2.0","id":7,"result":"#), Some(RequestId::Number(7)));
+        assert_eq!(
+            recover_response_id(br#"{"jsonrpc":"1.0","id":"a1","result":{}}"#),
+            Some(RequestId::String("a1".into()))
+        );
+        assert_eq!(
+            recover_response_id(br#"{"id": 3, "jsonrpc": "2.0", "result": {"x": }"#),
+            Some(RequestId::Number(3))
+        );
+        assert_eq!(recover_response_id(br#"{"jsonrpc":"2.0","id":4,"method":"x","params":"#), None);
+        assert_eq!(recover_response_id(b"{this is not json"), None);
+    }
 
     #[test]
     fn ids_zero_strings_and_round_trips() {

@@ -27,3 +27,9 @@ pub const INPUT_REQUIRED_MAX_ROUNDS: usize = 10;
 pub const HTTP_SSE_RESUMES_MAX: usize = 5;
 /// Streamable HTTP: one POST that expects no answer (a notification, our answer to a server request).
 pub const HTTP_ONE_WAY_TIMEOUT: Duration = Duration::from_secs(10);
+/// When a stdio server exits, how long its last stderr lines may take to
+/// arrive before its pending requests fail (a descendant may hold the pipe).
+pub const EXIT_STDERR_DRAIN_WAIT: Duration = Duration::from_millis(250);
+/// When a stdio server closes its output, how long the reader waits to learn
+/// whether (and how) the process exited, to say so in the error.
+pub const EXIT_REPORT_WAIT: Duration = Duration::from_secs(1);

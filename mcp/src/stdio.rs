@@ -6,6 +6,12 @@
 //! JSON message per line, at most `STDIO_FRAME_MAX_BYTES`; a bigger frame fails
 //! the connection. stderr never reaches the terminal: it goes to a sink the
 //! host provides (CLAT keeps a redacted 20-line tail).
+//!
+//! The connection also watches its child: when the server process exits, the
+//! connection closes at once with "the server exited (…)", so every pending
+//! request fails then, even if a descendant still holds the pipes; the whole
+//! process group is killed and the child reaped. A response frame that fails
+//! to parse but whose id can be read fails that request with a protocol error.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -22,8 +28,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ClientError;
-use crate::jsonrpc::{Message, RequestId, WireError, encode, parse};
-use crate::limits::{CLOSE_GRACE, STDIO_FRAME_MAX_BYTES, WRITER_QUEUE};
+use crate::jsonrpc::{Message, RequestId, WireError, encode, parse, recover_response_id};
+use crate::limits::{CLOSE_GRACE, EXIT_REPORT_WAIT, EXIT_STDERR_DRAIN_WAIT, STDIO_FRAME_MAX_BYTES, WRITER_QUEUE};
 use crate::transport::{ServerRequests, Transport, dispatch_request, inbound_limit};
 
 /// How to start a server.
@@ -55,7 +61,14 @@ pub trait StderrSink: Send + Sync {
     fn write(&self, bytes: &[u8]);
 }
 
-type Pending = Arc<Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, WireError>>>>>;
+/// What ends a pending request: the server's answer, or a frame meant as its
+/// answer that could not be read.
+enum Reply {
+    Answer(Result<Value, WireError>),
+    Malformed(String),
+}
+
+type Pending = Arc<Mutex<HashMap<RequestId, oneshot::Sender<Reply>>>>;
 
 /// One live stdio connection.
 pub struct Connection {
@@ -64,7 +77,8 @@ pub struct Connection {
     next_id: AtomicI64,
     closed: watch::Receiver<Option<String>>,
     close_tx: Arc<watch::Sender<Option<String>>>,
-    child: tokio::sync::Mutex<Option<tokio::process::Child>>,
+    /// Set (to how it ended) when the server process has exited and been reaped.
+    exited: watch::Receiver<Option<String>>,
     pgid: i32,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     /// What serves the server's requests (also asked to fulfil modern `input_required` results).
@@ -138,6 +152,7 @@ impl Connection {
         }
 
         // stderr → the host's sink.
+        let (stderr_done_tx, stderr_done) = oneshot::channel::<()>();
         tasks.push(tokio::spawn(async move {
             let mut buf = vec![0u8; 8192];
             while let Ok(n) = stderr.read(&mut buf).await {
@@ -146,11 +161,31 @@ impl Connection {
                 }
                 stderr_sink.write(&buf[..n]);
             }
+            let _ = stderr_done_tx.send(());
         }));
+
+        // The child watcher: the server's exit closes the connection at once.
+        let (exited_tx, exited) = watch::channel::<Option<String>>(None);
+        {
+            let close_tx = Arc::clone(&close_tx);
+            tasks.push(tokio::spawn(async move {
+                let how = match child.wait().await {
+                    Ok(status) => describe_exit(status),
+                    Err(e) => format!("could not be waited for: {e}"),
+                };
+                // Its descendants go with it: they may hold the pipes open.
+                kill_group(pgid);
+                // Let its last stderr lines reach the sink, so a failure can show them.
+                let _ = tokio::time::timeout(EXIT_STDERR_DRAIN_WAIT, stderr_done).await;
+                close_tx.send_if_modified(|c| set_reason(c, format!("the server exited ({how})")));
+                let _ = exited_tx.send(Some(how));
+            }));
+        }
 
         // The one reader.
         {
             let (pending, outgoing, close_tx) = (Arc::clone(&pending), outgoing.clone(), Arc::clone(&close_tx));
+            let mut closed_by_then = closed.clone();
             let in_flight = inbound_limit();
             tasks.push(tokio::spawn(async move {
                 let mut reader = BufReader::with_capacity(64 * 1024, stdout);
@@ -161,6 +196,8 @@ impl Connection {
                         Err(e) => break format!("reading from the server failed: {e}"),
                     };
                     if chunk.is_empty() {
+                        // Most often the server is exiting: let the watcher say how.
+                        let _ = tokio::time::timeout(EXIT_REPORT_WAIT, closed_by_then.wait_for(Option::is_some)).await;
                         break "the server closed its output".to_string();
                     }
                     let (take, complete) = match chunk.iter().position(|&b| b == b'\n') {
@@ -202,7 +239,7 @@ impl Connection {
             next_id: AtomicI64::new(0),
             closed,
             close_tx,
-            child: tokio::sync::Mutex::new(Some(child)),
+            exited,
             pgid,
             tasks: Mutex::new(tasks),
             handler: serving,
@@ -220,6 +257,16 @@ impl Drop for Connection {
         for task in lock(&self.tasks).iter() {
             task.abort();
         }
+    }
+}
+
+/// How a server process ended, for the error its pending requests get.
+fn describe_exit(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("status {code}"),
+        (None, Some(signal)) => format!("killed by signal {signal}"),
+        (None, None) => status.to_string(),
     }
 }
 
@@ -268,6 +315,11 @@ fn route(
     let message = match parse(line) {
         Ok(m) => m,
         Err(e) => {
+            // A broken answer to one of ours fails that request now, not at its deadline.
+            if let Some(tx) = recover_response_id(line).and_then(|id| lock(pending).remove(&id)) {
+                let _ = tx.send(Reply::Malformed(e.to_string()));
+                return;
+            }
             tracing::warn!("ignoring a malformed message from the server: {e}");
             return;
         }
@@ -275,7 +327,7 @@ fn route(
     match message {
         Message::Response { id, result } => match lock(pending).remove(&id) {
             Some(tx) => {
-                let _ = tx.send(result);
+                let _ = tx.send(Reply::Answer(result));
             }
             None => tracing::debug!("a response for unknown or finished request {id} was ignored"),
         },
@@ -329,8 +381,11 @@ impl Transport for Connection {
         };
         guard.armed = false;
         match outcome {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(wire)) => Err(ClientError::Wire(wire)),
+            Ok(Reply::Answer(Ok(value))) => Ok(value),
+            Ok(Reply::Answer(Err(wire))) => Err(ClientError::Wire(wire)),
+            Ok(Reply::Malformed(why)) => {
+                Err(ClientError::Protocol(format!("the answer to {method} is malformed: {why}")))
+            }
             Err(_) => Err(self.closed_error()),
         }
     }
@@ -353,11 +408,11 @@ impl Transport for Connection {
     /// connection's tasks.
     async fn close(&self) {
         self.close_tx.send_if_modified(|c| set_reason(c, "closed by the client".into()));
-        if let Some(mut child) = self.child.lock().await.take()
-            && tokio::time::timeout(CLOSE_GRACE, child.wait()).await.is_err()
-        {
+        let mut exited = self.exited.clone();
+        if tokio::time::timeout(CLOSE_GRACE, exited.wait_for(Option::is_some)).await.is_err() {
             kill_group(self.pgid);
-            let _ = child.wait().await;
+            // The watcher reaps it.
+            let _ = exited.wait_for(Option::is_some).await;
         }
         kill_group(self.pgid);
         let tasks: Vec<JoinHandle<()>> = lock(&self.tasks).drain(..).collect();

@@ -452,7 +452,17 @@ fn main() {
                         send(&out, json!({ "jsonrpc": "2.0", "id": "u1", "method": "foo/bar" }));
                         reply(&out, &id, text("asked"));
                     }
-                    "exit" => std::process::exit(3),
+                    "exit" => {
+                        // Dies mid-call; a child started with --grandchild-pid-file still holds stdout.
+                        eprintln!("exiting mid-call with status 3");
+                        std::process::exit(3)
+                    }
+                    "bad_answer" => {
+                        // An answer that breaks off: the id is readable, the rest is not JSON.
+                        let mut out = out.lock().unwrap();
+                        let _ = writeln!(out, "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[");
+                        let _ = out.flush();
+                    }
                     "needs_input" => reply(
                         &out,
                         &id,

@@ -254,3 +254,31 @@ pub fn output_with_stdin(env: &TestEnv, mut command: Command, input: &[u8]) -> O
     child.stdin.take().unwrap().write_all(input).unwrap();
     child.wait_with_output().unwrap()
 }
+
+/// Discards a server's stderr.
+pub struct NullStderr;
+
+impl clat_mcp::StderrSink for NullStderr {
+    fn write(&self, _bytes: &[u8]) {}
+}
+
+/// Whether `pid` is a live process (a zombie, dead but not yet reaped, is not).
+pub fn pid_running(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat.rfind(')').and_then(|i| stat[i + 1..].split_whitespace().next()) != Some("Z"),
+        Err(_) => false,
+    }
+}
+
+/// Wait (at most about 10 s) until the process whose pid is in `pid_file` is
+/// gone; true when it is. The file must exist.
+pub fn wait_pid_gone(pid_file: &Path) -> bool {
+    let pid: i32 = std::fs::read_to_string(pid_file).unwrap().trim().parse().unwrap();
+    for _ in 0..1000 {
+        if !pid_running(pid) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    false
+}
