@@ -36,7 +36,7 @@ async fn runs_starting_and_ending_reach_loaded_guests() {
     PackageStore::new(&env.clat_home()).install(&package, |_, _| Ok(())).unwrap();
     let scope = env.mount();
     let statuses = scope.load_plugins().await;
-    assert_eq!(statuses[0].state, "loaded", "{statuses:?}");
+    assert_eq!(statuses[0].state, "ready", "{statuses:?}");
     let plugin = scope.plugins().pop().unwrap();
 
     let run = scope.start_run(RunContext::builder());

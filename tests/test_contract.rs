@@ -56,7 +56,7 @@ async fn mount(env: &TestEnv, kind: Kind) -> ProjectScope {
             std::fs::write(env.home.join("mcp.json"), config.to_string()).unwrap();
             let scope = env.mount();
             let statuses = scope.load_mcp_servers().await;
-            assert_eq!(statuses[0].state, "loaded", "{statuses:?}");
+            assert_eq!(statuses[0].state, "ready", "{statuses:?}");
             scope
         }
     }

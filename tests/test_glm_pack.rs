@@ -75,10 +75,10 @@ fn the_pack_joins_at_mount_with_the_key_in_memory_only() {
     let server = |name: &str| v["servers"].as_array().unwrap().iter().find(|s| s["name"] == name).cloned();
     for name in ["glm-search", "glm-reader", "glm-zread"] {
         let s = server(name).unwrap_or_else(|| panic!("{name} in {v}"));
-        assert_eq!((s["transport"].as_str(), s["state"].as_str()), (Some("streamable-http"), Some("loaded")), "{s}");
+        assert_eq!((s["transport"].as_str(), s["state"].as_str()), (Some("streamable-http"), Some("ready")), "{s}");
     }
     let vision = server("glm-vision").unwrap();
-    assert_eq!((vision["transport"].as_str(), vision["state"].as_str()), (Some("stdio"), Some("loaded")), "{vision}");
+    assert_eq!((vision["transport"].as_str(), vision["state"].as_str()), (Some("stdio"), Some("ready")), "{vision}");
     let record = std::fs::read_to_string(env.dir.path().join("npx-record")).unwrap();
     assert!(record.contains("args: -y @z_ai/mcp-server@latest"), "{record}");
     assert!(record.contains("mode: ZAI") && record.contains(&format!("key: {KEY}")), "{record}");

@@ -302,7 +302,7 @@ async fn url_entries_mount_beside_stdio_servers_and_a_failing_one_is_isolated() 
     assert_eq!(server("web")["transport"], "streamable-http");
     assert_eq!(server("web")["protocol"], "2025-11-25 (legacy)");
     assert_eq!(server("modern-web")["protocol"], "2026-07-28 (modern)");
-    assert_eq!(server("local")["state"], "loaded");
+    assert_eq!(server("local")["state"], "ready");
     assert_eq!(server("locked")["state"], "failed");
     assert!(server("locked")["problems"][0].as_str().unwrap().contains("401"), "{v}");
     assert!(!stdout(&out).contains("wrong-token-secret-123"), "headers never appear");

@@ -268,7 +268,7 @@ fn trigger_elicitation_request_gets_an_explicit_error_for_its_multi_select_field
         write_everything_config(&env);
         let scope = env.mount();
         let statuses = scope.load_mcp_servers().await;
-        assert_eq!(statuses[0].state, "loaded", "{statuses:?}");
+        assert_eq!(statuses[0].state, "ready", "{statuses:?}");
         // server-everything registers it after `notifications/initialized`, then says list_changed.
         let mut registered = false;
         for _ in 0..500 {

@@ -17,7 +17,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use clat_host::asker::LineAsker;
 use clat_host::contract::PermissionMode;
-use clat_host::contract::json::host_error_codes;
+use clat_host::mcp::host_error_codes;
 use clat_host::permissions::{Approval, ApprovalRequest, Approver};
 use clat_host::registry::CallError;
 use clat_host::run::{CollectingSink, RunContext, RunEventKind};
@@ -35,7 +35,7 @@ async fn scope_with(env: &TestEnv, flags: &[&str]) -> ProjectScope {
     env.write_mcp_config(json!({ "srv": { "command": SERVER, "args": args } }));
     let scope = env.mount();
     let statuses = scope.load_mcp_servers().await;
-    assert!(statuses.iter().all(|s| s.state == "loaded"), "{statuses:?}");
+    assert!(statuses.iter().all(|s| s.state == "ready"), "{statuses:?}");
     scope
 }
 

@@ -73,7 +73,7 @@ async fn a_prompt_failure_is_reported_and_the_server_keeps_its_tools() {
     env.write_mcp_config(json!({ "srv": { "command": SERVER, "args": ["--prompts", "3", "--prompt-fail", "p1"] } }));
     let scope = env.mount();
     let statuses = scope.load_mcp_servers().await;
-    assert_eq!(statuses[0].state, "loaded");
+    assert_eq!(statuses[0].state, "ready");
     assert_eq!(statuses[0].tools.len(), 3, "{statuses:?}");
     assert_eq!(statuses[0].system_prompts, vec!["p0", "p2"]);
     assert!(statuses[0].problems.iter().any(|p| p.contains("system prompt p1: prompts/get failed")), "{statuses:?}");

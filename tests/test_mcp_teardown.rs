@@ -29,7 +29,7 @@ async fn close_revokes_the_leases_before_stdin_closes_and_leaves_no_process() {
     );
     let scope = std::sync::Arc::new(env.mount());
     let statuses = scope.load_mcp_servers().await;
-    assert_eq!(statuses[0].state, "loaded", "{statuses:?}");
+    assert_eq!(statuses[0].state, "ready", "{statuses:?}");
     let (run, _) = run_in(PermissionMode::FullAccess);
     let run = std::sync::Arc::new(run);
 
@@ -75,7 +75,7 @@ async fn a_server_that_ignores_end_of_input_is_killed_after_the_grace() {
                 "other": { "command": SERVER } }));
     let scope = env.mount();
     let statuses = scope.load_mcp_servers().await;
-    assert!(statuses.iter().all(|s| s.state == "loaded"), "{statuses:?}");
+    assert!(statuses.iter().all(|s| s.state == "ready"), "{statuses:?}");
     let (run, _) = run_in(PermissionMode::FullAccess);
     let out = scope.registry().call("mcp_other_echo", json!({ "x": 1 }), &run).await.unwrap();
     assert!(out.joined_text().contains("\"x\":1"));

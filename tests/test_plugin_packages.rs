@@ -146,7 +146,7 @@ fn the_cli_installs_lists_mounts_calls_and_removes() {
     assert!(tools.contains(&"wasm_hello_greet") && tools.contains(&"wasm_project_notes_todos"), "{tools:?}");
     let hello = v["tools"].as_array().unwrap().iter().find(|t| t["name"] == "wasm_hello_greet").unwrap();
     assert_eq!(hello["source"], serde_json::json!({ "kind": "wasm", "plugin": "hello", "tool": "greet" }));
-    assert_eq!(v["extensions"][0]["state"], "loaded");
+    assert_eq!(v["extensions"][0]["state"], "ready");
 
     let out = env.clat(&["call", "wasm_hello_greet", r#"{"name":"CLI"}"#]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -219,7 +219,7 @@ async fn requested_memory_limits_apply_and_a_plugin_over_its_limit_is_isolated()
     let statuses = scope.load_plugins().await;
     let roomy = statuses.iter().find(|s| s.name == "roomy").unwrap();
     let cramped = statuses.iter().find(|s| s.name == "cramped").unwrap();
-    assert_eq!(roomy.state, "loaded", "{roomy:?}");
+    assert_eq!(roomy.state, "ready", "{roomy:?}");
     assert_eq!(cramped.state, "failed", "1 MiB is less than the guest's initial memory: {cramped:?}");
     assert!(cramped.problems[0].contains("plugin cramped failed"), "{cramped:?}");
     let names: Vec<String> = scope.registry().list().into_iter().map(|t| t.name).collect();

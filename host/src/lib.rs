@@ -2,8 +2,10 @@
 //! (`contract`, generated from `wit/`), the one registry and permission
 //! pipeline, runs (cancel, deadline, events, sampling budget), CLAT's native
 //! tools with the project path fence and process service, project trust and
-//! scope, and the `clat` command line. The WASM runtime and the MCP adapter
-//! plug into these without restating any rule.
+//! scope, and the `clat` command line. Its two adapters are siblings onto that
+//! one contract: `wasm/` runs WebAssembly component plugins in-process, `mcp/`
+//! mounts MCP servers through the `clat-mcp` client; neither imports the
+//! other, and both report through `extension.rs`.
 
 pub mod asker;
 pub mod budget;
@@ -11,9 +13,9 @@ pub mod cli;
 pub mod contract;
 pub mod effects;
 pub mod elicitation;
-pub mod glm;
+pub mod extension;
 pub mod limits;
-pub mod mcp_bridge;
+pub mod mcp;
 pub mod model;
 pub mod names;
 pub mod native;

@@ -51,3 +51,19 @@ pub fn external_tool_name(kind: ExternalKind, owner: &str, tool: &str) -> String
     // `full` is ASCII after normalization, so byte slicing is safe.
     format!("{}_{}", &full[..keep], &digest[..TOOL_NAME_HASH_HEX])
 }
+
+/// Whether the extension `owner` of `kind` could have registered `tool`:
+/// its name starts with `{prefix}_{owner}_` (normalized), or, for a name cut
+/// to the limit, starts with as much of that prefix as was kept. Owners whose
+/// normalized names are prefixes of each other may both match.
+pub fn may_own(kind: ExternalKind, owner: &str, tool: &str) -> bool {
+    let prefix = format!("{}_{}_", kind.prefix(), normalize_segment(owner));
+    if tool.starts_with(&prefix) {
+        return true;
+    }
+    let keep = TOOL_NAME_MAX_CHARS - TOOL_NAME_HASH_HEX - 1;
+    tool.len() == TOOL_NAME_MAX_CHARS
+        && prefix.len() > keep
+        && tool.is_char_boundary(keep)
+        && tool[..keep] == prefix[..keep]
+}

@@ -1,16 +1,21 @@
 //! The trusted project scope. `ProjectScope::mount` checks trust before
 //! anything is spawned or contacted, then builds the scope's one registry with
-//! the native tools; `load_plugins` loads the installed WASM plugins into it
-//! (MCP servers will join the same way). Runs start from the scope; the first
-//! run freezes the registry, which never thaws within the scope.
+//! the native tools. Its extensions — installed WASM plugins (the `wasm`
+//! adapter) and MCP servers (the `mcp` adapter) — start in a background
+//! worker (`start_extensions`) or inline (`load_extensions`), each isolated,
+//! and are kept in one list of typed statuses (`extension.rs`). Runs start
+//! from the scope; the first run freezes the registry, which never thaws
+//! within the scope. `close` tears everything down in the spec's order, also
+//! while extensions are still starting.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use serde::Serialize;
+use tokio_util::sync::CancellationToken;
 
 use crate::contract::ContextSnapshot;
-use crate::names::ExternalKind;
+pub use crate::extension::{ExtensionKind, ExtensionState, ExtensionStatus, StartFilter};
+use crate::mcp::McpServer;
 use crate::native::fence::PathFence;
 use crate::native::process::{ProcessService, SandboxPolicy};
 use crate::native::{NATIVE_TOOL_NAMES, NativeEnv, register_native_tools};
@@ -19,28 +24,14 @@ use crate::registry::Registry;
 use crate::run::{RunBuilder, RunContext};
 use crate::sampling::{ModelProvider, OfflineProvider};
 use crate::services::HostServices;
+use crate::trust::{ClatHome, TrustError, TrustStore, canonical_project};
 use crate::wasm::{WasmPlugin, WasmRuntime};
 
-impl ExtensionStatus {
-    fn new(name: &str, kind: &str, state: &str, problem: Option<String>) -> Self {
-        ExtensionStatus {
-            name: name.to_string(),
-            kind: kind.to_string(),
-            state: state.to_string(),
-            tools: vec![],
-            problems: problem.into_iter().collect(),
-            output_tail: vec![],
-            protocol: None,
-            system_prompts: vec![],
-        }
-    }
-}
-
-/// The user's MCP server configuration, inside `$CLAT_HOME`.
-pub const MCP_CONFIG_FILE: &str = "mcp.json";
 /// Where compiled components are cached, inside `$CLAT_HOME`.
 pub const WASM_CACHE_DIR: &str = "cache/wasm";
-use crate::trust::{ClatHome, TrustError, TrustStore, canonical_project};
+
+/// Why an extension was not started.
+const NOT_NEEDED: &str = "not started: this command does not use it";
 
 /// Why a project could not be mounted.
 #[derive(Debug, thiserror::Error)]
@@ -63,7 +54,9 @@ pub struct ScopeOptions {
     /// The active session model for extension sampling (default: the offline model).
     pub provider: Option<Arc<dyn ModelProvider>>,
     /// The GLM Coding Plan, when the session model is one: its pack of servers joins the server set.
-    pub glm_plan: Option<crate::glm::CodingPlan>,
+    pub glm_plan: Option<crate::mcp::glm::CodingPlan>,
+    /// Which extensions start (default: all). The CLI starts only what a command's tools need.
+    pub start: StartFilter,
 }
 
 /// A mounted, trusted project.
@@ -73,33 +66,17 @@ pub struct ProjectScope {
     session_id: String,
     registry: Arc<Registry>,
     services: Arc<HostServices>,
+    /// One status per extension, whatever its kind, in the order they became known.
     extensions: Mutex<Vec<ExtensionStatus>>,
     wasm: OnceLock<Arc<WasmRuntime>>,
     plugins: Mutex<Vec<Arc<WasmPlugin>>>,
-    mcp_servers: Mutex<Vec<Arc<crate::mcp_bridge::McpServer>>>,
-    glm_plan: Option<crate::glm::CodingPlan>,
+    mcp_servers: Mutex<Vec<Arc<McpServer>>>,
+    glm_plan: Option<crate::mcp::glm::CodingPlan>,
+    start: StartFilter,
     /// Set by `start_extensions`: becomes true when the startup worker is done.
     startup: Mutex<Option<tokio::sync::watch::Receiver<bool>>>,
-}
-
-/// How one extension (an installed plugin package) fared in this scope.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ExtensionStatus {
-    pub name: String,
-    /// `wasm`, `mcp-stdio` or `mcp-http`.
-    pub kind: String,
-    /// `loaded`, `failed`, or `not-loaded` (a kind this build does not mount yet).
-    pub state: String,
-    /// The registered names of its tools.
-    pub tools: Vec<String>,
-    /// Why it failed or was skipped, and refused registrations.
-    pub problems: Vec<String>,
-    /// The last lines it wrote (redacted).
-    pub output_tail: Vec<String>,
-    /// MCP servers: the negotiated protocol version and era.
-    pub protocol: Option<String>,
-    /// MCP servers: the names of the marked system prompts it contributed.
-    pub system_prompts: Vec<String>,
+    /// Cancelled when the scope starts closing: extensions still starting stop.
+    closing: CancellationToken,
 }
 
 impl ProjectScope {
@@ -127,7 +104,9 @@ impl ProjectScope {
             plugins: Mutex::default(),
             mcp_servers: Mutex::default(),
             glm_plan: options.glm_plan,
+            start: options.start,
             startup: Mutex::default(),
+            closing: CancellationToken::new(),
         })
     }
 
@@ -153,37 +132,54 @@ impl ProjectScope {
         Ok(Arc::clone(self.wasm.get_or_init(|| rt)))
     }
 
-    /// Load every installed WASM plugin and register its tools. A broken plugin
-    /// is isolated: it contributes nothing, and its status says why.
+    /// Record an extension's status: it replaces the entry of the same
+    /// extension (same name, same adapter), or joins the list.
+    fn set_status(&self, status: &ExtensionStatus) {
+        let mut list = self.extensions.lock().unwrap_or_else(|p| p.into_inner());
+        let same = |e: &ExtensionStatus| e.name == status.name && e.kind.is_mcp() == status.kind.is_mcp();
+        match list.iter_mut().find(|e| same(e)) {
+            Some(entry) => *entry = status.clone(),
+            None => list.push(status.clone()),
+        }
+    }
+
+    /// Load every installed WASM plugin that this scope starts and register its
+    /// tools. A broken plugin is isolated: it contributes nothing, and its
+    /// status says why.
     pub async fn load_plugins(&self) -> Vec<ExtensionStatus> {
+        use ExtensionState::{Configured, Failed, Ready, Starting};
         let installed = match PackageStore::new(&self.home).list() {
             Ok(list) => list,
             Err(e) => {
                 tracing::warn!("cannot read the installed plugins: {e}");
-                let status = ExtensionStatus::new("(plugin index)", "wasm", "failed", Some(e.to_string()));
-                self.extensions.lock().unwrap_or_else(|p| p.into_inner()).push(status.clone());
+                let status = ExtensionStatus::new("(plugin index)", ExtensionKind::Wasm, Failed, Some(e.to_string()));
+                self.set_status(&status);
                 return vec![status];
             }
         };
         let mut statuses = Vec::new();
         // mcp-stdio packages are mounted (and reported) by `load_mcp_servers`.
         for package in installed.into_iter().filter(|p| p.manifest.kind == PackageKind::Wasm) {
-            let mut status = ExtensionStatus::new(&package.manifest.name, "wasm", "loaded", None);
+            let name = &package.manifest.name;
+            if !self.start.wants(ExtensionKind::Wasm, name) {
+                let status = ExtensionStatus::new(name, ExtensionKind::Wasm, Configured, Some(NOT_NEEDED.into()));
+                self.set_status(&status);
+                statuses.push(status);
+                continue;
+            }
+            let mut status = ExtensionStatus::new(name, ExtensionKind::Wasm, Starting, None);
+            self.set_status(&status);
+            let services = Arc::clone(&self.services);
             let loaded = match self.wasm_runtime() {
                 Ok(rt) => rt
-                    .load(
-                        &package.manifest.name,
-                        &package.dir,
-                        &package.entry_path(),
-                        package.manifest.memory_max(),
-                        Arc::clone(&self.services),
-                    )
+                    .load(name, &package.dir, &package.entry_path(), package.manifest.memory_max(), services)
                     .await
                     .map_err(|e| e.to_string()),
                 Err(e) => Err(format!("the WASM runtime could not start: {e:#}")),
             };
             match loaded {
                 Ok(plugin) => {
+                    status.state = Ready;
                     if plugin.dropped_tools() > 0 {
                         status.problems.push(format!(
                             "{} tools past the first {} were dropped",
@@ -200,142 +196,64 @@ impl ProjectScope {
                     status.output_tail = plugin.output_tail();
                     self.plugins.lock().unwrap_or_else(|p| p.into_inner()).push(plugin);
                 }
-                Err(reason) => {
-                    status.state = "failed".into();
-                    status.problems.push(reason);
-                }
+                Err(reason) => status.fail(reason),
             }
+            self.set_status(&status);
             statuses.push(status);
         }
-        self.extensions.lock().unwrap_or_else(|p| p.into_inner()).extend(statuses.iter().cloned());
         statuses
     }
 
-    /// Connect every configured MCP server (`$CLAT_HOME/mcp.json` and installed
-    /// `mcp-stdio` packages; a same-named `mcp.json` entry wins), in parallel,
-    /// and register their tools. A failing server contributes nothing and its
-    /// status says why, with its redacted stderr tail.
+    /// Connect every configured MCP server that this scope starts
+    /// (`$CLAT_HOME/mcp.json`, installed `mcp-stdio` packages and the GLM pack;
+    /// a same-named `mcp.json` entry wins), in parallel, and register their
+    /// tools. A failing server contributes nothing and its status says why,
+    /// with its redacted stderr tail. Servers still starting when the scope
+    /// closes are stopped.
     pub async fn load_mcp_servers(&self) -> Vec<ExtensionStatus> {
-        let mut statuses = Vec::new();
-        let mut specs: Vec<(String, crate::mcp_bridge::ServerTarget)> = Vec::new();
-        let status = |name: &str, kind: &str, state: &str, problem: String| {
-            ExtensionStatus::new(name, kind, state, Some(problem).filter(|p| !p.is_empty()))
-        };
-        let config_path = self.home.path().join(MCP_CONFIG_FILE);
-        let mut config = match clat_mcp::config::read_config(&config_path) {
-            Ok(c) => c,
-            Err(e) => {
-                statuses.push(status("(mcp.json)", "mcp-stdio", "failed", e.to_string()));
-                clat_mcp::config::McpConfig::default()
-            }
-        };
-        // The GLM Coding Plan pack joins in memory; a same-named user entry wins.
-        if let Some(plan) = &self.glm_plan {
-            for (name, entry) in crate::glm::pack_servers(plan) {
-                config.servers.entry(name).or_insert(entry);
-            }
+        let set = crate::mcp::configured_servers(&self.home, self.glm_plan.as_ref());
+        let mut statuses = set.statuses;
+        for status in &statuses {
+            self.set_status(status);
         }
-        for error in std::mem::take(&mut config.errors) {
-            let name = match &error {
-                clat_mcp::config::ConfigError::Entry { name, .. } => name.clone(),
-                _ => "(mcp.json)".into(),
-            };
-            statuses.push(status(&name, "mcp-stdio", "failed", error.to_string()));
-        }
-        for (name, entry) in &config.servers {
-            let target = match crate::mcp_bridge::user_stdio_spec(self.home.path(), entry) {
-                Some(spec) => crate::mcp_bridge::ServerTarget::Stdio(spec),
-                None => match crate::mcp_bridge::http_spec(entry) {
-                    Some(spec) => crate::mcp_bridge::ServerTarget::Http(spec),
-                    None => continue,
-                },
-            };
-            specs.push((name.clone(), target));
-        }
-        if let Ok(packages) = PackageStore::new(&self.home).list() {
-            for p in packages.into_iter().filter(|p| p.manifest.kind == PackageKind::McpStdio) {
-                if config.servers.contains_key(&p.manifest.name) {
-                    statuses.push(status(
-                        &p.manifest.name,
-                        "mcp-stdio",
-                        "not-loaded",
-                        "a same-named mcp.json entry replaces this package".into(),
-                    ));
-                    continue;
-                }
-                let spec = clat_mcp::StdioSpec {
-                    command: p.entry_path().display().to_string(),
-                    args: p.manifest.args.clone(),
-                    env: p.manifest.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-                    cwd: p.dir.clone(),
-                };
-                specs.push((p.manifest.name.clone(), crate::mcp_bridge::ServerTarget::Stdio(spec)));
-            }
-        }
-        self.extensions.lock().unwrap_or_else(|p| p.into_inner()).extend(statuses.iter().cloned());
         // Every server connects, lists and registers on its own, so a slow one
         // never holds back the others (or the first run's freeze).
         let mut connecting = tokio::task::JoinSet::new();
-        for (name, spec) in specs {
-            let registry = Arc::clone(&self.registry);
-            let services = Arc::clone(&self.services);
-            let root = self.root.clone();
+        for (name, target) in set.servers {
+            let kind = target.kind();
+            if !self.start.wants(kind, &name) {
+                let status = ExtensionStatus::new(&name, kind, ExtensionState::Configured, Some(NOT_NEEDED.into()));
+                self.set_status(&status);
+                statuses.push(status);
+                continue;
+            }
+            self.set_status(&ExtensionStatus::new(&name, kind, ExtensionState::Starting, None));
+            let (registry, services) = (Arc::clone(&self.registry), Arc::clone(&self.services));
+            let (root, closing) = (self.root.clone(), self.closing.clone());
             connecting.spawn(async move {
-                let mut s = status(&name, spec.kind(), "loaded", String::new());
-                let server = match crate::mcp_bridge::McpServer::connect(&name, &spec, &services).await {
-                    Ok(server) => server,
-                    Err(failure) => {
-                        s.state = "failed".into();
-                        s.problems.push(failure.reason);
-                        s.output_tail = failure.stderr_tail;
-                        return (s, None);
-                    }
-                };
-                s.protocol = Some(server.protocol());
-                match server.register(&registry).await {
-                    Ok((tools, problems)) => {
-                        s.tools = tools;
-                        s.problems = problems;
-                        // A prompt failure is reported and never costs the server its tools.
-                        let (prompts, prompt_problems) = server.register_system_prompts(&registry, &root).await;
-                        s.system_prompts = prompts;
-                        s.problems.extend(prompt_problems);
-                        s.output_tail = server.stderr_tail();
-                        if s.tools.is_empty() && s.system_prompts.is_empty() && registry.is_frozen() {
-                            // Too late for this scope: it could never contribute, so it does not keep running.
-                            s.state = "failed".into();
-                            if s.problems.is_empty() {
-                                s.problems.push("it finished starting after the registry froze".into());
-                            }
-                            server.close().await;
-                            return (s, None);
-                        }
-                        server.spawn_relisting(&registry);
-                        (s, Some(server))
-                    }
-                    Err(reason) => {
-                        s.state = "failed".into();
-                        s.problems.push(format!("tools/list failed: {reason}"));
-                        s.output_tail = server.stderr_tail();
-                        server.close().await;
-                        (s, None)
+                tokio::select! {
+                    started = crate::mcp::start_server(&name, &target, &services, &registry, &root) => started,
+                    // Dropping a connection being made kills its process group.
+                    _ = closing.cancelled() => {
+                        let reason = "the scope closed while it was starting".to_string();
+                        (ExtensionStatus::new(&name, kind, ExtensionState::Closed, Some(reason)), None)
                     }
                 }
             });
         }
         while let Some(joined) = connecting.join_next().await {
-            let Ok((s, server)) = joined else { continue };
+            let Ok((status, server)) = joined else { continue };
             if let Some(server) = server {
                 self.mcp_servers.lock().unwrap_or_else(|p| p.into_inner()).push(server);
             }
-            self.extensions.lock().unwrap_or_else(|p| p.into_inner()).push(s.clone());
-            statuses.push(s);
+            self.set_status(&status);
+            statuses.push(status);
         }
         statuses.sort_by(|a, b| a.name.cmp(&b.name));
         statuses
     }
 
-    /// Load every extension: WASM plugins and MCP servers.
+    /// Load every extension this scope starts: WASM plugins and MCP servers.
     pub async fn load_extensions(&self) -> Vec<ExtensionStatus> {
         let mut all = self.load_plugins().await;
         all.extend(self.load_mcp_servers().await);
@@ -351,7 +269,10 @@ impl ProjectScope {
         *self.startup.lock().unwrap_or_else(|p| p.into_inner()) = Some(rx);
         let scope = Arc::clone(self);
         tokio::spawn(async move {
-            scope.load_extensions().await;
+            tokio::select! {
+                _ = scope.load_extensions() => {}
+                _ = scope.closing.cancelled() => {}
+            }
             let _ = done.send(true);
         });
     }
@@ -377,21 +298,25 @@ impl ProjectScope {
         self.start_run(builder)
     }
 
-    /// Close the scope, tearing every MCP server down in the spec's order, all
-    /// servers in parallel: revoke its tool leases (its tools leave the
-    /// listing; calls in flight are cancelled, which sends
-    /// `notifications/cancelled`, and are waited for, bounded), then close its
-    /// stdin, wait `CLOSE_GRACE`, kill and reap its whole process group, and
-    /// join its I/O tasks.
+    /// Close the scope. Extensions still starting are stopped first (a
+    /// connection being made is dropped, which kills its process group). Then
+    /// every MCP server is torn down in the spec's order, all in parallel:
+    /// revoke its tool leases (its tools leave the listing; calls in flight
+    /// are cancelled, which sends `notifications/cancelled`, and are waited
+    /// for, bounded), then close its stdin, wait `CLOSE_GRACE`, kill and reap
+    /// its whole process group, and join its I/O tasks.
     pub async fn close(&self) {
+        self.closing.cancel();
+        // The worker ends promptly once `closing` is cancelled; after it, no server joins the list.
+        self.wait_for_initial_surface(crate::limits::CLOSE_GRACE).await;
         let servers: Vec<_> = self.mcp_servers.lock().unwrap_or_else(|p| p.into_inner()).drain(..).collect();
         let mut teardown = tokio::task::JoinSet::new();
         for server in servers {
             let registry = Arc::clone(&self.registry);
             teardown.spawn(async move {
                 let reason = format!("MCP server {} was closed with its project scope", server.name());
-                let left =
-                    registry.withdraw(ExternalKind::Mcp, server.name(), &reason, crate::limits::CLOSE_GRACE).await;
+                let grace = crate::limits::CLOSE_GRACE;
+                let left = registry.withdraw(crate::names::ExternalKind::Mcp, server.name(), &reason, grace).await;
                 if left > 0 {
                     tracing::warn!("server {}: {left} calls still running at close", server.name());
                 }
@@ -399,6 +324,15 @@ impl ProjectScope {
             });
         }
         while teardown.join_next().await.is_some() {}
+        let mut list = self.extensions.lock().unwrap_or_else(|p| p.into_inner());
+        for entry in list.iter_mut().filter(|e| matches!(e.state, ExtensionState::Ready | ExtensionState::Starting)) {
+            entry.state = ExtensionState::Closed;
+        }
+    }
+
+    /// Whether the scope has started closing.
+    pub fn is_closing(&self) -> bool {
+        self.closing.is_cancelled()
     }
 
     /// What every extension did in this scope so far.
@@ -438,7 +372,7 @@ impl ProjectScope {
     }
 
     /// The MCP servers connected in this scope.
-    pub fn mcp_servers(&self) -> Vec<Arc<crate::mcp_bridge::McpServer>> {
+    pub fn mcp_servers(&self) -> Vec<Arc<McpServer>> {
         self.mcp_servers.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 

@@ -9,9 +9,8 @@ use serde_json::{Map, Value, json};
 
 use super::{
     BinaryContent, BooleanField, ChoiceField, ChoiceOption, ContentBlock, ContextSnapshot, ElicitationForm,
-    ElicitationResult, EmbeddedResource, FieldKind, FieldValue, FormField, HostError, HostTool, NumberField,
-    ResourceLink, Role, RunSnapshot, SamplingMessage, SamplingRequest, SamplingResult, TextField, ToolAnnotations,
-    ToolOutput, ToolSpec,
+    ElicitationResult, EmbeddedResource, FieldKind, FieldValue, FormField, HostTool, NumberField, ResourceLink, Role,
+    RunSnapshot, SamplingMessage, SamplingRequest, SamplingResult, TextField, ToolAnnotations, ToolOutput, ToolSpec,
 };
 
 /// A JSON value did not have the shape the contract needs.
@@ -539,39 +538,6 @@ pub fn elicitation_result_to_json(result: &ElicitationResult) -> Value {
 /// with its shortest decimal form: `0.7`, not `0.699999988079071`.
 pub fn f32_to_json(value: f32) -> Value {
     format!("{value}").parse::<f64>().ok().and_then(serde_json::Number::from_f64).map_or(Value::Null, Value::Number)
-}
-
-/// JSON-RPC error codes for `HostError`s answered to a server's request (the
-/// `io.artec.clat/*` methods, `sampling/createMessage`, `elicitation/create`).
-/// `invalid` is the standard -32602; the others are CLAT's, outside the codes
-/// MCP assigns. The error's `data.kind` names the variant too.
-pub mod host_error_codes {
-    pub const DENIED: i64 = -32051;
-    pub const CANCELLED: i64 = -32052;
-    pub const NO_ACTIVE_RUN: i64 = -32053;
-    pub const TIMEOUT: i64 = -32054;
-    pub const BUDGET_EXHAUSTED: i64 = -32055;
-    pub const INVALID: i64 = -32602;
-    pub const UNSUPPORTED: i64 = -32056;
-    pub const FAILED: i64 = -32057;
-}
-
-/// Contract host error → the JSON-RPC error a server receives.
-pub fn host_error_to_wire(error: &HostError) -> clat_mcp::WireError {
-    use host_error_codes as c;
-    let (code, kind) = match error {
-        HostError::Denied(_) => (c::DENIED, "denied"),
-        HostError::Cancelled => (c::CANCELLED, "cancelled"),
-        HostError::NoActiveRun => (c::NO_ACTIVE_RUN, "no_active_run"),
-        HostError::Timeout => (c::TIMEOUT, "timeout"),
-        HostError::BudgetExhausted(_) => (c::BUDGET_EXHAUSTED, "budget_exhausted"),
-        HostError::Invalid(_) => (c::INVALID, "invalid"),
-        HostError::Unsupported(_) => (c::UNSUPPORTED, "unsupported"),
-        HostError::Failed(_) => (c::FAILED, "failed"),
-    };
-    let mut wire = clat_mcp::WireError::new(code, error.describe());
-    wire.data = Some(json!({ "kind": kind }));
-    wire
 }
 
 /// `io.artec.clat/tools/call` params (`{name, arguments?}`) → the host tool and its arguments as JSON text.

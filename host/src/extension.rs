@@ -1,0 +1,175 @@
+//! What the scope knows of each extension, whatever its kind: a WASM plugin,
+//! a stdio MCP server or a Streamable HTTP one. One typed state machine for
+//! both adapters,
+//!
+//! ```text
+//! configured ─▶ starting ─▶ ready ─▶ restarting ─▶ ready
+//!                   │          │          │
+//!                   ▼          ▼          ▼
+//!                 failed     closed     failed
+//! ```
+//!
+//! and one status record (`ExtensionStatus`) that `clat tools`, `clat mcp`
+//! and embedding hosts read. `configured` is an extension the scope knows of
+//! but has not started (not needed by this command, or replaced by a
+//! same-named entry); `failed` carries its reasons in `problems`.
+
+use serde::Serialize;
+
+/// The kind of an extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum ExtensionKind {
+    /// A WebAssembly component plugin, run in-process.
+    #[serde(rename = "wasm")]
+    Wasm,
+    /// An MCP server run as a local subprocess, over its stdio.
+    #[serde(rename = "mcp-stdio")]
+    McpStdio,
+    /// A remote MCP server over Streamable HTTP.
+    #[serde(rename = "mcp-http")]
+    McpHttp,
+}
+
+impl ExtensionKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExtensionKind::Wasm => "wasm",
+            ExtensionKind::McpStdio => "mcp-stdio",
+            ExtensionKind::McpHttp => "mcp-http",
+        }
+    }
+
+    /// Whether it is an MCP server (either transport).
+    pub fn is_mcp(self) -> bool {
+        matches!(self, ExtensionKind::McpStdio | ExtensionKind::McpHttp)
+    }
+
+    /// The tool-name prefix of its tools.
+    pub fn external_kind(self) -> crate::names::ExternalKind {
+        match self {
+            ExtensionKind::Wasm => crate::names::ExternalKind::Wasm,
+            ExtensionKind::McpStdio | ExtensionKind::McpHttp => crate::names::ExternalKind::Mcp,
+        }
+    }
+}
+
+impl std::fmt::Display for ExtensionKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for ExtensionKind {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+/// Where an extension is in its lifecycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExtensionState {
+    /// Known to the scope, not started.
+    Configured,
+    /// Loading (WASM) or connecting and listing (MCP).
+    Starting,
+    /// Its tools are registered and callable.
+    Ready,
+    /// It could not start, contributed nothing, or stopped for good; `problems` say why.
+    Failed,
+    /// It stopped after it was ready and is being started again.
+    Restarting,
+    /// Torn down with its scope.
+    Closed,
+}
+
+impl ExtensionState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExtensionState::Configured => "configured",
+            ExtensionState::Starting => "starting",
+            ExtensionState::Ready => "ready",
+            ExtensionState::Failed => "failed",
+            ExtensionState::Restarting => "restarting",
+            ExtensionState::Closed => "closed",
+        }
+    }
+}
+
+impl std::fmt::Display for ExtensionState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for ExtensionState {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+/// How one extension fared in this scope.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ExtensionStatus {
+    pub name: String,
+    pub kind: ExtensionKind,
+    pub state: ExtensionState,
+    /// The registered names of its tools.
+    pub tools: Vec<String>,
+    /// Why it failed or was not started, and refused registrations.
+    pub problems: Vec<String>,
+    /// The last lines it wrote (redacted).
+    pub output_tail: Vec<String>,
+    /// MCP servers: the negotiated protocol version and era.
+    pub protocol: Option<String>,
+    /// MCP servers: the names of the marked system prompts it contributed.
+    pub system_prompts: Vec<String>,
+    /// How many times it was started again after it stopped (MCP servers).
+    pub restarts: u32,
+}
+
+impl ExtensionStatus {
+    pub fn new(name: &str, kind: ExtensionKind, state: ExtensionState, problem: Option<String>) -> Self {
+        ExtensionStatus {
+            name: name.to_string(),
+            kind,
+            state,
+            tools: vec![],
+            problems: problem.into_iter().collect(),
+            output_tail: vec![],
+            protocol: None,
+            system_prompts: vec![],
+            restarts: 0,
+        }
+    }
+
+    /// Mark it failed with a reason.
+    pub fn fail(&mut self, reason: impl Into<String>) {
+        self.state = ExtensionState::Failed;
+        self.problems.push(reason.into());
+    }
+}
+
+/// Which extensions a scope starts: all of them (the library's default, and
+/// `clat tools` / `clat mcp`), or only those that can own one of some tool
+/// names (`clat call`, `clat exec`). Start-up cost then does not grow with
+/// what is installed but unused: a native tool starts nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum StartFilter {
+    #[default]
+    All,
+    /// Only the extensions whose tool-name prefix can produce one of these names.
+    OwnersOf(Vec<String>),
+}
+
+impl StartFilter {
+    /// Whether the extension `name` of `kind` is started.
+    pub fn wants(&self, kind: ExtensionKind, name: &str) -> bool {
+        match self {
+            StartFilter::All => true,
+            StartFilter::OwnersOf(tools) => {
+                tools.iter().any(|tool| crate::names::may_own(kind.external_kind(), name, tool))
+            }
+        }
+    }
+}

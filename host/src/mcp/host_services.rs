@@ -1,0 +1,239 @@
+//! The MCP adapter's inbound side, the twin of `wasm/host_services.rs`: what a
+//! server asks of CLAT is mapped from JSON onto the host's one `HostServices`
+//! implementation (the same one guests use), and its answer, or `HostError`,
+//! back onto the wire. `sampling/createMessage` and `elicitation/create`
+//! (protocol 2025-06-18 or newer) for every server; `io.artec.clat/context/get`
+//! and `io.artec.clat/tools/call` only for servers that advertise the
+//! `io.artec.clat/hostServices` capability (-32601 otherwise).
+//!
+//! A request belongs to the run of the server's newest `tools/call` still in
+//! flight and ends (as cancelled) when that call ends; with none, there is no
+//! active run and the services refuse (no model call, no question, no tool).
+//! While a sampling or elicitation request is pending, the server's calls
+//! report `waiting_on_host`, which lets the registry extend their deadline.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use async_trait::async_trait;
+use clat_mcp::jsonrpc::METHOD_NOT_FOUND;
+use clat_mcp::{ServerRequests, WireError};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::contract::HostError;
+use crate::contract::json::{
+    FormShapeError, context_snapshot_to_json, elicitation_form_from_json, elicitation_result_to_json,
+    host_tool_call_from_json, sampling_request_from_json, sampling_result_to_json, tool_output_to_json,
+};
+use crate::run::RunContext;
+use crate::services::HostServices;
+
+/// The capability CLAT advertises in both eras.
+pub const HOST_SERVICES_CAPABILITY: &str = "io.artec.clat/hostServices";
+/// Its version.
+pub const HOST_SERVICES_VERSION: &str = "0.1.0";
+
+/// The first protocol version with elicitation.
+const ELICITATION_SINCE: &str = "2025-06-18";
+
+/// The client capabilities sent in `initialize` (and in every modern `_meta`):
+/// sampling, form elicitation, and CLAT's host services.
+pub fn client_capabilities() -> Value {
+    json!({
+        "sampling": {},
+        "elicitation": { "form": {} },
+        "experimental": { HOST_SERVICES_CAPABILITY: { "version": HOST_SERVICES_VERSION } },
+    })
+}
+
+/// JSON-RPC error codes for `HostError`s answered to a server's request (the
+/// `io.artec.clat/*` methods, `sampling/createMessage`, `elicitation/create`).
+/// `invalid` is the standard -32602; the others are CLAT's, outside the codes
+/// MCP assigns. The error's `data.kind` names the variant too.
+pub mod host_error_codes {
+    pub const DENIED: i64 = -32051;
+    pub const CANCELLED: i64 = -32052;
+    pub const NO_ACTIVE_RUN: i64 = -32053;
+    pub const TIMEOUT: i64 = -32054;
+    pub const BUDGET_EXHAUSTED: i64 = -32055;
+    pub const INVALID: i64 = -32602;
+    pub const UNSUPPORTED: i64 = -32056;
+    pub const FAILED: i64 = -32057;
+}
+
+/// Contract host error → the JSON-RPC error a server receives.
+pub fn host_error_to_wire(error: &HostError) -> WireError {
+    use host_error_codes as c;
+    let (code, kind) = match error {
+        HostError::Denied(_) => (c::DENIED, "denied"),
+        HostError::Cancelled => (c::CANCELLED, "cancelled"),
+        HostError::NoActiveRun => (c::NO_ACTIVE_RUN, "no_active_run"),
+        HostError::Timeout => (c::TIMEOUT, "timeout"),
+        HostError::BudgetExhausted(_) => (c::BUDGET_EXHAUSTED, "budget_exhausted"),
+        HostError::Invalid(_) => (c::INVALID, "invalid"),
+        HostError::Unsupported(_) => (c::UNSUPPORTED, "unsupported"),
+        HostError::Failed(_) => (c::FAILED, "failed"),
+    };
+    let mut wire = WireError::new(code, error.describe());
+    wire.data = Some(json!({ "kind": kind }));
+    wire
+}
+
+/// What one server shares with the handler serving its requests (and with its tools).
+pub(crate) struct ServerLink {
+    /// `mcp:{name}`, the source in audits and events.
+    pub(crate) source: String,
+    services: std::sync::Arc<HostServices>,
+    pub(crate) list_changed: tokio::sync::Notify,
+    /// This server's `tools/call`s in flight, oldest first: their run, and a
+    /// token that ends the host requests made for them when the call ends.
+    active: Mutex<Vec<(u64, RunContext, CancellationToken)>>,
+    next_call: AtomicU64,
+    /// Sampling and elicitation requests of this server waiting for the host.
+    host_requests_pending: AtomicUsize,
+    /// The server advertised `io.artec.clat/hostServices`.
+    opted_in: AtomicBool,
+    /// The negotiated protocol version (set once connected).
+    protocol_version: OnceLock<String>,
+}
+
+impl ServerLink {
+    pub(crate) fn new(name: &str, services: &std::sync::Arc<HostServices>) -> ServerLink {
+        ServerLink {
+            source: format!("mcp:{name}"),
+            services: std::sync::Arc::clone(services),
+            list_changed: tokio::sync::Notify::new(),
+            active: Mutex::default(),
+            next_call: AtomicU64::new(0),
+            host_requests_pending: AtomicUsize::new(0),
+            opted_in: AtomicBool::new(false),
+            protocol_version: OnceLock::new(),
+        }
+    }
+
+    /// The session is open: what was negotiated decides what the server may ask.
+    pub(crate) fn connected(&self, protocol_version: &str, server_capabilities: &Value) {
+        let _ = self.protocol_version.set(protocol_version.to_string());
+        let opted_in = server_capabilities.pointer("/experimental").and_then(|e| e.get(HOST_SERVICES_CAPABILITY));
+        self.opted_in.store(opted_in.is_some_and(|c| !c.is_null()), Ordering::SeqCst);
+    }
+
+    pub(crate) fn opted_in(&self) -> bool {
+        self.opted_in.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn host_requests_pending(&self) -> usize {
+        self.host_requests_pending.load(Ordering::SeqCst)
+    }
+
+    /// Record a `tools/call` in flight for `run` until the returned guard drops.
+    pub(crate) fn enter_call(&self, run: &RunContext) -> ActiveCall<'_> {
+        let call = self.next_call.fetch_add(1, Ordering::SeqCst);
+        let ended = CancellationToken::new();
+        self.active.lock().unwrap_or_else(|p| p.into_inner()).push((call, run.clone(), ended.clone()));
+        ActiveCall { link: self, call, ended }
+    }
+
+    fn current_call(&self) -> Option<(RunContext, CancellationToken)> {
+        self.active.lock().unwrap_or_else(|p| p.into_inner()).last().map(|(_, run, ended)| (run.clone(), ended.clone()))
+    }
+
+    /// Serve one request; it ends (as cancelled) if the call it belongs to ends first.
+    async fn serve(&self, method: &str, params: Option<Value>) -> Result<Value, WireError> {
+        let call = self.current_call();
+        let ended = call.as_ref().map(|(_, ended)| ended.clone()).unwrap_or_default();
+        let run = call.map(|(run, _)| run);
+        tokio::select! {
+            answer = self.serve_in(method, params, run) => answer,
+            _ = ended.cancelled() => Err(host_error_to_wire(&HostError::Cancelled)),
+        }
+    }
+
+    async fn serve_in(&self, method: &str, params: Option<Value>, run: Option<RunContext>) -> Result<Value, WireError> {
+        let params = params.unwrap_or_else(|| json!({}));
+        let invalid = |e: String| host_error_to_wire(&HostError::Invalid(e));
+        match method {
+            "sampling/createMessage" => {
+                let request = sampling_request_from_json(&params).map_err(|e| invalid(e.to_string()))?;
+                let _pending = HostRequestPending::enter(&self.host_requests_pending);
+                let result = self.services.create_message(&request, &self.source, run.as_ref()).await;
+                result.map(|r| sampling_result_to_json(&r)).map_err(|e| host_error_to_wire(&e))
+            }
+            "elicitation/create" => {
+                let version = self.protocol_version.get().map(String::as_str).unwrap_or("");
+                if version < ELICITATION_SINCE {
+                    return Err(host_error_to_wire(&HostError::Unsupported(format!(
+                        "elicitation needs protocol {ELICITATION_SINCE} or newer; this session speaks {version:?}"
+                    ))));
+                }
+                let form = elicitation_form_from_json(&params).map_err(|e| {
+                    host_error_to_wire(&match e {
+                        FormShapeError::Unsupported(m) => HostError::Unsupported(m),
+                        FormShapeError::Invalid(m) => HostError::Invalid(m),
+                    })
+                })?;
+                let _pending = HostRequestPending::enter(&self.host_requests_pending);
+                let result = self.services.elicit(&form, &self.source, run.as_ref()).await;
+                result.map(|r| elicitation_result_to_json(&r)).map_err(|e| host_error_to_wire(&e))
+            }
+            "io.artec.clat/context/get" if self.opted_in() => {
+                Ok(json!({ "snapshot": context_snapshot_to_json(&self.services.snapshot(run.as_ref())) }))
+            }
+            "io.artec.clat/tools/call" if self.opted_in() => {
+                let (tool, arguments) = host_tool_call_from_json(&params).map_err(|e| invalid(e.to_string()))?;
+                let result = self.services.call_tool(tool, &arguments, &self.source, run.as_ref()).await;
+                result.map(|o| tool_output_to_json(&o)).map_err(|e| host_error_to_wire(&e))
+            }
+            _ => Err(WireError::new(METHOD_NOT_FOUND, format!("method not found: {method}"))),
+        }
+    }
+}
+
+/// Counts one host request as pending until dropped.
+struct HostRequestPending<'a>(&'a AtomicUsize);
+
+impl<'a> HostRequestPending<'a> {
+    fn enter(count: &'a AtomicUsize) -> Self {
+        count.fetch_add(1, Ordering::SeqCst);
+        HostRequestPending(count)
+    }
+}
+
+impl Drop for HostRequestPending<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Removes a call from its server's active calls when it ends (or is
+/// dropped), and ends the host requests still being served for it.
+pub(crate) struct ActiveCall<'a> {
+    link: &'a ServerLink,
+    call: u64,
+    ended: CancellationToken,
+}
+
+impl Drop for ActiveCall<'_> {
+    fn drop(&mut self) {
+        self.ended.cancel();
+        self.link.active.lock().unwrap_or_else(|p| p.into_inner()).retain(|(id, _, _)| *id != self.call);
+    }
+}
+
+/// The connection's handler: server requests go to `ServerLink::serve`;
+/// `notifications/tools/list_changed` wakes the re-listing task.
+pub(crate) struct ServerEvents(pub(crate) std::sync::Arc<ServerLink>);
+
+#[async_trait]
+impl ServerRequests for ServerEvents {
+    async fn handle(&self, method: &str, params: Option<Value>) -> Result<Value, WireError> {
+        self.0.serve(method, params).await
+    }
+
+    fn notification(&self, method: &str, _params: Option<&Value>) {
+        if method == "notifications/tools/list_changed" {
+            self.0.list_changed.notify_one();
+        }
+    }
+}

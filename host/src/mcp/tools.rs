@@ -1,0 +1,126 @@
+//! An MCP server's tools in the registry: listing and registering them as
+//! `mcp_{server}_{tool}` (re-listing on `notifications/tools/list_changed`
+//! until the freeze), and `McpTool`, the handler that runs one `tools/call`
+//! and maps its result through the contract's one JSON mapping.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use clat_mcp::ClientError;
+use serde_json::Value;
+
+use super::server::McpServer;
+use crate::contract::ToolOutput;
+use crate::contract::json::{tool_output_from_json, tool_spec_from_json};
+use crate::limits::{HOST_REQUEST_EXTENSION_MAX, TOOL_CALL_TIMEOUT, TOOLS_PER_SERVER_MAX};
+use crate::names::ExternalKind;
+use crate::registry::{Registry, ToolError, ToolHandler};
+use crate::run::RunContext;
+
+impl McpServer {
+    /// List the server's tools and register them; returns registered names,
+    /// problems (refused registrations, malformed tools, dropped tools).
+    pub async fn register(self: &Arc<Self>, registry: &Registry) -> Result<(Vec<String>, Vec<String>), String> {
+        let listing = self.session.list_tools().await.map_err(|e| e.to_string())?;
+        let mut names = Vec::new();
+        let mut problems = Vec::new();
+        if listing.dropped > 0 {
+            problems.push(format!("{} tools past the first {TOOLS_PER_SERVER_MAX} were dropped", listing.dropped));
+        }
+        problems.extend(listing.unusable.iter().cloned());
+        for tool in &listing.tools {
+            let spec = match tool_spec_from_json(tool) {
+                Ok(s) => s,
+                Err(e) => {
+                    problems.push(format!("skipped a tool: {e}"));
+                    continue;
+                }
+            };
+            if self.registered.lock().unwrap_or_else(|p| p.into_inner()).contains(&spec.name) {
+                continue;
+            }
+            let handler = Arc::new(McpTool { server: Arc::clone(self), tool: spec.name.clone() });
+            match registry.register_external(ExternalKind::Mcp, &self.name, &spec, handler) {
+                Ok(name) => {
+                    self.registered.lock().unwrap_or_else(|p| p.into_inner()).insert(spec.name.clone());
+                    names.push(name);
+                }
+                Err(e) => problems.push(e.to_string()),
+            }
+        }
+        Ok((names, problems))
+    }
+
+    /// Re-list on `notifications/tools/list_changed` and register new tools,
+    /// until the registry freezes (then a change is only logged).
+    pub fn spawn_relisting(self: &Arc<Self>, registry: &Arc<Registry>) {
+        let (server, registry) = (Arc::downgrade(self), Arc::downgrade(registry));
+        let link = Arc::clone(&self.link);
+        tokio::spawn(async move {
+            loop {
+                link.list_changed.notified().await;
+                let (Some(server), Some(registry)) = (server.upgrade(), registry.upgrade()) else { return };
+                if registry.is_frozen() {
+                    tracing::info!(
+                        "server {} changed its tools after the registry froze; restart to see them",
+                        server.name
+                    );
+                    return;
+                }
+                match server.register(&registry).await {
+                    Ok((names, problems)) => {
+                        tracing::debug!(
+                            "server {} re-listed: {} new tools, problems {problems:?}",
+                            server.name,
+                            names.len()
+                        )
+                    }
+                    Err(e) => tracing::warn!("server {}: re-listing failed: {e}", server.name),
+                }
+            }
+        });
+    }
+
+    /// A failed call's error: redacted, and when the server is gone, with the
+    /// last lines it wrote.
+    fn call_error(&self, error: &ClientError) -> ToolError {
+        let mut message = format!("server {}: {}", self.name, crate::redact::redact(&error.to_string()));
+        if matches!(error, ClientError::Closed { .. }) {
+            let tail = self.stderr_tail();
+            if !tail.is_empty() {
+                message.push_str("; last stderr lines:\n");
+                message.push_str(&tail.join("\n"));
+            }
+        }
+        ToolError(anyhow::anyhow!(message))
+    }
+}
+
+/// The registry's handler for one MCP tool.
+struct McpTool {
+    server: Arc<McpServer>,
+    tool: String,
+}
+
+#[async_trait]
+impl ToolHandler for McpTool {
+    async fn call(&self, arguments: Value, run: &RunContext) -> Result<ToolOutput, ToolError> {
+        // The registry owns the deadline (and extends it while this server waits
+        // on the host); the transport's own bound only backs it up.
+        let timeout = run.call_deadline(TOOL_CALL_TIMEOUT).saturating_duration_since(std::time::Instant::now())
+            + HOST_REQUEST_EXTENSION_MAX;
+        let _active = self.server.link.enter_call(run);
+        let result = self
+            .server
+            .session
+            .call_tool(&self.tool, arguments, timeout, Some(run.cancel_token()))
+            .await
+            .map_err(|e| self.server.call_error(&e))?;
+        tool_output_from_json(&result)
+            .map_err(|e| ToolError(anyhow::anyhow!("server {} returned a malformed result: {e}", self.server.name)))
+    }
+
+    fn waiting_on_host(&self) -> bool {
+        self.server.host_requests_pending() > 0
+    }
+}
