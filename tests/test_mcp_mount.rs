@@ -37,7 +37,7 @@ fn servers_join_the_registry_and_failures_are_isolated() {
 
     let ext = |name: &str| v["extensions"].as_array().unwrap().iter().find(|e| e["name"] == name).cloned().unwrap();
     let srv = ext("srv");
-    assert_eq!(srv["state"], "loaded");
+    assert_eq!(srv["state"], "ready");
     // The tail is bounded to the last 20 lines (the server wrote 50 before the handshake).
     let kept = srv["output_tail"].as_array().unwrap().len();
     assert!((1..=20).contains(&kept), "{srv}");
@@ -117,7 +117,7 @@ fn installed_mcp_stdio_packages_run_in_their_artifact_dir() {
     let v = tools_json(&env);
     let reports: Vec<&Value> = v["extensions"].as_array().unwrap().iter().filter(|e| e["name"] == "packaged").collect();
     assert_eq!(reports.len(), 1, "an mcp-stdio package is reported once: {reports:?}");
-    assert_eq!(reports[0]["state"], "loaded");
+    assert_eq!(reports[0]["state"], "ready");
     assert!(
         cwd.starts_with(&env.home.join("plugins/artifacts").canonicalize().unwrap().display().to_string()),
         "{cwd}"
@@ -142,7 +142,7 @@ fn clat_mcp_shows_counts_transports_versions_and_failures() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(
-        (v["configured"].as_u64(), v["connected"].as_u64(), v["failed"].as_u64(), v["not_loaded"].as_u64()),
+        (v["configured"].as_u64(), v["connected"].as_u64(), v["failed"].as_u64(), v["not_started"].as_u64()),
         (Some(4), Some(2), Some(2), Some(0)),
         "{v}"
     );
@@ -159,7 +159,7 @@ fn clat_mcp_shows_counts_transports_versions_and_failures() {
     assert!(!tail.is_empty() && tail.iter().all(|l| !l.as_str().unwrap().contains("sk-test-abcdef")), "{broken}");
     let out = env.clat(&["mcp"]);
     assert!(
-        stdout(&out).starts_with("MCP servers: 4 configured, 0 connecting, 2 connected, 2 failed, 0 not loaded"),
+        stdout(&out).starts_with("MCP servers: 4 configured, 0 connecting, 2 connected, 2 failed, 0 not started"),
         "{}",
         stdout(&out)
     );
@@ -208,7 +208,7 @@ async fn a_list_changed_before_the_freeze_registers_the_new_tools() {
     env.write_mcp_config(json!({ "srv": { "command": SERVER, "args": ["--tools", "3", "--list-changed"] } }));
     let scope = env.mount();
     let statuses = scope.load_mcp_servers().await;
-    assert_eq!(statuses[0].state, "loaded", "{statuses:?}");
+    assert_eq!(statuses[0].state, "ready", "{statuses:?}");
     let mut names = Vec::new();
     for _ in 0..500 {
         names = scope.registry().list().into_iter().map(|t| t.name).collect::<Vec<_>>();
@@ -251,7 +251,7 @@ fn colliding_and_long_tool_names_are_reported_skipped_or_hashed() {
     );
     assert!(registered.contains(&"mcp_my_srv_cwd"), "the other tools still register: {registered:?}");
     let ext = |name: &str| v["extensions"].as_array().unwrap().iter().find(|e| e["name"] == name).cloned().unwrap();
-    assert_eq!((ext("my-srv")["state"].clone(), ext("my_srv")["state"].clone()), (json!("loaded"), json!("loaded")));
+    assert_eq!((ext("my-srv")["state"].clone(), ext("my_srv")["state"].clone()), (json!("ready"), json!("ready")));
 
     let hashed = v["tools"].as_array().unwrap().iter().find(|t| t["original_name"] == long).expect("the long tool");
     let hashed_name = hashed["name"].as_str().unwrap();

@@ -1,0 +1,91 @@
+//! The command line's outcomes: exit codes (documented in the README) and
+//! `Failure`, an error with its exit code and the `kind` that `--json`
+//! prints, with the mapping from every library error to both.
+
+use std::process::ExitCode;
+
+use crate::packages::PackageError;
+use crate::registry::CallError;
+use crate::scope::ScopeError;
+use crate::trust::TrustError;
+
+/// Exit codes (documented in the README).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Exit {
+    /// Success.
+    Ok = 0,
+    /// The tool ran and returned `isError`.
+    ToolError = 1,
+    /// Usage or configuration error (bad arguments, unknown tool, unwritable home, malformed files).
+    Usage = 2,
+    /// The project is not trusted.
+    Untrusted = 3,
+    /// The permission pipeline denied the call.
+    Denied = 4,
+    /// Internal error (a tool's implementation failed).
+    Internal = 5,
+    /// The call timed out or was cancelled.
+    Interrupted = 6,
+}
+
+impl From<Exit> for ExitCode {
+    fn from(e: Exit) -> Self {
+        ExitCode::from(e as u8)
+    }
+}
+
+/// A failure with its exit code and an error kind for `--json`.
+pub struct Failure {
+    pub exit: Exit,
+    pub kind: &'static str,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn new(exit: Exit, kind: &'static str, message: impl Into<String>) -> Self {
+        Failure { exit, kind, message: message.into() }
+    }
+}
+
+impl From<TrustError> for Failure {
+    fn from(e: TrustError) -> Self {
+        Failure::new(Exit::Usage, "configuration", e.to_string())
+    }
+}
+
+impl From<ScopeError> for Failure {
+    fn from(e: ScopeError) -> Self {
+        match e {
+            ScopeError::Untrusted { .. } => Failure::new(Exit::Untrusted, "untrusted", e.to_string()),
+            ScopeError::Trust(t) => t.into(),
+            ScopeError::Project { .. } => Failure::new(Exit::Usage, "configuration", e.to_string()),
+            ScopeError::Registration(_) => Failure::new(Exit::Internal, "internal", e.to_string()),
+        }
+    }
+}
+
+impl From<PackageError> for Failure {
+    fn from(e: PackageError) -> Self {
+        match e {
+            PackageError::Io { .. } => Failure::new(Exit::Internal, "internal", e.to_string()),
+            PackageError::Home(t) => t.into(),
+            _ => Failure::new(Exit::Usage, "package", e.to_string()),
+        }
+    }
+}
+
+impl From<CallError> for Failure {
+    fn from(e: CallError) -> Self {
+        let (exit, kind) = match &e {
+            CallError::UnknownTool(_) => (Exit::Usage, "unknown_tool"),
+            CallError::InvalidArguments { .. } => (Exit::Usage, "invalid_arguments"),
+            CallError::Denied { .. } => (Exit::Denied, "denied"),
+            CallError::Cancelled { .. } => (Exit::Interrupted, "cancelled"),
+            CallError::TimedOut { .. } => (Exit::Interrupted, "timed_out"),
+            CallError::Failed { .. } => (Exit::Internal, "failed"),
+            CallError::Withdrawn { .. } => (Exit::Internal, "withdrawn"),
+        };
+        Failure::new(exit, kind, e.to_string())
+    }
+}

@@ -1,0 +1,196 @@
+//! `clat call` and `clat exec`: each is one run through the whole pipeline.
+//! The project is mounted with only the extensions the command's tools can
+//! come from (`StartFilter`), the run starts once they are up (at most the
+//! 20 s initial surface), and a stop signal at any point cancels the run.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::exit::{Exit, Failure};
+use super::shutdown::Shutdown;
+use crate::asker::{HeadlessAsker, TerminalAsker, UserAsker};
+use crate::contract::PermissionMode;
+use crate::contract::json::tool_output_to_json;
+use crate::permissions::{Approver, HeadlessApprover, TerminalApprover};
+use crate::run::{EventSink, JsonLinesSink, NullSink, RunBuilder, RunContext};
+use crate::scope::ProjectScope;
+
+/// Start the command's run once the initial surface is up; a stop signal
+/// before that ends the command (the caller closes the scope). While the run
+/// lasts, a stop signal cancels it: its calls end and its process groups die.
+async fn start_run(scope: &ProjectScope, builder: RunBuilder, shutdown: &Shutdown) -> Result<RunContext, Failure> {
+    let run = tokio::select! {
+        run = scope.start_run_when_ready(builder) => run,
+        _ = shutdown.token().cancelled() => return Err(interrupted(shutdown)),
+    };
+    let (token, cancel) = (shutdown.token().clone(), run.clone());
+    tokio::spawn(async move {
+        token.cancelled().await;
+        cancel.cancel();
+    });
+    Ok(run)
+}
+
+/// The failure of a command stopped by a signal.
+pub(crate) fn interrupted(shutdown: &Shutdown) -> Failure {
+    let signal = shutdown.signal().unwrap_or("a signal");
+    Failure::new(Exit::Interrupted, "cancelled", format!("interrupted by {signal}; everything started was torn down"))
+}
+
+/// One line of a `clat exec` script.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ScriptStep {
+    pub(crate) tool: String,
+    #[serde(default = "empty_object")]
+    arguments: Value,
+    #[serde(skip)]
+    line: usize,
+}
+
+fn empty_object() -> Value {
+    json!({})
+}
+
+/// Read a script: one JSON object per line; blank lines and lines starting with `#` are skipped.
+pub(crate) fn read_script(path: &Path) -> Result<Vec<ScriptStep>, Failure> {
+    let text =
+        if path == Path::new("-") { std::io::read_to_string(std::io::stdin()) } else { std::fs::read_to_string(path) }
+            .map_err(|e| {
+                Failure::new(Exit::Usage, "usage", format!("cannot read the script {}: {e}", path.display()))
+            })?;
+    let mut steps = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let mut step: ScriptStep = serde_json::from_str(trimmed).map_err(|e| {
+            Failure::new(
+                Exit::Usage,
+                "invalid_script",
+                format!("{} line {}: expected {{\"tool\": NAME, \"arguments\": {{...}}}}: {e}", path.display(), i + 1),
+            )
+        })?;
+        if !step.arguments.is_object() {
+            let message = format!("{} line {}: `arguments` must be a JSON object", path.display(), i + 1);
+            return Err(Failure::new(Exit::Usage, "invalid_script", message));
+        }
+        step.line = i + 1;
+        steps.push(step);
+    }
+    Ok(steps)
+}
+
+/// Run the script's calls in order as one headless run. Every event, and each
+/// call's result, is a JSON line on stdout. The exit code is the first failing
+/// call's (0 when all succeeded); a cancelled run skips the rest.
+pub(crate) async fn exec(
+    scope: &ProjectScope,
+    steps: &[ScriptStep],
+    mode: PermissionMode,
+    shutdown: &Shutdown,
+) -> Result<Exit, Failure> {
+    let builder = RunContext::builder()
+        .mode(mode)
+        .approver(Arc::new(HeadlessApprover))
+        .asker(Arc::new(HeadlessAsker))
+        .events(Arc::new(JsonLinesSink::new(std::io::stdout())));
+    let run = start_run(scope, builder, shutdown).await?;
+    let mut exit = Exit::Ok;
+    for step in steps {
+        if run.is_cancelled() {
+            break;
+        }
+        let result = scope.registry().call(&step.tool, step.arguments.clone(), &run).await;
+        let (line, step_exit) = match result {
+            Ok(output) => {
+                let failed = output.is_error;
+                let line = json!({ "type": "call_result", "run_id": run.run_id(), "line": step.line, "tool": step.tool,
+                                   "result": tool_output_to_json(&output) });
+                (line, if failed { Exit::ToolError } else { Exit::Ok })
+            }
+            Err(e) => {
+                let failure = Failure::from(e);
+                let line = json!({ "type": "call_result", "run_id": run.run_id(), "line": step.line, "tool": step.tool,
+                                   "error": { "kind": failure.kind, "message": failure.message } });
+                (line, failure.exit)
+            }
+        };
+        {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{line}");
+            let _ = out.flush();
+        }
+        if exit == Exit::Ok {
+            exit = step_exit;
+        }
+    }
+    scope.finish_run(&run);
+    Ok(exit)
+}
+
+/// Parse `ARGS_JSON`: valid JSON, and an object.
+pub(crate) fn parse_arguments(text: Option<&str>) -> Result<Value, Failure> {
+    let Some(text) = text else { return Ok(json!({})) };
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        Failure::new(
+            Exit::Usage,
+            "invalid_arguments",
+            format!("ARGS_JSON is not valid JSON (line {}, column {}): {e}", e.line(), e.column()),
+        )
+    })?;
+    if !value.is_object() {
+        return Err(Failure::new(
+            Exit::Usage,
+            "invalid_arguments",
+            "ARGS_JSON must be a JSON object, e.g. '{\"path\": \"README.md\"}'",
+        ));
+    }
+    Ok(value)
+}
+
+pub(crate) struct CallRequest {
+    pub(crate) tool: String,
+    pub(crate) arguments: Value,
+    pub(crate) mode: PermissionMode,
+    pub(crate) json: bool,
+    pub(crate) events: bool,
+}
+
+pub(crate) async fn call(scope: &ProjectScope, request: CallRequest, shutdown: &Shutdown) -> Result<Exit, Failure> {
+    let CallRequest { tool, arguments, mode, json, events } = request;
+    let tool = tool.as_str();
+    let interactive = TerminalApprover::available();
+    let approver: Arc<dyn Approver> =
+        if interactive { Arc::new(TerminalApprover::default()) } else { Arc::new(HeadlessApprover) };
+    let asker: Arc<dyn UserAsker> =
+        if interactive { Arc::new(TerminalAsker::terminal()) } else { Arc::new(HeadlessAsker) };
+    let sink: Arc<dyn EventSink> =
+        if events { Arc::new(JsonLinesSink::new(std::io::stderr())) } else { Arc::new(NullSink) };
+    let builder = RunContext::builder().mode(mode).approver(approver).asker(asker).events(sink);
+    let run = start_run(scope, builder, shutdown).await?;
+    let result = scope.registry().call(tool, arguments, &run).await;
+    scope.finish_run(&run);
+    let output = result?;
+    if json {
+        let mut v = tool_output_to_json(&output);
+        v["tool"] = json!(tool);
+        v["runId"] = json!(run.run_id());
+        println!("{v}");
+    } else {
+        let mut text = output.joined_text();
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        if output.is_error {
+            eprint!("{text}");
+        } else {
+            print!("{text}");
+        }
+    }
+    Ok(if output.is_error { Exit::ToolError } else { Exit::Ok })
+}

@@ -1,0 +1,99 @@
+//! What `clat tools` and `clat mcp` print: the registry, and the extensions'
+//! typed statuses (the /mcp surface), as a table or as JSON.
+
+use std::io::Write;
+
+use serde_json::{Value, json};
+
+use crate::extension::{ExtensionKind, ExtensionState, ExtensionStatus};
+use crate::scope::ProjectScope;
+
+fn transport(kind: ExtensionKind) -> &'static str {
+    if kind == ExtensionKind::McpHttp { "streamable-http" } else { "stdio" }
+}
+
+/// The /mcp surface: counts, then each server's transport, state, protocol,
+/// tool count, restarts, problems and (redacted) stderr tail.
+pub(crate) fn print_mcp(servers: &[ExtensionStatus], json: bool) {
+    let count = |state: ExtensionState| servers.iter().filter(|s| s.state == state).count();
+    let configured = servers.iter().filter(|s| !s.name.starts_with('(')).count();
+    let connecting = count(ExtensionState::Starting) + count(ExtensionState::Restarting);
+    if json {
+        let list: Vec<Value> = servers
+            .iter()
+            .map(|s| {
+                json!({
+                    "name": s.name,
+                    "transport": transport(s.kind),
+                    "state": s.state,
+                    "protocol": s.protocol,
+                    "tools": s.tools.len(),
+                    "system_prompts": s.system_prompts,
+                    "restarts": s.restarts,
+                    "problems": s.problems,
+                    "stderr_tail": s.output_tail,
+                })
+            })
+            .collect();
+        println!(
+            "{}",
+            json!({
+                "configured": configured,
+                "connecting": connecting,
+                "connected": count(ExtensionState::Ready),
+                "failed": count(ExtensionState::Failed),
+                "not_started": count(ExtensionState::Configured),
+                "servers": list,
+            })
+        );
+        return;
+    }
+    println!(
+        "MCP servers: {configured} configured, {connecting} connecting, {} connected, {} failed, {} not started",
+        count(ExtensionState::Ready),
+        count(ExtensionState::Failed),
+        count(ExtensionState::Configured)
+    );
+    for s in servers {
+        let protocol = s.protocol.as_deref().unwrap_or("-");
+        println!("  {}  {}  {}  {protocol}  {} tools", s.name, transport(s.kind), s.state, s.tools.len());
+        if s.restarts > 0 {
+            println!("    restarts: {}", s.restarts);
+        }
+        if !s.system_prompts.is_empty() {
+            println!("    system prompts: {}", s.system_prompts.join(", "));
+        }
+        for p in &s.problems {
+            println!("    problem: {p}");
+        }
+        if s.state == ExtensionState::Failed {
+            for line in &s.output_tail {
+                println!("    | {line}");
+            }
+        }
+    }
+}
+
+/// `clat tools`: the registry as a table (problems of extensions on stderr) or as JSON.
+pub(crate) fn print_tools(scope: &ProjectScope, json: bool) {
+    let tools = scope.registry().list();
+    let extensions = scope.extensions();
+    let mut out = std::io::stdout().lock();
+    if json {
+        let _ = writeln!(out, "{}", json!({ "tools": tools, "extensions": extensions }));
+        return;
+    }
+    for e in extensions.iter().filter(|e| !e.problems.is_empty()) {
+        eprintln!("plugin {} ({}): {}", e.name, e.state, e.problems.join("; "));
+        for line in &e.output_tail {
+            eprintln!("  | {line}");
+        }
+    }
+    let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
+    let source_width = tools.iter().map(|t| t.source.label().len()).max().unwrap_or(6).max(6);
+    let _ = writeln!(out, "{:width$}  {:13}  {:source_width$}  DESCRIPTION", "NAME", "EFFECT", "SOURCE");
+    for t in &tools {
+        let (effect, source) = (t.effect.as_str(), t.source.label());
+        let _ = writeln!(out, "{:width$}  {effect:13}  {source:source_width$}  {}", t.name, t.description);
+    }
+}
