@@ -126,6 +126,8 @@ pub struct ExtensionStatus {
     pub system_prompts: Vec<String>,
     /// How many times it was started again after it stopped (MCP servers).
     pub restarts: u32,
+    /// Why it last stopped after it was ready (MCP servers), redacted.
+    pub last_stop: Option<String>,
 }
 
 impl ExtensionStatus {
@@ -140,6 +142,7 @@ impl ExtensionStatus {
             protocol: None,
             system_prompts: vec![],
             restarts: 0,
+            last_stop: None,
         }
     }
 

@@ -86,6 +86,15 @@ pub const SNAPSHOT_MAX_STRING_CHARS: usize = 4_096;
 /// Bytes of a tool call's arguments accepted by the pipeline.
 pub const TOOL_ARGUMENTS_MAX_BYTES: usize = 8 * 1024 * 1024;
 
+/// How long a failed MCP connection waits for the server's last stderr lines before reporting.
+pub const CONNECT_FAILURE_TAIL_WAIT: Duration = Duration::from_millis(50);
+/// The first back-off before an MCP server that stopped is started again (it doubles per restart).
+pub const RESTART_BACKOFF_FIRST: Duration = Duration::from_secs(1);
+/// Restarts of one MCP server within `RESTART_WINDOW`; past that it stays failed.
+pub const RESTARTS_MAX: usize = 3;
+/// The window over which `RESTARTS_MAX` counts.
+pub const RESTART_WINDOW: Duration = Duration::from_secs(5 * 60);
+
 // WASM guests.
 
 /// Linear memory one guest store may grow to (a plugin may ask for less).

@@ -55,6 +55,9 @@ pub enum RunEventKind {
     HostToolCall { source: String, tool: String },
     /// A plugin wrote a log line through host services (bounded).
     PluginLog { source: String, level: String, message: String },
+    /// An extension that had stopped was started again for a call of this run
+    /// (`restarts`: how many times in this scope so far).
+    ExtensionRestarted { extension: String, restarts: u32, reason: String },
     /// The run ended.
     RunFinished { cancelled: bool },
 }

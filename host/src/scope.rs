@@ -335,9 +335,16 @@ impl ProjectScope {
         self.closing.is_cancelled()
     }
 
-    /// What every extension did in this scope so far.
+    /// What every extension did in this scope so far, with the live state of
+    /// the servers that stopped and were restarted (or gave up) since.
     pub fn extensions(&self) -> Vec<ExtensionStatus> {
-        self.extensions.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        let mut list = self.extensions.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        for server in self.mcp_servers.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            if let Some(entry) = list.iter_mut().find(|e| e.kind.is_mcp() && e.name == server.name()) {
+                server.update_status(entry);
+            }
+        }
+        list
     }
 
     /// Start a run. The first run freezes the registry.

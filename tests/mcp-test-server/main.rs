@@ -95,7 +95,13 @@ fn options() -> Options {
         prompt_bytes: value("--prompt-bytes").and_then(|v| v.parse().ok()).unwrap_or(0),
         prompt_fail: value("--prompt-fail"),
         delay_list: value("--delay-list").and_then(|v| v.parse().ok()).unwrap_or(0),
-        tool_names: value("--tool-names").map(|v| v.split(',').map(str::to_string).collect()),
+        // `--tool-names-file F`: the names are read from F when the server starts (a restart may list others).
+        tool_names: value("--tool-names")
+            .or_else(|| {
+                value("--tool-names-file")
+                    .map(|f| std::fs::read_to_string(f).expect("read the tool names").trim().to_string())
+            })
+            .map(|v| v.split(',').map(str::to_string).collect()),
     }
 }
 

@@ -30,6 +30,7 @@ pub(crate) fn print_mcp(servers: &[ExtensionStatus], json: bool) {
                     "tools": s.tools.len(),
                     "system_prompts": s.system_prompts,
                     "restarts": s.restarts,
+                    "last_stop": s.last_stop,
                     "problems": s.problems,
                     "stderr_tail": s.output_tail,
                 })
@@ -57,8 +58,8 @@ pub(crate) fn print_mcp(servers: &[ExtensionStatus], json: bool) {
     for s in servers {
         let protocol = s.protocol.as_deref().unwrap_or("-");
         println!("  {}  {}  {}  {protocol}  {} tools", s.name, transport(s.kind), s.state, s.tools.len());
-        if s.restarts > 0 {
-            println!("    restarts: {}", s.restarts);
+        if s.restarts > 0 || s.last_stop.is_some() {
+            println!("    restarts: {} (last stop: {})", s.restarts, s.last_stop.as_deref().unwrap_or("-"));
         }
         if !s.system_prompts.is_empty() {
             println!("    system prompts: {}", s.system_prompts.join(", "));

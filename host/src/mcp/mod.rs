@@ -8,6 +8,7 @@
 //! - `server.rs`: one server (connect, stderr tail, context notifications, close);
 //! - `tools.rs`: its tools in the registry and the `tools/call` handler;
 //! - `prompts.rs`: its DSH system prompts;
+//! - `supervisor.rs`: its restart after it stopped, with back-off and a cap;
 //! - `host_services.rs`: what it asks of CLAT, served by `HostServices` (the
 //!   twin of `wasm/host_services.rs`), and the wire form of `HostError`.
 //!
@@ -19,6 +20,7 @@ pub mod host_services;
 pub mod prompts;
 pub mod server;
 pub mod sources;
+mod supervisor;
 pub mod tools;
 
 use std::path::Path;

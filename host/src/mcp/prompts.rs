@@ -31,10 +31,11 @@ impl McpServer {
         project_root: &Path,
     ) -> (Vec<String>, Vec<String>) {
         let (mut names, mut problems) = (Vec::new(), Vec::new());
-        if self.session.server_capabilities.get("prompts").is_none_or(Value::is_null) {
+        let session = self.session();
+        if session.server_capabilities.get("prompts").is_none_or(Value::is_null) {
             return (names, problems);
         }
-        let listed = match self.session.list_prompts().await {
+        let listed = match session.list_prompts().await {
             Ok(listed) => listed,
             Err(e) => {
                 problems.push(format!("prompts/list failed: {e}"));
@@ -64,7 +65,7 @@ impl McpServer {
                 .and_then(Value::as_array)
                 .is_some_and(|args| args.iter().any(|a| a.get("name").and_then(Value::as_str) == Some("cwd")));
             let arguments = if takes_cwd { json!({ "cwd": project_root.display().to_string() }) } else { json!({}) };
-            let resolved = match self.session.get_prompt(name, arguments).await {
+            let resolved = match session.get_prompt(name, arguments).await {
                 Ok(result) => result,
                 Err(e) => {
                     problems.push(format!("system prompt {name}: prompts/get failed: {e}"));

@@ -3,9 +3,10 @@
 //! its era, through `clat-mcp`), its redacted stderr tail, context
 //! notifications to an opted-in stdio server, and closing it. Its tools are in
 //! `tools.rs`, its system prompts in `prompts.rs`, what it asks of CLAT in
-//! `host_services.rs`.
+//! `host_services.rs`, its supervised restart in `supervisor.rs`.
 
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 
 use clat_mcp::{ClientError, ClientInfo, Era, HttpSpec, Session, StderrSink, StdioSpec};
 use serde_json::{Value, json};
@@ -13,6 +14,7 @@ use serde_json::{Value, json};
 use super::host_services::{ServerEvents, ServerLink, client_capabilities};
 use crate::contract::ContextSnapshot;
 use crate::contract::json::context_snapshot_to_json;
+use crate::limits::CONNECT_FAILURE_TAIL_WAIT;
 use crate::redact::OutputTail;
 use crate::services::HostServices;
 
@@ -53,13 +55,19 @@ pub struct ConnectFailure {
 /// A connected, initialized server.
 pub struct McpServer {
     pub(crate) name: String,
-    pub(crate) session: Session,
-    tail: SharedTail,
+    pub(crate) target: ServerTarget,
+    /// The live session; a supervised restart replaces it.
+    session: RwLock<Arc<Session>>,
+    pub(crate) tail: SharedTail,
     pub(crate) link: Arc<ServerLink>,
     /// The latest context for an opted-in server (`io.artec.clat/context/changed`), coalesced.
     context: tokio::sync::watch::Sender<Option<Value>>,
     /// The server's own tool names already registered (re-listing adds only new ones).
     pub(crate) registered: Mutex<std::collections::HashSet<String>>,
+    /// Restarts: when, how many, why, and what the server offers since.
+    pub(crate) supervisor: super::supervisor::Supervisor,
+    /// Set by `close`: the server is never started again.
+    pub(crate) closed: AtomicBool,
 }
 
 impl McpServer {
@@ -71,30 +79,20 @@ impl McpServer {
         services: &Arc<HostServices>,
     ) -> Result<Arc<McpServer>, ConnectFailure> {
         let tail: SharedTail = Arc::default();
-        let with_tail = |e: ClientError, tail: &SharedTail| ConnectFailure {
-            reason: crate::redact::redact(&e.to_string()),
-            stderr_tail: tail.lock().unwrap_or_else(|p| p.into_inner()).lines(),
-        };
-        let client = ClientInfo { name: "clat".into(), version: env!("CARGO_PKG_VERSION").into() };
-        let sink = Arc::new(TailSink(Arc::clone(&tail)));
         let link = Arc::new(ServerLink::new(name, services));
-        let events = Arc::new(ServerEvents(Arc::clone(&link)));
-        let connected = match target {
-            ServerTarget::Stdio(spec) => Session::connect(spec, events, sink, &client, client_capabilities()).await,
-            ServerTarget::Http(spec) => Session::connect_http(spec, events, &client, client_capabilities()).await,
-        };
-        let session = match connected {
-            Ok(s) => s,
-            Err(e) => {
-                // Give the server a moment to write why it failed.
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                return Err(with_tail(e, &tail));
-            }
-        };
-        link.connected(&session.protocol_version, &session.server_capabilities);
+        let session = open_session(target, &link, &tail).await?;
         let (context, _) = tokio::sync::watch::channel(None);
-        let server =
-            Arc::new(McpServer { name: name.to_string(), session, tail, link, context, registered: Mutex::default() });
+        let server = Arc::new(McpServer {
+            name: name.to_string(),
+            target: target.clone(),
+            session: RwLock::new(Arc::new(session)),
+            tail,
+            link,
+            context,
+            registered: Mutex::default(),
+            supervisor: super::supervisor::Supervisor::started_now(),
+            closed: AtomicBool::new(false),
+        });
         // Context notifications go to opted-in stdio servers; HTTP peers ask with context/get.
         if server.link.opted_in() && matches!(target, ServerTarget::Stdio(_)) {
             server.spawn_context_sender();
@@ -128,9 +126,10 @@ impl McpServer {
                 let Some(snapshot) = latest.borrow_and_update().clone() else { continue };
                 let Some(server) = server.upgrade() else { return };
                 let params = json!({ "snapshot": snapshot });
-                if let Err(e) = server.session.connection.notify("io.artec.clat/context/changed", Some(params)).await {
+                let session = server.session();
+                if let Err(e) = session.connection.notify("io.artec.clat/context/changed", Some(params)).await {
+                    // A restart brings a new session; the next snapshot goes to it.
                     tracing::debug!("server {}: context/changed not sent: {e}", server.name);
-                    return;
                 }
             }
         });
@@ -140,13 +139,24 @@ impl McpServer {
         &self.name
     }
 
+    /// The live session (a restart replaces it).
+    pub fn session(&self) -> Arc<Session> {
+        Arc::clone(&self.session.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Put a restarted session in place; returns the one it replaces.
+    pub(crate) fn replace_session(&self, session: Session) -> Arc<Session> {
+        std::mem::replace(&mut *self.session.write().unwrap_or_else(|p| p.into_inner()), Arc::new(session))
+    }
+
     /// The negotiated protocol version and era, e.g. `2026-07-28 (modern)`.
     pub fn protocol(&self) -> String {
-        let era = match self.session.era {
+        let session = self.session();
+        let era = match session.era {
             Era::Modern => "modern",
             Era::Legacy => "legacy",
         };
-        format!("{} ({era})", self.session.protocol_version)
+        format!("{} ({era})", session.protocol_version)
     }
 
     /// The last lines the server wrote to stderr (redacted).
@@ -156,11 +166,49 @@ impl McpServer {
 
     /// The server's process group, for a subprocess.
     pub fn process_group(&self) -> Option<i32> {
-        self.session.connection.process_group()
+        self.session().connection.process_group()
     }
 
-    /// Close the connection and reap the server.
+    /// Close the connection and reap the server; it is never started again.
     pub async fn close(&self) {
-        self.session.connection.close().await;
+        self.closed.store(true, Ordering::SeqCst);
+        // Wait for a restart under way, so that its session is the one closed.
+        let _restarting = self.supervisor.lock().await;
+        self.session().connection.close().await;
+    }
+}
+
+/// Spawn (or contact) the server and run the handshake of its era. The
+/// stderr tail and the inbound link are the server's own, kept across restarts.
+pub(crate) async fn open_session(
+    target: &ServerTarget,
+    link: &Arc<ServerLink>,
+    tail: &SharedTail,
+) -> Result<Session, ConnectFailure> {
+    let client = ClientInfo { name: "clat".into(), version: env!("CARGO_PKG_VERSION").into() };
+    let sink = Arc::new(TailSink(Arc::clone(tail)));
+    let events = Arc::new(ServerEvents(Arc::clone(link)));
+    let connected = match target {
+        ServerTarget::Stdio(spec) => Session::connect(spec, events, sink, &client, client_capabilities()).await,
+        ServerTarget::Http(spec) => Session::connect_http(spec, events, &client, client_capabilities()).await,
+    };
+    match connected {
+        Ok(session) => {
+            link.connected(&session.protocol_version, &session.server_capabilities);
+            Ok(session)
+        }
+        Err(e) => {
+            // Give the server a moment to write why it failed.
+            tokio::time::sleep(CONNECT_FAILURE_TAIL_WAIT).await;
+            Err(connect_failure(&e, tail))
+        }
+    }
+}
+
+/// A connection failure with the server's last stderr lines (redacted).
+fn connect_failure(error: &ClientError, tail: &SharedTail) -> ConnectFailure {
+    ConnectFailure {
+        reason: crate::redact::redact(&error.to_string()),
+        stderr_tail: tail.lock().unwrap_or_else(|p| p.into_inner()).lines(),
     }
 }

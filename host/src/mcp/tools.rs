@@ -21,7 +21,7 @@ impl McpServer {
     /// List the server's tools and register them; returns registered names,
     /// problems (refused registrations, malformed tools, dropped tools).
     pub async fn register(self: &Arc<Self>, registry: &Registry) -> Result<(Vec<String>, Vec<String>), String> {
-        let listing = self.session.list_tools().await.map_err(|e| e.to_string())?;
+        let listing = self.session().list_tools().await.map_err(|e| e.to_string())?;
         let mut names = Vec::new();
         let mut problems = Vec::new();
         if listing.dropped > 0 {
@@ -109,10 +109,11 @@ impl ToolHandler for McpTool {
         // on the host); the transport's own bound only backs it up.
         let timeout = run.call_deadline(TOOL_CALL_TIMEOUT).saturating_duration_since(std::time::Instant::now())
             + HOST_REQUEST_EXTENSION_MAX;
+        // A server that stopped after it was ready is started again here (with back-off, capped).
+        let session = self.server.live_session(run).await.map_err(|e| ToolError(anyhow::anyhow!(e)))?;
+        self.server.check_offered(&self.tool).map_err(|e| ToolError(anyhow::anyhow!(e)))?;
         let _active = self.server.link.enter_call(run);
-        let result = self
-            .server
-            .session
+        let result = session
             .call_tool(&self.tool, arguments, timeout, Some(run.cancel_token()))
             .await
             .map_err(|e| self.server.call_error(&e))?;
