@@ -6,6 +6,7 @@
 mod support;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use clat_guest_artifacts as guests;
 use clat_host::contract::{HostError, HostTool, PermissionMode};
@@ -136,6 +137,46 @@ async fn ask_name_greets_through_a_form() {
     let run = clat_host::run::RunContext::builder().asker(Arc::new(asker)).start();
     let out = scope.registry().call("wasm_ask_name_greet_user", json!({}), &run).await.unwrap();
     assert_eq!(text(&out), "Nice to meet you, Grace (85).");
+}
+
+/// Answers like a `LineAsker`, after the user has thought for a while (paused time).
+struct SlowAsker(clat_host::asker::LineAsker<std::io::Cursor<Vec<u8>>, Vec<u8>>, Duration);
+
+#[async_trait::async_trait]
+impl clat_host::asker::UserAsker for SlowAsker {
+    async fn ask(
+        &self,
+        question: &clat_host::asker::Question,
+    ) -> Result<clat_host::asker::Answer, clat_host::asker::AskError> {
+        tokio::time::sleep(self.1).await;
+        self.0.ask(question).await
+    }
+}
+
+#[tokio::test]
+async fn a_guest_waiting_on_a_form_has_its_deadline_extended_like_an_mcp_server() {
+    let env = TestEnv::trusted();
+    let scope = env.mount();
+    load_into(&scope, "ask-name", guests::ASK_NAME_WASM).await;
+    tokio::time::pause();
+    // The first answer takes 200 s: past the 120 s call limit, inside the extension.
+    let asker = clat_host::asker::LineAsker::new(std::io::Cursor::new(b"Grace\n85\n".to_vec()), Vec::new());
+    let sink = Arc::new(clat_host::run::CollectingSink::default());
+    let run = clat_host::run::RunContext::builder()
+        .asker(Arc::new(SlowAsker(asker, Duration::from_secs(100))))
+        .events(sink.clone())
+        .start();
+    let out = scope.registry().call("wasm_ask_name_greet_user", json!({}), &run).await.unwrap();
+    assert_eq!(text(&out), "Nice to meet you, Grace (85).");
+    let steps: Vec<u64> = sink
+        .events()
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            RunEventKind::DeadlineExtended { extended_ms, .. } => Some(extended_ms),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(steps, vec![60_000, 120_000], "two 100 s answers: 120 s + 2 × 60 s");
 }
 
 /// The messages of a run's `plugin_log` events.

@@ -21,6 +21,34 @@ use crate::registry::{CallError, Registry};
 use crate::run::{RunContext, RunEventKind};
 use crate::sampling::ModelProvider;
 
+/// How many of one extension's host requests (sampling, elicitation) wait on
+/// the host now. Counted per extension, by both adapters, so that the
+/// registry extends only that extension's calls (`ToolHandler::waiting_on_host`).
+#[derive(Debug, Default, Clone)]
+pub struct HostWaits(Arc<std::sync::atomic::AtomicUsize>);
+
+impl HostWaits {
+    /// Count one request as waiting until the guard drops.
+    pub fn enter(&self) -> HostWait {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        HostWait(Arc::clone(&self.0))
+    }
+
+    /// How many wait now.
+    pub fn pending(&self) -> usize {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// One request waiting on the host; dropping it ends the wait.
+pub struct HostWait(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for HostWait {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 /// The services one project scope offers its plugins.
 pub struct HostServices {
     registry: Weak<Registry>,

@@ -12,7 +12,7 @@
 //! While a sampling or elicitation request is pending, the server's calls
 //! report `waiting_on_host`, which lets the registry extend their deadline.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use async_trait::async_trait;
@@ -27,7 +27,7 @@ use crate::contract::json::{
     host_tool_call_from_json, sampling_request_from_json, sampling_result_to_json, tool_output_to_json,
 };
 use crate::run::RunContext;
-use crate::services::HostServices;
+use crate::services::{HostServices, HostWaits};
 
 /// The capability CLAT advertises in both eras.
 pub const HOST_SERVICES_CAPABILITY: &str = "io.artec.clat/hostServices";
@@ -91,7 +91,7 @@ pub(crate) struct ServerLink {
     active: Mutex<Vec<(u64, RunContext, CancellationToken)>>,
     next_call: AtomicU64,
     /// Sampling and elicitation requests of this server waiting for the host.
-    host_requests_pending: AtomicUsize,
+    waits: HostWaits,
     /// The server advertised `io.artec.clat/hostServices`.
     opted_in: AtomicBool,
     /// The negotiated protocol version (set once connected).
@@ -106,7 +106,7 @@ impl ServerLink {
             list_changed: tokio::sync::Notify::new(),
             active: Mutex::default(),
             next_call: AtomicU64::new(0),
-            host_requests_pending: AtomicUsize::new(0),
+            waits: HostWaits::default(),
             opted_in: AtomicBool::new(false),
             protocol_version: OnceLock::new(),
         }
@@ -124,7 +124,7 @@ impl ServerLink {
     }
 
     pub(crate) fn host_requests_pending(&self) -> usize {
-        self.host_requests_pending.load(Ordering::SeqCst)
+        self.waits.pending()
     }
 
     /// Record a `tools/call` in flight for `run` until the returned guard drops.
@@ -156,7 +156,7 @@ impl ServerLink {
         match method {
             "sampling/createMessage" => {
                 let request = sampling_request_from_json(&params).map_err(|e| invalid(e.to_string()))?;
-                let _pending = HostRequestPending::enter(&self.host_requests_pending);
+                let _waiting = self.waits.enter();
                 let result = self.services.create_message(&request, &self.source, run.as_ref()).await;
                 result.map(|r| sampling_result_to_json(&r)).map_err(|e| host_error_to_wire(&e))
             }
@@ -173,7 +173,7 @@ impl ServerLink {
                         FormShapeError::Invalid(m) => HostError::Invalid(m),
                     })
                 })?;
-                let _pending = HostRequestPending::enter(&self.host_requests_pending);
+                let _waiting = self.waits.enter();
                 let result = self.services.elicit(&form, &self.source, run.as_ref()).await;
                 result.map(|r| elicitation_result_to_json(&r)).map_err(|e| host_error_to_wire(&e))
             }
@@ -187,22 +187,6 @@ impl ServerLink {
             }
             _ => Err(WireError::new(METHOD_NOT_FOUND, format!("method not found: {method}"))),
         }
-    }
-}
-
-/// Counts one host request as pending until dropped.
-struct HostRequestPending<'a>(&'a AtomicUsize);
-
-impl<'a> HostRequestPending<'a> {
-    fn enter(count: &'a AtomicUsize) -> Self {
-        count.fetch_add(1, Ordering::SeqCst);
-        HostRequestPending(count)
-    }
-}
-
-impl Drop for HostRequestPending<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

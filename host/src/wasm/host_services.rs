@@ -1,6 +1,8 @@
 //! The generated `host-services` trait, implemented for guest stores by
 //! delegating to the host core's `HostServices` — the same code MCP servers
-//! reach. Nothing here decides anything.
+//! reach (the twin of `mcp/host_services.rs`). Nothing here decides anything;
+//! sampling and elicitation are counted as waiting on the host, which extends
+//! the guest's call deadline the way it extends an MCP server's.
 
 use crate::contract::artec::clat::{host_services, types};
 use crate::contract::{
@@ -30,10 +32,12 @@ impl host_services::Host for GuestState {
         &mut self,
         request: SamplingRequest,
     ) -> wasmtime::Result<Result<SamplingResult, HostError>> {
+        let _waiting = self.waits.enter();
         Ok(self.services.create_message(&request, &self.source, self.run.as_ref()).await)
     }
 
     async fn elicit(&mut self, form: ElicitationForm) -> wasmtime::Result<Result<ElicitationResult, HostError>> {
+        let _waiting = self.waits.enter();
         Ok(self.services.elicit(&form, &self.source, self.run.as_ref()).await)
     }
 

@@ -24,8 +24,8 @@ use wasmtime::{Config, Engine, Trap};
 
 use crate::contract::{ClatPlugin, ClatPluginPre, ContextSnapshot, ToolOutput, ToolSpec};
 use crate::limits::{
-    CONTEXT_DELIVERY_TIMEOUT, TOOL_CALL_TIMEOUT, TOOLS_PER_SERVER_MAX, WASM_COMPONENT_MAX_BYTES, WASM_EPOCH_TICK,
-    WASM_MEMORY_MAX_BYTES,
+    CONTEXT_DELIVERY_TIMEOUT, HOST_REQUEST_EXTENSION_MAX, TOOL_CALL_TIMEOUT, TOOLS_PER_SERVER_MAX,
+    WASM_COMPONENT_MAX_BYTES, WASM_EPOCH_TICK, WASM_MEMORY_MAX_BYTES,
 };
 use crate::names::ExternalKind;
 use crate::redact::OutputTail;
@@ -134,6 +134,7 @@ impl WasmRuntime {
             cache: outcome,
             context: tokio::sync::watch::channel(None).0,
             delivered: Default::default(),
+            waits: Default::default(),
         });
         let tools = plugin.list_tools().await.map_err(LoadError::ListTools)?;
         *plugin.tools.lock().unwrap_or_else(|p| p.into_inner()) = tools;
@@ -158,6 +159,8 @@ pub struct WasmPlugin {
     /// `Some(None)` = the run ended, `Some(Some(s))` = a new snapshot.
     context: tokio::sync::watch::Sender<Option<Option<ContextSnapshot>>>,
     delivered: std::sync::atomic::AtomicU64,
+    /// Its sampling and elicitation requests waiting on the host.
+    waits: crate::services::HostWaits,
 }
 
 impl WasmPlugin {
@@ -186,7 +189,16 @@ impl WasmPlugin {
     }
 
     fn store(&self, run: Option<&RunContext>) -> anyhow::Result<wasmtime::Store<GuestState>> {
-        let deadline = run.map_or_else(|| Instant::now() + TOOL_CALL_TIMEOUT, |r| r.call_deadline(TOOL_CALL_TIMEOUT));
+        // In a run the registry owns the call's deadline (and extends it while the
+        // guest waits on the host); the epoch interrupt is the backstop past any
+        // extension. Outside a run (list-tools, install validation) it is the bound.
+        let deadline = run.map_or_else(
+            || Instant::now() + TOOL_CALL_TIMEOUT,
+            |r| {
+                let backstop = r.call_deadline(TOOL_CALL_TIMEOUT) + HOST_REQUEST_EXTENSION_MAX;
+                r.deadline().map_or(backstop, |end| end.min(backstop))
+            },
+        );
         new_store(
             &self.runtime.engine,
             StoreSpec {
@@ -196,6 +208,7 @@ impl WasmPlugin {
                 tail: &self.tail,
                 services: Arc::clone(&self.services),
                 run: run.cloned(),
+                waits: self.waits.clone(),
                 deadline,
             },
         )
@@ -325,6 +338,10 @@ struct WasmTool {
 impl ToolHandler for WasmTool {
     async fn call(&self, arguments: Value, run: &RunContext) -> Result<ToolOutput, ToolError> {
         self.plugin.call_tool(&self.tool, &arguments, run).await
+    }
+
+    fn waiting_on_host(&self) -> bool {
+        self.plugin.waits.pending() > 0
     }
 }
 

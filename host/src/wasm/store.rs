@@ -15,7 +15,7 @@ use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use super::stdio::{SharedTail, TailStream};
 use crate::limits::{WASM_INSTANCES_MAX, WASM_TABLE_ELEMENTS_MAX};
 use crate::run::RunContext;
-use crate::services::HostServices;
+use crate::services::{HostServices, HostWaits};
 
 /// Everything a guest call's store holds.
 pub struct GuestState {
@@ -28,6 +28,8 @@ pub struct GuestState {
     pub(crate) source: String,
     /// Log lines written in this call (capped).
     pub(crate) log_lines: u32,
+    /// The plugin's host requests waiting on the host (its calls' deadlines extend meanwhile).
+    pub(crate) waits: HostWaits,
     deadline: Instant,
 }
 
@@ -45,6 +47,7 @@ pub struct StoreSpec<'a> {
     pub tail: &'a SharedTail,
     pub services: Arc<HostServices>,
     pub run: Option<RunContext>,
+    pub waits: HostWaits,
     pub deadline: Instant,
 }
 
@@ -74,6 +77,7 @@ pub fn new_store(engine: &Engine, spec: StoreSpec<'_>) -> anyhow::Result<Store<G
         run: spec.run,
         source: format!("wasm:{}", spec.plugin),
         log_lines: 0,
+        waits: spec.waits,
         deadline: spec.deadline,
     };
     let mut store = Store::new(engine, state);
