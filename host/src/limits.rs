@@ -1,16 +1,19 @@
 //! Every limit of the spec's "Resource limits" table, plus CLAT's own bounds,
 //! as named constants: no limit is written as a literal anywhere else.
 //! `docs/architecture.md` says where each is enforced. The MCP client's limits
-//! are defined in `clat-mcp` and re-exported here, so the table has one home;
-//! those of adapters not built yet are declared already.
+//! are defined in `clat-mcp` and re-exported here, so every limit is
+//! reachable from this one module.
 
 use std::time::Duration;
 
-/// The limits the MCP client enforces live in `clat-mcp`, once; they are part
-/// of the same spec table.
+/// The limits the MCP client enforces live in `clat-mcp`, once: those of the
+/// spec's table and the client's own bounds (every one of them re-exported).
 pub use clat_mcp::limits::{
-    CLOSE_GRACE, INBOUND_REQUEST_QUEUE, LEGACY_HANDSHAKE_TIMEOUT, MODERN_PROBE_TIMEOUT, STDIO_FRAME_MAX_BYTES,
-    TOOLS_LIST_MAX_PAGES, TOOLS_LIST_PAGE_TIMEOUT, TOOLS_PER_SERVER_MAX,
+    CLOSE_GRACE, EXIT_REPORT_WAIT, EXIT_STDERR_DRAIN_WAIT, HTTP_BODY_MAX_BYTES, HTTP_CONNECT_TIMEOUT,
+    HTTP_ERROR_BODY_MAX_BYTES, HTTP_ERROR_TEXT_MAX_CHARS, HTTP_GET_STREAM_DEFAULT_RETRY, HTTP_ONE_WAY_TIMEOUT,
+    HTTP_SSE_DEFAULT_RETRY, HTTP_SSE_FIELD_OVERHEAD_BYTES, HTTP_SSE_RESUMES_MAX, INBOUND_REQUEST_QUEUE,
+    INPUT_REQUIRED_MAX_ROUNDS, LEGACY_HANDSHAKE_TIMEOUT, MODERN_PROBE_TIMEOUT, STDIO_FRAME_MAX_BYTES,
+    TOOLS_LIST_MAX_PAGES, TOOLS_LIST_PAGE_TIMEOUT, TOOLS_PER_SERVER_MAX, WRITER_QUEUE,
 };
 
 /// Marked DSH prompts per server.
@@ -77,6 +80,10 @@ pub const COMMAND_DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long `run_command` waits for its output pipes to close after the process
 /// group was killed (a descendant that left the group could hold them open).
 pub const COMMAND_OUTPUT_DRAIN_WAIT: Duration = Duration::from_secs(2);
+/// Establishing the connection to the model provider.
+pub const MODEL_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Bytes a file's head is checked for a NUL byte to call it binary (`read_file`, `search`).
+pub const BINARY_SNIFF_BYTES: usize = 8192;
 /// Characters of a model provider's error body kept in an error (redacted).
 pub const MODEL_ERROR_BODY_MAX_CHARS: usize = 500;
 /// Characters of one plugin log line (the rest is cut).

@@ -5,7 +5,6 @@
 //! event or an error (error bodies are redacted and bounded).
 
 use std::path::Path;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::Deserialize;
@@ -144,7 +143,7 @@ impl OpenAiCompatible {
     pub fn new(base_url: &str, model: &str, api_key: Option<String>) -> Result<Self, ModelConfigError> {
         let client = reqwest::Client::builder()
             .timeout(TOOL_CALL_TIMEOUT)
-            .connect_timeout(Duration::from_secs(10))
+            .connect_timeout(crate::limits::MODEL_CONNECT_TIMEOUT)
             .build()
             .map_err(|e| ModelConfigError::Client(e.to_string()))?;
         Ok(OpenAiCompatible {

@@ -6,7 +6,7 @@
 //! requests and notifications that arrive on a POST's stream are served under
 //! the shared server-request rules and answered with a separate POST (202). A
 //! message (a JSON body or one SSE event) may be at most
-//! `STDIO_FRAME_MAX_BYTES`; more fails that request.
+//! `HTTP_BODY_MAX_BYTES`; more fails that request.
 //!
 //! Legacy era: `Mcp-Session-Id` from `initialize` is echoed on every later
 //! request, `MCP-Protocol-Version` once negotiated; a 404 on a request that
@@ -44,7 +44,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::ClientError;
 use crate::jsonrpc::{Message, RequestId, WireError, encode, parse};
-use crate::limits::{CLOSE_GRACE, HTTP_ONE_WAY_TIMEOUT, HTTP_SSE_RESUMES_MAX, STDIO_FRAME_MAX_BYTES};
+use crate::limits::{
+    CLOSE_GRACE, HTTP_BODY_MAX_BYTES, HTTP_CONNECT_TIMEOUT, HTTP_ERROR_BODY_MAX_BYTES, HTTP_ERROR_TEXT_MAX_CHARS,
+    HTTP_GET_STREAM_DEFAULT_RETRY, HTTP_ONE_WAY_TIMEOUT, HTTP_SSE_DEFAULT_RETRY, HTTP_SSE_FIELD_OVERHEAD_BYTES,
+    HTTP_SSE_RESUMES_MAX,
+};
 use crate::transport::{ServerRequests, Transport, dispatch_request, inbound_limit};
 
 /// Where a remote server is.
@@ -65,8 +69,6 @@ impl std::fmt::Debug for HttpSpec {
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
 const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-/// How much of an error body is kept for a diagnostic.
-const ERROR_BODY_CHARS: usize = 300;
 
 /// The per-connection state the requests share.
 #[derive(Default)]
@@ -153,7 +155,7 @@ impl HttpConnection {
         });
         let client = reqwest::Client::builder()
             .redirect(policy)
-            .connect_timeout(Duration::from_secs(10))
+            .connect_timeout(HTTP_CONNECT_TIMEOUT)
             .build()
             .map_err(http_error)?;
         Ok(HttpConnection {
@@ -284,7 +286,8 @@ where
     S: Stream<Item = Result<B, reqwest::Error>>,
     B: AsRef<[u8]>,
 {
-    let limit = STDIO_FRAME_MAX_BYTES + 1024;
+    // An event's field names and separators ride on top of its data.
+    let limit = HTTP_BODY_MAX_BYTES + HTTP_SSE_FIELD_OVERHEAD_BYTES;
     let mut pending: Vec<u8> = Vec::new();
     let mut event_bytes = 0usize;
     let mut event_id: Option<String> = None;
@@ -293,7 +296,7 @@ where
         pending.extend_from_slice(chunk.as_ref());
         let Some(end) = pending.iter().rposition(|&b| b == b'\n') else {
             if pending.len() > limit {
-                return Err(format!("an event of more than {STDIO_FRAME_MAX_BYTES} bytes"));
+                return Err(format!("an event of more than {HTTP_BODY_MAX_BYTES} bytes"));
             }
             return Ok(Vec::new());
         };
@@ -316,7 +319,7 @@ where
             } else {
                 event_bytes += line.len();
                 if event_bytes > limit {
-                    return Err(format!("an event of more than {STDIO_FRAME_MAX_BYTES} bytes"));
+                    return Err(format!("an event of more than {HTTP_BODY_MAX_BYTES} bytes"));
                 }
             }
         }
@@ -495,7 +498,7 @@ impl Inner {
         let content_type =
             response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase();
         if content_type.starts_with("application/json") {
-            let body = read_body(response, STDIO_FRAME_MAX_BYTES).await?;
+            let body = read_body(response, HTTP_BODY_MAX_BYTES).await?;
             return match parse(&body) {
                 Ok(Message::Response { id: rid, result }) if &rid == id => result.map_err(ClientError::Wire),
                 Ok(Message::OrphanError(e)) => Err(ClientError::Wire(e)),
@@ -517,7 +520,7 @@ impl Inner {
                     if resumes < HTTP_SSE_RESUMES_MAX && !lock(&self.state).modern =>
                 {
                     resumes += 1;
-                    tokio::time::sleep(retry.unwrap_or(Duration::from_millis(500))).await;
+                    tokio::time::sleep(retry.unwrap_or(HTTP_SSE_DEFAULT_RETRY)).await;
                     let response = self.resume(&last).await?;
                     streamed = match self.read_stream(response, Some(id)).await? {
                         Streamed::Ended { last_event_id: None, retry: r } => {
@@ -641,7 +644,7 @@ impl Inner {
                         empty_streams = 0;
                     }
                     last_event_id = last.or(last_event_id);
-                    tokio::time::sleep(retry.unwrap_or(Duration::from_secs(1))).await;
+                    tokio::time::sleep(retry.unwrap_or(HTTP_GET_STREAM_DEFAULT_RETRY)).await;
                 }
                 _ => return,
             }
@@ -681,12 +684,12 @@ async fn status_error(response: reqwest::Response, scrub: impl Fn(String) -> Str
             "the server redirected to {to}; CLAT follows redirects only to the same origin"
         ));
     }
-    let body = read_body(response, 64 * 1024).await.unwrap_or_default();
+    let body = read_body(response, HTTP_ERROR_BODY_MAX_BYTES).await.unwrap_or_default();
     if let Ok(Message::Response { result: Err(mut e), .. } | Message::OrphanError(mut e)) = parse(&body) {
         e.message = scrub(e.message);
         return ClientError::Wire(e);
     }
-    let text: String = scrub(String::from_utf8_lossy(&body).chars().take(ERROR_BODY_CHARS).collect());
+    let text: String = scrub(String::from_utf8_lossy(&body).chars().take(HTTP_ERROR_TEXT_MAX_CHARS).collect());
     let hint = match status.as_u16() {
         401 | 403 => " (check the credentials in the configured headers)",
         _ => "",

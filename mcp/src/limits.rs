@@ -1,5 +1,6 @@
-//! The spec's limits that the MCP client enforces. They are defined here, once;
-//! `clat_host::limits` re-exports them so the spec's table has one home.
+//! The spec's limits that the MCP client enforces, and the client's own
+//! bounds. They are defined here, once; `clat_host::limits` re-exports every
+//! one of them, so all of CLAT's limits are reachable from one module.
 
 use std::time::Duration;
 
@@ -33,3 +34,17 @@ pub const EXIT_STDERR_DRAIN_WAIT: Duration = Duration::from_millis(250);
 /// When a stdio server closes its output, how long the reader waits to learn
 /// whether (and how) the process exited, to say so in the error.
 pub const EXIT_REPORT_WAIT: Duration = Duration::from_secs(1);
+/// Streamable HTTP: one response body, one SSE line and one SSE event.
+pub const HTTP_BODY_MAX_BYTES: usize = 4 * 1024 * 1024;
+/// Streamable HTTP: what is read of an error response's body (a JSON-RPC error or text).
+pub const HTTP_ERROR_BODY_MAX_BYTES: usize = 64 * 1024;
+/// Streamable HTTP: establishing one TCP (and TLS) connection.
+pub const HTTP_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Streamable HTTP: the wait before resuming a broken event stream when the server set no `retry`.
+pub const HTTP_SSE_DEFAULT_RETRY: Duration = Duration::from_millis(500);
+/// Streamable HTTP (legacy): the wait before re-opening the server's GET stream when it set no `retry`.
+pub const HTTP_GET_STREAM_DEFAULT_RETRY: Duration = Duration::from_secs(1);
+/// Streamable HTTP: what an SSE event may add to `HTTP_BODY_MAX_BYTES` (field names, separators).
+pub const HTTP_SSE_FIELD_OVERHEAD_BYTES: usize = 1024;
+/// Streamable HTTP: characters of an error response's text kept in a diagnostic.
+pub const HTTP_ERROR_TEXT_MAX_CHARS: usize = 300;

@@ -92,7 +92,7 @@ pub fn read_file(fence: &PathFence, args: ReadFileArgs) -> Result<String, Native
     let (_, file) = fence.open_file(&args.path)?;
     let mut reader = BufReader::new(file.into_std());
     let head = reader.fill_buf().map_err(|e| io_failure(&args.path, e))?;
-    if head.iter().take(8192).any(|&b| b == 0) {
+    if head.iter().take(crate::limits::BINARY_SNIFF_BYTES).any(|&b| b == 0) {
         return Err(NativeFailure::Invalid(format!("{} is a binary file", args.path)));
     }
     let mut out = String::new();

@@ -50,7 +50,11 @@ pub fn search(fence: &PathFence, args: SearchArgs) -> Result<String, NativeFailu
             continue;
         }
         let mut reader = BufReader::new(file.into_std().take(SEARCH_MAX_FILE_BYTES));
-        if reader.fill_buf().map(|head| head.iter().take(8192).any(|&b| b == 0)).unwrap_or(true) {
+        if reader
+            .fill_buf()
+            .map(|head| head.iter().take(crate::limits::BINARY_SNIFF_BYTES).any(|&b| b == 0))
+            .unwrap_or(true)
+        {
             continue;
         }
         let mut line = Vec::new();
