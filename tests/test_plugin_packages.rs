@@ -239,3 +239,23 @@ fn packages_over_the_file_limit_are_refused() {
     assert!(err.to_string().contains("exceeds 10000 files"), "{err}");
     assert!(PackageStore::new(&env.clat_home()).list().unwrap().is_empty());
 }
+
+#[test]
+fn an_installed_plugin_loads_from_its_cached_compiled_form_without_reading_the_component() {
+    let env = TestEnv::trusted();
+    let out = env.clat(&["plugin", "install", guests::HELLO_PACKAGE]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let greet = |env: &TestEnv| env.clat(&["call", "wasm_hello_greet", r#"{"name":"again"}"#]);
+    // The first load names the compiled form after the content-addressed artifact.
+    let out = greet(&env);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // From then on the component file is not even read: junk in its place changes nothing.
+    let store = PackageStore::new(&env.clat_home());
+    let installed = store.list().unwrap().into_iter().find(|p| p.manifest.name == "hello").unwrap();
+    let entry = installed.entry_path();
+    std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::fs::write(&entry, b"not a component").unwrap();
+    let out = greet(&env);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "Hello, again! (from a WASM plugin)\n");
+}

@@ -172,7 +172,7 @@ impl ProjectScope {
             let services = Arc::clone(&self.services);
             let loaded = match self.wasm_runtime() {
                 Ok(rt) => rt
-                    .load(name, &package.dir, &package.entry_path(), package.manifest.memory_max(), services)
+                    .load_installed(name, &package.dir, &package.entry_path(), package.manifest.memory_max(), services)
                     .await
                     .map_err(|e| e.to_string()),
                 Err(e) => Err(format!("the WASM runtime could not start: {e:#}")),

@@ -1,7 +1,10 @@
 //! The on-disk cache of compiled components under `$CLAT_HOME/cache/wasm`,
 //! keyed by the engine's compatibility hash and the component's SHA-256, so a
-//! second start never recompiles. Entries are written atomically; a corrupt or
-//! incompatible entry is recompiled and replaced.
+//! second start never recompiles. An installed plugin's component also has an
+//! entry under its content-addressed artifact name, so a later load maps the
+//! compiled file without reading or hashing the component at all. Entries are
+//! written atomically; a corrupt or incompatible entry is recompiled and
+//! replaced.
 
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -50,6 +53,41 @@ impl ComponentCache {
     fn entry(&self, bytes: &[u8]) -> PathBuf {
         let digest: String = Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect();
         self.dir.join(format!("{}-{}.cwasm", &digest[..32], self.engine_key))
+    }
+
+    /// The compiled component named by `artifact` (an installed, content-addressed
+    /// artifact's name and entry): mapped straight from its entry when there is
+    /// one; otherwise `read` gives the bytes, which load through the content
+    /// entry as usual, and the result is kept under the name too.
+    pub fn load_named(
+        &self,
+        engine: &Engine,
+        artifact: &str,
+        read: impl FnOnce() -> anyhow::Result<Vec<u8>>,
+    ) -> anyhow::Result<(Component, CacheOutcome)> {
+        let named = self.entry(format!("installed\0{artifact}").as_bytes());
+        if named.exists() {
+            // SAFETY: as in `load_or_compile`: only this cache writes its entries.
+            match unsafe { Component::deserialize_file(engine, &named) } {
+                Ok(component) => {
+                    self.stats.hits.fetch_add(1, Ordering::Relaxed);
+                    return Ok((component, CacheOutcome::Hit));
+                }
+                Err(e) => tracing::warn!("discarding unusable cache entry {}: {e}", named.display()),
+            }
+        }
+        let bytes = read()?;
+        let (component, outcome) = self.load_or_compile(engine, &bytes)?;
+        let content = self.entry(&bytes);
+        let tmp = self.dir.join(format!(".{}.tmp", uuid::Uuid::new_v4().simple()));
+        let linked = std::fs::hard_link(&content, &tmp)
+            .or_else(|_| std::fs::copy(&content, &tmp).map(|_| ()))
+            .and_then(|()| std::fs::rename(&tmp, &named));
+        if let Err(e) = linked {
+            let _ = std::fs::remove_file(&tmp);
+            tracing::debug!("could not name the cache entry {}: {e}", named.display());
+        }
+        Ok((component, outcome))
     }
 
     /// The compiled component for `bytes`, from the cache or freshly compiled.

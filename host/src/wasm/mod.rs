@@ -108,17 +108,66 @@ impl WasmRuntime {
         memory_max: Option<usize>,
         services: Arc<HostServices>,
     ) -> Result<Arc<WasmPlugin>, LoadError> {
+        self.load_from(name, artifact_dir, entry, None, memory_max, services).await
+    }
+
+    /// Load an installed plugin: its artifact directory is content-addressed,
+    /// so once its compiled form is cached under that name, loading maps the
+    /// compiled file and never reads or hashes the component again.
+    pub async fn load_installed(
+        self: &Arc<Self>,
+        name: &str,
+        artifact_dir: &Path,
+        entry: &Path,
+        memory_max: Option<usize>,
+        services: Arc<HostServices>,
+    ) -> Result<Arc<WasmPlugin>, LoadError> {
+        let relative = entry.strip_prefix(artifact_dir).unwrap_or(entry);
+        let artifact = artifact_dir.file_name().map(|dir| format!("{}/{}", dir.to_string_lossy(), relative.display()));
+        self.load_from(name, artifact_dir, entry, artifact, memory_max, services).await
+    }
+
+    async fn load_from(
+        self: &Arc<Self>,
+        name: &str,
+        artifact_dir: &Path,
+        entry: &Path,
+        artifact: Option<String>,
+        memory_max: Option<usize>,
+        services: Arc<HostServices>,
+    ) -> Result<Arc<WasmPlugin>, LoadError> {
         let size = std::fs::metadata(entry).map_err(|source| LoadError::Read { path: entry.into(), source })?.len();
         if size > WASM_COMPONENT_MAX_BYTES {
             return Err(LoadError::TooLarge { path: entry.into(), size });
         }
-        let bytes = std::fs::read(entry).map_err(|source| LoadError::Read { path: entry.into(), source })?;
         let runtime = Arc::clone(self);
-        let (component, outcome) =
-            tokio::task::spawn_blocking(move || runtime.cache.load_or_compile(&runtime.engine, &bytes))
-                .await
-                .map_err(|e| LoadError::NotAComponent(anyhow::anyhow!("compilation task failed: {e}")))?
-                .map_err(LoadError::NotAComponent)?;
+        let path = entry.to_path_buf();
+        let read_error = std::sync::Arc::new(Mutex::new(None));
+        let read = {
+            let (path, read_error) = (path.clone(), Arc::clone(&read_error));
+            move || {
+                std::fs::read(&path).map_err(|source| {
+                    let message = anyhow::anyhow!("cannot read {}: {source}", path.display());
+                    *read_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(source);
+                    message
+                })
+            }
+        };
+        let compiled = tokio::task::spawn_blocking(move || match artifact {
+            Some(artifact) => runtime.cache.load_named(&runtime.engine, &artifact, read),
+            None => runtime.cache.load_or_compile(&runtime.engine, &read()?),
+        })
+        .await
+        .map_err(|e| LoadError::NotAComponent(anyhow::anyhow!("compilation task failed: {e}")))?;
+        let (component, outcome) = match compiled {
+            Ok(compiled) => compiled,
+            Err(e) => {
+                return Err(match read_error.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                    Some(source) => LoadError::Read { path, source },
+                    None => LoadError::NotAComponent(e),
+                });
+            }
+        };
         let pre = self.linker.instantiate_pre(&component).map_err(|e| LoadError::WrongWorld(e.into()))?;
         let pre = ClatPluginPre::new(pre).map_err(|e| LoadError::WrongWorld(e.into()))?;
         let plugin = Arc::new(WasmPlugin {
