@@ -1,0 +1,124 @@
+//! The extension lifecycle's costs, next to their floors:
+//! - `clat call read_file` (the built binary, a native tool) with nothing
+//!   installed vs with a server that never finishes its handshake configured
+//!   and WASM plugins installed: targeted start means it costs the same;
+//! - how long a stdio server's exit takes to fail its pending call while a
+//!   child of it still holds its stdout (the connection watches its child).
+//!
+//! A `summary:` line prints the figures and the ratio.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clat_mcp::{ClientError, ClientInfo, Connection, NoServerRequests, Session, StderrSink, StdioSpec};
+use criterion::{Criterion, criterion_group};
+use serde_json::json;
+
+struct Ignore;
+impl StderrSink for Ignore {
+    fn write(&self, _bytes: &[u8]) {}
+}
+
+const SERVER: &str = env!("CARGO_BIN_EXE_clat-test-mcp-server");
+const CLAT: &str = env!("CARGO_BIN_EXE_clat");
+
+/// A trusted project with a file to read, in a fresh home.
+fn project(dir: &Path) {
+    std::fs::create_dir_all(dir.join("project")).unwrap();
+    std::fs::write(dir.join("project/notes.txt"), "hello\n").unwrap();
+    let ok = Command::new(CLAT).arg("--home").arg(dir.join("home")).arg("trust").arg(dir.join("project")).status();
+    assert!(ok.unwrap().success());
+}
+
+fn clat(dir: &Path, args: &[&str]) {
+    let out = Command::new(CLAT)
+        .arg("--home")
+        .arg(dir.join("home"))
+        .arg("--project")
+        .arg(dir.join("project"))
+        .args(args)
+        .env_remove("CLAT_HOME")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn read_file(dir: &Path) {
+    clat(dir, &["call", "read_file", r#"{"path":"notes.txt"}"#]);
+}
+
+/// One stdio server that exits mid-call while its child holds stdout: the time
+/// from the call to its failure.
+async fn exit_detection(child_pid: &Path) -> Duration {
+    let spec = StdioSpec {
+        command: SERVER.into(),
+        args: vec!["--grandchild-pid-file".into(), child_pid.display().to_string()],
+        env: vec![],
+        cwd: std::env::temp_dir(),
+    };
+    let conn = Connection::spawn(&spec, Arc::new(NoServerRequests), Arc::new(Ignore)).await.unwrap();
+    let client = ClientInfo { name: "bench".into(), version: "0".into() };
+    let session = Session::initialize(conn, &client, json!({})).await.unwrap();
+    let started = Instant::now();
+    let error = session.call_tool("exit", json!({}), Duration::from_secs(60), None).await.unwrap_err();
+    let took = started.elapsed();
+    assert!(matches!(error, ClientError::Closed { .. }), "{error}");
+    session.connection.close().await;
+    took
+}
+
+fn benches(c: &mut Criterion) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let bare = tempfile::tempdir().unwrap();
+    project(bare.path());
+    let loaded = tempfile::tempdir().unwrap();
+    project(loaded.path());
+    for package in [clat_guest_artifacts::HELLO_PACKAGE, clat_guest_artifacts::PROJECT_NOTES_PACKAGE] {
+        clat(loaded.path(), &["plugin", "install", package]);
+    }
+    let config = json!({ "hang": { "command": SERVER, "args": ["--hang-initialize"] } });
+    std::fs::write(loaded.path().join("home/mcp.json"), config.to_string()).unwrap();
+    let child_pid = bare.path().join("child.pid");
+
+    let mut g = c.benchmark_group("lifecycle");
+    g.sample_size(20);
+    g.bench_function("clat_call_read_file_nothing_installed", |b| b.iter(|| read_file(bare.path())));
+    g.bench_function("clat_call_read_file_hanging_server_and_plugins_installed", |b| {
+        b.iter(|| read_file(loaded.path()))
+    });
+    g.sample_size(10);
+    g.bench_function("exit_detection_with_a_child_holding_the_pipe", |b| {
+        b.iter_custom(|n| (0..n).map(|_| rt.block_on(exit_detection(&child_pid))).sum())
+    });
+    g.finish();
+
+    let median = |mut v: Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2]
+    };
+    let time = |f: &dyn Fn()| {
+        let started = Instant::now();
+        f();
+        started.elapsed()
+    };
+    let bare_call = median((0..15).map(|_| time(&|| read_file(bare.path()))).collect());
+    let loaded_call = median((0..15).map(|_| time(&|| read_file(loaded.path()))).collect());
+    let detection = median((0..7).map(|_| rt.block_on(exit_detection(&child_pid))).collect());
+    println!(
+        "summary: clat call read_file {:.1} ms with nothing installed vs {:.1} ms with a hanging server and two plugins \
+         installed ({:.2}x, goal <= 1.2x); a server exit with a child holding the pipe fails its call in {:.1} ms",
+        bare_call.as_secs_f64() * 1e3,
+        loaded_call.as_secs_f64() * 1e3,
+        loaded_call.as_secs_f64() / bare_call.as_secs_f64(),
+        detection.as_secs_f64() * 1e3
+    );
+}
+
+criterion_group!(lifecycle, benches);
+
+fn main() {
+    lifecycle();
+    Criterion::default().configure_from_args().final_summary();
+}
