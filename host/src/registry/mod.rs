@@ -1,10 +1,9 @@
 //! The one tool registry: native tools under reserved names, MCP and WASM tools
 //! under normalized `mcp_…` / `wasm_…` names, each with its source, original
-//! name, effect, description and input schema. `Registry::call` is the single
-//! path every tool call takes: resolve → validate arguments against the schema →
-//! permission pipeline → dispatch under the run's cancel token and the tool-call
-//! deadline → result size limit → run events. After `freeze()` every
-//! registration is rejected and reported.
+//! name, effect, description and input schema, and the system prompts
+//! extensions contribute. After `freeze()` every registration is rejected and
+//! reported. `Registry::call`, the single path every tool call takes, is in
+//! `pipeline.rs`.
 //!
 //! Every extension's tools hold one lease per owner (an MCP server, a WASM
 //! plugin). `withdraw` revokes it: the owner's tools leave the listing, new
@@ -13,26 +12,23 @@
 //! bounded, until none is left running. Scope teardown does this before it
 //! closes a server's stdin.
 
+mod pipeline;
+
+pub use pipeline::enforce_result_limit;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use serde::Serialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::contract::json::tool_output_to_json;
 use crate::contract::{Effect, ToolOutput, ToolSpec};
 use crate::effects::effect_from_annotations;
-use crate::limits::{
-    HOST_REQUEST_EXTENSION_MAX, HOST_REQUEST_EXTENSION_STEP, TOOL_ARGUMENTS_MAX_BYTES, TOOL_CALL_TIMEOUT,
-    TOOL_RESULT_MAX_BYTES,
-};
 use crate::names::{ExternalKind, external_tool_name};
-use crate::permissions::{Approval, ApprovalRequest, Rule, how_to_allow, rule_for};
-use crate::run::{RunContext, RunEventKind};
+use crate::run::RunContext;
 
 /// Where a registered tool comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -447,179 +443,6 @@ impl Registry {
                 input_schema: e.input_schema.clone(),
             })
             .collect()
-    }
-
-    fn lookup(&self, name: &str) -> Option<Arc<ToolEntry>> {
-        let tools = self.tools.read().unwrap_or_else(|p| p.into_inner());
-        tools.by_name.get(name).map(|&i| Arc::clone(&tools.entries[i]))
-    }
-
-    /// Call a tool as part of `run`, through the whole pipeline.
-    pub async fn call(&self, name: &str, arguments: Value, run: &RunContext) -> Result<ToolOutput, CallError> {
-        let entry = self.lookup(name).ok_or_else(|| CallError::UnknownTool(name.to_string()))?;
-        let call_id = run.next_call_id();
-        let started = Instant::now();
-        run.emit(RunEventKind::ToolStarted {
-            call_id,
-            tool: entry.name.clone(),
-            source: entry.source.label(),
-            effect: entry.effect.to_string(),
-        });
-        let result = pipeline(&entry, call_id, arguments, run).await;
-        let (is_error, error) = match &result {
-            Ok(output) => (output.is_error, None),
-            Err(e) => (true, Some(e.to_string())),
-        };
-        run.emit(RunEventKind::ToolFinished {
-            call_id,
-            tool: entry.name.clone(),
-            duration_ms: started.elapsed().as_millis() as u64,
-            is_error,
-            error,
-        });
-        result
-    }
-}
-
-fn validate_arguments(entry: &ToolEntry, arguments: &Value) -> Result<(), CallError> {
-    let invalid = |reason: String| CallError::InvalidArguments { tool: entry.name.clone(), reason };
-    let size = arguments.to_string().len();
-    if size > TOOL_ARGUMENTS_MAX_BYTES {
-        return Err(invalid(format!("{size} bytes of arguments exceed the {TOOL_ARGUMENTS_MAX_BYTES}-byte limit")));
-    }
-    let errors: Vec<String> = entry
-        .validator
-        .iter_errors(arguments)
-        .take(5)
-        .map(|e| {
-            let at = e.instance_path().to_string();
-            if at.is_empty() { e.to_string() } else { format!("at {at}: {e}") }
-        })
-        .collect();
-    if errors.is_empty() { Ok(()) } else { Err(invalid(errors.join("; "))) }
-}
-
-async fn decide(entry: &ToolEntry, call_id: u64, arguments: &Value, run: &RunContext) -> Result<(), CallError> {
-    let rule = rule_for(run.mode(), entry.effect);
-    let (allowed, decided_by, reason) = match rule {
-        Rule::Allow => (true, "mode", None),
-        Rule::Deny => (
-            false,
-            "mode",
-            Some(format!("mode {} does not allow {} tools; {}", run.mode(), entry.effect, how_to_allow(entry.effect))),
-        ),
-        Rule::Ask => {
-            let request = ApprovalRequest {
-                tool: entry.name.clone(),
-                source: entry.source.label(),
-                effect: entry.effect,
-                arguments: arguments.clone(),
-                mode: run.mode(),
-            };
-            let approval = tokio::select! {
-                a = run.approver().approve(&request) => a,
-                _ = run.cancel_token().cancelled() => {
-                    return Err(CallError::Cancelled { tool: entry.name.clone() });
-                }
-            };
-            match approval {
-                Approval::Approved => (true, "approver", None),
-                Approval::Denied(reason) => (false, "approver", Some(reason)),
-            }
-        }
-    };
-    run.emit(RunEventKind::Permission {
-        call_id,
-        tool: entry.name.clone(),
-        effect: entry.effect.to_string(),
-        rule,
-        allowed,
-        decided_by: decided_by.to_string(),
-        reason: reason.clone(),
-    });
-    if allowed {
-        Ok(())
-    } else {
-        Err(CallError::Denied { tool: entry.name.clone(), reason: reason.unwrap_or_default() })
-    }
-}
-
-async fn pipeline(
-    entry: &ToolEntry,
-    call_id: u64,
-    arguments: Value,
-    run: &RunContext,
-) -> Result<ToolOutput, CallError> {
-    let _in_flight = InFlight::enter(entry.lease.as_deref());
-    let withdrawn = || CallError::Withdrawn {
-        tool: entry.name.clone(),
-        reason: entry.lease.as_ref().map(|l| l.reason()).unwrap_or_default(),
-    };
-    let never = CancellationToken::new();
-    let revoked = entry.lease.as_ref().map_or(&never, |l| &l.revoked);
-    if revoked.is_cancelled() {
-        return Err(withdrawn());
-    }
-    validate_arguments(entry, &arguments)?;
-    if run.is_cancelled() {
-        return Err(CallError::Cancelled { tool: entry.name.clone() });
-    }
-    tokio::select! {
-        r = decide(entry, call_id, &arguments, run) => r?,
-        _ = revoked.cancelled() => return Err(withdrawn()),
-    }
-    let mut deadline = run.call_deadline(TOOL_CALL_TIMEOUT);
-    let mut allowed_for = deadline.saturating_duration_since(Instant::now());
-    let mut extended = Duration::ZERO;
-    let call = entry.handler.call(arguments, run);
-    tokio::pin!(call);
-    let output = loop {
-        tokio::select! {
-            r = &mut call => break match r {
-                Ok(output) => output,
-                // A handler that gives up at the deadline or on cancel (a guest's
-                // epoch interrupt, a transport noticing the cancel) ends the same
-                // way as the registry's own timer and cancel would.
-                Err(_) if run.is_cancelled() => return Err(CallError::Cancelled { tool: entry.name.clone() }),
-                Err(_) if Instant::now() >= deadline => {
-                    return Err(CallError::TimedOut { tool: entry.name.clone(), after: allowed_for });
-                }
-                Err(error) => return Err(CallError::Failed { tool: entry.name.clone(), error }),
-            },
-            _ = run.cancel_token().cancelled() => return Err(CallError::Cancelled { tool: entry.name.clone() }),
-            _ = revoked.cancelled() => return Err(withdrawn()),
-            _ = tokio::time::sleep_until(deadline.into()) => {
-                // Only the tool-call limit extends, never the run's own deadline.
-                let run_ends_first = run.deadline().is_some_and(|end| end <= deadline);
-                if entry.handler.waiting_on_host() && !run_ends_first && extended < HOST_REQUEST_EXTENSION_MAX {
-                    let step = HOST_REQUEST_EXTENSION_STEP.min(HOST_REQUEST_EXTENSION_MAX - extended);
-                    let step = run.deadline().map_or(step, |end| step.min(end.saturating_duration_since(deadline)));
-                    deadline += step;
-                    extended += step;
-                    allowed_for += step;
-                    run.emit(RunEventKind::DeadlineExtended {
-                        call_id,
-                        tool: entry.name.clone(),
-                        extended_ms: extended.as_millis() as u64,
-                    });
-                    continue;
-                }
-                return Err(CallError::TimedOut { tool: entry.name.clone(), after: allowed_for });
-            }
-        }
-    };
-    Ok(enforce_result_limit(output))
-}
-
-/// A result over `TOOL_RESULT_MAX_BYTES` (as MCP JSON) becomes an error for that call.
-pub fn enforce_result_limit(output: ToolOutput) -> ToolOutput {
-    let size = tool_output_to_json(&output).to_string().len();
-    if size > TOOL_RESULT_MAX_BYTES {
-        ToolOutput::error(format!(
-            "the tool's result of {size} bytes exceeds the {TOOL_RESULT_MAX_BYTES}-byte limit and was discarded"
-        ))
-    } else {
-        output
     }
 }
 

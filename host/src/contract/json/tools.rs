@@ -1,0 +1,188 @@
+//! Tools and their results: content blocks, `CallToolResult`, annotations and
+//! `Tool` (from `tools/list`), both ways.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use serde_json::{Map, Value, json};
+
+use super::{ShapeError, as_object, decode_base64, opt_bool, opt_str, req_str, shape};
+use crate::contract::{
+    BinaryContent, ContentBlock, EmbeddedResource, ResourceLink, ToolAnnotations, ToolOutput, ToolSpec,
+};
+
+/// MCP content block → contract.
+pub fn content_block_from_json(value: &Value) -> Result<ContentBlock, ShapeError> {
+    const WHAT: &str = "content block";
+    let obj = as_object(value, WHAT)?;
+    let kind = req_str(obj, "type", WHAT)?;
+    match kind.as_str() {
+        "text" => Ok(ContentBlock::Text(req_str(obj, "text", WHAT)?)),
+        "image" | "audio" => {
+            let data = decode_base64(&req_str(obj, "data", WHAT)?, WHAT)?;
+            let content = BinaryContent { data, mime_type: req_str(obj, "mimeType", WHAT)? };
+            Ok(if kind == "image" { ContentBlock::Image(content) } else { ContentBlock::Audio(content) })
+        }
+        "resource_link" => Ok(ContentBlock::ResourceLink(ResourceLink {
+            uri: req_str(obj, "uri", WHAT)?,
+            name: req_str(obj, "name", WHAT)?,
+            description: opt_str(obj, "description", WHAT)?,
+            mime_type: opt_str(obj, "mimeType", WHAT)?,
+        })),
+        "resource" => {
+            let res = as_object(obj.get("resource").unwrap_or(&Value::Null), "embedded resource")?;
+            let text = opt_str(res, "text", "embedded resource")?;
+            let blob = opt_str(res, "blob", "embedded resource")?
+                .map(|b| decode_base64(&b, "embedded resource"))
+                .transpose()?;
+            if text.is_some() == blob.is_some() {
+                return Err(shape("embedded resource", "exactly one of `text` and `blob` must be set"));
+            }
+            Ok(ContentBlock::EmbeddedResource(EmbeddedResource {
+                uri: req_str(res, "uri", "embedded resource")?,
+                mime_type: opt_str(res, "mimeType", "embedded resource")?,
+                text,
+                blob,
+            }))
+        }
+        other => Err(shape(WHAT, format!("unknown content type {other:?}"))),
+    }
+}
+
+/// Contract content block → MCP JSON.
+pub fn content_block_to_json(block: &ContentBlock) -> Value {
+    match block {
+        ContentBlock::Text(text) => json!({ "type": "text", "text": text }),
+        ContentBlock::Image(c) => json!({ "type": "image", "data": BASE64.encode(&c.data), "mimeType": c.mime_type }),
+        ContentBlock::Audio(c) => json!({ "type": "audio", "data": BASE64.encode(&c.data), "mimeType": c.mime_type }),
+        ContentBlock::ResourceLink(link) => {
+            let mut v = json!({ "type": "resource_link", "uri": link.uri, "name": link.name });
+            if let Some(d) = &link.description {
+                v["description"] = json!(d);
+            }
+            if let Some(m) = &link.mime_type {
+                v["mimeType"] = json!(m);
+            }
+            v
+        }
+        ContentBlock::EmbeddedResource(res) => {
+            let mut inner = json!({ "uri": res.uri });
+            if let Some(m) = &res.mime_type {
+                inner["mimeType"] = json!(m);
+            }
+            if let Some(t) = &res.text {
+                inner["text"] = json!(t);
+            }
+            if let Some(b) = &res.blob {
+                inner["blob"] = json!(BASE64.encode(b));
+            }
+            json!({ "type": "resource", "resource": inner })
+        }
+    }
+}
+
+/// MCP `CallToolResult` → contract. `structuredContent` must be an object when present.
+pub fn tool_output_from_json(value: &Value) -> Result<ToolOutput, ShapeError> {
+    const WHAT: &str = "tool result";
+    let obj = as_object(value, WHAT)?;
+    let content = match obj.get("content") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items.iter().map(content_block_from_json).collect::<Result<_, _>>()?,
+        Some(_) => return Err(shape(WHAT, "`content` must be an array")),
+    };
+    let structured = match obj.get("structuredContent") {
+        None | Some(Value::Null) => None,
+        Some(v @ Value::Object(_)) => Some(v.to_string()),
+        Some(_) => return Err(shape(WHAT, "`structuredContent` must be an object")),
+    };
+    Ok(ToolOutput { content, structured, is_error: opt_bool(obj, "isError", WHAT)?.unwrap_or(false) })
+}
+
+/// Contract tool output → MCP `CallToolResult`. Structured text that is not JSON
+/// is carried as a string rather than dropped.
+pub fn tool_output_to_json(output: &ToolOutput) -> Value {
+    let mut v = json!({
+        "content": output.content.iter().map(content_block_to_json).collect::<Vec<_>>(),
+        "isError": output.is_error,
+    });
+    if let Some(s) = &output.structured {
+        v["structuredContent"] = serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.to_string()));
+    }
+    v
+}
+
+/// MCP tool `annotations` → contract (absent object → all hints absent).
+pub fn tool_annotations_from_json(value: Option<&Value>) -> Result<ToolAnnotations, ShapeError> {
+    const WHAT: &str = "tool annotations";
+    let Some(value) = value.filter(|v| !v.is_null()) else {
+        return Ok(ToolAnnotations::default());
+    };
+    let obj = as_object(value, WHAT)?;
+    Ok(ToolAnnotations {
+        title: opt_str(obj, "title", WHAT)?,
+        read_only: opt_bool(obj, "readOnlyHint", WHAT)?,
+        destructive: opt_bool(obj, "destructiveHint", WHAT)?,
+        idempotent: opt_bool(obj, "idempotentHint", WHAT)?,
+        open_world: opt_bool(obj, "openWorldHint", WHAT)?,
+    })
+}
+
+/// Contract annotations → MCP JSON (absent hints are omitted).
+pub fn tool_annotations_to_json(a: &ToolAnnotations) -> Value {
+    let mut v = Map::new();
+    let pairs = [
+        ("readOnlyHint", a.read_only),
+        ("destructiveHint", a.destructive),
+        ("idempotentHint", a.idempotent),
+        ("openWorldHint", a.open_world),
+    ];
+    if let Some(t) = &a.title {
+        v.insert("title".into(), json!(t));
+    }
+    for (key, hint) in pairs {
+        if let Some(h) = hint {
+            v.insert(key.into(), json!(h));
+        }
+    }
+    Value::Object(v)
+}
+
+/// MCP `Tool` (from `tools/list`) → contract. The input schema must be an object.
+pub fn tool_spec_from_json(value: &Value) -> Result<ToolSpec, ShapeError> {
+    const WHAT: &str = "tool";
+    let obj = as_object(value, WHAT)?;
+    let input_schema = match obj.get("inputSchema") {
+        Some(v @ Value::Object(_)) => v.to_string(),
+        _ => return Err(shape(WHAT, "`inputSchema` must be an object")),
+    };
+    let output_schema = match obj.get("outputSchema") {
+        None | Some(Value::Null) => None,
+        Some(v @ Value::Object(_)) => Some(v.to_string()),
+        Some(_) => return Err(shape(WHAT, "`outputSchema` must be an object")),
+    };
+    Ok(ToolSpec {
+        name: req_str(obj, "name", WHAT)?,
+        title: opt_str(obj, "title", WHAT)?,
+        description: opt_str(obj, "description", WHAT)?.unwrap_or_default(),
+        input_schema,
+        output_schema,
+        annotations: tool_annotations_from_json(obj.get("annotations"))?,
+    })
+}
+
+/// Contract tool spec → MCP `Tool` JSON.
+pub fn tool_spec_to_json(spec: &ToolSpec) -> Value {
+    let parse = |s: &str| serde_json::from_str::<Value>(s).unwrap_or_else(|_| json!({ "type": "object" }));
+    let mut v = json!({
+        "name": spec.name,
+        "description": spec.description,
+        "inputSchema": parse(&spec.input_schema),
+        "annotations": tool_annotations_to_json(&spec.annotations),
+    });
+    if let Some(t) = &spec.title {
+        v["title"] = json!(t);
+    }
+    if let Some(o) = &spec.output_schema {
+        v["outputSchema"] = parse(o);
+    }
+    v
+}
