@@ -23,9 +23,18 @@
 //! invalid declaration is dropped from the listing); a cancel closes the
 //! response stream.
 //!
+//! Its parts: `sse.rs` (reading event streams), `headers.rs` (modern headers).
+//!
 //! Redirects are followed only to the same origin. Configured headers are sent
 //! and never written anywhere: errors name the status and a short body, not the
 //! request.
+
+mod headers;
+mod sse;
+
+use headers::header_value_of;
+pub use headers::{encode_header_value, tool_header_params};
+use sse::{Resume, bounded};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -33,9 +42,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use base64::Engine as _;
 use eventsource_stream::Eventsource as _;
-use futures_util::{Stream, StreamExt};
+use futures_util::StreamExt;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
@@ -46,8 +54,7 @@ use crate::error::ClientError;
 use crate::jsonrpc::{Message, RequestId, WireError, encode, parse};
 use crate::limits::{
     CLOSE_GRACE, HTTP_BODY_MAX_BYTES, HTTP_CONNECT_TIMEOUT, HTTP_ERROR_BODY_MAX_BYTES, HTTP_ERROR_TEXT_MAX_CHARS,
-    HTTP_GET_STREAM_DEFAULT_RETRY, HTTP_ONE_WAY_TIMEOUT, HTTP_SSE_DEFAULT_RETRY, HTTP_SSE_FIELD_OVERHEAD_BYTES,
-    HTTP_SSE_RESUMES_MAX,
+    HTTP_GET_STREAM_DEFAULT_RETRY, HTTP_ONE_WAY_TIMEOUT, HTTP_SSE_DEFAULT_RETRY, HTTP_SSE_RESUMES_MAX,
 };
 use crate::transport::{ServerRequests, Transport, dispatch_request, inbound_limit};
 
@@ -186,145 +193,6 @@ impl HttpConnection {
         lock(&self.inner.tasks).push(task);
         let _ = tokio::time::timeout(CLOSE_GRACE, answered).await;
     }
-}
-
-/// Characters allowed in a header token (RFC 9110 `tchar`).
-fn is_tchar(c: char) -> bool {
-    c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c)
-}
-
-/// A header value as sent: as-is when safe, else the base64 sentinel form.
-pub fn encode_header_value(value: &str) -> String {
-    let safe = !value.is_empty()
-        && value.chars().all(|c| (' '..='~').contains(&c))
-        && value.trim() == value
-        && !(value.starts_with("=?base64?") && value.ends_with("?="));
-    if safe || value.is_empty() {
-        value.to_string()
-    } else {
-        format!("=?base64?{}?=", base64::engine::general_purpose::STANDARD.encode(value.as_bytes()))
-    }
-}
-
-/// A tool's `x-mcp-header` declarations, or why the tool cannot be called over HTTP.
-pub fn tool_header_params(tool: &Value) -> Result<Vec<(String, String)>, String> {
-    let schema = tool.get("inputSchema").cloned().unwrap_or(Value::Null);
-    let mut found = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
-        for (property, definition) in properties {
-            let Some(header) = definition.get("x-mcp-header") else { continue };
-            let Some(header) = header.as_str().filter(|h| !h.is_empty() && h.chars().all(is_tchar)) else {
-                return Err(format!("property {property:?} has an x-mcp-header that is not a non-empty token"));
-            };
-            if !seen.insert(header.to_ascii_lowercase()) {
-                return Err(format!("x-mcp-header {header:?} is declared twice"));
-            }
-            match definition.get("type").and_then(Value::as_str) {
-                Some("string" | "integer" | "boolean") => {}
-                _ => {
-                    return Err(format!(
-                        "property {property:?} with x-mcp-header must be a string, integer or boolean"
-                    ));
-                }
-            }
-            found.push((property.clone(), header.to_string()));
-        }
-    }
-    // Anywhere else (items, anyOf, $defs, nested properties…) the declaration is invalid.
-    fn nested(value: &Value, top: bool) -> bool {
-        match value {
-            Value::Object(obj) => obj.iter().any(|(key, v)| {
-                if top && key == "properties" {
-                    v.as_object().is_some_and(|props| {
-                        props.values().any(|p| p.as_object().is_some_and(|p| p.iter().any(|(_, v)| nested(v, false))))
-                    })
-                } else {
-                    key == "x-mcp-header" && !top || nested(v, false)
-                }
-            }),
-            Value::Array(items) => items.iter().any(|v| nested(v, false)),
-            _ => false,
-        }
-    }
-    if nested(&schema, true) {
-        return Err("x-mcp-header appears below a top-level property".into());
-    }
-    Ok(found)
-}
-
-fn header_value_of(value: &Value) -> Option<String> {
-    match value {
-        Value::String(s) => Some(encode_header_value(s)),
-        Value::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        _ => None,
-    }
-}
-
-/// What a stream said about resuming it: the last event id and the `retry`
-/// delay. Kept from the raw lines, so events without `data` (which the parser
-/// drops) still count, as SSE says.
-#[derive(Debug, Default, Clone, PartialEq)]
-struct Resume {
-    last_event_id: Option<String>,
-    retry: Option<Duration>,
-}
-
-/// The value of an SSE field line `name: value` (one leading space removed).
-fn sse_field<'a>(line: &'a [u8], name: &[u8]) -> Option<&'a [u8]> {
-    let rest = line.strip_prefix(name)?.strip_prefix(b":")?;
-    Some(rest.strip_prefix(b" ").unwrap_or(rest))
-}
-
-/// Hands the SSE parser whole lines only (so its work stays linear in the
-/// bytes), and fails a line or an event (bytes since the last blank line) of
-/// more than the frame limit. A partial line at the end is dropped, as SSE says.
-/// Records `id` and `retry` in `resume`.
-fn bounded<S, B>(stream: S, resume: Arc<Mutex<Resume>>) -> impl Stream<Item = Result<Vec<u8>, String>>
-where
-    S: Stream<Item = Result<B, reqwest::Error>>,
-    B: AsRef<[u8]>,
-{
-    // An event's field names and separators ride on top of its data.
-    let limit = HTTP_BODY_MAX_BYTES + HTTP_SSE_FIELD_OVERHEAD_BYTES;
-    let mut pending: Vec<u8> = Vec::new();
-    let mut event_bytes = 0usize;
-    let mut event_id: Option<String> = None;
-    stream.map(move |chunk| {
-        let chunk = chunk.map_err(|e| e.to_string())?;
-        pending.extend_from_slice(chunk.as_ref());
-        let Some(end) = pending.iter().rposition(|&b| b == b'\n') else {
-            if pending.len() > limit {
-                return Err(format!("an event of more than {HTTP_BODY_MAX_BYTES} bytes"));
-            }
-            return Ok(Vec::new());
-        };
-        let rest = pending.split_off(end + 1);
-        let lines = std::mem::replace(&mut pending, rest);
-        // `lines` ends with its newline: split what precedes it, so no empty piece counts as a blank line.
-        for line in lines[..lines.len() - 1].split(|&b| b == b'\n') {
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
-            if let Some(ms) = sse_field(line, b"retry").and_then(|v| std::str::from_utf8(v).ok()?.parse::<u64>().ok()) {
-                lock(&resume).retry = Some(Duration::from_millis(ms));
-            }
-            if let Some(id) = sse_field(line, b"id").filter(|id| !id.contains(&0)) {
-                event_id = Some(String::from_utf8_lossy(id).into_owned());
-            }
-            if line.is_empty() {
-                event_bytes = 0;
-                if let Some(id) = event_id.take() {
-                    lock(&resume).last_event_id = Some(id).filter(|id| !id.is_empty());
-                }
-            } else {
-                event_bytes += line.len();
-                if event_bytes > limit {
-                    return Err(format!("an event of more than {HTTP_BODY_MAX_BYTES} bytes"));
-                }
-            }
-        }
-        Ok(lines)
-    })
 }
 
 enum Streamed {
@@ -841,31 +709,5 @@ impl Drop for HttpConnection {
         for task in lock(&self.inner.tasks).iter() {
             task.abort();
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// `bounded` over a fixed list of chunks.
-    async fn fields_of(chunks: &[&str]) -> Resume {
-        let resume = Arc::new(Mutex::new(Resume::default()));
-        let chunks: Vec<Result<Vec<u8>, reqwest::Error>> = chunks.iter().map(|c| Ok(c.as_bytes().to_vec())).collect();
-        let lines: Vec<_> = bounded(futures_util::stream::iter(chunks), Arc::clone(&resume)).collect().await;
-        assert!(lines.iter().all(Result::is_ok));
-        lock(&resume).clone()
-    }
-
-    #[tokio::test]
-    async fn retry_and_id_count_even_on_events_without_data() {
-        // A priming event, then `retry` alone in its own event split across chunks.
-        let fields = fields_of(&["id: e1\ndata: \n\n", "ret", "ry: 300\n\n"]).await;
-        assert_eq!(fields, Resume { last_event_id: Some("e1".into()), retry: Some(Duration::from_millis(300)) });
-        // An id without data still becomes the last event id; an empty id clears it.
-        assert_eq!(fields_of(&["id: e7\n\n"]).await.last_event_id.as_deref(), Some("e7"));
-        assert_eq!(fields_of(&["id: e7\n\n", "id:\n\n"]).await.last_event_id, None);
-        // `retry` must be digits; an id is kept only once its event ends.
-        assert_eq!(fields_of(&["retry: soon\n\nid: e9\n"]).await, Resume::default());
     }
 }

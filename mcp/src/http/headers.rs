@@ -1,0 +1,80 @@
+//! Headers of the modern era: `Mcp-Param-*` values from a tool's
+//! `x-mcp-header` properties, encoded as RFC 9110 tokens or with the base64
+//! sentinel when they are not.
+
+use base64::Engine as _;
+use serde_json::Value;
+
+/// Characters allowed in a header token (RFC 9110 `tchar`).
+pub(super) fn is_tchar(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c)
+}
+
+/// A header value as sent: as-is when safe, else the base64 sentinel form.
+pub fn encode_header_value(value: &str) -> String {
+    let safe = !value.is_empty()
+        && value.chars().all(|c| (' '..='~').contains(&c))
+        && value.trim() == value
+        && !(value.starts_with("=?base64?") && value.ends_with("?="));
+    if safe || value.is_empty() {
+        value.to_string()
+    } else {
+        format!("=?base64?{}?=", base64::engine::general_purpose::STANDARD.encode(value.as_bytes()))
+    }
+}
+
+/// A tool's `x-mcp-header` declarations, or why the tool cannot be called over HTTP.
+pub fn tool_header_params(tool: &Value) -> Result<Vec<(String, String)>, String> {
+    let schema = tool.get("inputSchema").cloned().unwrap_or(Value::Null);
+    let mut found = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+        for (property, definition) in properties {
+            let Some(header) = definition.get("x-mcp-header") else { continue };
+            let Some(header) = header.as_str().filter(|h| !h.is_empty() && h.chars().all(is_tchar)) else {
+                return Err(format!("property {property:?} has an x-mcp-header that is not a non-empty token"));
+            };
+            if !seen.insert(header.to_ascii_lowercase()) {
+                return Err(format!("x-mcp-header {header:?} is declared twice"));
+            }
+            match definition.get("type").and_then(Value::as_str) {
+                Some("string" | "integer" | "boolean") => {}
+                _ => {
+                    return Err(format!(
+                        "property {property:?} with x-mcp-header must be a string, integer or boolean"
+                    ));
+                }
+            }
+            found.push((property.clone(), header.to_string()));
+        }
+    }
+    // Anywhere else (items, anyOf, $defs, nested properties…) the declaration is invalid.
+    fn nested(value: &Value, top: bool) -> bool {
+        match value {
+            Value::Object(obj) => obj.iter().any(|(key, v)| {
+                if top && key == "properties" {
+                    v.as_object().is_some_and(|props| {
+                        props.values().any(|p| p.as_object().is_some_and(|p| p.iter().any(|(_, v)| nested(v, false))))
+                    })
+                } else {
+                    key == "x-mcp-header" && !top || nested(v, false)
+                }
+            }),
+            Value::Array(items) => items.iter().any(|v| nested(v, false)),
+            _ => false,
+        }
+    }
+    if nested(&schema, true) {
+        return Err("x-mcp-header appears below a top-level property".into());
+    }
+    Ok(found)
+}
+
+pub(super) fn header_value_of(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(encode_header_value(s)),
+        Value::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
