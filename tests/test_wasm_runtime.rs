@@ -209,3 +209,42 @@ async fn a_component_over_the_size_limit_is_refused_before_reading() {
     let err = load_file(&runtime(), "big", &big, scope.services().clone()).await.err().unwrap();
     assert!(matches!(err, LoadError::TooLarge { .. }), "{err}");
 }
+
+/// Never answers; says when it was asked.
+struct SilentAsker(Arc<tokio::sync::Notify>);
+
+#[async_trait::async_trait]
+impl clat_host::asker::UserAsker for SilentAsker {
+    async fn ask(
+        &self,
+        _question: &clat_host::asker::Question,
+    ) -> Result<clat_host::asker::Answer, clat_host::asker::AskError> {
+        self.0.notify_one();
+        std::future::pending().await
+    }
+}
+
+#[tokio::test]
+async fn closing_the_scope_withdraws_a_plugin_like_a_server() {
+    let env = TestEnv::trusted();
+    let store = clat_host::packages::PackageStore::new(&env.clat_home());
+    store.install(std::path::Path::new(guests::ASK_NAME_PACKAGE), |_, _| Ok(())).unwrap();
+    let scope = Arc::new(env.mount());
+    scope.load_plugins().await;
+    let asked = Arc::new(tokio::sync::Notify::new());
+    let run = RunContext::builder().asker(Arc::new(SilentAsker(asked.clone()))).start();
+    let call = {
+        let (scope, run) = (scope.clone(), run.clone());
+        tokio::spawn(async move { scope.registry().call("wasm_ask_name_greet_user", json!({}), &run).await })
+    };
+    asked.notified().await;
+    scope.close().await;
+    let err = call.await.unwrap().unwrap_err();
+    assert!(
+        matches!(&err, CallError::Withdrawn { reason, .. } if reason.contains("wasm extension ask-name was closed")),
+        "{err}"
+    );
+    assert!(scope.registry().list().iter().all(|t| !t.name.starts_with("wasm_")), "its tools left the listing");
+    let status = scope.extensions().into_iter().find(|e| e.name == "ask-name").unwrap();
+    assert_eq!(status.state, clat_host::extension::ExtensionState::Closed);
+}

@@ -9,12 +9,36 @@
 //!                 failed     closed     failed
 //! ```
 //!
-//! and one status record (`ExtensionStatus`) that `clat tools`, `clat mcp`
-//! and embedding hosts read. `configured` is an extension the scope knows of
-//! but has not started (not needed by this command, or replaced by a
-//! same-named entry); `failed` carries its reasons in `problems`.
+//! one status record (`ExtensionStatus`) that `clat tools`, `clat mcp` and
+//! embedding hosts read, and one trait (`Extension`) for what the scope holds
+//! of a started extension, implemented by `wasm::WasmPlugin` and
+//! `mcp::McpServer`. `configured` is an extension the scope knows of but has
+//! not started (not needed by this command, or replaced by a same-named
+//! entry); `failed` carries its reasons in `problems`.
+
+use std::sync::Arc;
 
 use serde::Serialize;
+
+use crate::contract::ContextSnapshot;
+
+/// A started extension, whatever its adapter: the scope keeps these in one
+/// list, offers them the run context, refreshes their statuses and closes
+/// them (after withdrawing their tools) the same way.
+#[async_trait::async_trait]
+pub trait Extension: Send + Sync {
+    fn name(&self) -> &str;
+    fn kind(&self) -> ExtensionKind;
+    /// Bring its recorded status up to date: the state after a restart, the
+    /// latest output tail.
+    fn refresh_status(&self, status: &mut ExtensionStatus);
+    /// Offer the latest context (`None`: the run ended); never blocks.
+    fn notify_context(&self, snapshot: Option<&ContextSnapshot>);
+    /// Stop it for good; the scope has withdrawn its tools first.
+    async fn close(&self);
+    /// For typed access (`ProjectScope::plugins`, `ProjectScope::mcp_servers`).
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync>;
+}
 
 /// The kind of an extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use tokio_util::sync::CancellationToken;
 
 use crate::contract::ContextSnapshot;
-pub use crate::extension::{ExtensionKind, ExtensionState, ExtensionStatus, StartFilter};
+pub use crate::extension::{Extension, ExtensionKind, ExtensionState, ExtensionStatus, StartFilter};
 use crate::mcp::McpServer;
 use crate::native::fence::PathFence;
 use crate::native::process::{ProcessService, SandboxPolicy};
@@ -69,8 +69,8 @@ pub struct ProjectScope {
     /// One status per extension, whatever its kind, in the order they became known.
     extensions: Mutex<Vec<ExtensionStatus>>,
     wasm: OnceLock<Arc<WasmRuntime>>,
-    plugins: Mutex<Vec<Arc<WasmPlugin>>>,
-    mcp_servers: Mutex<Vec<Arc<McpServer>>>,
+    /// The extensions started and not closed, WASM plugins and MCP servers alike.
+    live: Mutex<Vec<Arc<dyn Extension>>>,
     glm_plan: Option<crate::mcp::glm::CodingPlan>,
     start: StartFilter,
     /// Set by `start_extensions`: becomes true when the startup worker is done.
@@ -101,8 +101,7 @@ impl ProjectScope {
             services,
             extensions: Mutex::default(),
             wasm: OnceLock::new(),
-            plugins: Mutex::default(),
-            mcp_servers: Mutex::default(),
+            live: Mutex::default(),
             glm_plan: options.glm_plan,
             start: options.start,
             startup: Mutex::default(),
@@ -194,7 +193,7 @@ impl ProjectScope {
                         }
                     }
                     status.output_tail = plugin.output_tail();
-                    self.plugins.lock().unwrap_or_else(|p| p.into_inner()).push(plugin);
+                    self.live.lock().unwrap_or_else(|p| p.into_inner()).push(plugin);
                 }
                 Err(reason) => status.fail(reason),
             }
@@ -244,7 +243,7 @@ impl ProjectScope {
         while let Some(joined) = connecting.join_next().await {
             let Ok((status, server)) = joined else { continue };
             if let Some(server) = server {
-                self.mcp_servers.lock().unwrap_or_else(|p| p.into_inner()).push(server);
+                self.live.lock().unwrap_or_else(|p| p.into_inner()).push(server);
             }
             self.set_status(&status);
             statuses.push(status);
@@ -300,27 +299,29 @@ impl ProjectScope {
 
     /// Close the scope. Extensions still starting are stopped first (a
     /// connection being made is dropped, which kills its process group). Then
-    /// every MCP server is torn down in the spec's order, all in parallel:
-    /// revoke its tool leases (its tools leave the listing; calls in flight
-    /// are cancelled, which sends `notifications/cancelled`, and are waited
-    /// for, bounded), then close its stdin, wait `CLOSE_GRACE`, kill and reap
+    /// every extension is torn down the same way, all in parallel, in the
+    /// spec's order: revoke its tool leases (its tools leave the listing; calls
+    /// in flight are cancelled, which for an MCP server sends
+    /// `notifications/cancelled`, and are waited for, bounded), then close it —
+    /// for a stdio server: close its stdin, wait `CLOSE_GRACE`, kill and reap
     /// its whole process group, and join its I/O tasks.
     pub async fn close(&self) {
         self.closing.cancel();
-        // The worker ends promptly once `closing` is cancelled; after it, no server joins the list.
+        // The worker ends promptly once `closing` is cancelled; after it, nothing joins the list.
         self.wait_for_initial_surface(crate::limits::CLOSE_GRACE).await;
-        let servers: Vec<_> = self.mcp_servers.lock().unwrap_or_else(|p| p.into_inner()).drain(..).collect();
+        let live: Vec<_> = self.live.lock().unwrap_or_else(|p| p.into_inner()).drain(..).collect();
         let mut teardown = tokio::task::JoinSet::new();
-        for server in servers {
+        for extension in live {
             let registry = Arc::clone(&self.registry);
             teardown.spawn(async move {
-                let reason = format!("MCP server {} was closed with its project scope", server.name());
+                let (kind, name) = (extension.kind(), extension.name().to_string());
+                let reason = format!("{kind} extension {name} was closed with its project scope");
                 let grace = crate::limits::CLOSE_GRACE;
-                let left = registry.withdraw(crate::names::ExternalKind::Mcp, server.name(), &reason, grace).await;
+                let left = registry.withdraw(kind.external_kind(), &name, &reason, grace).await;
                 if left > 0 {
-                    tracing::warn!("server {}: {left} calls still running at close", server.name());
+                    tracing::warn!("{kind} extension {name}: {left} calls still running at close");
                 }
-                server.close().await;
+                extension.close().await;
             });
         }
         while teardown.join_next().await.is_some() {}
@@ -339,9 +340,10 @@ impl ProjectScope {
     /// the servers that stopped and were restarted (or gave up) since.
     pub fn extensions(&self) -> Vec<ExtensionStatus> {
         let mut list = self.extensions.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        for server in self.mcp_servers.lock().unwrap_or_else(|p| p.into_inner()).iter() {
-            if let Some(entry) = list.iter_mut().find(|e| e.kind.is_mcp() && e.name == server.name()) {
-                server.update_status(entry);
+        for extension in self.live.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            let same = |e: &&mut ExtensionStatus| e.kind == extension.kind() && e.name == extension.name();
+            if let Some(entry) = list.iter_mut().find(same) {
+                extension.refresh_status(entry);
             }
         }
         list
@@ -365,11 +367,8 @@ impl ProjectScope {
     /// Offer every loaded plugin and every opted-in MCP server the latest
     /// context (`None`: no run). Never blocks: each keeps only the newest.
     pub fn notify_context(&self, snapshot: Option<ContextSnapshot>) {
-        for server in self.mcp_servers.lock().unwrap_or_else(|p| p.into_inner()).iter() {
-            server.notify_context(snapshot.as_ref());
-        }
-        for plugin in self.plugins.lock().unwrap_or_else(|p| p.into_inner()).iter() {
-            plugin.notify_context(snapshot.clone());
+        for extension in self.live.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            extension.notify_context(snapshot.as_ref());
         }
     }
 
@@ -378,14 +377,19 @@ impl ProjectScope {
         self.registry.system_prompts()
     }
 
+    /// The extensions started in this scope and not closed.
+    pub fn live_extensions(&self) -> Vec<Arc<dyn Extension>> {
+        self.live.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
     /// The MCP servers connected in this scope.
     pub fn mcp_servers(&self) -> Vec<Arc<McpServer>> {
-        self.mcp_servers.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.live_extensions().into_iter().filter_map(|e| e.into_any().downcast::<McpServer>().ok()).collect()
     }
 
     /// The WASM plugins loaded into this scope.
     pub fn plugins(&self) -> Vec<Arc<WasmPlugin>> {
-        self.plugins.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.live_extensions().into_iter().filter_map(|e| e.into_any().downcast::<WasmPlugin>().ok()).collect()
     }
 
     /// The host services this scope offers its plugins.

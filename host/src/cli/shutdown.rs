@@ -111,8 +111,38 @@ pub fn kill_descendants() -> usize {
     killed
 }
 
-/// The live (non-zombie) descendants of `root`, from `/proc/*/stat`.
+/// The live (non-zombie) descendants of `root`: from each process's
+/// `/proc/PID/task/*/children` when the kernel offers them (cheap: only our own
+/// tree is read), else from a scan of every `/proc/*/stat`.
 fn descendants(root: i32) -> Vec<i32> {
+    if !std::path::Path::new(&format!("/proc/{root}/task/{root}/children")).exists() {
+        return descendants_by_scan(root);
+    }
+    let mut found = Vec::new();
+    let mut queue = vec![root];
+    while let Some(parent) = queue.pop() {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{parent}/task")) else { continue };
+        for task in tasks.flatten() {
+            let Ok(children) = std::fs::read_to_string(task.path().join("children")) else { continue };
+            for pid in children.split_whitespace().filter_map(|p| p.parse::<i32>().ok()) {
+                if !is_zombie(pid) {
+                    found.push(pid);
+                }
+                queue.push(pid);
+            }
+        }
+    }
+    found
+}
+
+fn is_zombie(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|stat| stat.rfind(')').and_then(|i| stat[i + 1..].split_whitespace().next()) == Some("Z"))
+        .unwrap_or(true)
+}
+
+/// The live descendants of `root`, from a scan of every `/proc/*/stat`.
+fn descendants_by_scan(root: i32) -> Vec<i32> {
     let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
     let mut children: std::collections::HashMap<i32, Vec<(i32, bool)>> = std::collections::HashMap::new();
     for entry in entries.flatten() {

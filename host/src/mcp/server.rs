@@ -212,3 +212,30 @@ fn connect_failure(error: &ClientError, tail: &SharedTail) -> ConnectFailure {
         stderr_tail: tail.lock().unwrap_or_else(|p| p.into_inner()).lines(),
     }
 }
+
+#[async_trait::async_trait]
+impl crate::extension::Extension for McpServer {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn kind(&self) -> crate::extension::ExtensionKind {
+        self.target.kind()
+    }
+
+    fn refresh_status(&self, status: &mut crate::extension::ExtensionStatus) {
+        self.update_status(status);
+    }
+
+    fn notify_context(&self, snapshot: Option<&ContextSnapshot>) {
+        McpServer::notify_context(self, snapshot);
+    }
+
+    async fn close(&self) {
+        McpServer::close(self).await;
+    }
+
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+        self
+    }
+}

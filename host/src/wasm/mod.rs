@@ -377,6 +377,33 @@ fn spawn_context_delivery(plugin: &Arc<WasmPlugin>) {
     });
 }
 
+#[async_trait]
+impl crate::extension::Extension for WasmPlugin {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn kind(&self) -> crate::extension::ExtensionKind {
+        crate::extension::ExtensionKind::Wasm
+    }
+
+    fn refresh_status(&self, status: &mut crate::extension::ExtensionStatus) {
+        status.output_tail = self.output_tail();
+    }
+
+    fn notify_context(&self, snapshot: Option<&ContextSnapshot>) {
+        WasmPlugin::notify_context(self, snapshot.cloned());
+    }
+
+    /// Nothing runs between calls: each call's store is gone when it ends, and
+    /// the context delivery task ends with the last reference to the plugin.
+    async fn close(&self) {}
+
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+        self
+    }
+}
+
 /// One guest tool in the registry.
 struct WasmTool {
     plugin: Arc<WasmPlugin>,
