@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cargo build --quiet -p clat-host --bin clat --bin clat-test-mcp-server
+cargo build --quiet -p clat-host --bin clat -p clat-test-mcp-server
 clat="${CARGO_TARGET_DIR:-$PWD/target}/debug/clat"
 mcp_server="${CARGO_TARGET_DIR:-$PWD/target}/debug/clat-test-mcp-server"
 bash scripts/build-guests.sh >/dev/null

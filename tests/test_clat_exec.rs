@@ -9,7 +9,7 @@ use clat_guest_artifacts as guests;
 use serde_json::{Value, json};
 use support::{TestEnv, stderr, stdout};
 
-const SERVER: &str = env!("CARGO_BIN_EXE_clat-test-mcp-server");
+const SERVER: &str = clat_test_server_artifact::MCP_TEST_SERVER;
 
 fn lines(out: &std::process::Output) -> Vec<Value> {
     stdout(out).lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}"))).collect()

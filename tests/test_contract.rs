@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 use support::TestEnv;
 use support::wasm::load_into;
 
-const SERVER: &str = env!("CARGO_BIN_EXE_clat-test-mcp-server");
+const SERVER: &str = clat_test_server_artifact::MCP_TEST_SERVER;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Kind {

@@ -12,7 +12,7 @@ use std::os::unix::fs::PermissionsExt;
 use serde_json::{Value, json};
 use support::{HttpServer, TestEnv, stderr, stdout};
 
-const SERVER: &str = env!("CARGO_BIN_EXE_clat-test-mcp-server");
+const SERVER: &str = clat_test_server_artifact::MCP_TEST_SERVER;
 const KEY: &str = "glm-test-key-0123456789abcdef";
 
 /// A GLM 5.3 Coding Plan model configuration, and a fake `npx` directory.

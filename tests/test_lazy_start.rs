@@ -11,7 +11,7 @@ use clat_host::scope::{ProjectScope, ScopeOptions};
 use serde_json::json;
 use support::{TestEnv, stderr, stdout};
 
-const SERVER: &str = env!("CARGO_BIN_EXE_clat-test-mcp-server");
+const SERVER: &str = clat_test_server_artifact::MCP_TEST_SERVER;
 
 /// Install the hello and project-notes plugins, and configure a server that
 /// never finishes its handshake plus servers `a`, `a-b` and `c`; each server

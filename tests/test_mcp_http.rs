@@ -16,7 +16,7 @@ use clat_mcp::{ClientError, ClientInfo, Era, HttpSpec, NoServerRequests, ServerR
 use serde_json::{Value, json};
 use support::{HttpServer, TestEnv, stderr, stdout};
 
-const SERVER: &str = env!("CARGO_BIN_EXE_clat-test-mcp-server");
+const SERVER: &str = clat_test_server_artifact::MCP_TEST_SERVER;
 const LONG: Duration = Duration::from_secs(30);
 
 fn client() -> ClientInfo {

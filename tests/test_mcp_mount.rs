@@ -8,7 +8,7 @@ mod support;
 use serde_json::{Value, json};
 use support::{TestEnv, pid_alive, stderr, stdout};
 
-const SERVER: &str = env!("CARGO_BIN_EXE_clat-test-mcp-server");
+const SERVER: &str = clat_test_server_artifact::MCP_TEST_SERVER;
 
 fn tools_json(env: &TestEnv) -> Value {
     let out = env.clat(&["tools", "--json"]);

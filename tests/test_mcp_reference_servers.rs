@@ -338,7 +338,7 @@ fn everything_and_our_server_beside_a_wasm_plugin_with_a_broken_third_entry() {
         env.home.join("mcp.json"),
         json!({
             "everything": { "command": node, "args": node_args },
-            "test": { "command": env!("CARGO_BIN_EXE_clat-test-mcp-server"), "args": ["--modern"] },
+            "test": { "command": clat_test_server_artifact::MCP_TEST_SERVER, "args": ["--modern"] },
             "broken": { "command": "/nonexistent/mcp-server" }
         })
         .to_string(),

@@ -16,7 +16,7 @@ use clat_host::run::RunEventKind;
 use serde_json::{Value, json};
 use support::{TestEnv, run_in, stdout};
 
-const SERVER: &str = env!("CARGO_BIN_EXE_clat-test-mcp-server");
+const SERVER: &str = clat_test_server_artifact::MCP_TEST_SERVER;
 
 fn lines(path: &Path) -> Vec<String> {
     std::fs::read_to_string(path).unwrap_or_default().lines().map(str::to_string).collect()

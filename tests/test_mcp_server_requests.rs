@@ -25,7 +25,7 @@ use clat_host::scope::ProjectScope;
 use serde_json::{Value, json};
 use support::{TestEnv, wait_for_line};
 
-const SERVER: &str = env!("CARGO_BIN_EXE_clat-test-mcp-server");
+const SERVER: &str = clat_test_server_artifact::MCP_TEST_SERVER;
 const TOOLS: &str = "echo,ask_host,ask_input,needs_input";
 
 /// A scope with one server `srv` started with `flags` (plus the tool names).

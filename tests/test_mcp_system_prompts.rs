@@ -12,7 +12,7 @@ use clat_host::registry::SystemPrompt;
 use serde_json::{Value, json};
 use support::{TestEnv, stderr, stdout};
 
-const SERVER: &str = env!("CARGO_BIN_EXE_clat-test-mcp-server");
+const SERVER: &str = clat_test_server_artifact::MCP_TEST_SERVER;
 
 fn names(prompts: &[SystemPrompt]) -> Vec<&str> {
     prompts.iter().map(|p| p.name.as_str()).collect()

@@ -14,7 +14,7 @@ use clat_host::registry::CallError;
 use serde_json::json;
 use support::{TestEnv, pid_alive, run_in, wait_for_line};
 
-const SERVER: &str = env!("CARGO_BIN_EXE_clat-test-mcp-server");
+const SERVER: &str = clat_test_server_artifact::MCP_TEST_SERVER;
 
 fn log_lines(path: &Path) -> Vec<String> {
     std::fs::read_to_string(path).unwrap_or_default().lines().map(str::to_string).collect()

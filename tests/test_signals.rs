@@ -16,7 +16,7 @@ use nix::unistd::Pid;
 use serde_json::json;
 use support::{TestEnv, wait_pid_gone};
 
-const SERVER: &str = env!("CARGO_BIN_EXE_clat-test-mcp-server");
+const SERVER: &str = clat_test_server_artifact::MCP_TEST_SERVER;
 
 fn spawn_clat(env: &TestEnv, args: &[&str]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_clat"))

@@ -21,7 +21,7 @@ impl StderrSink for Ignore {
     fn write(&self, _bytes: &[u8]) {}
 }
 
-const SERVER: &str = env!("CARGO_BIN_EXE_clat-test-mcp-server");
+const SERVER: &str = clat_test_server_artifact::MCP_TEST_SERVER;
 const CLAT: &str = env!("CARGO_BIN_EXE_clat");
 
 /// A trusted project with a file to read, in a fresh home.

@@ -21,7 +21,7 @@ impl StderrSink for Ignore {
     fn write(&self, _bytes: &[u8]) {}
 }
 
-const SERVER: &str = env!("CARGO_BIN_EXE_clat-test-mcp-server");
+const SERVER: &str = clat_test_server_artifact::MCP_TEST_SERVER;
 const LONG: Duration = Duration::from_secs(30);
 
 fn spec() -> StdioSpec {

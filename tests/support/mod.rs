@@ -202,7 +202,7 @@ impl HttpServer {
     pub fn start(flags: &[&str]) -> HttpServer {
         let dir = tempfile::tempdir().unwrap();
         let (port_file, log) = (dir.path().join("url"), dir.path().join("log"));
-        let mut child = Command::new(env!("CARGO_BIN_EXE_clat-test-mcp-server"))
+        let mut child = Command::new(clat_test_server_artifact::MCP_TEST_SERVER)
             .arg("--http")
             .args(flags)
             .arg("--port-file")

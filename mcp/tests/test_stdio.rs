@@ -1,4 +1,4 @@
-//! The MCP client over stdio against a real server subprocess
+//! The MCP client alone over stdio against a real server subprocess
 //! (`clat-test-mcp-server`): the legacy handshake and version counter-offers,
 //! responses routed by id in any order, listing limits, call deadlines and
 //! cancellation with `notifications/cancelled`, oversized frames, request
@@ -41,7 +41,7 @@ impl Captured {
 
 fn spec(args: &[&str]) -> StdioSpec {
     StdioSpec {
-        command: env!("CARGO_BIN_EXE_clat-test-mcp-server").into(),
+        command: clat_test_server_artifact::MCP_TEST_SERVER.into(),
         args: args.iter().map(|a| a.to_string()).collect(),
         env: vec![],
         cwd: std::env::temp_dir(),
