@@ -2,8 +2,9 @@
 //! the `Approver` port that answers "ask", and its two implementations — an
 //! interactive terminal prompt and a headless one that denies with a message
 //! saying how to allow. Every tool call of every source, and every host-tool
-//! call a plugin makes, passes `decide`; the decision is emitted as a run event
-//! by the caller (`Registry::call`).
+//! call a plugin makes, is decided with `rule_for` and, on "ask", the run's
+//! approver, by `decide` in `registry/pipeline.rs`, which also emits the
+//! decision as a run event.
 
 use std::io::{BufRead, IsTerminal, Write};
 

@@ -85,7 +85,8 @@ pub(crate) fn print_tools(scope: &ProjectScope, json: bool) {
         return;
     }
     for e in extensions.iter().filter(|e| !e.problems.is_empty()) {
-        eprintln!("plugin {} ({}): {}", e.name, e.state, e.problems.join("; "));
+        let what = if e.kind.is_mcp() { "server" } else { "plugin" };
+        eprintln!("{what} {} ({}): {}", e.name, e.state, e.problems.join("; "));
         for line in &e.output_tail {
             eprintln!("  | {line}");
         }

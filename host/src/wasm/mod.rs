@@ -1,10 +1,12 @@
 //! The WASM plugin runtime: one wasmtime `Engine` per process (component model,
 //! epoch interruption with a ticker thread), compiled components cached on disk,
 //! an `InstancePre` per plugin, and a fresh `Store` per call with memory and
-//! table limits and an epoch deadline equal to the call's deadline. A plugin's
-//! tools register as `wasm_{plugin}_{tool}`; calling one instantiates the guest
-//! and runs its `call-tool` export. Everything a guest does to the world goes
-//! through host services. A broken guest fails its own call only.
+//! table limits and an epoch deadline (the call's deadline past any host-wait
+//! extension: the registry owns the deadline itself). A plugin's tools register
+//! as `wasm_{plugin}_{tool}`; calling one instantiates the guest and runs its
+//! `call-tool` export. Everything a guest does to the world goes through host
+//! services (`host_services.rs`, the twin of `mcp/host_services.rs`). A broken
+//! guest fails its own call only. `WasmPlugin` is an `Extension` of the scope.
 
 pub mod cache;
 mod host_services;
