@@ -55,6 +55,26 @@ impl ComponentCache {
         self.dir.join(format!("{}-{}.cwasm", &digest[..32], self.engine_key))
     }
 
+    /// Map a cache entry, if there is a usable one (a hit is counted).
+    fn open(&self, engine: &Engine, path: &Path) -> Option<Component> {
+        if !path.exists() {
+            return None;
+        }
+        // SAFETY: entries are only written by this cache, from `serialize` of
+        // this engine configuration (the key includes its compatibility hash);
+        // wasmtime also checks the header and refuses mismatches.
+        match unsafe { Component::deserialize_file(engine, path) } {
+            Ok(component) => {
+                self.stats.hits.fetch_add(1, Ordering::Relaxed);
+                Some(component)
+            }
+            Err(e) => {
+                tracing::warn!("discarding unusable cache entry {}: {e}", path.display());
+                None
+            }
+        }
+    }
+
     /// The compiled component named by `artifact` (an installed, content-addressed
     /// artifact's name and entry): mapped straight from its entry when there is
     /// one; otherwise `read` gives the bytes, which load through the content
@@ -66,15 +86,8 @@ impl ComponentCache {
         read: impl FnOnce() -> anyhow::Result<Vec<u8>>,
     ) -> anyhow::Result<(Component, CacheOutcome)> {
         let named = self.entry(format!("installed\0{artifact}").as_bytes());
-        if named.exists() {
-            // SAFETY: as in `load_or_compile`: only this cache writes its entries.
-            match unsafe { Component::deserialize_file(engine, &named) } {
-                Ok(component) => {
-                    self.stats.hits.fetch_add(1, Ordering::Relaxed);
-                    return Ok((component, CacheOutcome::Hit));
-                }
-                Err(e) => tracing::warn!("discarding unusable cache entry {}: {e}", named.display()),
-            }
+        if let Some(component) = self.open(engine, &named) {
+            return Ok((component, CacheOutcome::Hit));
         }
         let bytes = read()?;
         let (component, outcome) = self.load_or_compile(engine, &bytes)?;
@@ -93,17 +106,8 @@ impl ComponentCache {
     /// The compiled component for `bytes`, from the cache or freshly compiled.
     pub fn load_or_compile(&self, engine: &Engine, bytes: &[u8]) -> anyhow::Result<(Component, CacheOutcome)> {
         let path = self.entry(bytes);
-        if path.exists() {
-            // SAFETY: entries are only written by this cache, from `serialize`
-            // of this engine configuration (the key includes its compatibility
-            // hash); wasmtime also checks the header and refuses mismatches.
-            match unsafe { Component::deserialize_file(engine, &path) } {
-                Ok(component) => {
-                    self.stats.hits.fetch_add(1, Ordering::Relaxed);
-                    return Ok((component, CacheOutcome::Hit));
-                }
-                Err(e) => tracing::warn!("discarding unusable cache entry {}: {e}", path.display()),
-            }
+        if let Some(component) = self.open(engine, &path) {
+            return Ok((component, CacheOutcome::Hit));
         }
         let component =
             Component::new(engine, bytes).map_err(anyhow::Error::from).context("not a valid WebAssembly component")?;
