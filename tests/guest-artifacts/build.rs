@@ -16,7 +16,9 @@ fn main() {
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
     let target = out.join("guest-target");
 
-    println!("cargo:rerun-if-changed={}", root.join("wit").display());
+    // Relative to this package, so that another checkout sharing the target
+    // directory is checked against its own files, not this one's.
+    println!("cargo:rerun-if-changed=../../wit");
     for entry in [
         "Cargo.toml",
         "Cargo.lock",
@@ -28,7 +30,7 @@ fn main() {
         "test-guests",
         "contract",
     ] {
-        println!("cargo:rerun-if-changed={}", guests.join(entry).display());
+        println!("cargo:rerun-if-changed=../../guests/{entry}");
     }
 
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());

@@ -10,8 +10,10 @@ fn main() {
     let root = manifest_dir.join("../..").canonicalize().unwrap();
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
     let target = out.join("server-target");
-    for path in ["tests/mcp-test-server", "Cargo.lock"] {
-        println!("cargo:rerun-if-changed={}", root.join(path).display());
+    // Relative to this package, so that another checkout sharing the target
+    // directory is checked against its own files, not this one's.
+    for path in ["../mcp-test-server", "../../Cargo.lock"] {
+        println!("cargo:rerun-if-changed={path}");
     }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
