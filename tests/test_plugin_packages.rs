@@ -259,3 +259,29 @@ fn an_installed_plugin_loads_from_its_cached_compiled_form_without_reading_the_c
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stdout(&out), "Hello, again! (from a WASM plugin)\n");
 }
+
+#[test]
+fn four_concurrent_installs_lose_no_record() {
+    let env = TestEnv::trusted();
+    let packages =
+        [guests::HELLO_PACKAGE, guests::PROJECT_NOTES_PACKAGE, guests::SUMMARIZE_PACKAGE, guests::ASK_NAME_PACKAGE];
+    let children: Vec<std::process::Child> = packages
+        .iter()
+        .map(|package| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_clat"))
+                .arg("--home")
+                .arg(&env.home)
+                .args(["plugin", "install", package])
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut child in children {
+        assert!(child.wait().unwrap().success());
+    }
+    let mut names: Vec<String> =
+        PackageStore::new(&env.clat_home()).list().unwrap().into_iter().map(|p| p.manifest.name).collect();
+    names.sort();
+    assert_eq!(names, ["ask-name", "hello", "project-notes", "summarize"]);
+}

@@ -108,3 +108,35 @@ fn a_missing_project_is_a_configuration_error() {
     let err = TrustStore::new(&env.clat_home()).trust(&env.dir.path().join("nope")).unwrap_err();
     assert!(matches!(err, TrustError::ProjectMissing { .. }));
 }
+
+#[test]
+fn twelve_concurrent_clat_trust_lose_no_project() {
+    let env = TestEnv::new();
+    let projects: Vec<std::path::PathBuf> = (0..12)
+        .map(|i| {
+            let dir = env.dir.path().join(format!("p{i}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            dir
+        })
+        .collect();
+    let children: Vec<std::process::Child> = projects
+        .iter()
+        .map(|dir| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_clat"))
+                .arg("--home")
+                .arg(&env.home)
+                .arg("trust")
+                .arg(dir)
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut child in children {
+        assert!(child.wait().unwrap().success());
+    }
+    let trusted = TrustStore::new(&env.clat_home()).trusted().unwrap();
+    for dir in &projects {
+        assert!(trusted.contains(&dir.canonicalize().unwrap()), "{} is missing from {trusted:?}", dir.display());
+    }
+}

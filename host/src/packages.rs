@@ -287,6 +287,8 @@ impl PackageStore {
             validate(&manifest, &final_dir).map_err(|message| PackageError::Invalid { dir: dir.clone(), message })?;
         }
         let installed = Installed { manifest: manifest.clone(), dir: final_dir };
+        // Read, change, write the index under its lock: concurrent installs lose nothing.
+        let _lock = self.home.lock(INDEX)?;
         let mut index = self.index()?;
         index.version = 1;
         let previous = index.plugins.insert(manifest.name.clone(), installed.clone());
@@ -301,6 +303,7 @@ impl PackageStore {
 
     /// Forget a package and delete its artifact directory.
     pub fn remove(&self, name: &str) -> Result<Installed, PackageError> {
+        let _lock = self.home.lock(INDEX)?;
         let mut index = self.index()?;
         let removed = index.plugins.remove(name).ok_or_else(|| PackageError::NotInstalled(name.to_string()))?;
         self.save(&index)?;

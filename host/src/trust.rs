@@ -69,6 +69,31 @@ impl ClatHome {
             .map_err(|source| TrustError::HomeUnwritable { path: self.path.clone(), source })
     }
 
+    /// Take the advisory lock that guards read-modify-write of the file `rel`
+    /// inside the home (`flock` on `rel.lock` beside it), waiting for another
+    /// `clat` that holds it. Readers need none: the file is replaced atomically.
+    pub fn lock(&self, rel: &str) -> Result<HomeLock, TrustError> {
+        use std::os::fd::AsRawFd;
+        self.ensure()?;
+        let unwritable = |source| TrustError::HomeUnwritable { path: self.path.clone(), source };
+        let path = self.path.join(format!("{rel}.lock"));
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(unwritable)?;
+        }
+        let file =
+            std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(unwritable)?;
+        loop {
+            // SAFETY: flock on a descriptor this function owns; it touches no memory.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+                return Ok(HomeLock { _file: file });
+            }
+            let error = std::io::Error::last_os_error();
+            if error.kind() != std::io::ErrorKind::Interrupted {
+                return Err(unwritable(error));
+            }
+        }
+    }
+
     /// Write `contents` to `rel` (a path inside the home, e.g. `plugins/installed.json`)
     /// atomically: a temporary file in the same directory, synced, then renamed.
     pub fn write_atomic(&self, rel: &str, contents: &[u8]) -> Result<(), TrustError> {
@@ -91,6 +116,13 @@ impl ClatHome {
         }
         Ok(())
     }
+}
+
+/// Holds a file's update lock in the home until dropped (closing the
+/// descriptor releases the `flock`).
+#[derive(Debug)]
+pub struct HomeLock {
+    _file: std::fs::File,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -158,6 +190,8 @@ impl TrustStore {
     /// Record trust for `project`; returns its canonical root.
     pub fn trust(&self, project: &Path) -> Result<PathBuf, TrustError> {
         let root = canonical_project(project)?;
+        // Read, add, write under the lock: concurrent `clat trust` lose nothing.
+        let _lock = self.home.lock(TRUST_FILE)?;
         let mut file = self.load()?;
         file.version = 1;
         if !file.projects.contains(&root) {
