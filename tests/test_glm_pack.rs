@@ -123,3 +123,24 @@ fn a_same_named_user_entry_wins_and_other_models_get_no_pack() {
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(v["configured"], 1, "another model, no pack: {v}");
 }
+
+#[test]
+fn a_malformed_same_named_entry_still_replaces_the_pack_server() {
+    let env = TestEnv::trusted();
+    let bin = glm_env(&env);
+    let provider = HttpServer::start(&["--require-auth", KEY]);
+    let base = provider.url.trim_end_matches("/mcp").to_string();
+    // A typo: `comand`. The user meant to replace glm-search; the pack's keyed server must not start.
+    env.write_mcp_config(json!({ "glm-search": { "comand": SERVER } }));
+    let path = path_with(&bin);
+    let vars = [("GLM_TEST_API_KEY", KEY), ("CLAT_GLM_MCP_BASE_URL", base.as_str()), ("PATH", path.as_str())];
+    let out = env.clat_with_env(&["mcp", "--json"], &vars);
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let rows: Vec<&Value> = v["servers"].as_array().unwrap().iter().filter(|s| s["name"] == "glm-search").collect();
+    assert_eq!(rows.len(), 1, "one row for glm-search: {v}");
+    assert_eq!(rows[0]["state"], "failed", "{v}");
+    assert!(rows[0]["problems"][0].as_str().unwrap().contains("comand"), "{v}");
+    let log = provider.log();
+    assert!(!log.iter().any(|l| l.contains("web_search_prime")), "the pack's glm-search was contacted: {log:?}");
+    assert!(log.iter().any(|l| l.contains("web_reader")), "the rest of the pack still joins: {log:?}");
+}

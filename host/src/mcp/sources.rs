@@ -41,9 +41,21 @@ pub fn configured_servers(home: &ClatHome, glm_plan: Option<&CodingPlan>) -> Ser
             McpConfig::default()
         }
     };
-    // The GLM Coding Plan pack joins in memory; a same-named user entry wins.
+    // The GLM Coding Plan pack joins in memory; a same-named user entry wins,
+    // even a malformed one: it is the reported failure, and the pack's server
+    // (with the key) is not started behind the user's back.
     if let Some(plan) = glm_plan {
-        for (name, entry) in pack_servers(plan) {
+        let malformed: std::collections::HashSet<&str> = config
+            .errors
+            .iter()
+            .filter_map(|e| match e {
+                ConfigError::Entry { name, .. } => Some(name.as_str()),
+                _ => None,
+            })
+            .collect();
+        let pack: Vec<_> =
+            pack_servers(plan).into_iter().filter(|(name, _)| !malformed.contains(name.as_str())).collect();
+        for (name, entry) in pack {
             config.servers.entry(name).or_insert(entry);
         }
     }
