@@ -291,3 +291,52 @@ async fn a_server_later_than_the_real_20_s_wait_is_rejected_and_closed() {
     scope.finish_run(&run);
     scope.close().await;
 }
+
+#[test]
+fn refused_tools_are_named_duplicates_reported_and_ambiguous_hints_destructive() {
+    let env = TestEnv::trusted();
+    let tools = json!([
+        { "name": "good", "inputSchema": { "type": "object" } },
+        { "name": "bad", "inputSchema": 3 },
+        { "name": "good", "inputSchema": { "type": "object" }, "description": "a second good" },
+        { "name": "vague", "inputSchema": { "type": "object" }, "annotations": { "readOnlyHint": "yes" } },
+    ]);
+    env.write_mcp_config(json!({ "srv": { "command": SERVER, "args": ["--tools-json", tools.to_string()] } }));
+    let v = tools_json(&env);
+    let srv = v["extensions"].as_array().unwrap().iter().find(|e| e["name"] == "srv").unwrap().clone();
+    let problems: Vec<&str> = srv["problems"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
+    assert!(
+        problems.iter().any(|p| p.starts_with("skipped tool \"bad\": ") && p.contains("inputSchema")),
+        "{problems:?}"
+    );
+    assert!(problems.contains(&"tool \"good\" is listed twice; the second was skipped"), "{problems:?}");
+    let tool = |name: &str| v["tools"].as_array().unwrap().iter().find(|t| t["name"] == name).cloned();
+    assert_eq!(tool("mcp_srv_vague").expect("an ambiguous hint keeps the tool")["effect"], "destructive");
+    assert!(tool("mcp_srv_good").is_some() && tool("mcp_srv_bad").is_none());
+}
+
+#[test]
+fn a_server_that_logs_100_mib_before_answering_still_connects() {
+    let env = TestEnv::trusted();
+    env.write_mcp_config(json!({ "chatty": { "command": SERVER, "args": ["--stderr-flood", "100"] } }));
+    let out = env.clat(&["mcp", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["connected"], 1, "{v}");
+}
+
+#[test]
+fn clat_call_says_which_server_missed_the_initial_surface() {
+    let env = TestEnv::trusted();
+    env.write_mcp_config(json!({
+        // Its tools/list answers after 22 s: past the 20 s the run waits.
+        "late": { "command": SERVER, "args": ["--tools", "1", "--delay-list", "22000"] }
+    }));
+    let out = env.clat(&["call", "mcp_late_echo", "{}", "--mode", "full-access"]);
+    assert_eq!(out.status.code(), Some(2), "the tool is not registered: {}", stderr(&out));
+    assert!(
+        stderr(&out).contains("clat: server late missed the 20 s initial surface, so its tools are not in this run"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -1,7 +1,10 @@
 //! Redaction of key-shaped values, written once for every diagnostic surface
-//! (MCP server stderr, guest stdout/stderr, status and error text), and the
-//! bounded tail of the last lines a subprocess or guest wrote. Redaction limits
-//! secondary leakage; it is not secret storage.
+//! (MCP server stderr, guest stdout/stderr, status and error text), plus the
+//! values an extension was configured with (`Redactor`: `env` values, header
+//! values), and the bounded tail of the last lines a subprocess or guest wrote.
+//! The tail keeps raw lines and redacts when it is shown, so a process can
+//! write at pipe speed. Redaction limits secondary leakage; it is not secret
+//! storage.
 
 use std::collections::VecDeque;
 use std::sync::LazyLock;
@@ -54,19 +57,63 @@ pub fn redact(text: &str) -> String {
     out
 }
 
-/// The last `STDERR_TAIL_LINES` lines written to a stream, each redacted and
+/// Values too short to be told from ordinary words are not scrubbed as secrets.
+const SECRET_MIN_CHARS: usize = 6;
+
+/// Redaction with the values one extension was configured with: each is
+/// replaced wherever it appears, then the key shapes are redacted.
+#[derive(Debug, Default, Clone)]
+pub struct Redactor {
+    secrets: Vec<String>,
+}
+
+impl Redactor {
+    /// A redactor that also scrubs these values (short ones are ignored).
+    pub fn with_secrets<I: IntoIterator<Item = String>>(values: I) -> Redactor {
+        let mut secrets: Vec<String> =
+            values.into_iter().filter(|v| v.trim().chars().count() >= SECRET_MIN_CHARS).collect();
+        // Longest first, so a value containing another is replaced whole.
+        secrets.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        secrets.dedup();
+        Redactor { secrets }
+    }
+
+    pub fn redact(&self, text: &str) -> String {
+        let mut out = std::borrow::Cow::Borrowed(text);
+        for secret in &self.secrets {
+            if out.contains(secret.as_str()) {
+                out = std::borrow::Cow::Owned(out.replace(secret.as_str(), REDACTED));
+            }
+        }
+        redact(&out)
+    }
+}
+
+/// The last `STDERR_TAIL_LINES` lines written to a stream, shown redacted and
 /// cut to `STDERR_TAIL_LINE_MAX_CHARS`. Bytes arrive in any chunking; a partial
-/// line is held (bounded) until its newline or `lines()`.
+/// line is held (bounded) until its newline or `lines()`. Lines are kept raw
+/// (each at most 4 × the shown length in bytes) and redacted only when shown.
 #[derive(Debug, Default, Clone)]
 pub struct OutputTail {
     lines: VecDeque<String>,
     partial: Vec<u8>,
     total_lines: u64,
+    redactor: Redactor,
 }
 
 impl OutputTail {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// How this tail's lines are redacted (for the extension's other diagnostics too).
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+
+    /// A tail whose lines are shown with `redactor` (the extension's secrets).
+    pub fn with_redactor(redactor: Redactor) -> Self {
+        OutputTail { redactor, ..Self::default() }
     }
 
     /// Feed raw bytes.
@@ -85,29 +132,28 @@ impl OutputTail {
     }
 
     fn push_line(&mut self, line: &str) {
-        let line = line.trim_end_matches('\r');
-        let mut shown: String = redact(line).chars().take(STDERR_TAIL_LINE_MAX_CHARS).collect();
-        if line.chars().count() > STDERR_TAIL_LINE_MAX_CHARS {
-            shown.push('…');
-        }
         if self.lines.len() == STDERR_TAIL_LINES {
             self.lines.pop_front();
         }
-        self.lines.push_back(shown);
+        self.lines.push_back(line.trim_end_matches('\r').to_string());
         self.total_lines += 1;
     }
 
-    /// The kept lines, oldest first, including a pending partial line.
-    pub fn lines(&self) -> Vec<String> {
-        let mut lines: Vec<String> = self.lines.iter().cloned().collect();
-        if !self.partial.is_empty() {
-            let mut tail = self.clone();
-            let partial = String::from_utf8_lossy(&tail.partial).into_owned();
-            tail.partial.clear();
-            tail.push_line(&partial);
-            lines = tail.lines.into_iter().collect();
+    /// One kept line as shown: redacted, then cut.
+    fn show(&self, line: &str) -> String {
+        let redacted = self.redactor.redact(line);
+        let mut shown: String = redacted.chars().take(STDERR_TAIL_LINE_MAX_CHARS).collect();
+        if redacted.chars().count() > STDERR_TAIL_LINE_MAX_CHARS {
+            shown.push('…');
         }
-        lines
+        shown
+    }
+
+    /// The kept lines, oldest first, including a pending partial line, redacted.
+    pub fn lines(&self) -> Vec<String> {
+        let partial = (!self.partial.is_empty()).then(|| String::from_utf8_lossy(&self.partial).into_owned());
+        let skip = usize::from(partial.is_some() && self.lines.len() == STDERR_TAIL_LINES);
+        self.lines.iter().skip(skip).map(String::as_str).chain(partial.as_deref()).map(|l| self.show(l)).collect()
     }
 
     /// How many complete lines were written in all (kept or not).
@@ -157,5 +203,14 @@ mod tests {
         long.push_bytes(&vec![b'x'; 100_000]);
         long.push_bytes(b"\n");
         assert!(long.lines()[0].chars().count() <= STDERR_TAIL_LINE_MAX_CHARS + 1);
+    }
+
+    #[test]
+    fn configured_values_are_scrubbed_wherever_they_appear() {
+        let redactor = Redactor::with_secrets(["plain-looking-value".to_string(), "1".to_string()]);
+        assert_eq!(redactor.redact("got plain-looking-value, 1 of 1"), "got [REDACTED], 1 of 1");
+        let mut tail = OutputTail::with_redactor(redactor);
+        tail.push_bytes(b"env STORE_KEY=plain-looking-value\n");
+        assert_eq!(tail.lines(), vec!["env STORE_KEY=[REDACTED]"]);
     }
 }

@@ -77,6 +77,8 @@ pub struct ProjectScope {
     startup: Mutex<Option<tokio::sync::watch::Receiver<bool>>>,
     /// Cancelled when the scope starts closing: extensions still starting stop.
     closing: CancellationToken,
+    /// Extensions still starting when the registry froze.
+    missed: Mutex<Vec<ExtensionStatus>>,
 }
 
 impl ProjectScope {
@@ -106,6 +108,7 @@ impl ProjectScope {
             start: options.start,
             startup: Mutex::default(),
             closing: CancellationToken::new(),
+            missed: Mutex::default(),
         })
     }
 
@@ -132,14 +135,19 @@ impl ProjectScope {
     }
 
     /// Record an extension's status: it replaces the entry of the same
-    /// extension (same name, same adapter), or joins the list.
-    fn set_status(&self, status: &ExtensionStatus) {
+    /// extension (same name, same adapter), or joins the list. Every status
+    /// enters here, so its problems are redacted here, once, whatever the
+    /// adapter (which also scrubs the extension's own configured secrets).
+    /// Returns the status as recorded.
+    fn set_status(&self, mut status: ExtensionStatus) -> ExtensionStatus {
+        status.problems = status.problems.iter().map(|p| crate::redact::redact(p)).collect();
         let mut list = self.extensions.lock().unwrap_or_else(|p| p.into_inner());
         let same = |e: &ExtensionStatus| e.name == status.name && e.kind.is_mcp() == status.kind.is_mcp();
         match list.iter_mut().find(|e| same(e)) {
             Some(entry) => *entry = status.clone(),
             None => list.push(status.clone()),
         }
+        status
     }
 
     /// Load every installed WASM plugin that this scope starts and register its
@@ -152,8 +160,7 @@ impl ProjectScope {
             Err(e) => {
                 tracing::warn!("cannot read the installed plugins: {e}");
                 let status = ExtensionStatus::new("(plugin index)", ExtensionKind::Wasm, Failed, Some(e.to_string()));
-                self.set_status(&status);
-                return vec![status];
+                return vec![self.set_status(status)];
             }
         };
         let mut statuses = Vec::new();
@@ -162,12 +169,10 @@ impl ProjectScope {
             let name = &package.manifest.name;
             if !self.start.wants(ExtensionKind::Wasm, name) {
                 let status = ExtensionStatus::new(name, ExtensionKind::Wasm, Configured, Some(NOT_NEEDED.into()));
-                self.set_status(&status);
-                statuses.push(status);
+                statuses.push(self.set_status(status));
                 continue;
             }
-            let mut status = ExtensionStatus::new(name, ExtensionKind::Wasm, Starting, None);
-            self.set_status(&status);
+            let mut status = self.set_status(ExtensionStatus::new(name, ExtensionKind::Wasm, Starting, None));
             let services = Arc::clone(&self.services);
             let loaded = match self.wasm_runtime() {
                 Ok(rt) => rt
@@ -197,8 +202,7 @@ impl ProjectScope {
                 }
                 Err(reason) => status.fail(reason),
             }
-            self.set_status(&status);
-            statuses.push(status);
+            statuses.push(self.set_status(status));
         }
         statuses
     }
@@ -211,10 +215,7 @@ impl ProjectScope {
     /// closes are stopped.
     pub async fn load_mcp_servers(&self) -> Vec<ExtensionStatus> {
         let set = crate::mcp::configured_servers(&self.home, self.glm_plan.as_ref());
-        let mut statuses = set.statuses;
-        for status in &statuses {
-            self.set_status(status);
-        }
+        let mut statuses: Vec<ExtensionStatus> = set.statuses.into_iter().map(|s| self.set_status(s)).collect();
         // Every server connects, lists and registers on its own, so a slow one
         // never holds back the others (or the first run's freeze).
         let mut connecting = tokio::task::JoinSet::new();
@@ -222,11 +223,10 @@ impl ProjectScope {
             let kind = target.kind();
             if !self.start.wants(kind, &name) {
                 let status = ExtensionStatus::new(&name, kind, ExtensionState::Configured, Some(NOT_NEEDED.into()));
-                self.set_status(&status);
-                statuses.push(status);
+                statuses.push(self.set_status(status));
                 continue;
             }
-            self.set_status(&ExtensionStatus::new(&name, kind, ExtensionState::Starting, None));
+            self.set_status(ExtensionStatus::new(&name, kind, ExtensionState::Starting, None));
             let (registry, services) = (Arc::clone(&self.registry), Arc::clone(&self.services));
             let (root, closing) = (self.root.clone(), self.closing.clone());
             connecting.spawn(async move {
@@ -245,8 +245,7 @@ impl ProjectScope {
             if let Some(server) = server {
                 self.live.lock().unwrap_or_else(|p| p.into_inner()).push(server);
             }
-            self.set_status(&status);
-            statuses.push(status);
+            statuses.push(self.set_status(status));
         }
         statuses.sort_by(|a, b| a.name.cmp(&b.name));
         statuses
@@ -290,11 +289,26 @@ impl ProjectScope {
     }
 
     /// `start_run_when_ready` with another bound on the wait (embedding hosts, tests).
+    /// Extensions still starting when the registry freezes missed the initial
+    /// surface: their statuses say so, and `missed_initial_surface` names them.
     pub async fn start_run_within(&self, builder: RunBuilder, wait: std::time::Duration) -> RunContext {
         if !self.wait_for_initial_surface(wait).await {
             tracing::warn!("extensions still starting after {} s; the registry freezes without them", wait.as_secs());
+            let mut list = self.extensions.lock().unwrap_or_else(|p| p.into_inner());
+            let mut missed = self.missed.lock().unwrap_or_else(|p| p.into_inner());
+            for entry in list.iter_mut().filter(|e| e.state == ExtensionState::Starting) {
+                entry
+                    .problems
+                    .push(format!("missed the {} s initial surface: the registry froze without it", wait.as_secs()));
+                missed.push(entry.clone());
+            }
         }
         self.start_run(builder)
+    }
+
+    /// The extensions that were still starting when the registry froze (as they were then).
+    pub fn missed_initial_surface(&self) -> Vec<ExtensionStatus> {
+        self.missed.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// Close the scope. Extensions still starting are stopped first (a

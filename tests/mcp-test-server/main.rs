@@ -15,7 +15,11 @@
 //! bytes), `--prompt-fail NAME` (its `prompts/get` fails), `--contract` (serve
 //! the contract-test tools of `contract.rs` instead, with host services),
 //! `--read-only-tools`
-//! (annotate the `--tool-names` tools read-only and closed-world).
+//! (annotate the `--tool-names` tools read-only and closed-world),
+//! `--tools-json JSON` (list exactly these tools), `--list-error TEXT`
+//! (`tools/list` fails with TEXT), `--echo-env NAME` (writes `config NAME=value`
+//! to stderr at start), `--stderr-flood MIB` (writes MIB MiB of log lines to
+//! stderr before reading anything).
 //! `ask_host {method, params, detach?}`: with `detach` it answers the call
 //! first and asks 200 ms later (the answer is only logged).
 //! `ask_host {method, params}` sends that request to the client and answers the
@@ -64,6 +68,10 @@ struct Options {
     prompt_fail: Option<String>,
     delay_list: u64,
     tool_names: Option<Vec<String>>,
+    tools_json: Option<Value>,
+    stderr_flood_mb: usize,
+    echo_env: Option<String>,
+    list_error: Option<String>,
 }
 
 fn options() -> Options {
@@ -102,6 +110,10 @@ fn options() -> Options {
                     .map(|f| std::fs::read_to_string(f).expect("read the tool names").trim().to_string())
             })
             .map(|v| v.split(',').map(str::to_string).collect()),
+        tools_json: value("--tools-json").map(|v| serde_json::from_str(&v).expect("--tools-json takes a JSON array")),
+        stderr_flood_mb: value("--stderr-flood").and_then(|v| v.parse().ok()).unwrap_or(0),
+        echo_env: value("--echo-env"),
+        list_error: value("--list-error"),
     }
 }
 
@@ -125,6 +137,9 @@ fn log(opts: &Options, event: &str) {
 }
 
 fn tool_list(opts: &Options, params: &Value, grown: bool) -> Value {
+    if let Some(tools) = &opts.tools_json {
+        return json!({ "tools": tools });
+    }
     if opts.contract {
         return json!({ "tools": contract::tools() });
     }
@@ -207,6 +222,18 @@ fn main() {
     }
     if opts.prompts.is_some() {
         capabilities["prompts"] = json!({});
+    }
+    if let Some(name) = &opts.echo_env {
+        // Like a server that logs its configuration.
+        eprintln!("config {name}={}", std::env::var(name).unwrap_or_default());
+    }
+    if opts.stderr_flood_mb > 0 {
+        // A chatty server: this many MiB of log lines before it reads anything.
+        let line = format!("{}\n", "log line with nothing in it ".repeat(3));
+        let mut err = std::io::stderr().lock();
+        for _ in 0..(opts.stderr_flood_mb << 20) / line.len() {
+            let _ = err.write_all(line.as_bytes());
+        }
     }
     if opts.stderr_noise {
         for i in 0..50 {
@@ -303,6 +330,10 @@ fn main() {
                 log(&opts, &format!("cancelled {}", params["requestId"]));
             }
             "ping" => reply(&out, &id, json!({})),
+            "tools/list" if opts.list_error.is_some() => {
+                let error = json!({ "code": -32603, "message": opts.list_error });
+                send(&out, json!({ "jsonrpc": "2.0", "id": id, "error": error }));
+            }
             "tools/list" => {
                 std::thread::sleep(Duration::from_millis(opts.delay_list));
                 let mut page = tool_list(&opts, &params, grown);

@@ -26,6 +26,15 @@ async fn start_run(scope: &ProjectScope, builder: RunBuilder, shutdown: &Shutdow
         run = scope.start_run_when_ready(builder) => run,
         _ = shutdown.token().cancelled() => return Err(interrupted(shutdown)),
     };
+    for late in scope.missed_initial_surface() {
+        let what = if late.kind.is_mcp() { "server" } else { "plugin" };
+        eprintln!(
+            "clat: {what} {} missed the {} s initial surface, so its tools are not in this run; restart after fixing \
+             or warming it (`clat mcp` shows how it starts)",
+            late.name,
+            crate::limits::INITIAL_SURFACE_WAIT.as_secs()
+        );
+    }
     let (token, cancel) = (shutdown.token().clone(), run.clone());
     tokio::spawn(async move {
         token.cancelled().await;

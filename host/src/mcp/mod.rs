@@ -72,15 +72,17 @@ pub async fn start_server(
                 if status.problems.is_empty() {
                     status.problems.push("it finished starting after the registry froze".into());
                 }
+                status.problems = status.problems.iter().map(|p| server.redact(p)).collect();
                 status.state = ExtensionState::Failed;
                 server.close().await;
                 return (status, None);
             }
             server.spawn_relisting(registry);
+            status.problems = status.problems.iter().map(|p| server.redact(p)).collect();
             (status, Some(server))
         }
         Err(reason) => {
-            status.fail(format!("tools/list failed: {reason}"));
+            status.fail(server.redact(&format!("tools/list failed: {reason}")));
             status.output_tail = server.stderr_tail();
             server.close().await;
             (status, None)

@@ -15,7 +15,7 @@ use super::host_services::{ServerEvents, ServerLink, client_capabilities};
 use crate::contract::ContextSnapshot;
 use crate::contract::json::context_snapshot_to_json;
 use crate::limits::CONNECT_FAILURE_TAIL_WAIT;
-use crate::redact::OutputTail;
+use crate::redact::{OutputTail, Redactor};
 use crate::services::HostServices;
 
 pub(crate) type SharedTail = Arc<Mutex<OutputTail>>;
@@ -36,6 +36,15 @@ pub enum ServerTarget {
 }
 
 impl ServerTarget {
+    /// What its diagnostics must never show: the configured `env` values of a
+    /// stdio server, the header values of a remote one (besides key shapes).
+    pub fn redactor(&self) -> Redactor {
+        match self {
+            ServerTarget::Stdio(spec) => Redactor::with_secrets(spec.env.iter().map(|(_, v)| v.clone())),
+            ServerTarget::Http(spec) => Redactor::with_secrets(spec.headers.iter().map(|(_, v)| v.clone())),
+        }
+    }
+
     /// The extension kind it makes.
     pub fn kind(&self) -> crate::extension::ExtensionKind {
         match self {
@@ -78,7 +87,7 @@ impl McpServer {
         target: &ServerTarget,
         services: &Arc<HostServices>,
     ) -> Result<Arc<McpServer>, ConnectFailure> {
-        let tail: SharedTail = Arc::default();
+        let tail: SharedTail = Arc::new(Mutex::new(OutputTail::with_redactor(target.redactor())));
         let link = Arc::new(ServerLink::new(name, services));
         let session = open_session(target, &link, &tail).await?;
         let (context, _) = tokio::sync::watch::channel(None);
@@ -159,6 +168,12 @@ impl McpServer {
         format!("{} ({era})", session.protocol_version)
     }
 
+    /// `text` as any diagnostic of this server may show it: key shapes and its
+    /// configured secrets redacted.
+    pub fn redact(&self, text: &str) -> String {
+        self.tail.lock().unwrap_or_else(|p| p.into_inner()).redactor().redact(text)
+    }
+
     /// The last lines the server wrote to stderr (redacted).
     pub fn stderr_tail(&self) -> Vec<String> {
         self.tail.lock().unwrap_or_else(|p| p.into_inner()).lines()
@@ -207,10 +222,8 @@ pub(crate) async fn open_session(
 
 /// A connection failure with the server's last stderr lines (redacted).
 fn connect_failure(error: &ClientError, tail: &SharedTail) -> ConnectFailure {
-    ConnectFailure {
-        reason: crate::redact::redact(&error.to_string()),
-        stderr_tail: tail.lock().unwrap_or_else(|p| p.into_inner()).lines(),
-    }
+    let tail = tail.lock().unwrap_or_else(|p| p.into_inner());
+    ConnectFailure { reason: tail.redactor().redact(&error.to_string()), stderr_tail: tail.lines() }
 }
 
 #[async_trait::async_trait]

@@ -171,8 +171,8 @@ impl McpServer {
             status.state = state;
         }
         status.restarts = shown.restarts;
-        status.last_stop = shown.last_reason.map(|r| crate::redact::redact(&r));
-        if let Some(given_up) = shown.given_up
+        status.last_stop = shown.last_reason.map(|r| self.redact(&r));
+        if let Some(given_up) = shown.given_up.map(|g| self.redact(&g))
             && !status.problems.contains(&given_up)
         {
             status.problems.push(given_up);

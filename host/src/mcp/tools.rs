@@ -28,14 +28,21 @@ impl McpServer {
             problems.push(format!("{} tools past the first {TOOLS_PER_SERVER_MAX} were dropped", listing.dropped));
         }
         problems.extend(listing.unusable.iter().cloned());
+        let mut listed = std::collections::HashSet::new();
         for tool in &listing.tools {
             let spec = match tool_spec_from_json(tool) {
                 Ok(s) => s,
                 Err(e) => {
-                    problems.push(format!("skipped a tool: {e}"));
+                    let name = tool.get("name").and_then(|n| n.as_str()).unwrap_or("(no name)");
+                    problems.push(format!("skipped tool {name:?}: {e}"));
                     continue;
                 }
             };
+            if !listed.insert(spec.name.clone()) {
+                problems.push(format!("tool {:?} is listed twice; the second was skipped", spec.name));
+                continue;
+            }
+            // Re-listing after `tools/list_changed` registers only what is new.
             if self.registered.lock().unwrap_or_else(|p| p.into_inner()).contains(&spec.name) {
                 continue;
             }
@@ -84,7 +91,7 @@ impl McpServer {
     /// A failed call's error: redacted, and when the server is gone, with the
     /// last lines it wrote.
     fn call_error(&self, error: &ClientError) -> ToolError {
-        let mut message = format!("server {}: {}", self.name, crate::redact::redact(&error.to_string()));
+        let mut message = format!("server {}: {}", self.name, self.redact(&error.to_string()));
         if matches!(error, ClientError::Closed { .. }) {
             let tail = self.stderr_tail();
             if !tail.is_empty() {

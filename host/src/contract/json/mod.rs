@@ -98,8 +98,30 @@ mod tests {
         assert!(err.to_string().contains("unknown content type \"video\""), "{err}");
         let err = tool_spec_from_json(&json!({ "name": "x", "inputSchema": 3 })).unwrap_err();
         assert!(err.to_string().contains("inputSchema"), "{err}");
-        let err = tool_annotations_from_json(Some(&json!({ "readOnlyHint": "yes" }))).unwrap_err();
-        assert!(err.to_string().contains("readOnlyHint"), "{err}");
+    }
+
+    #[test]
+    fn an_ambiguous_hint_makes_the_tool_destructive() {
+        use crate::effects::effect_from_annotations;
+        for annotations in [
+            json!({ "readOnlyHint": "yes" }),
+            json!({ "readOnlyHint": true, "openWorldHint": 0 }),
+            json!({ "destructiveHint": "no", "title": "T" }),
+            json!(["readOnlyHint"]),
+        ] {
+            let parsed = tool_annotations_from_json(Some(&annotations)).unwrap();
+            assert_eq!(effect_from_annotations(&parsed), Effect::Destructive, "{annotations}");
+        }
+        let parsed =
+            tool_annotations_from_json(Some(&json!({ "readOnlyHint": true, "openWorldHint": false }))).unwrap();
+        assert_eq!(effect_from_annotations(&parsed), Effect::ExternalRead);
+        assert_eq!(
+            tool_annotations_from_json(Some(&json!({ "destructiveHint": "no", "title": "T" })))
+                .unwrap()
+                .title
+                .as_deref(),
+            Some("T")
+        );
     }
 
     #[test]

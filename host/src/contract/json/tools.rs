@@ -116,14 +116,23 @@ pub fn tool_annotations_from_json(value: Option<&Value>) -> Result<ToolAnnotatio
     let Some(value) = value.filter(|v| !v.is_null()) else {
         return Ok(ToolAnnotations::default());
     };
-    let obj = as_object(value, WHAT)?;
-    Ok(ToolAnnotations {
-        title: opt_str(obj, "title", WHAT)?,
-        read_only: opt_bool(obj, "readOnlyHint", WHAT)?,
-        destructive: opt_bool(obj, "destructiveHint", WHAT)?,
-        idempotent: opt_bool(obj, "idempotentHint", WHAT)?,
-        open_world: opt_bool(obj, "openWorldHint", WHAT)?,
-    })
+    // Hints are untrusted and only ever narrow the effect: a hint that is not a
+    // boolean (or annotations that are not an object) is ambiguous, and the
+    // spec's table makes an ambiguous tool destructive. The tool is kept.
+    let ambiguous = ToolAnnotations { read_only: Some(false), destructive: Some(true), ..Default::default() };
+    let Value::Object(obj) = value else { return Ok(ambiguous) };
+    let hint = |key: &str| match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(_) => Err(()),
+    };
+    let title = opt_str(obj, "title", WHAT).ok().flatten();
+    match (hint("readOnlyHint"), hint("destructiveHint"), hint("idempotentHint"), hint("openWorldHint")) {
+        (Ok(read_only), Ok(destructive), Ok(idempotent), Ok(open_world)) => {
+            Ok(ToolAnnotations { title, read_only, destructive, idempotent, open_world })
+        }
+        _ => Ok(ToolAnnotations { title, ..ambiguous }),
+    }
 }
 
 /// Contract annotations → MCP JSON (absent hints are omitted).
