@@ -23,7 +23,7 @@ use clat_host::registry::CallError;
 use clat_host::run::{CollectingSink, RunContext, RunEventKind};
 use clat_host::scope::ProjectScope;
 use serde_json::{Value, json};
-use support::{TestEnv, wait_for_line};
+use support::{TestEnv, run_in, wait_for_line};
 
 const SERVER: &str = clat_test_server_artifact::MCP_TEST_SERVER;
 const TOOLS: &str = "echo,ask_host,ask_input,needs_input";
@@ -390,5 +390,43 @@ async fn modern_input_required_is_fulfilled_and_retried_with_the_exact_request_s
         .await
         .unwrap_err();
     assert!(err.to_string().contains("after 10 rounds"), "{err}");
+    scope.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_modern_opted_in_server_reaches_host_services_through_input_required() {
+    let env = TestEnv::trusted();
+    env.write("notes.txt", "from the project\n");
+    let scope = scope_with(&env, &["--modern", "--host-services"]).await;
+    let (run, sink) = run_in(PermissionMode::FullAccess);
+    let requests = json!({
+        "ctx": { "method": "io.artec.clat/context/get" },
+        "file": { "method": "io.artec.clat/tools/call", "params": { "name": "read_file", "arguments": { "path": "notes.txt" } } }
+    });
+    let out =
+        scope.registry().call("mcp_srv_ask_input", json!({ "requests": requests, "rounds": 1 }), &run).await.unwrap();
+    assert!(!out.is_error, "{}", out.joined_text());
+    let responses: Value = serde_json::from_str(&out.joined_text()).unwrap();
+    assert_eq!(responses["ctx"]["snapshot"]["run"]["runId"], json!(run.run_id()), "{responses}");
+    assert!(responses["file"]["content"][0]["text"].as_str().unwrap().contains("from the project"), "{responses}");
+    assert!(
+        sink.events().iter().any(|e| matches!(&e.kind, RunEventKind::HostToolCall { tool, .. } if tool == "read_file"))
+    );
+    scope.close().await;
+
+    // A server that did not opt in is refused, as for any other server request.
+    let env = TestEnv::trusted();
+    let scope = scope_with(&env, &["--modern"]).await;
+    let (run, _) = run_in(PermissionMode::FullAccess);
+    let requests = json!({ "ctx": { "method": "io.artec.clat/context/get" } });
+    let err = scope
+        .registry()
+        .call("mcp_srv_ask_input", json!({ "requests": requests, "rounds": 1 }), &run)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("io.artec.clat/context/get") && err.to_string().contains("not fulfilled"),
+        "{err}"
+    );
     scope.close().await;
 }

@@ -7,12 +7,13 @@
 //! envelope (protocol version, client identity, capabilities); modern results
 //! must declare `resultType` (missing = complete; anything else unknown a
 //! protocol violation). A `tools/call` answered `input_required` (multi
-//! round-trip requests) has its `elicitation/create` and
-//! `sampling/createMessage` input requests fulfilled by the connection's
-//! `ServerRequests` handler — the same one that serves legacy server requests —
-//! and is retried with a new id, the original params, `inputResponses` and the
-//! unchanged `requestState`, at most `INPUT_REQUIRED_MAX_ROUNDS` times; any other
-//! input request is an explicit unsupported-feature error. Then `tools/list`
+//! round-trip requests) has its input requests fulfilled by the connection's
+//! `ServerRequests` handler — the same one that serves legacy server requests,
+//! so it serves the same methods (for CLAT: sampling, elicitation, and its host
+//! services for servers that opted in) — and is retried with a new id, the
+//! original params, `inputResponses` and the unchanged `requestState`, at most
+//! `INPUT_REQUIRED_MAX_ROUNDS` times; an input request the handler refuses is an
+//! explicit unsupported-feature error. Then `tools/list`
 //! with the spec's pagination limits and `tools/call` with a deadline and
 //! cancellation.
 
@@ -350,12 +351,9 @@ impl Session {
             let mut responses = serde_json::Map::new();
             for (key, request) in requests {
                 let method = request.get("method").and_then(Value::as_str).unwrap_or_default();
-                if !matches!(method, "elicitation/create" | "sampling/createMessage") {
-                    return Err(ClientError::Unsupported(format!(
-                        "the server asked for input {key:?} with {method:?}; CLAT fulfils only elicitation/create and \
-                         sampling/createMessage"
-                    )));
-                }
+                // The same handler as every other server request decides what it serves
+                // (the host: sampling, elicitation, and its own methods for servers that
+                // opted in); anything else is refused there, and so unsupported here.
                 let response =
                     self.connection.handler().handle(method, request.get("params").cloned()).await.map_err(|e| {
                         ClientError::Unsupported(format!("input {key:?} ({method}) was not fulfilled: {e}"))
