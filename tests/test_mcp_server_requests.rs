@@ -430,3 +430,31 @@ async fn a_modern_opted_in_server_reaches_host_services_through_input_required()
     );
     scope.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_whose_run_cannot_be_told_is_refused_rather_than_judged_under_another_run() {
+    let env = TestEnv::trusted();
+    let log = env.dir.path().join("srv.log");
+    env.write_mcp_config(
+        json!({ "srv": { "command": SERVER, "args": ["--tool-names", "slow,ask_host", "--log-file", log] } }),
+    );
+    let scope = Arc::new(env.mount());
+    scope.load_mcp_servers().await;
+    // Run A has a call in flight on the server; run B's call then asks for sampling.
+    let (run_a, _) = full_access();
+    let in_flight = {
+        let (scope, run_a) = (scope.clone(), run_a.clone());
+        tokio::spawn(async move { scope.registry().call("mcp_srv_slow", json!({ "ms": 3000 }), &run_a).await })
+    };
+    wait_for_line(&log, "call slow").await;
+    let (run_b, sink_b) = full_access();
+    let answer = ask(&scope, &run_b, "sampling/createMessage", sampling("whose budget?")).await;
+    assert_eq!(error_code(&answer), host_error_codes::UNSUPPORTED, "{answer}");
+    assert!(answer["error"]["message"].as_str().unwrap().contains("cannot tell which run"), "{answer}");
+    assert!(!sink_b.events().iter().any(|e| matches!(e.kind, RunEventKind::Sampling { .. })), "no model call");
+    in_flight.await.unwrap().unwrap();
+    // With one run left, the same request is served under that run.
+    let answer = ask(&scope, &run_b, "sampling/createMessage", sampling("now it is mine")).await;
+    assert_eq!(answer["result"]["model"], "clat-offline-1", "{answer}");
+    scope.close().await;
+}

@@ -6,9 +6,10 @@
 //! and `io.artec.clat/tools/call` only for servers that advertise the
 //! `io.artec.clat/hostServices` capability (-32601 otherwise).
 //!
-//! A request belongs to the run of the server's newest `tools/call` still in
-//! flight and ends (as cancelled) when that call ends; with none, there is no
-//! active run and the services refuse (no model call, no question, no tool).
+//! A request belongs to the run of the server's `tools/call` in flight and ends
+//! (as cancelled) when that call ends; with none, there is no active run and
+//! the services refuse (no model call, no question, no tool); with calls of
+//! two runs in flight, the run cannot be told and the request is refused.
 //! While a sampling or elicitation request is pending, the server's calls
 //! report `waiting_on_host`, which lets the registry extend their deadline.
 
@@ -135,13 +136,29 @@ impl ServerLink {
         ActiveCall { link: self, call, ended }
     }
 
-    fn current_call(&self) -> Option<(RunContext, CancellationToken)> {
-        self.active.lock().unwrap_or_else(|p| p.into_inner()).last().map(|(_, run, ended)| (run.clone(), ended.clone()))
+    /// The call a server request belongs to: the server's call in flight. When
+    /// calls of more than one run are in flight, the request cannot be told
+    /// apart (stdio carries no stream per call), so it is refused rather than
+    /// judged under another run's mode, approver and budget.
+    fn current_call(&self) -> Result<Option<(RunContext, CancellationToken)>, HostError> {
+        let active = self.active.lock().unwrap_or_else(|p| p.into_inner());
+        let mut runs: Vec<&str> = active.iter().map(|(_, run, _)| run.run_id()).collect();
+        runs.sort_unstable();
+        runs.dedup();
+        if runs.len() > 1 {
+            return Err(HostError::Unsupported(format!(
+                "calls of {} runs are in flight on {}; CLAT cannot tell which run this request belongs to, so it \
+                 is refused (retry it when only one run uses this server)",
+                runs.len(),
+                self.source
+            )));
+        }
+        Ok(active.last().map(|(_, run, ended)| (run.clone(), ended.clone())))
     }
 
     /// Serve one request; it ends (as cancelled) if the call it belongs to ends first.
     async fn serve(&self, method: &str, params: Option<Value>) -> Result<Value, WireError> {
-        let call = self.current_call();
+        let call = self.current_call().map_err(|e| host_error_to_wire(&e))?;
         let ended = call.as_ref().map(|(_, ended)| ended.clone()).unwrap_or_default();
         let run = call.map(|(run, _)| run);
         tokio::select! {
