@@ -3,8 +3,9 @@
 # 0.2.0-alpha.12, client mode, on the Node 22 installed next to it) against
 # clat-mcp-conformance-client, for the 2025-11-25 and 2026-07-28 requirement
 # sets. The OAuth scenarios are expected failures (tests/conformance/baseline-*.yml);
-# every other scored scenario must pass, and tests/conformance/check.py makes
-# sure each one really produced its checks. The suite's mock servers bind every
+# every other client scenario the suite lists for the set (scored, or run and
+# reported) must pass, and tests/conformance/check.py, which takes that list
+# from the suite itself, makes sure each one really produced its checks. The suite's mock servers bind every
 # interface, so the runs happen in a loopback-only network namespace when the
 # machine allows one.
 set -euo pipefail
@@ -41,6 +42,7 @@ for revision in 2025-11-25 2026-07-28; do
       | sed 's/\x1b\[[0-9;]*m//g' | grep -v '^\s*$' | tail -n 60; then
     status=1
   fi
-  python3 "$dir/check.py" "$out/$revision" "$revision" || status=1
+  "$node" "$suite" list --client --requirements "$revision" > "$out/list-$revision.txt"
+  python3 "$dir/check.py" "$out/$revision" "$revision" "$out/list-$revision.txt" || status=1
 done
 exit $status

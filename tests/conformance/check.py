@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
 """Guard against a check that cannot fail: after a conformance run, every
-non-auth scored scenario must have produced each of its expected check ids,
-all of them SUCCESS, and no FAILURE or WARNING at all.
+client scenario the suite itself lists for the requirement set (scored, or run
+and reported) other than `auth/*` must have run and produced at least one
+SUCCESS and no FAILURE or WARNING; the scenarios named below must also have
+produced each of their expected check ids. The list comes from the suite
+(`conformance list --client --requirements REVISION`, saved to LIST_FILE), so a
+scenario added to the suite cannot pass unseen.
 
-usage: check.py OUT_DIR REVISION
+usage: check.py OUT_DIR REVISION LIST_FILE
 """
 import json
 import pathlib
+import re
 import sys
 
 EXPECTED = {
@@ -56,14 +61,43 @@ EXPECTED = {
 }
 
 
+def suite_client_scenarios(list_file: pathlib.Path):
+    """The non-auth client scenarios in the suite's listing of one requirement set."""
+    scenarios, section = [], None
+    for line in list_file.read_text().splitlines():
+        if line.startswith("Client scenarios"):
+            section = "client"
+        elif line.startswith("Server scenarios"):
+            section = "server"
+        elif line.startswith("Run and reported"):
+            section = "reported"
+        match = re.match(r"^\s+- (\S+)(?: \[(\w+)\])?$", line)
+        if not match:
+            continue
+        name, kind = match.group(1), match.group(2)
+        client = section == "client" or (section == "reported" and kind == "client")
+        if client and not name.startswith("auth/"):
+            scenarios.append(name)
+    return scenarios
+
+
 def latest_checks(out: pathlib.Path, scenario: str):
     runs = sorted(out.glob(f"{scenario}-20*/checks.json"))
     return json.loads(runs[-1].read_text()) if runs else None
 
 
 def main() -> int:
-    out, revision = pathlib.Path(sys.argv[1]), sys.argv[2]
+    out, revision, list_file = pathlib.Path(sys.argv[1]), sys.argv[2], pathlib.Path(sys.argv[3])
     problems = []
+    listed = suite_client_scenarios(list_file)
+    if not listed:
+        problems.append(f"no client scenarios could be read from the suite's listing {list_file}")
+    for scenario in listed:
+        if scenario not in EXPECTED[revision]:
+            EXPECTED[revision][scenario] = {}
+    for scenario in EXPECTED[revision]:
+        if scenario not in listed:
+            problems.append(f"{scenario}: expected here but the suite no longer lists it for {revision}")
     for scenario, wanted in EXPECTED[revision].items():
         checks = latest_checks(out, scenario)
         if checks is None:
@@ -77,6 +111,8 @@ def main() -> int:
             if passed < at_least:
                 problems.append(f"{scenario}: {check_id} passed {passed} time(s), expected at least {at_least}")
         total = sum(1 for c in checks if c["status"] == "SUCCESS")
+        if total == 0:
+            problems.append(f"{scenario}: no check passed")
         print(f"{revision} {scenario}: {total} checks passed")
     for p in problems:
         print(f"conformance: {p}", file=sys.stderr)

@@ -126,6 +126,18 @@ async fn run(url: &str, scenario: &str, version: &str) -> Result<(), ClientError
                 }
                 Ok(())
             }
+            "json-schema-2020-12-preservation" => {
+                // Echo the focal tool's inputSchema exactly as the client holds it after listing.
+                let listing = session.list_tools().await?;
+                let focal = listing
+                    .tools
+                    .iter()
+                    .find(|t| t.get("name").and_then(Value::as_str) == Some("json_schema_2020_12_tool"))
+                    .and_then(|t| t.get("inputSchema"))
+                    .cloned()
+                    .ok_or_else(|| ClientError::Protocol("json_schema_2020_12_tool was not listed".into()))?;
+                call("json_schema_echo", json!({ "schema": focal })).await
+            }
             // Anything else (the auth scenarios among them): list, and call the first tool.
             _ => {
                 let listing = session.list_tools().await?;
