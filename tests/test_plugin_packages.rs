@@ -265,21 +265,8 @@ fn four_concurrent_installs_lose_no_record() {
     let env = TestEnv::trusted();
     let packages =
         [guests::HELLO_PACKAGE, guests::PROJECT_NOTES_PACKAGE, guests::SUMMARIZE_PACKAGE, guests::ASK_NAME_PACKAGE];
-    let children: Vec<std::process::Child> = packages
-        .iter()
-        .map(|package| {
-            std::process::Command::new(env!("CARGO_BIN_EXE_clat"))
-                .arg("--home")
-                .arg(&env.home)
-                .args(["plugin", "install", package])
-                .stdout(std::process::Stdio::null())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for mut child in children {
-        assert!(child.wait().unwrap().success());
-    }
+    let commands: Vec<Vec<&str>> = packages.iter().map(|package| vec!["plugin", "install", package]).collect();
+    assert!(support::clat_concurrently(&env, &commands).into_iter().all(|ok| ok));
     let mut names: Vec<String> =
         PackageStore::new(&env.clat_home()).list().unwrap().into_iter().map(|p| p.manifest.name).collect();
     names.sort();

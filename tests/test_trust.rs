@@ -119,22 +119,8 @@ fn twelve_concurrent_clat_trust_lose_no_project() {
             dir
         })
         .collect();
-    let children: Vec<std::process::Child> = projects
-        .iter()
-        .map(|dir| {
-            std::process::Command::new(env!("CARGO_BIN_EXE_clat"))
-                .arg("--home")
-                .arg(&env.home)
-                .arg("trust")
-                .arg(dir)
-                .stdout(std::process::Stdio::null())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for mut child in children {
-        assert!(child.wait().unwrap().success());
-    }
+    let commands: Vec<Vec<&str>> = projects.iter().map(|dir| vec!["trust", dir.to_str().unwrap()]).collect();
+    assert!(support::clat_concurrently(&env, &commands).into_iter().all(|ok| ok));
     let trusted = TrustStore::new(&env.clat_home()).trusted().unwrap();
     for dir in &projects {
         assert!(trusted.contains(&dir.canonicalize().unwrap()), "{} is missing from {trusted:?}", dir.display());

@@ -282,3 +282,23 @@ pub fn wait_pid_gone(pid_file: &Path) -> bool {
     }
     false
 }
+
+/// Start several `clat` commands at once with this home, then wait for all of
+/// them; whether each succeeded.
+pub fn clat_concurrently(env: &TestEnv, commands: &[Vec<&str>]) -> Vec<bool> {
+    let children: Vec<std::process::Child> = commands
+        .iter()
+        .map(|args| {
+            Command::new(env!("CARGO_BIN_EXE_clat"))
+                .arg("--home")
+                .arg(&env.home)
+                .args(args)
+                .env_remove("CLAT_HOME")
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .expect("run clat")
+        })
+        .collect();
+    children.into_iter().map(|mut child| child.wait().map(|s| s.success()).unwrap_or(false)).collect()
+}
