@@ -47,6 +47,10 @@ async fn a_server_that_exits_is_restarted_by_the_next_call_and_the_dead_call_is_
 
     let died = failure(scope.registry().call("mcp_flaky_exit", json!({}), &run).await);
     assert!(died.contains("the server exited (status 3)"), "{died}");
+    // Its status says so at once, before anything restarts it.
+    let stopped = scope.extensions().into_iter().find(|e| e.name == "flaky").unwrap();
+    assert_eq!((stopped.state, stopped.restarts), (ExtensionState::Failed, 0), "{stopped:?}");
+    assert_eq!(stopped.last_stop.as_deref(), Some("the server exited (status 3)"), "{stopped:?}");
     // The restarted server lists one tool less.
     std::fs::write(&names, "echo,exit").unwrap();
     let echoed = scope.registry().call("mcp_flaky_echo", json!({ "again": true }), &run).await.unwrap();

@@ -164,7 +164,9 @@ impl McpServer {
         Ok(self.session())
     }
 
-    /// Bring a status up to date with the restarts since it was recorded.
+    /// Bring a status up to date with the restarts since it was recorded, and
+    /// with a stop not yet followed by a restart (`failed`, with why, until the
+    /// next call that needs the server starts it again).
     pub fn update_status(&self, status: &mut crate::extension::ExtensionStatus) {
         let shown = self.supervisor.shown();
         if let Some(state) = shown.state {
@@ -176,6 +178,14 @@ impl McpServer {
             && !status.problems.contains(&given_up)
         {
             status.problems.push(given_up);
+        }
+        // A server that stopped since shows so at once, though it restarts only when a call needs it.
+        if status.state == ExtensionState::Ready
+            && !self.closed.load(Ordering::SeqCst)
+            && let Some(reason) = self.session().connection.closed_reason()
+        {
+            status.state = ExtensionState::Failed;
+            status.last_stop = Some(self.redact(&reason));
         }
         status.output_tail = self.stderr_tail();
     }
