@@ -100,7 +100,7 @@ struct Sampler;
 
 #[async_trait]
 impl ServerRequests for Sampler {
-    async fn handle(&self, method: &str, _params: Option<Value>) -> Result<Value, WireError> {
+    async fn handle(&self, method: &str, _params: Option<Value>, _related: Option<u64>) -> Result<Value, WireError> {
         assert_eq!(method, "sampling/createMessage");
         Ok(json!({ "role": "assistant", "content": { "type": "text", "text": "from the client" }, "model": "m" }))
     }

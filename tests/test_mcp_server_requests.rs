@@ -23,7 +23,7 @@ use clat_host::registry::CallError;
 use clat_host::run::{CollectingSink, RunContext, RunEventKind};
 use clat_host::scope::ProjectScope;
 use serde_json::{Value, json};
-use support::{TestEnv, run_in, wait_for_line};
+use support::{HttpServer, TestEnv, run_in, wait_for_line};
 
 const SERVER: &str = clat_test_server_artifact::MCP_TEST_SERVER;
 const TOOLS: &str = "echo,ask_host,ask_input,needs_input";
@@ -456,5 +456,90 @@ async fn a_request_whose_run_cannot_be_told_is_refused_rather_than_judged_under_
     // With one run left, the same request is served under that run.
     let answer = ask(&scope, &run_b, "sampling/createMessage", sampling("now it is mine")).await;
     assert_eq!(answer["result"]["model"], "clat-offline-1", "{answer}");
+    scope.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http_a_request_is_judged_under_the_run_of_the_call_whose_stream_carried_it() {
+    let http = HttpServer::start(&[]);
+    let env = TestEnv::trusted();
+    env.write_mcp_config(json!({ "web": { "url": http.url } }));
+    let scope = Arc::new(env.mount());
+    let statuses = scope.load_mcp_servers().await;
+    assert!(statuses.iter().all(|s| s.state == "ready"), "{statuses:?}");
+    let ask_web = |run: RunContext| {
+        let scope = scope.clone();
+        async move {
+            let args = json!({ "method": "sampling/createMessage", "params": sampling("whose run?") });
+            let out = scope.registry().call("mcp_web_ask_host", args, &run).await.unwrap();
+            serde_json::from_str::<Value>(&out.joined_text()).unwrap()
+        }
+    };
+    // Run A has a call in flight on the server all along.
+    let (run_a, sink_a) = full_access();
+    let in_flight = {
+        let (scope, run_a) = (scope.clone(), run_a.clone());
+        tokio::spawn(async move { scope.registry().call("mcp_web_slow", json!({ "ms": 3000 }), &run_a).await })
+    };
+    for _ in 0..300 {
+        if http.log().iter().any(|l| l.starts_with("POST tools/call")) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Run B (its approver denies sampling) and run C (full access) ask at the same time, each
+    // on its own call's stream: each request is judged under its own run, none is refused.
+    let (run_b, sink_b) = run_with(PermissionMode::Ask, Arc::new(DenySampling), "");
+    let (run_c, sink_c) = full_access();
+    let (answer_b, answer_c) = tokio::join!(ask_web(run_b), ask_web(run_c));
+    assert_eq!(error_code(&answer_b), host_error_codes::DENIED, "{answer_b}");
+    assert_eq!(answer_c["result"]["model"], "clat-offline-1", "{answer_c}");
+    let sampled = |sink: &CollectingSink, outcome: &str| {
+        sink.events()
+            .iter()
+            .any(|e| matches!(&e.kind, RunEventKind::Sampling { outcome: o, .. } if o.starts_with(outcome)))
+    };
+    assert!(sampled(&sink_b, "refused: permission") && !sampled(&sink_b, "completed"), "{:?}", sink_b.events());
+    assert!(sampled(&sink_c, "completed"), "{:?}", sink_c.events());
+    assert!(!sink_a.events().iter().any(|e| matches!(e.kind, RunEventKind::Sampling { .. })), "nothing billed to A");
+    in_flight.await.unwrap().unwrap();
+    scope.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_modern_http_server_reaches_host_services_through_input_required_under_its_own_run() {
+    let http = HttpServer::start(&["--modern", "--host-services"]);
+    let env = TestEnv::trusted();
+    env.write("notes.txt", "from the project\n");
+    env.write_mcp_config(json!({ "web": { "url": http.url } }));
+    let scope = Arc::new(env.mount());
+    let statuses = scope.load_mcp_servers().await;
+    assert!(statuses.iter().all(|s| s.state == "ready"), "{statuses:?}");
+    // Another run has a call in flight on the same server: the rounds still belong to their own call.
+    let (run_a, _) = full_access();
+    let in_flight = {
+        let (scope, run_a) = (scope.clone(), run_a.clone());
+        tokio::spawn(async move { scope.registry().call("mcp_web_slow", json!({ "ms": 2000 }), &run_a).await })
+    };
+    for _ in 0..300 {
+        if http.log().iter().any(|l| l.starts_with("POST tools/call")) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let (run, sink) = run_in(PermissionMode::FullAccess);
+    let requests = json!({
+        "ctx": { "method": "io.artec.clat/context/get" },
+        "file": { "method": "io.artec.clat/tools/call", "params": { "name": "read_file", "arguments": { "path": "notes.txt" } } }
+    });
+    let out = scope.registry().call("mcp_web_ask_input", json!({ "requests": requests }), &run).await.unwrap();
+    assert!(!out.is_error, "{}", out.joined_text());
+    let responses: Value = serde_json::from_str(&out.joined_text()).unwrap();
+    assert_eq!(responses["ctx"]["snapshot"]["run"]["runId"], json!(run.run_id()), "{responses}");
+    assert!(responses["file"]["content"][0]["text"].as_str().unwrap().contains("from the project"), "{responses}");
+    assert!(
+        sink.events().iter().any(|e| matches!(&e.kind, RunEventKind::HostToolCall { tool, .. } if tool == "read_file"))
+    );
+    in_flight.await.unwrap().unwrap();
     scope.close().await;
 }

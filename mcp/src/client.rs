@@ -103,12 +103,13 @@ fn modern_meta(client: &ClientInfo, capabilities: &Value) -> Value {
 
 async fn probe(connection: &dyn Transport, client: &ClientInfo, capabilities: &Value) -> Result<Probe, ClientError> {
     let params = json!({ "_meta": modern_meta(client, capabilities) });
-    let mut answer = connection.request("server/discover", Some(params.clone()), MODERN_PROBE_TIMEOUT, None).await;
+    let mut answer =
+        connection.request("server/discover", Some(params.clone()), MODERN_PROBE_TIMEOUT, None, None).await;
     if let Err(ClientError::Wire(e)) = &answer
         && offers_our_version(e)
     {
         // Rejected although it supports our version: retry once, with a new id.
-        answer = connection.request("server/discover", Some(params), MODERN_PROBE_TIMEOUT, None).await;
+        answer = connection.request("server/discover", Some(params), MODERN_PROBE_TIMEOUT, None, None).await;
     }
     match answer {
         Ok(result) => {
@@ -267,7 +268,7 @@ impl Session {
             "capabilities": capabilities,
             "clientInfo": { "name": client.name, "version": client.version },
         });
-        let result = connection.request("initialize", Some(params), LEGACY_HANDSHAKE_TIMEOUT, None).await?;
+        let result = connection.request("initialize", Some(params), LEGACY_HANDSHAKE_TIMEOUT, None, None).await?;
         let version = result
             .get("protocolVersion")
             .and_then(Value::as_str)
@@ -301,7 +302,7 @@ impl Session {
         timeout: Duration,
         cancel: Option<&CancellationToken>,
     ) -> Result<Value, ClientError> {
-        match self.request_rounds(method, params, timeout, cancel).await? {
+        match self.request_rounds(method, params, timeout, cancel, None).await? {
             Answer::Complete(result) => Ok(result),
             Answer::InputRequired(_) => Err(ClientError::Unsupported(format!(
                 "{method} returned input_required, which only tools/call may ask for"
@@ -309,24 +310,26 @@ impl Session {
         }
     }
 
-    /// One request; a modern `input_required` result is handed back to the caller.
+    /// One request (tagged `tag` for the transport); a modern `input_required`
+    /// result is handed back to the caller.
     async fn request_rounds(
         &self,
         method: &str,
         params: Value,
         timeout: Duration,
         cancel: Option<&CancellationToken>,
+        tag: Option<u64>,
     ) -> Result<Answer, ClientError> {
         let mut params = params;
         if self.era == Era::Modern {
             params["_meta"] = self.meta.clone();
         }
-        let mut result = self.connection.request(method, Some(params.clone()), timeout, cancel).await;
+        let mut result = self.connection.request(method, Some(params.clone()), timeout, cancel, tag).await;
         if self.era == Era::Modern
             && let Err(ClientError::Wire(e)) = &result
             && offers_our_version(e)
         {
-            result = self.connection.request(method, Some(params), timeout, cancel).await;
+            result = self.connection.request(method, Some(params), timeout, cancel, tag).await;
         }
         let result = result?;
         if self.era == Era::Modern {
@@ -342,8 +345,9 @@ impl Session {
     }
 
     /// Fulfil one `input_required` result's input requests through the
-    /// connection's handler; returns the params of the retry.
-    async fn fulfil_input(&self, original: &Value, answer: &Value) -> Result<Value, ClientError> {
+    /// connection's handler (as related to the call tagged `tag`); returns
+    /// the params of the retry.
+    async fn fulfil_input(&self, original: &Value, answer: &Value, tag: Option<u64>) -> Result<Value, ClientError> {
         let mut retry = original.clone();
         if let Some(requests) = answer.get("inputRequests") {
             let requests =
@@ -355,9 +359,9 @@ impl Session {
                 // (the host: sampling, elicitation, and its own methods for servers that
                 // opted in); anything else is refused there, and so unsupported here.
                 let response =
-                    self.connection.handler().handle(method, request.get("params").cloned()).await.map_err(|e| {
-                        ClientError::Unsupported(format!("input {key:?} ({method}) was not fulfilled: {e}"))
-                    })?;
+                    self.connection.handler().handle(method, request.get("params").cloned(), tag).await.map_err(
+                        |e| ClientError::Unsupported(format!("input {key:?} ({method}) was not fulfilled: {e}")),
+                    )?;
                 responses.insert(key.clone(), response);
             }
             retry["inputResponses"] = Value::Object(responses);
@@ -444,6 +448,20 @@ impl Session {
         timeout: Duration,
         cancel: Option<&CancellationToken>,
     ) -> Result<Value, ClientError> {
+        self.call_tool_tagged(name, arguments, timeout, cancel, None).await
+    }
+
+    /// `tools/call` as `call_tool`, tagged: the server requests the transport
+    /// can relate to this call reach the handler with `tag`, so the host can
+    /// tell which of its calls (and runs) asked.
+    pub async fn call_tool_tagged(
+        &self,
+        name: &str,
+        arguments: Value,
+        timeout: Duration,
+        cancel: Option<&CancellationToken>,
+        tag: Option<u64>,
+    ) -> Result<Value, ClientError> {
         let original = json!({ "name": name, "arguments": arguments });
         let deadline = tokio::time::Instant::now() + timeout;
         let mut params = original.clone();
@@ -451,14 +469,14 @@ impl Session {
         for round in 0..=INPUT_REQUIRED_MAX_ROUNDS {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             // Each round is a new request, with a new id.
-            let answer = match self.request_rounds("tools/call", params.clone(), left, cancel).await {
+            let answer = match self.request_rounds("tools/call", params.clone(), left, cancel, tag).await {
                 // Modern HTTP: the headers did not match the server's view of the tool
                 // (its x-mcp-header declarations changed): list again, then retry once.
                 Err(ClientError::Wire(e)) if e.code == HEADER_MISMATCH && self.era == Era::Modern && !relisted => {
                     relisted = true;
                     self.list_tools().await?;
                     let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-                    self.request_rounds("tools/call", params, left, cancel).await?
+                    self.request_rounds("tools/call", params, left, cancel, tag).await?
                 }
                 other => other?,
             };
@@ -467,7 +485,7 @@ impl Session {
                 // No question is asked, and no model called, for a round that could not be retried.
                 Answer::InputRequired(_) if round == INPUT_REQUIRED_MAX_ROUNDS => break,
                 Answer::InputRequired(answer) => {
-                    let fulfil = self.fulfil_input(&original, &answer);
+                    let fulfil = self.fulfil_input(&original, &answer, tag);
                     let never = CancellationToken::new();
                     params = tokio::select! {
                         p = fulfil => p?,

@@ -63,12 +63,12 @@ pub trait StderrSink: Send + Sync {
 
 /// What ends a pending request: the server's answer, or a frame meant as its
 /// answer that could not be read.
-enum Reply {
+pub(crate) enum Reply {
     Answer(Result<Value, WireError>),
     Malformed(String),
 }
 
-type Pending = Arc<Mutex<HashMap<RequestId, oneshot::Sender<Reply>>>>;
+pub(crate) type Pending = Arc<Mutex<HashMap<RequestId, oneshot::Sender<Reply>>>>;
 
 /// One live stdio connection.
 pub struct Connection {
@@ -305,7 +305,7 @@ impl Drop for PendingGuard<'_> {
 }
 
 /// Route one frame from the server; never blocks.
-fn route(
+pub(crate) fn route(
     line: &[u8],
     pending: &Pending,
     outgoing: &mpsc::Sender<String>,
@@ -335,7 +335,8 @@ fn route(
         Message::Notification { method, params } => handler.notification(&method, params.as_ref()),
         Message::Request { id, method, params } => {
             let outgoing = outgoing.clone();
-            dispatch_request(handler, in_flight, id, method, params, move |response| {
+            // One stream carries every request: which call this one belongs to cannot be told.
+            dispatch_request(handler, in_flight, id, method, params, None, move |response| {
                 Box::pin(async move {
                     let _ = outgoing.send(encode(&response)).await;
                 })
@@ -356,6 +357,7 @@ impl Transport for Connection {
         params: Option<Value>,
         timeout: Duration,
         cancel: Option<&CancellationToken>,
+        _tag: Option<u64>,
     ) -> Result<Value, ClientError> {
         if self.closed_reason().is_some() {
             return Err(self.closed_error());

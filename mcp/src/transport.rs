@@ -19,9 +19,16 @@ use crate::limits::INBOUND_REQUEST_QUEUE;
 
 /// Serves what the server asks of the client. `ping` is answered by the
 /// connection itself; everything else comes here.
+///
+/// `related` is the tag the caller gave the client request this one came
+/// with, when the transport can tell: over legacy HTTP, a request that arrives
+/// on the answer stream of a tagged request; in the modern era, the input
+/// requests of a tagged call's `input_required` result. `None` when it cannot
+/// (stdio has one stream for everything; the legacy GET stream belongs to no
+/// request).
 #[async_trait]
 pub trait ServerRequests: Send + Sync {
-    async fn handle(&self, method: &str, params: Option<Value>) -> Result<Value, WireError>;
+    async fn handle(&self, method: &str, params: Option<Value>, related: Option<u64>) -> Result<Value, WireError>;
     /// A notification from the server (never answered).
     fn notification(&self, _method: &str, _params: Option<&Value>) {}
 }
@@ -31,7 +38,7 @@ pub struct NoServerRequests;
 
 #[async_trait]
 impl ServerRequests for NoServerRequests {
-    async fn handle(&self, method: &str, _params: Option<Value>) -> Result<Value, WireError> {
+    async fn handle(&self, method: &str, _params: Option<Value>, _related: Option<u64>) -> Result<Value, WireError> {
         Err(WireError::new(METHOD_NOT_FOUND, format!("method not found: {method}")))
     }
 }
@@ -41,13 +48,15 @@ impl ServerRequests for NoServerRequests {
 pub trait Transport: Send + Sync {
     /// Send a request and wait for its response, at most `timeout`, or until
     /// `cancel` fires; a request that ends without its response is cancelled
-    /// the transport's way.
+    /// the transport's way. Server requests the transport can relate to this
+    /// one reach the handler with `tag` (see `ServerRequests::handle`).
     async fn request(
         &self,
         method: &str,
         params: Option<Value>,
         timeout: Duration,
         cancel: Option<&CancellationToken>,
+        tag: Option<u64>,
     ) -> Result<Value, ClientError>;
     /// Send a notification.
     async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), ClientError>;
@@ -80,6 +89,7 @@ pub(crate) fn inbound_limit() -> Arc<Semaphore> {
 }
 
 /// Serve one server request off the reading path under the shared rules;
+/// `related` is the tag of the client request it came with, if known;
 /// `answer` receives the response message (from another task, later).
 pub(crate) fn dispatch_request<F>(
     handler: &Arc<dyn ServerRequests>,
@@ -87,6 +97,7 @@ pub(crate) fn dispatch_request<F>(
     id: RequestId,
     method: String,
     params: Option<Value>,
+    related: Option<u64>,
     answer: F,
 ) where
     F: FnOnce(Message) -> futures_util::future::BoxFuture<'static, ()> + Send + 'static,
@@ -109,7 +120,7 @@ pub(crate) fn dispatch_request<F>(
         let work = {
             let handler = Arc::clone(&handler);
             let method = method.clone();
-            tokio::spawn(async move { handler.handle(&method, params).await })
+            tokio::spawn(async move { handler.handle(&method, params, related).await })
         };
         let result = match work.await {
             Ok(r) => r,

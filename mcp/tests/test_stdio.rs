@@ -196,7 +196,7 @@ struct Slow {
 
 #[async_trait]
 impl ServerRequests for Slow {
-    async fn handle(&self, _method: &str, _params: Option<Value>) -> Result<Value, WireError> {
+    async fn handle(&self, _method: &str, _params: Option<Value>, _related: Option<u64>) -> Result<Value, WireError> {
         if self.panic {
             panic!("handler bug");
         }

@@ -23,7 +23,10 @@
 //! `not_json`, `sse_drop` (a priming event with `retry: 100`, then the stream
 //! closes; the answer comes on GET + `Last-Event-ID`), `sse_no_answer`,
 //! `slow_loris` (keep-alive comments forever), `many_lines` (one 5 MiB event of short lines), `sse_drop_forever` (every resumption drops again); modern only: `region {region}`
-//! (`x-mcp-header: Region`) and `bad_header` (an invalid `x-mcp-header`).
+//! (`x-mcp-header: Region`), `bad_header` (an invalid `x-mcp-header`) and `ask_input
+//! {requests}` (answers `input_required` with `requests` as `inputRequests` once, then
+//! completes with the `inputResponses` it got as JSON text); `--host-services`
+//! advertises `io.artec.clat/hostServices` (modern).
 
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -45,6 +48,7 @@ struct Options {
     log_file: Option<String>,
     mismatch_once: bool,
     stall_notifications: bool,
+    host_services: bool,
 }
 
 struct Server {
@@ -82,6 +86,7 @@ pub fn run(args: &[String]) {
             log_file: value("--log-file"),
             mismatch_once: has("--mismatch-once"),
             stall_notifications: has("--stall-notifications"),
+            host_services: has("--host-services"),
         },
         sessions: Mutex::default(),
         next_session: AtomicU64::new(1),
@@ -385,6 +390,8 @@ impl Server {
             tools.push(json!({ "name": "region", "description": "a tool with a header parameter",
                 "inputSchema": { "type": "object", "properties": { "region": { "type": "string", "x-mcp-header": "Region" },
                                                                    "count": { "type": "integer", "x-mcp-header": "Count" } } } }));
+            tools.push(json!({ "name": "ask_input", "description": "asks the client through input_required",
+                "inputSchema": { "type": "object" } }));
             tools.push(json!({ "name": "bad_header", "description": "an invalid header declaration",
                 "inputSchema": { "type": "object", "properties": { "ratio": { "type": "number", "x-mcp-header": "Ratio" } } } }));
         }
@@ -409,21 +416,30 @@ impl Server {
                                      "serverInfo": { "name": "clat-test-http-server", "version": "0.1.0" } });
                 self.answer(stream, &[("Mcp-Session-Id", session)], response(id, result))
             }
-            "server/discover" if modern => self.answer(
-                stream,
-                &[],
-                response(
-                    id,
-                    json!({ "resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": { "tools": {} },
-                            "_meta": { "io.modelcontextprotocol/serverInfo": { "name": "clat-test-http-server", "version": "0.1.0" } } }),
-                ),
-            ),
+            "server/discover" if modern => {
+                let mut capabilities = json!({ "tools": {} });
+                if self.opts.host_services {
+                    capabilities["experimental"] = json!({ "io.artec.clat/hostServices": { "version": "0.1.0" } });
+                }
+                self.answer(
+                    stream,
+                    &[],
+                    response(
+                        id,
+                        json!({ "resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": capabilities,
+                                "_meta": { "io.modelcontextprotocol/serverInfo": { "name": "clat-test-http-server", "version": "0.1.0" } } }),
+                    ),
+                )
+            }
             "ping" => self.answer(stream, &[], response(id, json!({}))),
             "tools/list" => self.answer(stream, &[], response(id, complete(json!({ "tools": self.tools() })))),
             "tools/call" => self.call(stream, id, params, complete),
-            _ if modern => {
-                write_json(stream, "404 Not Found", &[], &error(id, -32601, &format!("method not found: {method}")).to_string())
-            }
+            _ if modern => write_json(
+                stream,
+                "404 Not Found",
+                &[],
+                &error(id, -32601, &format!("method not found: {method}")).to_string(),
+            ),
             _ => self.answer(stream, &[], error(id, -32601, &format!("method not found: {method}"))),
         }
     }
@@ -434,6 +450,14 @@ impl Server {
         match name {
             "echo" => self.answer(stream, &[], response(id, complete(text(args.to_string())))),
             "region" => self.answer(stream, &[], response(id, complete(text(format!("region {}", args["region"]))))),
+            "ask_input" => match params.get("inputResponses") {
+                Some(responses) => self.answer(stream, &[], response(id, complete(text(responses.to_string())))),
+                None => self.answer(
+                    stream,
+                    &[],
+                    response(id, json!({ "resultType": "input_required", "inputRequests": args["requests"], "requestState": "r1" })),
+                ),
+            },
             "slow" => {
                 std::thread::sleep(Duration::from_millis(args["ms"].as_u64().unwrap_or(100)));
                 self.answer(stream, &[], response(id, complete(text("slept"))))

@@ -6,10 +6,14 @@
 //! and `io.artec.clat/tools/call` only for servers that advertise the
 //! `io.artec.clat/hostServices` capability (-32601 otherwise).
 //!
-//! A request belongs to the run of the server's `tools/call` in flight and ends
-//! (as cancelled) when that call ends; with none, there is no active run and
-//! the services refuse (no model call, no question, no tool); with calls of
-//! two runs in flight, the run cannot be told and the request is refused.
+//! A request belongs to the run of the `tools/call` it came with and ends (as
+//! cancelled) when that call ends. Every call is sent tagged, so where the
+//! transport can tell (legacy HTTP: the call's answer stream; modern: the
+//! call's `input_required` rounds) the request is judged under that call's
+//! run. Where it cannot (stdio), it belongs to the server's call in flight;
+//! with none, there is no active run and the services refuse (no model call,
+//! no question, no tool); with calls of two runs in flight, the run cannot be
+//! told and the request is refused.
 //! While a sampling or elicitation request is pending, the server's calls
 //! report `waiting_on_host`, which lets the registry extend their deadline.
 
@@ -136,12 +140,21 @@ impl ServerLink {
         ActiveCall { link: self, call, ended }
     }
 
-    /// The call a server request belongs to: the server's call in flight. When
-    /// calls of more than one run are in flight, the request cannot be told
-    /// apart (stdio carries no stream per call), so it is refused rather than
-    /// judged under another run's mode, approver and budget.
-    fn current_call(&self) -> Result<Option<(RunContext, CancellationToken)>, HostError> {
+    /// The call a server request belongs to. When the transport could tell
+    /// (`related`: the tag of the call whose stream or `input_required` result
+    /// carried it), that call, or none if it has ended. Otherwise the server's
+    /// call in flight; when calls of more than one run are in flight, the
+    /// request cannot be told apart (stdio carries no stream per call), so it
+    /// is refused rather than judged under another run's mode, approver and
+    /// budget.
+    fn call_of(&self, related: Option<u64>) -> Result<Option<(RunContext, CancellationToken)>, HostError> {
         let active = self.active.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(tag) = related {
+            return Ok(active
+                .iter()
+                .find(|(call, _, _)| *call == tag)
+                .map(|(_, run, ended)| (run.clone(), ended.clone())));
+        }
         let mut runs: Vec<&str> = active.iter().map(|(_, run, _)| run.run_id()).collect();
         runs.sort_unstable();
         runs.dedup();
@@ -157,8 +170,8 @@ impl ServerLink {
     }
 
     /// Serve one request; it ends (as cancelled) if the call it belongs to ends first.
-    async fn serve(&self, method: &str, params: Option<Value>) -> Result<Value, WireError> {
-        let call = self.current_call().map_err(|e| host_error_to_wire(&e))?;
+    async fn serve(&self, method: &str, params: Option<Value>, related: Option<u64>) -> Result<Value, WireError> {
+        let call = self.call_of(related).map_err(|e| host_error_to_wire(&e))?;
         let ended = call.as_ref().map(|(_, ended)| ended.clone()).unwrap_or_default();
         let run = call.map(|(run, _)| run);
         tokio::select! {
@@ -215,6 +228,14 @@ pub(crate) struct ActiveCall<'a> {
     ended: CancellationToken,
 }
 
+impl ActiveCall<'_> {
+    /// The tag the call is sent with, so the server requests the transport
+    /// relates to it are judged under its run.
+    pub(crate) fn tag(&self) -> u64 {
+        self.call
+    }
+}
+
 impl Drop for ActiveCall<'_> {
     fn drop(&mut self) {
         self.ended.cancel();
@@ -228,8 +249,8 @@ pub(crate) struct ServerEvents(pub(crate) std::sync::Arc<ServerLink>);
 
 #[async_trait]
 impl ServerRequests for ServerEvents {
-    async fn handle(&self, method: &str, params: Option<Value>) -> Result<Value, WireError> {
-        self.0.serve(method, params).await
+    async fn handle(&self, method: &str, params: Option<Value>, related: Option<u64>) -> Result<Value, WireError> {
+        self.0.serve(method, params, related).await
     }
 
     fn notification(&self, method: &str, _params: Option<&Value>) {

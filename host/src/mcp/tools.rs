@@ -119,9 +119,9 @@ impl ToolHandler for McpTool {
         // A server that stopped after it was ready is started again here (with back-off, capped).
         let session = self.server.live_session(run).await.map_err(|e| ToolError(anyhow::anyhow!(e)))?;
         self.server.check_offered(&self.tool).map_err(|e| ToolError(anyhow::anyhow!(e)))?;
-        let _active = self.server.link.enter_call(run);
+        let active = self.server.link.enter_call(run);
         let result = session
-            .call_tool(&self.tool, arguments, timeout, Some(run.cancel_token()))
+            .call_tool_tagged(&self.tool, arguments, timeout, Some(run.cancel_token()), Some(active.tag()))
             .await
             .map_err(|e| self.server.call_error(&e))?;
         tool_output_from_json(&result)

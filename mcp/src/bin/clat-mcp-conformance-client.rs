@@ -23,7 +23,7 @@ struct Answers;
 
 #[async_trait]
 impl ServerRequests for Answers {
-    async fn handle(&self, method: &str, params: Option<Value>) -> Result<Value, WireError> {
+    async fn handle(&self, method: &str, params: Option<Value>, _related: Option<u64>) -> Result<Value, WireError> {
         let params = params.unwrap_or(Value::Null);
         match method {
             "elicitation/create" => Ok(json!({ "action": "accept", "content": form_defaults(&params) })),

@@ -30,7 +30,7 @@
 //! request.
 
 mod headers;
-mod sse;
+pub(crate) mod sse;
 
 use headers::header_value_of;
 pub use headers::{encode_header_value, tool_header_params};
@@ -271,10 +271,11 @@ impl Inner {
         if response.status().is_success() { Ok(()) } else { Err(self.status_error(response).await) }
     }
 
-    /// Serve a server request from a stream; the answer is POSTed back.
-    fn serve(self: &Arc<Self>, id: RequestId, method: String, params: Option<Value>) {
+    /// Serve a server request from a stream (the answer stream of the request
+    /// tagged `related`, if any); the answer is POSTed back.
+    fn serve(self: &Arc<Self>, id: RequestId, method: String, params: Option<Value>, related: Option<u64>) {
         let inner = Arc::clone(self);
-        dispatch_request(&self.handler, &self.in_flight, id, method, params, move |response| {
+        dispatch_request(&self.handler, &self.in_flight, id, method, params, related, move |response| {
             Box::pin(async move {
                 if let Err(e) = inner.send_one_way(&response).await {
                     tracing::warn!("answering a server request failed: {e}");
@@ -283,11 +284,13 @@ impl Inner {
         });
     }
 
-    /// Read an SSE stream: serve what the server asks, and return the answer to `id`.
+    /// Read an SSE stream: serve what the server asks (as related to the
+    /// request tagged `tag`), and return the answer to `id`.
     async fn read_stream(
         self: &Arc<Self>,
         response: reqwest::Response,
         id: Option<&RequestId>,
+        tag: Option<u64>,
     ) -> Result<Streamed, ClientError> {
         let resume = Arc::new(Mutex::new(Resume::default()));
         let mut events = bounded(response.bytes_stream(), Arc::clone(&resume)).eventsource();
@@ -315,7 +318,7 @@ impl Inner {
                         "ignoring a {method} request on a modern stream: 2026-07-28 servers ask with input_required"
                     );
                 }
-                Ok(Message::Request { id, method, params }) => self.serve(id, method, params),
+                Ok(Message::Request { id, method, params }) => self.serve(id, method, params, tag),
                 Ok(Message::Notification { method, params }) => self.handler.notification(&method, params.as_ref()),
                 Ok(Message::OrphanError(e)) => tracing::warn!("the server sent an error without an id: {e}"),
                 Err(e) => tracing::warn!("ignoring a malformed event from the server: {e}"),
@@ -353,6 +356,7 @@ impl Inner {
     async fn answer(
         self: &Arc<Self>,
         id: &RequestId,
+        tag: Option<u64>,
         method: &str,
         response: reqwest::Response,
     ) -> Result<Value, ClientError> {
@@ -379,7 +383,7 @@ impl Inner {
                 "the answer to {method} has content type {content_type:?}, not JSON or an event stream"
             )));
         }
-        let mut streamed = self.read_stream(response, Some(id)).await?;
+        let mut streamed = self.read_stream(response, Some(id), tag).await?;
         let mut resumes = 0;
         loop {
             match streamed {
@@ -390,7 +394,7 @@ impl Inner {
                     resumes += 1;
                     tokio::time::sleep(retry.unwrap_or(HTTP_SSE_DEFAULT_RETRY)).await;
                     let response = self.resume(&last).await?;
-                    streamed = match self.read_stream(response, Some(id)).await? {
+                    streamed = match self.read_stream(response, Some(id), tag).await? {
                         Streamed::Ended { last_event_id: None, retry: r } => {
                             Streamed::Ended { last_event_id: Some(last), retry: r.or(retry) }
                         }
@@ -410,6 +414,7 @@ impl Inner {
     async fn exchange(
         self: &Arc<Self>,
         id: RequestId,
+        tag: Option<u64>,
         method: &str,
         params: Option<Value>,
     ) -> Result<Value, ClientError> {
@@ -437,7 +442,7 @@ impl Inner {
             {
                 lock(&self.state).session_id = Some(session.to_string());
             }
-            let result = self.answer(&id, method, response).await;
+            let result = self.answer(&id, tag, method, response).await;
             if method == "initialize" && result.is_ok() {
                 lock(&self.state).initialize_params = params;
             }
@@ -457,7 +462,7 @@ impl Inner {
         if let Some(session) = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
             lock(&self.state).session_id = Some(session.to_string());
         }
-        self.answer(&id, "initialize", response).await?;
+        self.answer(&id, None, "initialize", response).await?;
         self.send_one_way(&Message::Notification { method: "notifications/initialized".into(), params: None }).await?;
         // The server's own stream belonged to the old session: open it again.
         let (opened, _) = tokio::sync::oneshot::channel();
@@ -501,7 +506,7 @@ impl Inner {
             if !response.status().is_success() || !is_stream {
                 return;
             }
-            match self.read_stream(response, None).await {
+            match self.read_stream(response, None, None).await {
                 Ok(Streamed::Ended { last_event_id: last, retry }) => {
                     if last.is_none() && retry.is_none() {
                         return;
@@ -576,6 +581,7 @@ impl Transport for HttpConnection {
         params: Option<Value>,
         timeout: Duration,
         cancel: Option<&CancellationToken>,
+        tag: Option<u64>,
     ) -> Result<Value, ClientError> {
         if let Some(reason) = self.inner.is_closed() {
             return Err(ClientError::Closed { reason });
@@ -588,7 +594,7 @@ impl Transport for HttpConnection {
             CancelOnDrop { inner: Arc::clone(&self.inner), id: id.clone(), armed: !modern && method != "initialize" };
         let never = CancellationToken::new();
         let cancel = cancel.unwrap_or(&never);
-        let exchange = self.inner.exchange(id, method, params);
+        let exchange = self.inner.exchange(id, tag, method, params);
         tokio::select! {
             r = exchange => {
                 if matches!(r, Ok(_) | Err(ClientError::Wire(_))) {
