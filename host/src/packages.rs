@@ -115,9 +115,14 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest, PackageError> {
     let path = dir.join(MANIFEST);
     let text = std::fs::read_to_string(&path)
         .map_err(|e| PackageError::Manifest { path: path.clone(), message: e.to_string() })?;
-    let manifest: Manifest =
-        toml::from_str(&text).map_err(|e| PackageError::Manifest { path: path.clone(), message: e.to_string() })?;
-    let bad = |message: String| PackageError::Manifest { path: path.clone(), message };
+    parse_manifest(&path, &text)
+}
+
+/// Check the text of a manifest; `path` names it in errors.
+pub fn parse_manifest(path: &Path, text: &str) -> Result<Manifest, PackageError> {
+    let manifest: Manifest = toml::from_str(text)
+        .map_err(|e| PackageError::Manifest { path: path.to_path_buf(), message: e.to_string() })?;
+    let bad = |message: String| PackageError::Manifest { path: path.to_path_buf(), message };
     let name_ok = !manifest.name.is_empty()
         && manifest.name.len() <= PLUGIN_NAME_MAX_CHARS
         && manifest.name.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())

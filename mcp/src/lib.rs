@@ -9,6 +9,9 @@
 pub mod client;
 pub mod config;
 pub mod error;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod http;
 pub mod jsonrpc;
 pub mod limits;

@@ -14,9 +14,9 @@ use crate::limits::{HTTP_BODY_MAX_BYTES, HTTP_SSE_FIELD_OVERHEAD_BYTES};
 /// delay. Kept from the raw lines, so events without `data` (which the parser
 /// drops) still count, as SSE says.
 #[derive(Debug, Default, Clone, PartialEq)]
-pub(super) struct Resume {
-    pub(super) last_event_id: Option<String>,
-    pub(super) retry: Option<Duration>,
+pub(crate) struct Resume {
+    pub(crate) last_event_id: Option<String>,
+    pub(crate) retry: Option<Duration>,
 }
 
 /// The value of an SSE field line `name: value` (one leading space removed).
@@ -29,7 +29,7 @@ pub(super) fn sse_field<'a>(line: &'a [u8], name: &[u8]) -> Option<&'a [u8]> {
 /// bytes), and fails a line or an event (bytes since the last blank line) of
 /// more than the frame limit. A partial line at the end is dropped, as SSE says.
 /// Records `id` and `retry` in `resume`.
-pub(super) fn bounded<S, B>(stream: S, resume: Arc<Mutex<Resume>>) -> impl Stream<Item = Result<Vec<u8>, String>>
+pub(crate) fn bounded<S, B>(stream: S, resume: Arc<Mutex<Resume>>) -> impl Stream<Item = Result<Vec<u8>, String>>
 where
     S: Stream<Item = Result<B, reqwest::Error>>,
     B: AsRef<[u8]>,
