@@ -296,7 +296,7 @@ async fn url_entries_mount_beside_stdio_servers_and_a_failing_one_is_isolated() 
         "local": { "command": SERVER }
     }));
     let out = env.clat(&["mcp", "--json"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(7), "one server failed: {}", stderr(&out));
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
     let server = |name: &str| v["servers"].as_array().unwrap().iter().find(|s| s["name"] == name).unwrap().clone();
     assert_eq!(server("web")["transport"], "streamable-http");

@@ -70,7 +70,7 @@ fn python() -> (String, Vec<String>) {
 }
 
 async fn connect((command, args): (String, Vec<String>)) -> Session {
-    let spec = StdioSpec { command, args, env: vec![], cwd: std::env::temp_dir() };
+    let spec = StdioSpec { command, args, env: vec![], clear_env: false, cwd: std::env::temp_dir() };
     let client = ClientInfo { name: "clat-test".into(), version: "0".into() };
     Session::connect(&spec, Arc::new(NoServerRequests), Arc::new(Ignore), &client, json!({})).await.unwrap()
 }
@@ -120,7 +120,7 @@ fn the_python_sdk_server_also_speaks_the_legacy_era_on_a_fresh_connection() {
     let _serial = serial();
     runtime().block_on(async {
         let (command, args) = python();
-        let spec = StdioSpec { command, args, env: vec![], cwd: std::env::temp_dir() };
+        let spec = StdioSpec { command, args, env: vec![], clear_env: false, cwd: std::env::temp_dir() };
         let connection =
             clat_mcp::Connection::spawn(&spec, Arc::new(NoServerRequests), Arc::new(Ignore)).await.unwrap();
         let client = ClientInfo { name: "clat-test".into(), version: "0".into() };
@@ -345,7 +345,7 @@ fn everything_and_our_server_beside_a_wasm_plugin_with_a_broken_third_entry() {
     )
     .unwrap();
     let out = env.clat(&["mcp", "--json"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(7), "the broken entry failed: {}", stderr(&out));
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!((v["configured"].clone(), v["connected"].clone(), v["failed"].clone()), (json!(3), json!(2), json!(1)));
     let server = |name: &str| v["servers"].as_array().unwrap().iter().find(|s| s["name"] == name).unwrap().clone();

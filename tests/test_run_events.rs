@@ -1,14 +1,16 @@
 //! The pipeline around every call: run events in order and as JSON lines,
 //! schema validation and argument size before anything runs, the tool-call
 //! deadline and its extension while the tool waits on the host, prompt
-//! cancellation, and the 1 MiB result limit.
+//! cancellation, and the 1 MiB result limit (a larger result is cut, with a
+//! marker, and is an error only when nothing of it fits).
 
 mod support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clat_host::contract::{Effect, PermissionMode, ToolOutput};
+use clat_host::contract::json::tool_output_to_json;
+use clat_host::contract::{BinaryContent, ContentBlock, Effect, PermissionMode, ToolOutput};
 use clat_host::limits::{TOOL_ARGUMENTS_MAX_BYTES, TOOL_RESULT_MAX_BYTES};
 use clat_host::registry::{CallError, Registry};
 use clat_host::run::{CollectingSink, JsonLinesSink, RunContext, RunEventKind};
@@ -16,7 +18,7 @@ use serde_json::json;
 use support::{FnTool, SlowTool, ok_tool, run_in};
 
 fn registry() -> Registry {
-    let registry = Registry::new(&["echo", "slow", "huge", "just_under"]);
+    let registry = Registry::new(&["echo", "slow", "huge", "just_under", "wide", "picture"]);
     let schema =
         json!({ "type": "object", "properties": { "n": { "type": "integer" } }, "additionalProperties": true });
     registry.register_native("echo", "echo", schema.clone(), Effect::Read, ok_tool()).unwrap();
@@ -39,6 +41,34 @@ fn registry() -> Registry {
             schema,
             Effect::Read,
             Arc::new(FnTool(|_| ToolOutput::text("x".repeat(TOOL_RESULT_MAX_BYTES - 100)))),
+        )
+        .unwrap();
+    let wide = || ToolOutput {
+        content: vec![ContentBlock::Text("the summary".into())],
+        structured: Some(json!({ "rows": "r".repeat(2 * TOOL_RESULT_MAX_BYTES) }).to_string()),
+        is_error: false,
+    };
+    registry
+        .register_native("wide", "wide", json!({ "type": "object" }), Effect::Read, Arc::new(FnTool(move |_| wide())))
+        .unwrap();
+    let picture = || ToolOutput {
+        content: vec![
+            ContentBlock::Image(BinaryContent {
+                data: vec![7; 2 * TOOL_RESULT_MAX_BYTES],
+                mime_type: "image/png".into(),
+            }),
+            ContentBlock::Text("after the picture".into()),
+        ],
+        structured: None,
+        is_error: false,
+    };
+    registry
+        .register_native(
+            "picture",
+            "picture",
+            json!({ "type": "object" }),
+            Effect::Read,
+            Arc::new(FnTool(move |_| picture())),
         )
         .unwrap();
     registry
@@ -108,14 +138,37 @@ async fn invalid_arguments_are_refused_before_permission_or_dispatch() {
 }
 
 #[tokio::test]
-async fn a_result_over_1_mib_becomes_an_error_for_that_call() {
+async fn a_result_over_1_mib_is_cut_with_a_marker_and_is_an_error_only_when_nothing_fits() {
     let registry = registry();
     let (run, _) = run_in(PermissionMode::Ask);
+    let marker = |out: &ToolOutput| match out.content.last() {
+        Some(ContentBlock::Text(t)) => t.clone(),
+        other => panic!("no marker: {other:?}"),
+    };
+    // One text block of exactly the limit: its head is kept, then the marker.
     let out = registry.call("huge", json!({}), &run).await.unwrap();
-    assert!(out.is_error);
-    assert!(out.joined_text().contains("exceeds the 1048576-byte limit"), "{}", out.joined_text());
+    assert!(!out.is_error, "a cut result is not an error");
+    assert!(tool_output_to_json(&out).to_string().len() <= TOOL_RESULT_MAX_BYTES);
+    let ContentBlock::Text(head) = &out.content[0] else { panic!() };
+    assert!(head.len() > TOOL_RESULT_MAX_BYTES - 1024 && head.bytes().all(|b| b == b'x'), "{}", head.len());
+    let text = marker(&out);
+    assert!(
+        text.contains("exceeds the 1048576-byte limit; it was cut here and") && text.contains("bytes were dropped"),
+        "{text}"
+    );
+    let dropped: usize = text.split(" and ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert!((512..=1024).contains(&dropped), "what was dropped is counted: {dropped}");
     let out = registry.call("just_under", json!({}), &run).await.unwrap();
-    assert!(!out.is_error);
+    assert!(!out.is_error && out.content.len() == 1, "a result within the limit is untouched");
+    // Structured content that does not fit is dropped whole, and the marker says so.
+    let out = registry.call("wide", json!({}), &run).await.unwrap();
+    assert!(!out.is_error && out.structured.is_none());
+    assert!(matches!(&out.content[0], ContentBlock::Text(t) if t == "the summary"));
+    assert!(marker(&out).contains("its structured content did not fit and was dropped whole"), "{}", marker(&out));
+    // Nothing fits (a 2 MiB picture first): an error for that call only.
+    let out = registry.call("picture", json!({}), &run).await.unwrap();
+    assert!(out.is_error);
+    assert!(out.joined_text().contains("nothing of it could be kept"), "{}", out.joined_text());
     // The next call on the same run still works.
     assert!(registry.call("echo", json!({}), &run).await.is_ok());
 }

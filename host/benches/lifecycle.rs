@@ -56,6 +56,7 @@ async fn exit_detection(child_pid: &Path) -> Duration {
         command: SERVER.into(),
         args: vec!["--grandchild-pid-file".into(), child_pid.display().to_string()],
         env: vec![],
+        clear_env: false,
         cwd: std::env::temp_dir(),
     };
     let conn = Connection::spawn(&spec, Arc::new(NoServerRequests), Arc::new(Ignore)).await.unwrap();

@@ -25,7 +25,7 @@ const SERVER: &str = clat_test_server_artifact::MCP_TEST_SERVER;
 const LONG: Duration = Duration::from_secs(30);
 
 fn spec() -> StdioSpec {
-    StdioSpec { command: SERVER.into(), args: vec![], env: vec![], cwd: std::env::temp_dir() }
+    StdioSpec { command: SERVER.into(), args: vec![], env: vec![], clear_env: false, cwd: std::env::temp_dir() }
 }
 
 async fn connect() -> Session {

@@ -187,6 +187,8 @@ pub enum StartFilter {
     All,
     /// Only the extensions whose tool-name prefix can produce one of these names.
     OwnersOf(Vec<String>),
+    /// Only the extensions with these names (`clat mcp get`).
+    Named(Vec<String>),
 }
 
 impl StartFilter {
@@ -197,6 +199,7 @@ impl StartFilter {
             StartFilter::OwnersOf(tools) => {
                 tools.iter().any(|tool| crate::names::may_own(kind.external_kind(), name, tool))
             }
+            StartFilter::Named(names) => names.iter().any(|n| n == name),
         }
     }
 }

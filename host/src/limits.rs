@@ -28,6 +28,8 @@ pub const HOST_REQUEST_EXTENSION_STEP: Duration = Duration::from_secs(60);
 pub const HOST_REQUEST_EXTENSION_MAX: Duration = Duration::from_secs(10 * 60);
 /// One tool result (all content, structured part included), in bytes of JSON.
 pub const TOOL_RESULT_MAX_BYTES: usize = 1024 * 1024;
+/// What the marker of a result cut to `TOOL_RESULT_MAX_BYTES` may take of it.
+pub const TOOL_RESULT_CUT_MARKER_BYTES: usize = 512;
 /// Messages in one sampling request.
 pub const SAMPLING_MAX_MESSAGES: usize = 32;
 /// Output tokens one sampling request may ask for.
@@ -126,6 +128,8 @@ pub const PACKAGE_MAX_BYTES: u64 = 256 * 1024 * 1024;
 pub const PACKAGE_MAX_FILES: usize = 10_000;
 /// Characters of a plugin's name.
 pub const PLUGIN_NAME_MAX_CHARS: usize = 64;
+/// An MCP server's name, for `clat mcp add`.
+pub const SERVER_NAME_MAX_CHARS: usize = 64;
 /// Characters of a plugin's version.
 pub const PLUGIN_VERSION_MAX_CHARS: usize = 64;
 /// Log lines one guest call may write through host services (the rest are dropped, with one notice).

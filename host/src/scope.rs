@@ -214,13 +214,14 @@ impl ProjectScope {
     /// with its redacted stderr tail. Servers still starting when the scope
     /// closes are stopped.
     pub async fn load_mcp_servers(&self) -> Vec<ExtensionStatus> {
-        let set = crate::mcp::configured_servers(&self.home, self.glm_plan.as_ref());
+        let env = |k: &str| std::env::var(k).ok();
+        let set = crate::mcp::configured_servers(&self.home, self.glm_plan.as_ref(), &env);
         let mut statuses: Vec<ExtensionStatus> = set.statuses.into_iter().map(|s| self.set_status(s)).collect();
         // Every server connects, lists and registers on its own, so a slow one
         // never holds back the others (or the first run's freeze).
         let mut connecting = tokio::task::JoinSet::new();
-        for (name, target) in set.servers {
-            let kind = target.kind();
+        for server in set.servers {
+            let (name, kind) = (server.name.clone(), server.target.kind());
             if !self.start.wants(kind, &name) {
                 let status = ExtensionStatus::new(&name, kind, ExtensionState::Configured, Some(NOT_NEEDED.into()));
                 statuses.push(self.set_status(status));
@@ -231,7 +232,7 @@ impl ProjectScope {
             let (root, closing) = (self.root.clone(), self.closing.clone());
             connecting.spawn(async move {
                 tokio::select! {
-                    started = crate::mcp::start_server(&name, &target, &services, &registry, &root) => started,
+                    started = crate::mcp::start_server(&server, &services, &registry, &root) => started,
                     // Dropping a connection being made kills its process group.
                     _ = closing.cancelled() => {
                         let reason = "the scope closed while it was starting".to_string();

@@ -1,39 +1,143 @@
-//! `mcp.json`: the user's flat map of server name → entry. Each entry chooses
-//! exactly one transport — `command` (+ `args`, `env`, `cwd`) for stdio, or
-//! `url` (+ `headers`) for Streamable HTTP. Malformed JSON is one error naming
-//! the file and position; a bad entry is an error naming the entry and never
-//! stops the others.
+//! `mcp.json`: the user's servers, name → entry, either as the spec writes it
+//! (a flat object) or in the `{"mcpServers": {...}}` wrapper that server
+//! READMEs and other agents use; a file that mixes the two is refused. Each
+//! entry chooses exactly one transport — `command` (+ `args`, `env`, `cwd`,
+//! `env_inherit`) for stdio, or `url` (+ `headers`) for Streamable HTTP, with
+//! an optional `type` of `stdio` or `http` (`streamable-http` too; the
+//! deprecated `sse` transport is refused) — and may carry `enabled` /
+//! `disabled`, `startup_timeout_sec`, `tool_timeout_sec` (bounded by the
+//! host's limits) and `enabled_tools` / `disabled_tools`.
+//!
+//! Malformed JSON is one error naming the file and position. A bad entry is an
+//! error naming the file, line, column, entry and key (an unknown key with the
+//! nearest known one) and never stops the others. `${VAR}`, `${VAR:-default}`
+//! and `$$` are kept as written here and expanded per server when it starts
+//! (`ServerEntry::expand`), so a missing variable fails only that server.
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::time::Duration;
 
-use serde_json::Value;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 
-/// One configured server.
+/// The key of the wrapper shape.
+pub const WRAPPER_KEY: &str = "mcpServers";
+
+/// Every key an entry may have.
+pub const ENTRY_KEYS: [&str; 14] = [
+    "type",
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "env_inherit",
+    "url",
+    "headers",
+    "enabled",
+    "disabled",
+    "startup_timeout_sec",
+    "tool_timeout_sec",
+    "enabled_tools",
+    "disabled_tools",
+];
+
+/// The transport an entry chooses.
 #[derive(Clone, PartialEq, Eq)]
-pub enum ServerEntry {
-    Stdio { command: String, args: Vec<String>, env: BTreeMap<String, String>, cwd: Option<String> },
-    Http { url: String, headers: BTreeMap<String, String> },
+pub enum EntryTransport {
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: BTreeMap<String, String>,
+        cwd: Option<String>,
+        /// `false`: the server gets a minimal environment plus `env`, not all of CLAT's.
+        env_inherit: bool,
+    },
+    Http {
+        url: String,
+        headers: BTreeMap<String, String>,
+    },
 }
 
 /// Names only: `env` values and `headers` values may be secrets.
-impl std::fmt::Debug for ServerEntry {
+impl std::fmt::Debug for EntryTransport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ServerEntry::Stdio { command, args, env, cwd } => f
+            EntryTransport::Stdio { command, args, env, cwd, env_inherit } => f
                 .debug_struct("Stdio")
                 .field("command", command)
                 .field("args", args)
                 .field("env_names", &env.keys().collect::<Vec<_>>())
                 .field("cwd", cwd)
+                .field("env_inherit", env_inherit)
                 .finish(),
-            ServerEntry::Http { url, headers } => f
+            EntryTransport::Http { url, headers } => f
                 .debug_struct("Http")
                 .field("url", url)
                 .field("header_names", &headers.keys().collect::<Vec<_>>())
                 .finish(),
         }
     }
+}
+
+/// Which of a server's tools are registered, by the server's own tool names.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolFilter {
+    /// When set, only these.
+    pub enabled: Option<Vec<String>>,
+    /// Never these.
+    pub disabled: Vec<String>,
+}
+
+impl ToolFilter {
+    /// Whether the tool named `tool` by its server is registered.
+    pub fn allows(&self, tool: &str) -> bool {
+        self.enabled.as_ref().is_none_or(|e| e.iter().any(|t| t == tool)) && !self.disabled.iter().any(|t| t == tool)
+    }
+
+    /// The names the filter mentions that the server does not list.
+    pub fn unknown<'a>(&'a self, listed: &[&str]) -> Vec<&'a str> {
+        let named = self.enabled.iter().flatten().chain(&self.disabled);
+        let mut unknown: Vec<&str> = named.map(String::as_str).filter(|t| !listed.contains(t)).collect();
+        unknown.sort_unstable();
+        unknown.dedup();
+        unknown
+    }
+}
+
+/// One configured server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerEntry {
+    pub transport: EntryTransport,
+    /// `"enabled": false` or `"disabled": true`: kept in the file, never started.
+    pub enabled: bool,
+    /// How long the server may take to connect and list its tools.
+    pub startup_timeout: Option<Duration>,
+    /// How long one of its tool calls may take.
+    pub tool_timeout: Option<Duration>,
+    pub tools: ToolFilter,
+}
+
+impl ServerEntry {
+    /// An enabled entry with no timeouts or filters of its own.
+    pub fn new(transport: EntryTransport) -> ServerEntry {
+        ServerEntry {
+            transport,
+            enabled: true,
+            startup_timeout: None,
+            tool_timeout: None,
+            tools: ToolFilter::default(),
+        }
+    }
+}
+
+/// The largest per-server timeouts an entry may ask for: the host's limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeoutBounds {
+    /// `startup_timeout_sec` (the host's initial-surface wait).
+    pub startup: Duration,
+    /// `tool_timeout_sec` (the host's tool-call limit).
+    pub tool_call: Duration,
 }
 
 /// Why the file or an entry cannot be used.
@@ -43,8 +147,8 @@ pub enum ConfigError {
     Malformed { file: String, line: usize, column: usize, message: String },
     #[error("cannot read {file}: {message}")]
     Unreadable { file: String, message: String },
-    #[error("{file}: entry {name:?}: {message}")]
-    Entry { file: String, name: String, message: String },
+    #[error("{file}:{line}:{column}: entry {name:?}: {message}")]
+    Entry { file: String, name: String, line: usize, column: usize, message: String },
 }
 
 /// The entries of one file, each parsed on its own.
@@ -55,101 +159,225 @@ pub struct McpConfig {
     pub errors: Vec<ConfigError>,
 }
 
-fn strings(value: Option<&Value>, what: &str) -> Result<Vec<String>, String> {
-    match value {
-        None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|v| v.as_str().map(str::to_owned).ok_or_else(|| format!("`{what}` must hold strings")))
-            .collect(),
-        Some(_) => Err(format!("`{what}` must be an array of strings")),
-    }
+/// An entry as written; what the keys hold is checked by serde, what they mean by `entry`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEntry {
+    #[serde(rename = "type")]
+    transport: Option<String>,
+    command: Option<String>,
+    args: Option<Vec<String>>,
+    env: Option<BTreeMap<String, String>>,
+    cwd: Option<String>,
+    env_inherit: Option<bool>,
+    url: Option<String>,
+    headers: Option<BTreeMap<String, String>>,
+    enabled: Option<bool>,
+    disabled: Option<bool>,
+    startup_timeout_sec: Option<f64>,
+    tool_timeout_sec: Option<f64>,
+    enabled_tools: Option<Vec<String>>,
+    disabled_tools: Option<Vec<String>>,
 }
 
-fn string_map(value: Option<&Value>, what: &str) -> Result<BTreeMap<String, String>, String> {
-    match value {
-        None | Some(Value::Null) => Ok(BTreeMap::new()),
-        Some(Value::Object(map)) => map
-            .iter()
-            .map(|(k, v)| {
-                v.as_str().map(|s| (k.clone(), s.to_owned())).ok_or_else(|| format!("`{what}.{k}` must be a string"))
-            })
-            .collect(),
-        Some(_) => Err(format!("`{what}` must be an object of strings")),
-    }
+/// Line and column (1-based, in characters) of byte `offset` of `text`.
+fn position(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (before.matches('\n').count() + 1, before[line_start..].chars().count() + 1)
 }
 
-fn entry(value: &Value) -> Result<ServerEntry, String> {
-    let obj = value.as_object().ok_or("an entry must be an object")?;
-    const KNOWN: [&str; 6] = ["command", "args", "env", "cwd", "url", "headers"];
-    if let Some(unknown) = obj.keys().find(|k| !KNOWN.contains(&k.as_str())) {
-        return Err(format!("unknown field `{unknown}`"));
+/// Where `part` (a slice of `text`) starts in it.
+fn offset_in(text: &str, part: &str) -> usize {
+    (part.as_ptr() as usize).saturating_sub(text.as_ptr() as usize)
+}
+
+/// The known key nearest to an unknown one, case, `_` and `-` ignored: the
+/// same key, else one that contains it (or that it contains), else the
+/// closest spelling.
+fn nearest_key(unknown: &str) -> &'static str {
+    let simple = |k: &str| k.to_ascii_lowercase().replace(['_', '-'], "");
+    let wanted = simple(unknown);
+    let score = |key: &str| {
+        let known = simple(key);
+        let similarity = strsim::normalized_damerau_levenshtein(&known, &wanted);
+        if known == wanted {
+            3.0
+        } else if !wanted.is_empty() && (known.contains(&wanted) || wanted.contains(&known)) {
+            1.0 + similarity
+        } else {
+            similarity
+        }
+    };
+    ENTRY_KEYS.iter().copied().max_by(|a, b| score(a).total_cmp(&score(b))).unwrap_or("command")
+}
+
+/// A timeout in seconds: positive, finite, at most `max`.
+fn timeout(key: &str, seconds: Option<f64>, max: Duration, what: &str) -> Result<Option<Duration>, String> {
+    let Some(seconds) = seconds else { return Ok(None) };
+    if !(seconds.is_finite() && seconds > 0.0) {
+        return Err(format!("`{key}` must be a positive number of seconds, not {seconds}"));
     }
-    match (obj.get("command"), obj.get("url")) {
-        (Some(_), Some(_)) => Err("choose exactly one transport: `command` (stdio) or `url` (HTTP), not both".into()),
-        (None, None) => Err("choose exactly one transport: `command` (stdio) or `url` (HTTP)".into()),
+    if seconds > max.as_secs_f64() {
+        return Err(format!(
+            "`{key}` {seconds} is past the {} s {what}; at most {} is allowed",
+            max.as_secs(),
+            max.as_secs()
+        ));
+    }
+    Ok(Some(Duration::from_secs_f64(seconds)))
+}
+
+/// What an entry's checked keys mean.
+fn entry(raw: RawEntry, bounds: &TimeoutBounds) -> Result<ServerEntry, String> {
+    let kind = match raw.transport.as_deref() {
+        None => None,
+        Some("stdio") => Some("stdio"),
+        Some("http" | "streamable-http" | "streamableHttp") => Some("http"),
+        Some("sse") => {
+            return Err("`type` \"sse\" is the deprecated HTTP+SSE transport, which CLAT does not speak; give the \
+                        server's Streamable HTTP `url` with `type` \"http\""
+                .into());
+        }
+        Some(other) => return Err(format!("`type` {other:?} is not a transport: use \"stdio\" or \"http\"")),
+    };
+    let transport = match (raw.command, raw.url) {
+        (Some(_), Some(_)) => {
+            return Err("choose exactly one transport: `command` (stdio) or `url` (HTTP), not both".into());
+        }
+        (None, None) => return Err("choose exactly one transport: `command` (stdio) or `url` (HTTP)".into()),
         (Some(command), None) => {
-            if obj.contains_key("headers") {
+            if kind == Some("http") {
+                return Err("`type` \"http\" needs a `url`, not a `command`".into());
+            }
+            if raw.headers.is_some() {
                 return Err("`headers` applies to `url` entries only".into());
             }
-            let command = command.as_str().filter(|c| !c.is_empty()).ok_or("`command` must be a non-empty string")?;
-            let cwd = match obj.get("cwd") {
-                None | Some(Value::Null) => None,
-                Some(Value::String(s)) => Some(s.clone()),
-                Some(_) => return Err("`cwd` must be a string".into()),
-            };
-            Ok(ServerEntry::Stdio {
-                command: command.to_string(),
-                args: strings(obj.get("args"), "args")?,
-                env: string_map(obj.get("env"), "env")?,
-                cwd,
-            })
+            if command.is_empty() {
+                return Err("`command` must be a non-empty string".into());
+            }
+            EntryTransport::Stdio {
+                command,
+                args: raw.args.unwrap_or_default(),
+                env: raw.env.unwrap_or_default(),
+                cwd: raw.cwd,
+                env_inherit: raw.env_inherit.unwrap_or(true),
+            }
         }
         (None, Some(url)) => {
-            if let Some(k) = ["args", "env", "cwd"].iter().find(|k| obj.contains_key(**k)) {
-                return Err(format!("`{k}` applies to `command` entries only"));
+            if kind == Some("stdio") {
+                return Err("`type` \"stdio\" needs a `command`, not a `url`".into());
             }
-            let url = url.as_str().ok_or("`url` must be a string")?;
-            if !(url.starts_with("http://") || url.starts_with("https://")) {
+            let stdio_only = [("args", raw.args.is_some()), ("env", raw.env.is_some()), ("cwd", raw.cwd.is_some())];
+            if let Some((key, _)) = stdio_only.iter().chain(&[("env_inherit", raw.env_inherit.is_some())]).find(|k| k.1)
+            {
+                return Err(format!("`{key}` applies to `command` entries only"));
+            }
+            // A URL built from variables is checked once they are expanded.
+            if !url.contains("${") && !is_http_url(&url) {
                 return Err(format!("`url` must be an http:// or https:// URL, not {url:?}"));
             }
-            Ok(ServerEntry::Http { url: url.to_string(), headers: string_map(obj.get("headers"), "headers")? })
+            EntryTransport::Http { url, headers: raw.headers.unwrap_or_default() }
+        }
+    };
+    let enabled = match (raw.enabled, raw.disabled) {
+        (Some(e), Some(d)) if e == d => return Err("`enabled` and `disabled` disagree".into()),
+        (Some(e), _) => e,
+        (None, Some(d)) => !d,
+        (None, None) => true,
+    };
+    let startup_timeout = timeout("startup_timeout_sec", raw.startup_timeout_sec, bounds.startup, "initial surface")?;
+    let tool_timeout = timeout("tool_timeout_sec", raw.tool_timeout_sec, bounds.tool_call, "tool-call limit")?;
+    for (key, names) in [("enabled_tools", &raw.enabled_tools), ("disabled_tools", &raw.disabled_tools)] {
+        if names.iter().flatten().any(String::is_empty) {
+            return Err(format!("`{key}` holds an empty tool name"));
         }
     }
+    let tools = ToolFilter { enabled: raw.enabled_tools, disabled: raw.disabled_tools.unwrap_or_default() };
+    Ok(ServerEntry { transport, enabled, startup_timeout, tool_timeout, tools })
+}
+
+fn is_http_url(url: &str) -> bool {
+    url.starts_with("http://") || url.starts_with("https://")
+}
+
+/// One entry from its raw text: its keys, then their types, then their meaning.
+/// An error carries the byte offset (in `text`) it is about.
+fn parse_entry(text: &str, raw: &RawValue, bounds: &TimeoutBounds) -> Result<ServerEntry, (usize, String)> {
+    let at_entry = offset_in(text, raw.get());
+    let keys = serde_json::from_str::<BTreeMap<String, &RawValue>>(raw.get())
+        .map_err(|_| (at_entry, "an entry must be an object".to_string()))?;
+    if let Some((key, value)) = keys.iter().find(|(k, _)| !ENTRY_KEYS.contains(&k.as_str())) {
+        let hint = nearest_key(key);
+        return Err((offset_in(text, value.get()), format!("unknown key `{key}`; the nearest known key is `{hint}`")));
+    }
+    let mut deserializer = serde_json::Deserializer::from_str(raw.get());
+    let typed: RawEntry = serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
+        let inner = e.inner().to_string();
+        let message = inner.rfind(" at line ").map_or(inner.as_str(), |i| &inner[..i]).to_string();
+        let key = e.path().to_string();
+        // The inner position is within the entry's text.
+        let (line, column) = (e.inner().line(), e.inner().column());
+        let within = raw.get().split_inclusive('\n').take(line.saturating_sub(1)).map(str::len).sum::<usize>();
+        let column_bytes =
+            raw.get()[within..].chars().take(column.saturating_sub(1)).map(char::len_utf8).sum::<usize>();
+        (at_entry + within + column_bytes, format!("`{key}`: {message}"))
+    })?;
+    entry(typed, bounds).map_err(|message| (at_entry, message))
 }
 
 /// Parse the text of an `mcp.json` named `file` (for messages).
-pub fn parse_config(file: &str, text: &str) -> Result<McpConfig, ConfigError> {
-    let value: Value = serde_json::from_str(text).map_err(|e| ConfigError::Malformed {
-        file: file.to_string(),
-        line: e.line(),
-        column: e.column(),
-        message: e.to_string(),
-    })?;
-    let Value::Object(entries) = value else {
-        return Err(ConfigError::Malformed {
-            file: file.to_string(),
-            line: 1,
-            column: 1,
-            message: "the top level must be an object of server entries".into(),
-        });
+pub fn parse_config(file: &str, text: &str, bounds: &TimeoutBounds) -> Result<McpConfig, ConfigError> {
+    let malformed = |offset: usize, message: String| {
+        let (line, column) = position(text, offset);
+        ConfigError::Malformed { file: file.to_string(), line, column, message }
+    };
+    if let Err(e) = serde_json::from_str::<&RawValue>(text) {
+        let message = e.to_string();
+        let message = message.rfind(" at line ").map_or(message.as_str(), |i| &message[..i]).to_string();
+        return Err(ConfigError::Malformed { file: file.to_string(), line: e.line(), column: e.column(), message });
+    }
+    let top = serde_json::from_str::<BTreeMap<String, &RawValue>>(text)
+        .map_err(|_| malformed(0, "the top level must be an object of server entries".into()))?;
+    let entries = match top.get(WRAPPER_KEY) {
+        None => top,
+        Some(wrapped) => {
+            if let Some((other, value)) = top.iter().find(|(k, _)| k.as_str() != WRAPPER_KEY) {
+                return Err(malformed(
+                    offset_in(text, value.get()),
+                    format!(
+                        "the file mixes the two shapes: {other:?} stands beside `{WRAPPER_KEY}`; put every server \
+                         inside `{WRAPPER_KEY}`, or write them all at the top level without it"
+                    ),
+                ));
+            }
+            serde_json::from_str::<BTreeMap<String, &RawValue>>(wrapped.get()).map_err(|_| {
+                malformed(
+                    offset_in(text, wrapped.get()),
+                    format!("`{WRAPPER_KEY}` must be an object of server entries"),
+                )
+            })?
+        }
     };
     let mut config = McpConfig::default();
-    for (name, value) in entries {
-        match entry(&value) {
+    for (name, raw) in entries {
+        match parse_entry(text, raw, bounds) {
             Ok(e) => {
                 config.servers.insert(name, e);
             }
-            Err(message) => config.errors.push(ConfigError::Entry { file: file.to_string(), name, message }),
+            Err((offset, message)) => {
+                let (line, column) = position(text, offset);
+                config.errors.push(ConfigError::Entry { file: file.to_string(), name, line, column, message });
+            }
         }
     }
     Ok(config)
 }
 
 /// Read `mcp.json` at `path`; a missing file is an empty configuration.
-pub fn read_config(path: &Path) -> Result<McpConfig, ConfigError> {
+pub fn read_config(path: &Path, bounds: &TimeoutBounds) -> Result<McpConfig, ConfigError> {
     match std::fs::read_to_string(path) {
-        Ok(text) => parse_config(&path.display().to_string(), &text),
+        Ok(text) => parse_config(&path.display().to_string(), &text, bounds),
         Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => {
             Ok(McpConfig::default())
         }
@@ -157,9 +385,112 @@ pub fn read_config(path: &Path) -> Result<McpConfig, ConfigError> {
     }
 }
 
+/// Why an entry's variables could not be expanded. Never holds a value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExpandError {
+    #[error("`{field}` uses ${{{variable}}}, which is not set and has no default")]
+    Unset { field: String, variable: String },
+    #[error("`{field}` has a `${{` without a variable name and `}}`; write `$$` for a literal `$`")]
+    Syntax { field: String },
+    #[error("`url` is not an http:// or https:// URL once its variables are expanded")]
+    NotHttp,
+}
+
+/// An entry with its variables expanded, and the values that were
+/// substituted (secrets, for redaction).
+#[derive(Debug, Clone)]
+pub struct Expanded {
+    pub entry: ServerEntry,
+    pub substituted: Vec<String>,
+}
+
+/// Expands `${VAR}`, `${VAR:-default}` (the default when VAR is unset or
+/// empty) and `$$` (a literal `$`) in one field's text; any other `$` stays.
+fn expand_text(
+    text: &str,
+    field: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    substituted: &mut Vec<String>,
+) -> Result<String, ExpandError> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        if let Some(tail) = after.strip_prefix('$') {
+            out.push('$');
+            rest = tail;
+        } else if let Some(inner) = after.strip_prefix('{') {
+            let syntax = || ExpandError::Syntax { field: field.to_string() };
+            let end = inner.find('}').ok_or_else(syntax)?;
+            let (name, default) = match inner[..end].split_once(":-") {
+                Some((name, default)) => (name, Some(default)),
+                None => (&inner[..end], None),
+            };
+            let valid = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !valid {
+                return Err(syntax());
+            }
+            let value = match (lookup(name).filter(|v| !v.is_empty() || default.is_none()), default) {
+                (Some(value), _) => value,
+                (None, Some(default)) => default.to_string(),
+                (None, None) => return Err(ExpandError::Unset { field: field.to_string(), variable: name.into() }),
+            };
+            if !value.is_empty() {
+                substituted.push(value.clone());
+            }
+            out.push_str(&value);
+            rest = &inner[end + 1..];
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+impl ServerEntry {
+    /// The entry with its variables expanded from `lookup` (CLAT's environment)
+    /// in `command`, `args`, `env` values, `cwd`, `url` and `headers` values.
+    pub fn expand(&self, lookup: &dyn Fn(&str) -> Option<String>) -> Result<Expanded, ExpandError> {
+        let mut substituted = Vec::new();
+        let mut one = |text: &str, field: String| expand_text(text, &field, lookup, &mut substituted);
+        let transport = match &self.transport {
+            EntryTransport::Stdio { command, args, env, cwd, env_inherit } => EntryTransport::Stdio {
+                command: one(command, "command".into())?,
+                args: args.iter().enumerate().map(|(i, a)| one(a, format!("args[{i}]"))).collect::<Result<_, _>>()?,
+                env: env.iter().map(|(k, v)| Ok((k.clone(), one(v, format!("env.{k}"))?))).collect::<Result<_, _>>()?,
+                cwd: cwd.as_deref().map(|c| one(c, "cwd".into())).transpose()?,
+                env_inherit: *env_inherit,
+            },
+            EntryTransport::Http { url, headers } => {
+                let url = one(url, "url".into())?;
+                if !is_http_url(&url) {
+                    return Err(ExpandError::NotHttp);
+                }
+                let headers = headers
+                    .iter()
+                    .map(|(k, v)| Ok((k.clone(), one(v, format!("headers.{k}"))?)))
+                    .collect::<Result<_, _>>()?;
+                EntryTransport::Http { url, headers }
+            }
+        };
+        Ok(Expanded { entry: ServerEntry { transport, ..self.clone() }, substituted })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const BOUNDS: TimeoutBounds =
+        TimeoutBounds { startup: Duration::from_secs(20), tool_call: Duration::from_secs(120) };
+
+    fn parse(text: &str) -> Result<McpConfig, ConfigError> {
+        parse_config("mcp.json", text, &BOUNDS)
+    }
 
     #[test]
     fn the_spec_example_parses() {
@@ -168,28 +499,106 @@ mod tests {
           "memory": { "command": "mcp-memory", "env": { "STORE": "/data" }, "cwd": "mcp-work" },
           "web-search": { "url": "https://example.com/mcp", "headers": { "Authorization": "Bearer YOUR_API_KEY" } }
         }"#;
-        let c = parse_config("mcp.json", text).unwrap();
+        let c = parse(text).unwrap();
         assert!(c.errors.is_empty(), "{:?}", c.errors);
         assert_eq!(c.servers.len(), 3);
+        assert!(matches!(&c.servers["memory"].transport,
+            EntryTransport::Stdio { cwd: Some(cwd), env, env_inherit: true, .. } if cwd == "mcp-work" && env["STORE"] == "/data"));
         assert!(
-            matches!(&c.servers["memory"], ServerEntry::Stdio { cwd: Some(cwd), env, .. } if cwd == "mcp-work" && env["STORE"] == "/data")
+            matches!(&c.servers["web-search"].transport, EntryTransport::Http { headers, .. } if headers.len() == 1)
         );
-        assert!(matches!(&c.servers["web-search"], ServerEntry::Http { headers, .. } if headers.len() == 1));
     }
 
     #[test]
-    fn bad_entries_are_named_and_isolated() {
-        let text = r#"{ "both": { "command": "x", "url": "https://a" }, "neither": { "args": [] },
-                        "good": { "command": "ok" }, "weird": { "command": "x", "colour": 1 },
-                        "ftp": { "url": "ftp://x" } }"#;
-        let c = parse_config("mcp.json", text).unwrap();
+    fn the_wrapper_shape_and_the_common_keys_parse() {
+        let text = r#"{ "mcpServers": {
+            "everything": { "type": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-everything"] },
+            "remote": { "type": "streamable-http", "url": "${BASE:-https://example.com}/mcp", "disabled": true },
+            "tuned": { "command": "x", "startup_timeout_sec": 5, "tool_timeout_sec": 30.5,
+                       "enabled_tools": ["a", "b"], "disabled_tools": ["b"], "env_inherit": false }
+        } }"#;
+        let c = parse(text).unwrap();
+        assert!(c.errors.is_empty(), "{:?}", c.errors);
+        assert!(c.servers["everything"].enabled);
+        assert!(!c.servers["remote"].enabled);
+        let tuned = &c.servers["tuned"];
+        assert_eq!(tuned.startup_timeout, Some(Duration::from_secs(5)));
+        assert_eq!(tuned.tool_timeout, Some(Duration::from_millis(30_500)));
+        assert!(tuned.tools.allows("a") && !tuned.tools.allows("b") && !tuned.tools.allows("c"));
+        assert_eq!(tuned.tools.unknown(&["a", "c"]), ["b"]);
+        assert!(matches!(tuned.transport, EntryTransport::Stdio { env_inherit: false, .. }));
+    }
+
+    #[test]
+    fn bad_entries_are_named_with_their_position_and_isolated() {
+        let text = "{ \"both\": { \"command\": \"x\", \"url\": \"https://a\" },\n  \"neither\": { \"args\": [] },\n  \
+                    \"good\": { \"command\": \"ok\" },\n  \"weird\": { \"command\": \"x\", \"timeout\": 1 },\n  \
+                    \"ftp\": { \"url\": \"ftp://x\" },\n  \"typed\": { \"command\": \"x\", \"args\": [\"a\", 3] },\n  \
+                    \"old\": { \"type\": \"sse\", \"url\": \"https://a\" },\n  \"slow\": { \"command\": \"x\", \"startup_timeout_sec\": 30 } }";
+        let c = parse(text).unwrap();
         assert_eq!(c.servers.keys().collect::<Vec<_>>(), ["good"]);
-        let messages: Vec<String> = c.errors.iter().map(|e| e.to_string()).collect();
-        assert_eq!(messages.len(), 4);
-        assert!(messages.iter().any(|m| m.contains("\"both\"") && m.contains("not both")));
-        assert!(messages.iter().any(|m| m.contains("\"neither\"") && m.contains("exactly one transport")));
-        assert!(messages.iter().any(|m| m.contains("\"weird\"") && m.contains("unknown field `colour`")));
-        let err = parse_config("mcp.json", "{\n  \"a\": {,}\n}").unwrap_err();
+        let message = |name: &str| {
+            c.errors
+                .iter()
+                .find(|e| matches!(e, ConfigError::Entry { name: n, .. } if n == name))
+                .unwrap_or_else(|| panic!("no error for {name}: {:?}", c.errors))
+                .to_string()
+        };
+        assert_eq!(c.errors.len(), 7);
+        assert!(
+            message("both").starts_with("mcp.json:1:") && message("both").contains("not both"),
+            "{}",
+            message("both")
+        );
+        assert!(message("neither").starts_with("mcp.json:2:") && message("neither").contains("exactly one transport"));
+        assert!(
+            message("weird").starts_with("mcp.json:4:41: entry \"weird\"")
+                && message("weird").contains("unknown key `timeout`; the nearest known key is `tool_timeout_sec`"),
+            "{}",
+            message("weird")
+        );
+        assert!(message("ftp").contains("http:// or https://"));
+        assert!(message("typed").starts_with("mcp.json:6:") && message("typed").contains("`args[1]`: invalid type"));
+        assert!(message("old").contains("deprecated HTTP+SSE"));
+        assert!(message("slow").contains("`startup_timeout_sec` 30 is past the 20 s initial surface"));
+        let err = parse("{\n  \"a\": {,}\n}").unwrap_err();
         assert!(err.to_string().starts_with("mcp.json is malformed at line 2"), "{err}");
+        let err = parse(r#"{ "mcpServers": { "a": { "command": "x" } }, "b": { "command": "y" } }"#).unwrap_err();
+        assert!(err.to_string().contains("mixes the two shapes") && err.to_string().contains("\"b\""), "{err}");
+        assert!(nearest_key("disabledTools") == "disabled_tools" && nearest_key("comand") == "command");
+    }
+
+    #[test]
+    fn variables_expand_per_field_and_a_missing_one_names_itself_never_a_value() {
+        let c = parse(
+            r#"{ "s": { "command": "run-${TOOL}", "args": ["--key=${KEY}", "$$HOME", "${UNSET:-fallback}", "$x"],
+                        "env": { "TOKEN": "${KEY}" }, "cwd": "${DIR:-work}" },
+                 "h": { "url": "${BASE}/mcp", "headers": { "Authorization": "Bearer ${KEY}" } },
+                 "missing": { "url": "https://a", "headers": { "X-Key": "${NOPE}" } },
+                 "bad": { "command": "${}" } }"#,
+        )
+        .unwrap();
+        let env = |k: &str| match k {
+            "TOOL" => Some("server".to_string()),
+            "KEY" => Some("sk-secret-value-123".to_string()),
+            "BASE" => Some("http://127.0.0.1:9".to_string()),
+            _ => None,
+        };
+        let s = c.servers["s"].expand(&env).unwrap();
+        let EntryTransport::Stdio { command, args, env: vars, cwd, .. } = &s.entry.transport else { panic!() };
+        assert_eq!(command, "run-server");
+        assert_eq!(args, &["--key=sk-secret-value-123", "$HOME", "fallback", "$x"]);
+        assert_eq!(vars["TOKEN"], "sk-secret-value-123");
+        assert_eq!(cwd.as_deref(), Some("work"));
+        assert!(s.substituted.contains(&"sk-secret-value-123".to_string()));
+        let h = c.servers["h"].expand(&env).unwrap();
+        assert!(matches!(&h.entry.transport, EntryTransport::Http { url, headers }
+            if url == "http://127.0.0.1:9/mcp" && headers["Authorization"] == "Bearer sk-secret-value-123"));
+        let err = c.servers["missing"].expand(&env).unwrap_err();
+        assert_eq!(err.to_string(), "`headers.X-Key` uses ${NOPE}, which is not set and has no default");
+        assert!(matches!(c.servers["bad"].expand(&env), Err(ExpandError::Syntax { .. })));
+        let not_http = parse(r#"{ "u": { "url": "${BASE}" } }"#).unwrap();
+        let err = not_http.servers["u"].expand(&|_| Some("ftp://x".into())).unwrap_err();
+        assert!(!err.to_string().contains("ftp"), "never a value: {err}");
     }
 }

@@ -39,6 +39,8 @@ pub struct StdioSpec {
     pub args: Vec<String>,
     /// Added to (and overriding) the client's own environment.
     pub env: Vec<(String, String)>,
+    /// Start from an empty environment instead of the client's own: the server gets `env` only.
+    pub clear_env: bool,
     /// The working directory (the host decides: never the project).
     pub cwd: PathBuf,
 }
@@ -51,6 +53,7 @@ impl std::fmt::Debug for StdioSpec {
             .field("command", &self.command)
             .field("args", &self.args)
             .field("env_names", &names)
+            .field("clear_env", &self.clear_env)
             .field("cwd", &self.cwd)
             .finish()
     }
@@ -104,6 +107,9 @@ impl Connection {
     ) -> Result<Connection, ClientError> {
         let serving = Arc::clone(&handler);
         let mut command = tokio::process::Command::new(&spec.command);
+        if spec.clear_env {
+            command.env_clear();
+        }
         command
             .args(&spec.args)
             .envs(spec.env.iter().map(|(k, v)| (k, v)))

@@ -44,6 +44,7 @@ fn spec(args: &[&str]) -> StdioSpec {
         command: clat_test_server_artifact::MCP_TEST_SERVER.into(),
         args: args.iter().map(|a| a.to_string()).collect(),
         env: vec![],
+        clear_env: false,
         cwd: std::env::temp_dir(),
     }
 }

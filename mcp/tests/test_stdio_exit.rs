@@ -25,6 +25,7 @@ async fn session(args: &[&str]) -> Session {
         command: SERVER.into(),
         args: args.iter().map(|a| a.to_string()).collect(),
         env: vec![],
+        clear_env: false,
         cwd: std::env::temp_dir(),
     };
     let conn = Connection::spawn(&spec, Arc::new(NoServerRequests), Arc::new(Ignore)).await.unwrap();

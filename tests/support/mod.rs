@@ -65,6 +65,11 @@ impl TestEnv {
     }
 
     /// Write `$CLAT_HOME/mcp.json`.
+    /// A file inside the home, as text.
+    pub fn read_home(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.home.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+    }
+
     pub fn write_mcp_config(&self, config: Value) {
         std::fs::create_dir_all(&self.home).unwrap();
         std::fs::write(self.home.join("mcp.json"), config.to_string()).unwrap();

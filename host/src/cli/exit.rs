@@ -27,6 +27,8 @@ pub enum Exit {
     Internal = 5,
     /// The call timed out or was cancelled.
     Interrupted = 6,
+    /// `clat mcp` / `clat mcp get`: a configured MCP server failed (its status says why).
+    ServerFailed = 7,
 }
 
 impl From<Exit> for ExitCode {

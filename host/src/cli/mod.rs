@@ -1,5 +1,5 @@
-//! The `clat` command line: `trust`, `tools`, `mcp`, `call`, `exec` and
-//! `plugin`. A thin front-end on the library — mount a trusted project, list
+//! The `clat` command line: `trust`, `tools`, `mcp` (and `mcp add | remove |
+//! get | enable | disable`), `call`, `exec` and `plugin`. A thin front-end on the library — mount a trusted project, list
 //! the registry and the extensions, run tool calls as runs through the whole
 //! pipeline, manage plugin packages — with stable `--json` shapes (see the
 //! README) and documented exit codes.
@@ -8,10 +8,12 @@
 //! - `exit.rs`: exit codes and the mapping of every error onto them;
 //! - `runs.rs`: `clat call` and `clat exec`;
 //! - `status.rs`: what `clat tools` and `clat mcp` print;
+//! - `mcp.rs`: `clat mcp` and its subcommands;
 //! - `plugin.rs`: `clat plugin install | list | remove`;
 //! - `shutdown.rs`: every stop signal through one teardown; the subreaper.
 
 mod exit;
+mod mcp;
 mod plugin;
 mod runs;
 mod shutdown;
@@ -62,11 +64,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Mount the project, connect the MCP servers and print their status (the /mcp surface).
+    /// Mount the project, connect the MCP servers and print their status (the /mcp surface;
+    /// exit 7 when one failed), or add, remove, show, enable or disable a server.
+    #[command(args_conflicts_with_subcommands = true)]
     Mcp {
         /// Print JSON instead of text.
-        #[arg(long)]
+        #[arg(long, global = true)]
         json: bool,
+        #[command(subcommand)]
+        command: Option<mcp::McpCommand>,
     },
     /// Install, list or remove plugin packages.
     Plugin {
@@ -145,7 +151,7 @@ pub fn main() -> ExitCode {
     let json_errors = matches!(
         cli.command,
         Command::Tools { json: true }
-            | Command::Mcp { json: true }
+            | Command::Mcp { json: true, .. }
             | Command::Call { json: true, .. }
             | Command::Exec { .. }
             | Command::Plugin { command: PluginCommand::List { json: true } }
@@ -215,20 +221,7 @@ async fn dispatch(cli: Cli, shutdown: &Shutdown) -> Result<Exit, Failure> {
             scope.close().await;
             if loaded { Ok(Exit::Ok) } else { Err(runs::interrupted(shutdown)) }
         }
-        Command::Mcp { json } => {
-            let options = scope_options(&home, SandboxPolicy::default(), StartFilter::All)?;
-            let scope = ProjectScope::mount(&home, &project_dir(cli.project)?, options)?;
-            let servers = tokio::select! {
-                servers = scope.load_mcp_servers() => Some(servers),
-                _ = shutdown.token().cancelled() => None,
-            };
-            scope.registry().freeze();
-            if let Some(servers) = &servers {
-                status::print_mcp(servers, json);
-            }
-            scope.close().await;
-            if servers.is_some() { Ok(Exit::Ok) } else { Err(runs::interrupted(shutdown)) }
-        }
+        Command::Mcp { json, command } => mcp::mcp(&home, cli.project, command, json, shutdown).await,
         Command::Plugin { command } => plugin::plugin(&home, command).await,
         Command::Call { tool, args_json, mode, json, events, sandbox } => {
             let mode: PermissionMode = mode.parse().map_err(usage)?;

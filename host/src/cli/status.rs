@@ -1,11 +1,12 @@
-//! What `clat tools` and `clat mcp` print: the registry, and the extensions'
-//! typed statuses (the /mcp surface), as a table or as JSON.
+//! What `clat tools`, `clat mcp` and `clat mcp get` print: the registry, and
+//! the extensions' typed statuses (the /mcp surface), as a table or as JSON.
 
 use std::io::Write;
 
 use serde_json::{Value, json};
 
 use crate::extension::{ExtensionKind, ExtensionState, ExtensionStatus};
+use crate::registry::ToolInfo;
 use crate::scope::ProjectScope;
 
 fn transport(kind: ExtensionKind) -> &'static str {
@@ -97,5 +98,69 @@ pub(crate) fn print_tools(scope: &ProjectScope, json: bool) {
     for t in &tools {
         let (effect, source) = (t.effect.as_str(), t.source.label());
         let _ = writeln!(out, "{:width$}  {effect:13}  {source:source_width$}  {}", t.name, t.description);
+    }
+}
+
+/// `clat mcp get NAME`: its entry (masked), its status (when it was started)
+/// and its tools with their effects.
+pub(crate) fn print_server(
+    name: &str,
+    entry: Option<&Value>,
+    server: Option<&ExtensionStatus>,
+    tools: &[ToolInfo],
+    json: bool,
+) {
+    let own: Vec<&ToolInfo> = server.map_or(vec![], |s| tools.iter().filter(|t| s.tools.contains(&t.name)).collect());
+    if json {
+        let list: Vec<Value> = own
+            .iter()
+            .map(|t| json!({ "name": t.name, "tool": t.original_name, "effect": t.effect.as_str(), "description": t.description }))
+            .collect();
+        let document = json!({
+            "name": name,
+            "entry": entry,
+            "transport": server.map(|s| transport(s.kind)),
+            "state": server.map(|s| s.state),
+            "protocol": server.and_then(|s| s.protocol.clone()),
+            "problems": server.map_or(vec![], |s| s.problems.clone()),
+            "stderr_tail": server.map_or(vec![], |s| s.output_tail.clone()),
+            "tools": list,
+        });
+        println!("{document}");
+        return;
+    }
+    match server {
+        Some(s) => println!(
+            "{name}  {}  {}  {}  {} tools",
+            transport(s.kind),
+            s.state,
+            s.protocol.as_deref().unwrap_or("-"),
+            own.len()
+        ),
+        None => println!("{name}"),
+    }
+    if let Some(entry) = entry {
+        let text = serde_json::to_string_pretty(entry).unwrap_or_default();
+        println!("  entry (mcp.json):");
+        for line in text.lines() {
+            println!("    {line}");
+        }
+    }
+    if let Some(s) = server {
+        for p in &s.problems {
+            println!("  problem: {p}");
+        }
+        if s.state == ExtensionState::Failed {
+            for line in &s.output_tail {
+                println!("  | {line}");
+            }
+        }
+    }
+    if !own.is_empty() {
+        let width = own.iter().map(|t| t.name.len()).max().unwrap_or(4);
+        println!("  tools:");
+        for t in own {
+            println!("    {:width$}  {:13}  {}", t.name, t.effect.as_str(), t.description);
+        }
     }
 }

@@ -18,7 +18,7 @@
 
 use std::collections::BTreeMap;
 
-use clat_mcp::config::ServerEntry;
+use clat_mcp::config::{EntryTransport, ServerEntry};
 
 use crate::model::ActiveModel;
 
@@ -76,11 +76,13 @@ pub fn coding_plan(model: Option<&ActiveModel>, env: impl Fn(&str) -> Option<Str
 
 /// The pack's servers, as `mcp.json` entries (never written to a file).
 pub fn pack_servers(plan: &CodingPlan) -> Vec<(String, ServerEntry)> {
-    let http = |path: &str| ServerEntry::Http {
-        url: format!("{}/api/mcp/{path}/mcp", plan.mcp_base),
-        headers: BTreeMap::from([("Authorization".to_string(), format!("Bearer {}", plan.api_key))]),
+    let http = |path: &str| {
+        ServerEntry::new(EntryTransport::Http {
+            url: format!("{}/api/mcp/{path}/mcp", plan.mcp_base),
+            headers: BTreeMap::from([("Authorization".to_string(), format!("Bearer {}", plan.api_key))]),
+        })
     };
-    let vision = ServerEntry::Stdio {
+    let vision = ServerEntry::new(EntryTransport::Stdio {
         command: "npx".into(),
         args: vec!["-y".into(), "@z_ai/mcp-server@latest".into()],
         env: BTreeMap::from([
@@ -88,7 +90,8 @@ pub fn pack_servers(plan: &CodingPlan) -> Vec<(String, ServerEntry)> {
             ("Z_AI_MODE".to_string(), if plan.mainland { "ZHIPU" } else { "ZAI" }.to_string()),
         ]),
         cwd: None,
-    };
+        env_inherit: true,
+    });
     vec![
         ("glm-search".into(), http("web_search_prime")),
         ("glm-reader".into(), http("web_reader")),
@@ -126,10 +129,10 @@ mod tests {
         let servers = pack_servers(&plan);
         let names: Vec<&str> = servers.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, GLM_PACK_SERVERS);
-        let ServerEntry::Http { url, headers } = &servers[2].1 else { panic!() };
+        let EntryTransport::Http { url, headers } = &servers[2].1.transport else { panic!() };
         assert_eq!(url, "https://open.bigmodel.cn/api/mcp/zread/mcp");
         assert_eq!(headers["Authorization"], "Bearer k1");
-        let ServerEntry::Stdio { command, args, env, .. } = &servers[3].1 else { panic!() };
+        let EntryTransport::Stdio { command, args, env, .. } = &servers[3].1.transport else { panic!() };
         assert_eq!((command.as_str(), args.join(" ")), ("npx", "-y @z_ai/mcp-server@latest".to_string()));
         assert_eq!((env["Z_AI_API_KEY"].as_str(), env["Z_AI_MODE"].as_str()), ("k1", "ZHIPU"));
         assert!(!format!("{plan:?}").contains("k1"), "the key never shows in Debug");

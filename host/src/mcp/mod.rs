@@ -4,7 +4,8 @@
 //! which knows nothing of CLAT; this module is where the two meet.
 //!
 //! - `sources.rs`: where servers come from (`mcp.json`, `mcp-stdio` packages,
-//!   the GLM pack in `glm.rs`) and where each one runs;
+//!   the GLM pack in `glm.rs`) and where and how each one runs;
+//! - `config_file.rs`: editing `mcp.json` (`clat mcp add | remove | enable | disable`);
 //! - `server.rs`: one server (connect, stderr tail, context notifications, close);
 //! - `tools.rs`: its tools in the registry and the `tools/call` handler;
 //! - `prompts.rs`: its DSH system prompts;
@@ -15,6 +16,7 @@
 //! `start_server` takes one server from `starting` to `ready` (or `failed`);
 //! failures are isolated per server.
 
+pub mod config_file;
 pub mod glm;
 pub mod host_services;
 pub mod prompts;
@@ -31,7 +33,10 @@ pub use host_services::{
 };
 pub use prompts::DSH_PROMPT_MARKER;
 pub use server::{ConnectFailure, McpServer, ServerTarget};
-pub use sources::{MCP_CONFIG_FILE, ServerSet, configured_servers, http_spec, user_stdio_spec};
+pub use sources::{
+    ConfiguredServer, ENTRY_TIMEOUT_BOUNDS, MCP_CONFIG_FILE, ServerOptions, ServerSet, configured_servers, http_spec,
+    user_stdio_spec,
+};
 
 use crate::extension::{ExtensionState, ExtensionStatus};
 use crate::registry::Registry;
@@ -40,25 +45,40 @@ use crate::services::HostServices;
 /// Connect one server, list and register its tools, then its marked system
 /// prompts. Returns its status and, when it is ready, the live server. A
 /// server that could contribute nothing because the registry froze first is
-/// closed at once (it would never be used in this scope).
+/// closed at once (it would never be used in this scope). An entry's
+/// `startup_timeout_sec` bounds connecting and listing.
 pub async fn start_server(
-    name: &str,
-    target: &ServerTarget,
+    configured: &ConfiguredServer,
     services: &Arc<HostServices>,
     registry: &Arc<Registry>,
     project_root: &Path,
 ) -> (ExtensionStatus, Option<Arc<McpServer>>) {
+    let ConfiguredServer { name, target, options } = configured;
     let mut status = ExtensionStatus::new(name, target.kind(), ExtensionState::Ready, None);
-    let server = match McpServer::connect(name, target, services).await {
-        Ok(server) => server,
-        Err(failure) => {
+    let deadline = options.startup_timeout.map(|t| tokio::time::Instant::now() + t);
+    let too_slow = || {
+        let seconds = options.startup_timeout.unwrap_or_default().as_secs_f64();
+        format!("it did not finish starting within {seconds} s (its startup_timeout_sec)")
+    };
+    let server = match within(deadline, McpServer::connect(name, target, options, services)).await {
+        Some(Ok(server)) => server,
+        Some(Err(failure)) => {
             status.fail(failure.reason);
             status.output_tail = failure.stderr_tail;
             return (status, None);
         }
+        // Dropping a connection being made kills its process group.
+        None => {
+            status.fail(too_slow());
+            return (status, None);
+        }
     };
     status.protocol = Some(server.protocol());
-    match server.register(registry).await {
+    let registered = match within(deadline, server.register(registry)).await {
+        Some(registered) => registered,
+        None => Err(too_slow()),
+    };
+    match registered {
         Ok((tools, problems)) => {
             status.tools = tools;
             status.problems = problems;
@@ -87,5 +107,13 @@ pub async fn start_server(
             server.close().await;
             (status, None)
         }
+    }
+}
+
+/// `work`, or `None` if `deadline` comes first.
+async fn within<T>(deadline: Option<tokio::time::Instant>, work: impl std::future::Future<Output = T>) -> Option<T> {
+    match deadline {
+        Some(deadline) => tokio::time::timeout_at(deadline, work).await.ok(),
+        None => Some(work.await),
     }
 }

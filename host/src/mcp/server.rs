@@ -12,6 +12,7 @@ use clat_mcp::{ClientError, ClientInfo, Era, HttpSpec, Session, StderrSink, Stdi
 use serde_json::{Value, json};
 
 use super::host_services::{ServerEvents, ServerLink, client_capabilities};
+use super::sources::ServerOptions;
 use crate::contract::ContextSnapshot;
 use crate::contract::json::context_snapshot_to_json;
 use crate::limits::CONNECT_FAILURE_TAIL_WAIT;
@@ -36,15 +37,6 @@ pub enum ServerTarget {
 }
 
 impl ServerTarget {
-    /// What its diagnostics must never show: the configured `env` values of a
-    /// stdio server, the header values of a remote one (besides key shapes).
-    pub fn redactor(&self) -> Redactor {
-        match self {
-            ServerTarget::Stdio(spec) => Redactor::with_secrets(spec.env.iter().map(|(_, v)| v.clone())),
-            ServerTarget::Http(spec) => Redactor::with_secrets(spec.headers.iter().map(|(_, v)| v.clone())),
-        }
-    }
-
     /// The extension kind it makes.
     pub fn kind(&self) -> crate::extension::ExtensionKind {
         match self {
@@ -65,6 +57,8 @@ pub struct ConnectFailure {
 pub struct McpServer {
     pub(crate) name: String,
     pub(crate) target: ServerTarget,
+    /// Its entry's timeouts, tool filter and secrets.
+    pub(crate) options: ServerOptions,
     /// The live session; a supervised restart replaces it.
     session: RwLock<Arc<Session>>,
     pub(crate) tail: SharedTail,
@@ -85,15 +79,18 @@ impl McpServer {
     pub async fn connect(
         name: &str,
         target: &ServerTarget,
+        options: &ServerOptions,
         services: &Arc<HostServices>,
     ) -> Result<Arc<McpServer>, ConnectFailure> {
-        let tail: SharedTail = Arc::new(Mutex::new(OutputTail::with_redactor(target.redactor())));
+        let redactor = Redactor::with_secrets(options.secrets.iter().cloned());
+        let tail: SharedTail = Arc::new(Mutex::new(OutputTail::with_redactor(redactor)));
         let link = Arc::new(ServerLink::new(name, services));
         let session = open_session(target, &link, &tail).await?;
         let (context, _) = tokio::sync::watch::channel(None);
         let server = Arc::new(McpServer {
             name: name.to_string(),
             target: target.clone(),
+            options: options.clone(),
             session: RwLock::new(Arc::new(session)),
             tail,
             link,

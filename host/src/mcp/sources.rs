@@ -1,49 +1,101 @@
-//! Where a scope's MCP servers come from, and where each one runs:
+//! Where a scope's MCP servers come from, and where and how each one runs:
 //! `$CLAT_HOME/mcp.json` (user servers run in `$CLAT_HOME`, a relative `cwd`
 //! under it, never under the project), installed `mcp-stdio` packages (run in
 //! their read-only artifact directory), and the GLM Coding Plan pack (in
 //! memory). A same-named `mcp.json` entry wins over a package and over a pack
-//! server. Reading the sources starts nothing.
+//! server. A disabled entry is reported, not started; an entry's `${VAR}`s are
+//! expanded from CLAT's environment here, so a missing variable fails only
+//! that server, and what they expanded to is redacted like its `env` and
+//! header values. Reading the sources starts nothing.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use clat_mcp::config::{ConfigError, McpConfig, ServerEntry, read_config};
+use clat_mcp::config::{ConfigError, EntryTransport, McpConfig, ServerEntry, TimeoutBounds, ToolFilter, read_config};
 use clat_mcp::{HttpSpec, StdioSpec};
 
 use super::glm::{CodingPlan, pack_servers};
 use super::server::ServerTarget;
 use crate::extension::{ExtensionKind, ExtensionState, ExtensionStatus};
+use crate::limits::{INITIAL_SURFACE_WAIT, TOOL_CALL_TIMEOUT};
 use crate::packages::{PackageKind, PackageStore};
 use crate::trust::ClatHome;
 
 /// The user's MCP server configuration, inside `$CLAT_HOME`.
 pub const MCP_CONFIG_FILE: &str = "mcp.json";
 
+/// The largest timeouts an `mcp.json` entry may ask for: never past the
+/// initial surface or the tool-call limit.
+pub const ENTRY_TIMEOUT_BOUNDS: TimeoutBounds =
+    TimeoutBounds { startup: INITIAL_SURFACE_WAIT, tool_call: TOOL_CALL_TIMEOUT };
+
+/// What a server started with `"env_inherit": false` gets of CLAT's
+/// environment, besides its configured `env`.
+pub const MINIMAL_SERVER_ENV: [&str; 6] = ["PATH", "HOME", "LANG", "TERM", "TMPDIR", "USER"];
+
+/// What an entry asks of its server beyond where it runs.
+#[derive(Debug, Clone, Default)]
+pub struct ServerOptions {
+    /// How long it may take to connect and list its tools (at most the initial surface).
+    pub startup_timeout: Option<Duration>,
+    /// How long one of its tool calls may take (at most the tool-call limit).
+    pub tool_timeout: Option<Duration>,
+    /// Which of its tools are registered.
+    pub tools: ToolFilter,
+    /// What its diagnostics must never show (besides key shapes): its
+    /// configured `env` values, its header values, and what its `${VAR}`s
+    /// expanded to.
+    pub secrets: Vec<String>,
+}
+
+/// A server the scope can start.
+#[derive(Debug, Clone)]
+pub struct ConfiguredServer {
+    pub name: String,
+    pub target: ServerTarget,
+    pub options: ServerOptions,
+}
+
 /// The servers a scope knows of.
 #[derive(Debug, Default)]
 pub struct ServerSet {
-    /// The servers that can be started, by name.
-    pub servers: Vec<(String, ServerTarget)>,
-    /// Entries that cannot be started (malformed, or replaced by a same-named entry).
+    /// The servers that can be started.
+    pub servers: Vec<ConfiguredServer>,
+    /// Entries that are not started (malformed, disabled, a variable missing,
+    /// or replaced by a same-named entry).
     pub statuses: Vec<ExtensionStatus>,
 }
 
-/// Read every source of servers; nothing is spawned or contacted.
-pub fn configured_servers(home: &ClatHome, glm_plan: Option<&CodingPlan>) -> ServerSet {
+fn kind_of(entry: &ServerEntry) -> ExtensionKind {
+    match entry.transport {
+        EntryTransport::Stdio { .. } => ExtensionKind::McpStdio,
+        EntryTransport::Http { .. } => ExtensionKind::McpHttp,
+    }
+}
+
+/// Read every source of servers; nothing is spawned or contacted. `env` is
+/// CLAT's environment, for the entries' variables.
+pub fn configured_servers(
+    home: &ClatHome,
+    glm_plan: Option<&CodingPlan>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> ServerSet {
     let mut set = ServerSet::default();
-    let failed = |name: &str, problem: String| {
-        ExtensionStatus::new(name, ExtensionKind::McpStdio, ExtensionState::Failed, Some(problem))
+    let failed = |name: &str, kind: ExtensionKind, problem: String| {
+        ExtensionStatus::new(name, kind, ExtensionState::Failed, Some(problem))
     };
-    let mut config = match read_config(&home.path().join(MCP_CONFIG_FILE)) {
+    let file = home.path().join(MCP_CONFIG_FILE);
+    let mut config = match read_config(&file, &ENTRY_TIMEOUT_BOUNDS) {
         Ok(c) => c,
         Err(e) => {
-            set.statuses.push(failed("(mcp.json)", e.to_string()));
+            set.statuses.push(failed("(mcp.json)", ExtensionKind::McpStdio, e.to_string()));
             McpConfig::default()
         }
     };
     // The GLM Coding Plan pack joins in memory; a same-named user entry wins,
     // even a malformed one: it is the reported failure, and the pack's server
     // (with the key) is not started behind the user's back.
+    let mut pack = Vec::new();
     if let Some(plan) = glm_plan {
         let malformed: std::collections::HashSet<&str> = config
             .errors
@@ -53,26 +105,33 @@ pub fn configured_servers(home: &ClatHome, glm_plan: Option<&CodingPlan>) -> Ser
                 _ => None,
             })
             .collect();
-        let pack: Vec<_> =
-            pack_servers(plan).into_iter().filter(|(name, _)| !malformed.contains(name.as_str())).collect();
-        for (name, entry) in pack {
-            config.servers.entry(name).or_insert(entry);
-        }
+        pack = pack_servers(plan)
+            .into_iter()
+            .filter(|(name, _)| !malformed.contains(name.as_str()) && !config.servers.contains_key(name))
+            .collect();
     }
     for error in std::mem::take(&mut config.errors) {
         let name = match &error {
             ConfigError::Entry { name, .. } => name.clone(),
             _ => "(mcp.json)".into(),
         };
-        set.statuses.push(failed(&name, error.to_string()));
+        set.statuses.push(failed(&name, ExtensionKind::McpStdio, error.to_string()));
     }
     for (name, entry) in &config.servers {
-        let target = match (user_stdio_spec(home.path(), entry), http_spec(entry)) {
-            (Some(spec), _) => ServerTarget::Stdio(spec),
-            (None, Some(spec)) => ServerTarget::Http(spec),
-            (None, None) => continue,
-        };
-        set.servers.push((name.clone(), target));
+        let kind = kind_of(entry);
+        if !entry.enabled {
+            let why = format!("disabled in mcp.json (`clat mcp enable {name}` starts it again)");
+            set.statuses.push(ExtensionStatus::new(name, kind, ExtensionState::Configured, Some(why)));
+            continue;
+        }
+        // Variables are the user's: the pack's entries below are used as they are.
+        match entry.expand(env) {
+            Ok(expanded) => set.servers.push(configured(home.path(), name, &expanded.entry, expanded.substituted, env)),
+            Err(e) => set.statuses.push(failed(name, kind, format!("{}: entry {name:?}: {e}", file.display()))),
+        }
+    }
+    for (name, entry) in &pack {
+        set.servers.push(configured(home.path(), name, entry, Vec::new(), env));
     }
     if let Ok(packages) = PackageStore::new(home).list() {
         for p in packages.into_iter().filter(|p| p.manifest.kind == PackageKind::McpStdio) {
@@ -89,33 +148,70 @@ pub fn configured_servers(home: &ClatHome, glm_plan: Option<&CodingPlan>) -> Ser
                 command: p.entry_path().display().to_string(),
                 args: p.manifest.args.clone(),
                 env: p.manifest.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                clear_env: false,
                 cwd: p.dir.clone(),
             };
-            set.servers.push((p.manifest.name.clone(), ServerTarget::Stdio(spec)));
+            let options = ServerOptions { secrets: p.manifest.env.values().cloned().collect(), ..Default::default() };
+            set.servers.push(ConfiguredServer {
+                name: p.manifest.name.clone(),
+                target: ServerTarget::Stdio(spec),
+                options,
+            });
         }
     }
     set
 }
 
+/// The server an (expanded) entry describes.
+fn configured(
+    home: &Path,
+    name: &str,
+    entry: &ServerEntry,
+    substituted: Vec<String>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> ConfiguredServer {
+    let (target, mut secrets) = match &entry.transport {
+        EntryTransport::Stdio { env: configured, .. } => (
+            ServerTarget::Stdio(user_stdio_spec(home, entry, env).expect("a stdio entry")),
+            configured.values().cloned().collect::<Vec<_>>(),
+        ),
+        EntryTransport::Http { headers, .. } => {
+            (ServerTarget::Http(http_spec(entry).expect("an HTTP entry")), headers.values().cloned().collect())
+        }
+    };
+    secrets.extend(substituted);
+    let options = ServerOptions {
+        startup_timeout: entry.startup_timeout,
+        tool_timeout: entry.tool_timeout,
+        tools: entry.tools.clone(),
+        secrets,
+    };
+    ConfiguredServer { name: name.to_string(), target, options }
+}
+
 /// Where and how a configured stdio server starts. User servers run in
-/// `home` (a relative `cwd` resolves under it, never under the project).
-pub fn user_stdio_spec(home: &Path, entry: &ServerEntry) -> Option<StdioSpec> {
-    let ServerEntry::Stdio { command, args, env, cwd } = entry else { return None };
+/// `home` (a relative `cwd` resolves under it, never under the project). With
+/// `"env_inherit": false` the server gets only `MINIMAL_SERVER_ENV` of CLAT's
+/// environment (`env`), plus its configured `env`.
+pub fn user_stdio_spec(home: &Path, entry: &ServerEntry, env: &dyn Fn(&str) -> Option<String>) -> Option<StdioSpec> {
+    let EntryTransport::Stdio { command, args, env: configured, cwd, env_inherit } = &entry.transport else {
+        return None;
+    };
     let cwd = match cwd {
         None => home.to_path_buf(),
         Some(dir) if Path::new(dir).is_absolute() => PathBuf::from(dir),
         Some(dir) => home.join(dir),
     };
-    Some(StdioSpec {
-        command: command.clone(),
-        args: args.clone(),
-        env: env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-        cwd,
-    })
+    let mut vars: Vec<(String, String)> = Vec::new();
+    if !env_inherit {
+        vars.extend(MINIMAL_SERVER_ENV.iter().filter_map(|k| env(k).map(|v| (k.to_string(), v))));
+    }
+    vars.extend(configured.iter().map(|(k, v)| (k.clone(), v.clone())));
+    Some(StdioSpec { command: command.clone(), args: args.clone(), env: vars, clear_env: !env_inherit, cwd })
 }
 
 /// A remote server's target from its `mcp.json` entry (headers stay in memory).
 pub fn http_spec(entry: &ServerEntry) -> Option<HttpSpec> {
-    let ServerEntry::Http { url, headers } = entry else { return None };
+    let EntryTransport::Http { url, headers } = &entry.transport else { return None };
     Some(HttpSpec { url: url.clone(), headers: headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect() })
 }

@@ -28,6 +28,11 @@ impl McpServer {
             problems.push(format!("{} tools past the first {TOOLS_PER_SERVER_MAX} were dropped", listing.dropped));
         }
         problems.extend(listing.unusable.iter().cloned());
+        let filter = &self.options.tools;
+        let offered: Vec<&str> = listing.tools.iter().filter_map(|t| t.get("name")?.as_str()).collect();
+        for unknown in filter.unknown(&offered) {
+            problems.push(format!("the tool filter names {unknown:?}, which the server does not list"));
+        }
         let mut listed = std::collections::HashSet::new();
         for tool in &listing.tools {
             let spec = match tool_spec_from_json(tool) {
@@ -40,6 +45,10 @@ impl McpServer {
             };
             if !listed.insert(spec.name.clone()) {
                 problems.push(format!("tool {:?} is listed twice; the second was skipped", spec.name));
+                continue;
+            }
+            // `enabled_tools` / `disabled_tools`: a filtered tool is not registered.
+            if !filter.allows(&spec.name) {
                 continue;
             }
             // Re-listing after `tools/list_changed` registers only what is new.
@@ -130,5 +139,9 @@ impl ToolHandler for McpTool {
 
     fn waiting_on_host(&self) -> bool {
         self.server.host_requests_pending() > 0
+    }
+
+    fn call_timeout(&self) -> std::time::Duration {
+        self.server.options.tool_timeout.unwrap_or(TOOL_CALL_TIMEOUT)
     }
 }

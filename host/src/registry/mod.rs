@@ -19,6 +19,7 @@ pub use pipeline::enforce_result_limit;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::Serialize;
@@ -27,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::contract::{Effect, ToolOutput, ToolSpec};
 use crate::effects::effect_from_annotations;
+use crate::limits::TOOL_CALL_TIMEOUT;
 use crate::names::{ExternalKind, external_tool_name};
 use crate::run::RunContext;
 
@@ -95,6 +97,13 @@ pub trait ToolHandler: Send + Sync {
     /// `HOST_REQUEST_EXTENSION_MAX` in all.
     fn waiting_on_host(&self) -> bool {
         false
+    }
+
+    /// How long one call may take before the registry ends it (extensions
+    /// aside), capped by the run's deadline: `TOOL_CALL_TIMEOUT`, or less when
+    /// the tool's configuration asks for less.
+    fn call_timeout(&self) -> Duration {
+        TOOL_CALL_TIMEOUT
     }
 }
 

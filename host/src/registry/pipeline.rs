@@ -12,11 +12,11 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::{CallError, InFlight, Registry, ToolEntry};
-use crate::contract::ToolOutput;
-use crate::contract::json::tool_output_to_json;
+use crate::contract::json::{content_block_to_json, tool_output_to_json};
+use crate::contract::{ContentBlock, ToolOutput};
 use crate::limits::{
     HOST_REQUEST_EXTENSION_MAX, HOST_REQUEST_EXTENSION_STEP, TOOL_ARGUMENTS_MAX_BYTES, TOOL_CALL_TIMEOUT,
-    TOOL_RESULT_MAX_BYTES,
+    TOOL_RESULT_CUT_MARKER_BYTES, TOOL_RESULT_MAX_BYTES,
 };
 use crate::permissions::{Approval, ApprovalRequest, Rule, how_to_allow, rule_for};
 use crate::run::{RunContext, RunEventKind};
@@ -141,7 +141,7 @@ async fn pipeline(
         r = decide(entry, call_id, &arguments, run) => r?,
         _ = revoked.cancelled() => return Err(withdrawn()),
     }
-    let mut deadline = run.call_deadline(TOOL_CALL_TIMEOUT);
+    let mut deadline = run.call_deadline(entry.handler.call_timeout().min(TOOL_CALL_TIMEOUT));
     let mut allowed_for = deadline.saturating_duration_since(Instant::now());
     let mut extended = Duration::ZERO;
     let call = entry.handler.call(arguments, run);
@@ -149,10 +149,14 @@ async fn pipeline(
     let output = loop {
         tokio::select! {
             r = &mut call => break match r {
-                Ok(output) => output,
                 // A handler that gives up at the deadline or on cancel (a guest's
-                // epoch interrupt, a transport noticing the cancel) ends the same
-                // way as the registry's own timer and cancel would.
+                // epoch interrupt, a transport noticing the cancel, a command whose
+                // group the cancel killed reporting it as a tool error) ends the same
+                // way as the registry's own timer and cancel would, whichever was first.
+                Ok(output) if output.is_error && run.is_cancelled() => {
+                    return Err(CallError::Cancelled { tool: entry.name.clone() });
+                }
+                Ok(output) => output,
                 Err(_) if run.is_cancelled() => return Err(CallError::Cancelled { tool: entry.name.clone() }),
                 Err(_) if Instant::now() >= deadline => {
                     return Err(CallError::TimedOut { tool: entry.name.clone(), after: allowed_for });
@@ -184,14 +188,75 @@ async fn pipeline(
     Ok(enforce_result_limit(output))
 }
 
-/// A result over `TOOL_RESULT_MAX_BYTES` (as MCP JSON) becomes an error for that call.
+/// The size of a value as MCP JSON.
+fn json_len(value: &Value) -> usize {
+    serde_json::to_string(value).map_or(usize::MAX, |s| s.len())
+}
+
+/// A result over `TOOL_RESULT_MAX_BYTES` (as MCP JSON) is cut, not lost: its
+/// leading content blocks are kept up to the limit (a text block may be cut
+/// inside, at a character boundary), structured content that does not fit is
+/// dropped whole, and a final text block says what was cut and how many bytes
+/// were dropped. Only a result of which nothing fits becomes an error.
 pub fn enforce_result_limit(output: ToolOutput) -> ToolOutput {
-    let size = tool_output_to_json(&output).to_string().len();
-    if size > TOOL_RESULT_MAX_BYTES {
-        ToolOutput::error(format!(
-            "the tool's result of {size} bytes exceeds the {TOOL_RESULT_MAX_BYTES}-byte limit and was discarded"
-        ))
-    } else {
-        output
+    let size = json_len(&tool_output_to_json(&output));
+    if size <= TOOL_RESULT_MAX_BYTES {
+        return output;
     }
+    let budget = TOOL_RESULT_MAX_BYTES - TOOL_RESULT_CUT_MARKER_BYTES;
+    let mut kept = ToolOutput { content: Vec::new(), structured: None, is_error: output.is_error };
+    let mut used = json_len(&tool_output_to_json(&kept));
+    for block in output.content {
+        // A block costs its JSON and a separator.
+        let cost = json_len(&content_block_to_json(&block)) + 1;
+        if used + cost <= budget {
+            used += cost;
+            kept.content.push(block);
+            continue;
+        }
+        if let ContentBlock::Text(text) = &block {
+            let room = budget.saturating_sub(used);
+            let fits = |chars: usize| {
+                let head: String = text.chars().take(chars).collect();
+                (json_len(&content_block_to_json(&ContentBlock::Text(head.clone()))) < room).then_some(head)
+            };
+            // The longest head that fits: a binary search over its length in characters.
+            let (mut low, mut high) = (0usize, text.chars().count());
+            while low < high {
+                let mid = (low + high).div_ceil(2);
+                if fits(mid).is_some() { low = mid } else { high = mid - 1 }
+            }
+            if low > 0 {
+                kept.content.push(ContentBlock::Text(fits(low).unwrap_or_default()));
+            }
+        }
+        break;
+    }
+    let structured_dropped = match output.structured {
+        Some(structured) => {
+            let mut with = kept.clone();
+            with.structured = Some(structured);
+            if json_len(&tool_output_to_json(&with)) <= budget {
+                kept = with;
+                false
+            } else {
+                true
+            }
+        }
+        None => false,
+    };
+    if kept.content.is_empty() && kept.structured.is_none() {
+        return ToolOutput::error(format!(
+            "the tool's result of {size} bytes exceeds the {TOOL_RESULT_MAX_BYTES}-byte limit, and not even its first \
+             block fits: nothing of it could be kept"
+        ));
+    }
+    let dropped = size.saturating_sub(json_len(&tool_output_to_json(&kept)));
+    let structured_note =
+        if structured_dropped { "; its structured content did not fit and was dropped whole" } else { "" };
+    kept.content.push(ContentBlock::Text(format!(
+        "[clat: the tool's result of {size} bytes exceeds the {TOOL_RESULT_MAX_BYTES}-byte limit; it was cut here \
+         and {dropped} bytes were dropped{structured_note}]"
+    )));
+    kept
 }

@@ -1,0 +1,220 @@
+//! `clat mcp`: the servers' status (the /mcp surface; exit 7 when a
+//! configured server failed), and `add | remove | get | enable | disable`,
+//! which edit `$CLAT_HOME/mcp.json` through `mcp::config_file` (locked,
+//! atomic, the file's shape kept) or show one server.
+
+use std::path::PathBuf;
+
+use clap::Subcommand;
+use serde_json::{Map, Value, json};
+
+use super::exit::{Exit, Failure};
+use super::shutdown::Shutdown;
+use super::{project_dir, runs, scope_options, status};
+use crate::extension::{ExtensionState, ExtensionStatus, StartFilter};
+use crate::mcp::config_file::{EditError, McpConfigFile, masked_entry};
+use crate::native::process::SandboxPolicy;
+use crate::registry::ToolInfo;
+use crate::scope::ProjectScope;
+use crate::trust::ClatHome;
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum McpCommand {
+    /// Add a server to mcp.json: `add NAME -- COMMAND [ARGS...]` (stdio) or `add NAME --url URL` (HTTP).
+    /// Values may name variables of clat's environment: `${VAR}`, `${VAR:-default}`.
+    Add {
+        /// The server's name.
+        name: String,
+        /// A Streamable HTTP server's URL.
+        #[arg(long, conflicts_with = "command")]
+        url: Option<String>,
+        /// An HTTP header for the server, `'NAME: VALUE'` (repeatable).
+        #[arg(long = "header", value_name = "'NAME: VALUE'", requires = "url")]
+        headers: Vec<String>,
+        /// An environment variable for a stdio server, `NAME=VALUE` (repeatable).
+        #[arg(long = "env", value_name = "NAME=VALUE")]
+        env: Vec<String>,
+        /// A stdio server's working directory (relative: under CLAT's home).
+        #[arg(long)]
+        cwd: Option<String>,
+        /// Replace a server of the same name.
+        #[arg(long)]
+        force: bool,
+        /// The command and its arguments, after `--`.
+        #[arg(last = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// Remove a server from mcp.json.
+    Remove {
+        /// The server's name.
+        name: String,
+    },
+    /// Show one server: its entry (secret values masked), state, and tools with their effects.
+    Get {
+        /// The server's name.
+        name: String,
+    },
+    /// Start a disabled server again at the next mount.
+    Enable {
+        /// The server's name.
+        name: String,
+    },
+    /// Keep a server in mcp.json without starting it.
+    Disable {
+        /// The server's name.
+        name: String,
+    },
+}
+
+impl From<EditError> for Failure {
+    fn from(e: EditError) -> Self {
+        match e {
+            EditError::Home(t) => t.into(),
+            _ => Failure::new(Exit::Usage, "configuration", e.to_string()),
+        }
+    }
+}
+
+/// `--env NAME=VALUE` and `--header 'NAME: VALUE'` into an object.
+fn pairs(items: &[String], separator: char, flag: &str) -> Result<Map<String, Value>, Failure> {
+    items
+        .iter()
+        .map(|item| match item.split_once(separator) {
+            Some((name, value)) if !name.trim().is_empty() => {
+                Ok((name.trim().to_string(), Value::String(value.trim_start().to_string())))
+            }
+            _ => Err(Failure::new(Exit::Usage, "usage", format!("{flag} {item:?} must be NAME{separator}VALUE"))),
+        })
+        .collect()
+}
+
+/// The `mcp.json` entry `clat mcp add` writes.
+fn entry_from(
+    url: Option<String>,
+    headers: &[String],
+    env: &[String],
+    cwd: Option<String>,
+    command: &[String],
+) -> Result<Value, Failure> {
+    let usage = |m: &str| Failure::new(Exit::Usage, "usage", m.to_string());
+    let mut entry = Map::new();
+    match (url, command.split_first()) {
+        (Some(_), Some(_)) => return Err(usage("give either `-- COMMAND [ARGS...]` or `--url URL`, not both")),
+        (None, None) => return Err(usage("give the server's `-- COMMAND [ARGS...]` or its `--url URL`")),
+        (Some(url), None) => {
+            if !env.is_empty() || cwd.is_some() {
+                return Err(usage("--env and --cwd apply to stdio servers (`-- COMMAND`), not to --url"));
+            }
+            entry.insert("url".into(), Value::String(url));
+            if !headers.is_empty() {
+                entry.insert("headers".into(), Value::Object(pairs(headers, ':', "--header")?));
+            }
+        }
+        (None, Some((program, args))) => {
+            entry.insert("command".into(), Value::String(program.clone()));
+            if !args.is_empty() {
+                entry.insert("args".into(), json!(args));
+            }
+            if !env.is_empty() {
+                entry.insert("env".into(), Value::Object(pairs(env, '=', "--env")?));
+            }
+            if let Some(cwd) = cwd {
+                entry.insert("cwd".into(), Value::String(cwd));
+            }
+        }
+    }
+    Ok(Value::Object(entry))
+}
+
+fn done(json: bool, what: &str, name: &str, file: &std::path::Path) {
+    if json {
+        println!("{}", json!({ what: name, "file": file.display().to_string() }));
+    } else {
+        println!("{what} {name} in {}", file.display());
+    }
+}
+
+/// `clat mcp [COMMAND]`.
+pub(crate) async fn mcp(
+    home: &ClatHome,
+    project: Option<PathBuf>,
+    command: Option<McpCommand>,
+    json: bool,
+    shutdown: &Shutdown,
+) -> Result<Exit, Failure> {
+    let file = McpConfigFile::new(home);
+    let path = home.path().join(crate::mcp::MCP_CONFIG_FILE);
+    match command {
+        None => status_of(home, project, StartFilter::All, shutdown, |servers, _| {
+            status::print_mcp(servers, json);
+        })
+        .await
+        .map(|failed| if failed { Exit::ServerFailed } else { Exit::Ok }),
+        Some(McpCommand::Add { name, url, headers, env, cwd, force, command }) => {
+            let entry = entry_from(url, &headers, &env, cwd, &command)?;
+            file.add(&name, entry, force)?;
+            done(json, "added", &name, &path);
+            Ok(Exit::Ok)
+        }
+        Some(McpCommand::Remove { name }) => {
+            file.remove(&name)?;
+            done(json, "removed", &name, &path);
+            Ok(Exit::Ok)
+        }
+        Some(McpCommand::Enable { name }) => {
+            file.set_enabled(&name, true)?;
+            done(json, "enabled", &name, &path);
+            Ok(Exit::Ok)
+        }
+        Some(McpCommand::Disable { name }) => {
+            file.set_enabled(&name, false)?;
+            done(json, "disabled", &name, &path);
+            Ok(Exit::Ok)
+        }
+        Some(McpCommand::Get { name }) => {
+            let entry = file.entry(&name)?;
+            let mut found = false;
+            let failed =
+                status_of(home, project, StartFilter::Named(vec![name.clone()]), shutdown, |servers, tools| {
+                    let server = servers.iter().find(|s| s.name == name);
+                    found = server.is_some() || entry.is_some();
+                    if found {
+                        status::print_server(&name, entry.as_ref().map(masked_entry).as_ref(), server, tools, json);
+                    }
+                })
+                .await?;
+            if !found {
+                let message = format!("no server named {name:?} is configured (see `clat mcp`)");
+                return Err(Failure::new(Exit::Usage, "configuration", message));
+            }
+            Ok(if failed { Exit::ServerFailed } else { Exit::Ok })
+        }
+    }
+}
+
+/// Mount the project, start the servers `start` names, show their statuses
+/// and the registry's tools through `show`, close; true when one failed.
+async fn status_of(
+    home: &ClatHome,
+    project: Option<PathBuf>,
+    start: StartFilter,
+    shutdown: &Shutdown,
+    show: impl FnOnce(&[ExtensionStatus], &[ToolInfo]),
+) -> Result<bool, Failure> {
+    let options = scope_options(home, SandboxPolicy::default(), start)?;
+    let scope = ProjectScope::mount(home, &project_dir(project)?, options)?;
+    let servers = tokio::select! {
+        servers = scope.load_mcp_servers() => Some(servers),
+        _ = shutdown.token().cancelled() => None,
+    };
+    scope.registry().freeze();
+    let failed = servers.as_ref().is_some_and(|s| s.iter().any(|s| s.state == ExtensionState::Failed));
+    if let Some(servers) = &servers {
+        show(servers, &scope.registry().list());
+    }
+    scope.close().await;
+    match servers {
+        Some(_) => Ok(failed),
+        None => Err(runs::interrupted(shutdown)),
+    }
+}

@@ -1,0 +1,190 @@
+//! Editing `$CLAT_HOME/mcp.json` for `clat mcp add | remove | enable |
+//! disable`: one read-modify-write under the home's advisory lock, replaced
+//! atomically, on the file's JSON as written — every other entry is kept as
+//! it was, and so is the file's shape (the flat map or the `mcpServers`
+//! wrapper). The result is checked with the same parser that reads it for a
+//! mount before anything is written; a malformed file is never overwritten.
+
+use clat_mcp::config::{ConfigError, WRAPPER_KEY, parse_config};
+use serde_json::{Map, Value};
+
+use super::sources::{ENTRY_TIMEOUT_BOUNDS, MCP_CONFIG_FILE};
+use crate::limits::SERVER_NAME_MAX_CHARS;
+use crate::trust::{ClatHome, TrustError};
+
+/// Why `mcp.json` was not changed.
+#[derive(Debug, thiserror::Error)]
+pub enum EditError {
+    #[error(transparent)]
+    Home(#[from] TrustError),
+    #[error("cannot read {file}: {message}")]
+    Unreadable { file: String, message: String },
+    #[error("{0}; fix the file by hand first, nothing was changed")]
+    Malformed(ConfigError),
+    #[error(
+        "server name {0:?} must be 1–{SERVER_NAME_MAX_CHARS} characters of letters, digits, '-' and '_', starting with a letter or digit"
+    )]
+    BadName(String),
+    #[error("a server named {0:?} is already configured; use --force to replace it")]
+    Exists(String),
+    #[error("no server named {0:?} is configured in {1}")]
+    NotConfigured(String, String),
+    #[error("{0}")]
+    BadEntry(ConfigError),
+}
+
+/// Whether `name` may be given to `clat mcp add`.
+pub fn valid_server_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.chars().count() <= SERVER_NAME_MAX_CHARS
+        && name.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// `$CLAT_HOME/mcp.json`, for editing.
+pub struct McpConfigFile<'h> {
+    home: &'h ClatHome,
+}
+
+impl<'h> McpConfigFile<'h> {
+    pub fn new(home: &'h ClatHome) -> Self {
+        McpConfigFile { home }
+    }
+
+    fn file(&self) -> String {
+        self.home.path().join(MCP_CONFIG_FILE).display().to_string()
+    }
+
+    /// The file's JSON (an empty object when there is none), and whether it is wrapped.
+    fn read(&self) -> Result<Value, EditError> {
+        let path = self.home.path().join(MCP_CONFIG_FILE);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Value::Object(Map::new())),
+            Err(e) => return Err(EditError::Unreadable { file: self.file(), message: e.to_string() }),
+        };
+        // The mount's own parser decides whether the file is usable at all.
+        parse_config(&self.file(), &text, &ENTRY_TIMEOUT_BOUNDS).map_err(EditError::Malformed)?;
+        Ok(serde_json::from_str(&text).expect("the parser accepted it as JSON"))
+    }
+
+    /// The object that holds the entries: the wrapper's, or the file's own.
+    fn entries(document: &mut Value) -> &mut Map<String, Value> {
+        let top = document.as_object_mut().expect("the parser accepted an object");
+        if top.contains_key(WRAPPER_KEY) {
+            top.get_mut(WRAPPER_KEY).and_then(Value::as_object_mut).expect("the parser accepted the wrapper")
+        } else {
+            top
+        }
+    }
+
+    /// Read, change, check the changed entry `name` (when it remains), write.
+    fn edit(
+        &self,
+        name: &str,
+        change: impl FnOnce(&mut Map<String, Value>) -> Result<(), EditError>,
+    ) -> Result<(), EditError> {
+        let _lock = self.home.lock(MCP_CONFIG_FILE)?;
+        let mut document = self.read()?;
+        change(Self::entries(&mut document))?;
+        let text = serde_json::to_string_pretty(&document).expect("JSON values serialize") + "\n";
+        let parsed = parse_config(&self.file(), &text, &ENTRY_TIMEOUT_BOUNDS).map_err(EditError::Malformed)?;
+        if let Some(error) =
+            parsed.errors.into_iter().find(|e| matches!(e, ConfigError::Entry { name: n, .. } if n == name))
+        {
+            return Err(EditError::BadEntry(error));
+        }
+        self.home.write_atomic(MCP_CONFIG_FILE, text.as_bytes())?;
+        Ok(())
+    }
+
+    /// Add the entry `name` (an `mcp.json` entry object); an existing one is
+    /// replaced only with `force`.
+    pub fn add(&self, name: &str, entry: Value, force: bool) -> Result<(), EditError> {
+        if !valid_server_name(name) {
+            return Err(EditError::BadName(name.to_string()));
+        }
+        self.edit(name, |entries| {
+            if entries.contains_key(name) && !force {
+                return Err(EditError::Exists(name.to_string()));
+            }
+            entries.insert(name.to_string(), entry);
+            Ok(())
+        })
+    }
+
+    /// Remove the entry `name`.
+    pub fn remove(&self, name: &str) -> Result<(), EditError> {
+        let file = self.file();
+        self.edit(name, |entries| match entries.shift_remove(name) {
+            Some(_) => Ok(()),
+            None => Err(EditError::NotConfigured(name.to_string(), file)),
+        })
+    }
+
+    /// Enable or disable the entry `name` (`"enabled": false`; enabling removes the mark).
+    pub fn set_enabled(&self, name: &str, enabled: bool) -> Result<(), EditError> {
+        let file = self.file();
+        self.edit(name, |entries| {
+            let entry = entries
+                .get_mut(name)
+                .and_then(Value::as_object_mut)
+                .ok_or_else(|| EditError::NotConfigured(name.to_string(), file))?;
+            entry.shift_remove("disabled");
+            entry.shift_remove("enabled");
+            if !enabled {
+                entry.insert("enabled".into(), Value::Bool(false));
+            }
+            Ok(())
+        })
+    }
+
+    /// The entry `name` as written, if it is configured.
+    pub fn entry(&self, name: &str) -> Result<Option<Value>, EditError> {
+        let mut document = self.read()?;
+        Ok(Self::entries(&mut document).get(name).cloned())
+    }
+}
+
+/// An entry as `clat mcp get` shows it: `env` and `headers` values that
+/// name variables are shown as written (key shapes redacted), literal ones
+/// are masked; the rest as written, key shapes redacted.
+pub fn masked_entry(entry: &Value) -> Value {
+    fn mask_values(map: &Value) -> Value {
+        match map {
+            Value::Object(values) => Value::Object(
+                values
+                    .iter()
+                    .map(|(k, v)| {
+                        let shown = match v.as_str() {
+                            Some(s) if s.contains("${") => Value::String(crate::redact::redact(s)),
+                            Some(_) => Value::String("****".into()),
+                            None => v.clone(),
+                        };
+                        (k.clone(), shown)
+                    })
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+    fn redact_strings(value: &Value) -> Value {
+        match value {
+            Value::String(s) => Value::String(crate::redact::redact(s)),
+            Value::Array(items) => Value::Array(items.iter().map(redact_strings).collect()),
+            Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (k.clone(), redact_strings(v))).collect()),
+            other => other.clone(),
+        }
+    }
+    match entry {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    let shown = if k == "env" || k == "headers" { mask_values(v) } else { redact_strings(v) };
+                    (k.clone(), shown)
+                })
+                .collect(),
+        ),
+        other => redact_strings(other),
+    }
+}
