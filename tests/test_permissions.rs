@@ -144,6 +144,7 @@ fn the_terminal_prompt_shows_tool_source_effect_and_complete_arguments() {
         effect: Effect::Write,
         arguments: json!({ "path": "a.txt", "content": long }),
         mode: PermissionMode::Ask,
+        can_remember: true,
     };
     let text = clat_host::permissions::TerminalApprover::render(&request);
     assert!(text.contains("mcp_fs_write") && text.contains("mcp:fs/write") && text.contains("write"));

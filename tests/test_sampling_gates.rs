@@ -172,6 +172,7 @@ fn the_sampling_prompt_is_its_own_and_shows_the_whole_payload() {
         effect: clat_host::contract::Effect::Network,
         arguments: clat_host::sampling::approval_payload(&req, "clat-offline-1"),
         mode: PermissionMode::Ask,
+        can_remember: false,
     });
     assert!(shown.starts_with("Allow wasm:summarize to send this request to the model?"), "{shown}");
     assert!(shown.contains("complete outbound payload"));

@@ -7,6 +7,7 @@
 //! mounts MCP servers through the `clat-mcp` client; neither imports the
 //! other, and both report through `extension.rs`.
 
+pub mod approvals;
 pub mod asker;
 pub mod budget;
 pub mod cli;

@@ -61,6 +61,9 @@ pub struct ApprovalRequest {
     pub arguments: Value,
     /// The run's mode.
     pub mode: PermissionMode,
+    /// Whether the answer may be kept ("always"): a tool call in a run that
+    /// keeps approvals; never a sampling request.
+    pub can_remember: bool,
 }
 
 /// The `tool` of an approval request for extension sampling: its prompt shows
@@ -72,6 +75,10 @@ pub const SAMPLING_APPROVAL: &str = "sampling";
 pub enum Approval {
     /// Go ahead.
     Approved,
+    /// Go ahead, and keep the approval (for this tool, or every tool of its
+    /// extension) at this effect or weaker; only when the request `can_remember`,
+    /// otherwise it is a plain approval.
+    Always(crate::approvals::Remember),
     /// Refused, with the reason shown to the caller.
     Denied(String),
 }
@@ -121,8 +128,10 @@ impl Approver for FixedApprover {
 }
 
 /// Interactive approval on the terminal: prints the tool, source, effect and the
-/// complete arguments on stderr and reads `y`/`n` from stdin. Anything but
-/// `y`/`yes` (including end of input) denies.
+/// complete arguments on stderr and reads the answer from stdin: `y` approves,
+/// `a` approves and keeps it for this tool, `s` for every tool of its server or
+/// plugin (offered only when the request `can_remember`; `s` not for native
+/// tools). Anything else (including end of input) denies.
 #[derive(Debug, Default)]
 pub struct TerminalApprover {
     /// One prompt at a time, even when parallel calls ask together.
@@ -156,17 +165,26 @@ impl TerminalApprover {
 impl Approver for TerminalApprover {
     async fn approve(&self, request: &ApprovalRequest) -> Approval {
         let text = Self::render(request);
+        let extension = request.can_remember && request.source != "native";
+        let choices = match (request.can_remember, extension) {
+            (false, _) => "[y/N] ",
+            (true, false) => "[y]es / [a]lways for this tool / [N]o: ",
+            (true, true) => "[y]es / [a]lways for this tool / [s]erver or plugin: always for all its tools / [N]o: ",
+        };
         let _guard = self.lock.lock().await;
         let answer = tokio::task::spawn_blocking(move || {
             let mut err = std::io::stderr().lock();
-            let _ = write!(err, "{text}[y/N] ");
+            let _ = write!(err, "{text}{choices}");
             let _ = err.flush();
             let mut line = String::new();
             std::io::stdin().lock().read_line(&mut line).map(|_| line)
         })
         .await;
+        use crate::approvals::Remember;
         match answer.as_ref().ok().and_then(|r| r.as_deref().ok()).map(str::trim) {
             Some("y" | "Y" | "yes") => Approval::Approved,
+            Some("a" | "A" | "always") if request.can_remember => Approval::Always(Remember::Tool),
+            Some("s" | "S" | "server" | "plugin") if extension => Approval::Always(Remember::Extension),
             _ => Approval::Denied(format!("the user declined {}", request.tool)),
         }
     }

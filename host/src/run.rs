@@ -12,6 +12,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
+use crate::approvals::ApprovalMemory;
 use crate::asker::{HeadlessAsker, UserAsker};
 use crate::budget::SamplingBudget;
 use crate::contract::PermissionMode;
@@ -158,6 +159,7 @@ struct RunInner {
     seq: AtomicU64,
     next_call: AtomicU64,
     approver: Arc<dyn Approver>,
+    approvals: Option<Arc<dyn ApprovalMemory>>,
     asker: Arc<dyn UserAsker>,
     budget: Arc<SamplingBudget>,
     processes: ProcessTable,
@@ -184,6 +186,7 @@ pub struct RunBuilder {
     deadline: Option<Duration>,
     events: Arc<dyn EventSink>,
     approver: Arc<dyn Approver>,
+    approvals: Option<Arc<dyn ApprovalMemory>>,
     asker: Arc<dyn UserAsker>,
     budget: Option<Arc<SamplingBudget>>,
     cancel: Option<CancellationToken>,
@@ -211,6 +214,12 @@ impl RunBuilder {
         self.asker = asker;
         self
     }
+    /// Kept approvals: they answer `ask` before the approver, and the
+    /// approver's "always" is kept there (default: none kept).
+    pub fn approvals(mut self, approvals: Arc<dyn ApprovalMemory>) -> Self {
+        self.approvals = Some(approvals);
+        self
+    }
     /// Share a budget (normally each run gets its own).
     pub fn budget(mut self, budget: Arc<SamplingBudget>) -> Self {
         self.budget = Some(budget);
@@ -236,6 +245,7 @@ impl RunBuilder {
                 seq: AtomicU64::new(0),
                 next_call: AtomicU64::new(1),
                 approver: self.approver,
+                approvals: self.approvals,
                 asker: self.asker,
                 budget: self.budget.unwrap_or_else(|| Arc::new(SamplingBudget::per_run())),
                 processes: ProcessTable::default(),
@@ -255,6 +265,7 @@ impl RunContext {
             deadline: None,
             events: Arc::new(NullSink),
             approver: Arc::new(HeadlessApprover),
+            approvals: None,
             asker: Arc::new(HeadlessAsker),
             budget: None,
             cancel: None,
@@ -293,6 +304,10 @@ impl RunContext {
     }
     pub fn approver(&self) -> &dyn Approver {
         self.inner.approver.as_ref()
+    }
+    /// The run's kept approvals, if it keeps any.
+    pub fn approvals(&self) -> Option<&dyn ApprovalMemory> {
+        self.inner.approvals.as_deref()
     }
     pub fn asker(&self) -> &dyn UserAsker {
         self.inner.asker.as_ref()

@@ -153,13 +153,15 @@ pub async fn create_message(
             effect: crate::contract::Effect::Network,
             arguments: approval_payload(request, &model),
             mode: run.mode(),
+            // Sampling is asked about every time outside Full Access.
+            can_remember: false,
         };
         let answer = tokio::select! {
             a = run.approver().approve(&approval) => a,
             _ = run.cancel_token().cancelled() => return Err(HostError::Cancelled),
         };
         match answer {
-            Approval::Approved => (Rule::Ask, true, "approver", None),
+            Approval::Approved | Approval::Always(_) => (Rule::Ask, true, "approver", None),
             Approval::Denied(why) => (Rule::Ask, false, "approver", Some(why)),
         }
     };

@@ -9,9 +9,11 @@
 //! - `runs.rs`: `clat call` and `clat exec`;
 //! - `status.rs`: what `clat tools` and `clat mcp` print;
 //! - `mcp.rs`: `clat mcp` and its subcommands;
+//! - `approvals.rs`: `clat approvals list | revoke`;
 //! - `plugin.rs`: `clat plugin install | list | remove`;
 //! - `shutdown.rs`: every stop signal through one teardown; the subreaper.
 
+mod approvals;
 mod exit;
 mod mcp;
 mod plugin;
@@ -73,6 +75,14 @@ enum Command {
         json: bool,
         #[command(subcommand)]
         command: Option<mcp::McpCommand>,
+    },
+    /// List or revoke the approvals kept at the prompt ("always for this tool / server").
+    Approvals {
+        /// Print JSON instead of text.
+        #[arg(long, global = true)]
+        json: bool,
+        #[command(subcommand)]
+        command: approvals::ApprovalsCommand,
     },
     /// Install, list or remove plugin packages.
     Plugin {
@@ -152,6 +162,7 @@ pub fn main() -> ExitCode {
         cli.command,
         Command::Tools { json: true }
             | Command::Mcp { json: true, .. }
+            | Command::Approvals { json: true, .. }
             | Command::Call { json: true, .. }
             | Command::Exec { .. }
             | Command::Plugin { command: PluginCommand::List { json: true } }
@@ -223,6 +234,7 @@ async fn dispatch(cli: Cli, shutdown: &Shutdown) -> Result<Exit, Failure> {
         }
         Command::Mcp { json, command } => mcp::mcp(&home, cli.project, command, json, shutdown).await,
         Command::Plugin { command } => plugin::plugin(&home, command).await,
+        Command::Approvals { json, command } => approvals::approvals(&home, cli.project, command, json),
         Command::Call { tool, args_json, mode, json, events, sandbox } => {
             let mode: PermissionMode = mode.parse().map_err(usage)?;
             let sandbox: SandboxPolicy = sandbox.parse().map_err(usage)?;

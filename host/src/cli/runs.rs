@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use super::exit::{Exit, Failure};
 use super::shutdown::Shutdown;
+use crate::approvals::{ApprovalMemory, ApprovalStore};
 use crate::asker::{HeadlessAsker, TerminalAsker, UserAsker};
 use crate::contract::PermissionMode;
 use crate::contract::json::tool_output_to_json;
@@ -105,6 +106,7 @@ pub(crate) async fn exec(
 ) -> Result<Exit, Failure> {
     let builder = RunContext::builder()
         .mode(mode)
+        .approvals(kept_approvals(scope)?)
         .approver(Arc::new(HeadlessApprover))
         .asker(Arc::new(HeadlessAsker))
         .events(Arc::new(JsonLinesSink::new(std::io::stdout())));
@@ -162,6 +164,14 @@ pub(crate) fn parse_arguments(text: Option<&str>) -> Result<Value, Failure> {
     Ok(value)
 }
 
+/// The approvals kept for the scope's project (`clat approvals`); a malformed
+/// file is an error, never read as empty.
+fn kept_approvals(scope: &ProjectScope) -> Result<Arc<dyn ApprovalMemory>, Failure> {
+    let store = ApprovalStore::open(scope.home(), scope.root())
+        .map_err(|e| Failure::new(Exit::Usage, "configuration", e.to_string()))?;
+    Ok(Arc::new(store))
+}
+
 pub(crate) struct CallRequest {
     pub(crate) tool: String,
     pub(crate) arguments: Value,
@@ -180,7 +190,8 @@ pub(crate) async fn call(scope: &ProjectScope, request: CallRequest, shutdown: &
         if interactive { Arc::new(TerminalAsker::terminal()) } else { Arc::new(HeadlessAsker) };
     let sink: Arc<dyn EventSink> =
         if events { Arc::new(JsonLinesSink::new(std::io::stderr())) } else { Arc::new(NullSink) };
-    let builder = RunContext::builder().mode(mode).approver(approver).asker(asker).events(sink);
+    let builder =
+        RunContext::builder().mode(mode).approvals(kept_approvals(scope)?).approver(approver).asker(asker).events(sink);
     let run = start_run(scope, builder, shutdown).await?;
     let result = scope.registry().call(tool, arguments, &run).await;
     scope.finish_run(&run);

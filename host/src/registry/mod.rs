@@ -54,6 +54,11 @@ impl ToolSource {
         }
     }
 
+    /// The extension a tool belongs to: `native`, `mcp:server`, `wasm:plugin`.
+    pub fn extension(&self) -> String {
+        self.owner_key().unwrap_or_else(|| "native".into())
+    }
+
     /// The extension that holds the tool's lease (`None` for native tools).
     fn owner_key(&self) -> Option<String> {
         match self {

@@ -81,6 +81,12 @@ async fn decide(entry: &ToolEntry, call_id: u64, arguments: &Value, run: &RunCon
             "mode",
             Some(format!("mode {} does not allow {} tools; {}", run.mode(), entry.effect, how_to_allow(entry.effect))),
         ),
+        // A kept approval answers only this cell, for an effect no stronger than approved.
+        Rule::Ask
+            if run.approvals().is_some_and(|m| m.allows(&entry.source.extension(), &entry.name, entry.effect)) =>
+        {
+            (true, "stored", None)
+        }
         Rule::Ask => {
             let request = ApprovalRequest {
                 tool: entry.name.clone(),
@@ -88,6 +94,7 @@ async fn decide(entry: &ToolEntry, call_id: u64, arguments: &Value, run: &RunCon
                 effect: entry.effect,
                 arguments: arguments.clone(),
                 mode: run.mode(),
+                can_remember: run.approvals().is_some(),
             };
             let approval = tokio::select! {
                 a = run.approver().approve(&request) => a,
@@ -97,6 +104,14 @@ async fn decide(entry: &ToolEntry, call_id: u64, arguments: &Value, run: &RunCon
             };
             match approval {
                 Approval::Approved => (true, "approver", None),
+                Approval::Always(scope) => {
+                    if let Some(memory) = run.approvals()
+                        && let Err(e) = memory.remember(&entry.source.extension(), &entry.name, entry.effect, scope)
+                    {
+                        tracing::warn!("the approval of {} was given but could not be kept: {e}", entry.name);
+                    }
+                    (true, "approver", None)
+                }
                 Approval::Denied(reason) => (false, "approver", Some(reason)),
             }
         }
