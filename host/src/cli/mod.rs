@@ -40,8 +40,11 @@ use crate::native::process::SandboxPolicy;
 use crate::scope::{ProjectScope, ScopeOptions};
 use crate::trust::{ClatHome, TrustStore};
 
+/// `clat --version`: the package version and the commit it was built from.
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("CLAT_BUILD_COMMIT"), ")");
+
 #[derive(Parser, Debug)]
-#[command(name = "clat", version, about = "CLAT extension platform: tools, plugins and MCP servers in one registry")]
+#[command(name = "clat", version = VERSION, about = "CLAT extension platform: tools, plugins and MCP servers in one registry")]
 pub struct Cli {
     /// CLAT's home directory (default: $CLAT_HOME, else ~/.clat).
     #[arg(long, global = true, value_name = "DIR")]
@@ -49,6 +52,12 @@ pub struct Cli {
     /// The project directory (default: the current directory).
     #[arg(long, global = true, value_name = "DIR")]
     project: Option<PathBuf>,
+    /// More log output on stderr (-v info, -vv debug, -vvv trace); overrides CLAT_LOG and RUST_LOG.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, conflicts_with = "quiet")]
+    verbose: u8,
+    /// Only errors in the log output.
+    #[arg(short, long, global = true)]
+    quiet: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -59,6 +68,14 @@ enum Command {
     Trust {
         /// The project directory to trust.
         dir: Option<PathBuf>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a completion script for a shell (e.g. `clat completions bash > /etc/bash_completion.d/clat`).
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
     },
     /// List the registry: name, source, effect, description, input schema.
     Tools {
@@ -129,6 +146,9 @@ pub(crate) enum PluginCommand {
     Install {
         /// The package directory.
         dir: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// List installed packages.
     List {
@@ -140,16 +160,16 @@ pub(crate) enum PluginCommand {
     Remove {
         /// The package's name.
         name: String,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
     },
 }
 
 /// Run the CLI with the process's arguments.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("CLAT_LOG").unwrap_or_else(|_| "warn".into()))
-        .try_init();
+    let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter(log_filter(&cli)).try_init();
     shutdown::become_subreaper();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
@@ -161,6 +181,10 @@ pub fn main() -> ExitCode {
     let json_errors = matches!(
         cli.command,
         Command::Tools { json: true }
+            | Command::Trust { json: true, .. }
+            | Command::Plugin {
+                command: PluginCommand::Install { json: true, .. } | PluginCommand::Remove { json: true, .. }
+            }
             | Command::Mcp { json: true, .. }
             | Command::Approvals { json: true, .. }
             | Command::Call { json: true, .. }
@@ -194,6 +218,26 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// What the log shows: `-v` / `-q` when given, else `CLAT_LOG`, else `RUST_LOG`, else warnings.
+fn log_filter(cli: &Cli) -> tracing_subscriber::EnvFilter {
+    use tracing_subscriber::EnvFilter;
+    let level = match (cli.quiet, cli.verbose) {
+        (true, _) => Some("error"),
+        (false, 0) => None,
+        (false, 1) => Some("info"),
+        (false, 2) => Some("debug"),
+        (false, _) => Some("trace"),
+    };
+    let from_env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    match level {
+        Some(level) => EnvFilter::new(level),
+        None => from_env("CLAT_LOG")
+            .or_else(|| from_env("RUST_LOG"))
+            .and_then(|directives| EnvFilter::try_new(directives).ok())
+            .unwrap_or_else(|| EnvFilter::new("warn")),
+    }
+}
+
 fn project_dir(cli_project: Option<PathBuf>) -> Result<PathBuf, Failure> {
     match cli_project {
         Some(p) => Ok(p),
@@ -209,13 +253,25 @@ fn usage(e: String) -> Failure {
 async fn dispatch(cli: Cli, shutdown: &Shutdown) -> Result<Exit, Failure> {
     let home = ClatHome::resolve(cli.home.as_deref())?;
     match cli.command {
-        Command::Trust { dir } => {
+        Command::Trust { dir, json } => {
             let dir = match dir {
                 Some(d) => d,
                 None => project_dir(cli.project)?,
             };
             let root = TrustStore::new(&home).trust(&dir)?;
-            println!("trusted {}", root.display());
+            if json {
+                println!("{}", json!({ "trusted": root.display().to_string() }));
+            } else {
+                println!("trusted {}", root.display());
+            }
+            Ok(Exit::Ok)
+        }
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "clat", &mut script);
+            // A reader that stops early (`| head`) is not an error.
+            let _ = std::io::stdout().write_all(&script);
             Ok(Exit::Ok)
         }
         Command::Tools { json } => {
@@ -269,7 +325,10 @@ fn mount_for_runs(
     tools: &[String],
 ) -> Result<Arc<ProjectScope>, Failure> {
     let external: Vec<String> = tools.iter().filter(|t| !NATIVE_TOOL_NAMES.contains(&t.as_str())).cloned().collect();
-    let options = scope_options(home, sandbox, StartFilter::OwnersOf(external))?;
+    // A server's or plugin's own tool name (`echo`) could be any extension's: start them all to resolve it.
+    let bare = external.iter().any(|t| !t.starts_with("mcp_") && !t.starts_with("wasm_"));
+    let start = if bare { StartFilter::All } else { StartFilter::OwnersOf(external) };
+    let options = scope_options(home, sandbox, start)?;
     let scope = Arc::new(ProjectScope::mount(home, &project_dir(project)?, options)?);
     scope.start_extensions();
     Ok(scope)

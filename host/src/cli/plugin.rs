@@ -12,7 +12,7 @@ use crate::trust::ClatHome;
 pub(crate) async fn plugin(home: &ClatHome, command: PluginCommand) -> Result<Exit, Failure> {
     let store = PackageStore::new(home);
     match command {
-        PluginCommand::Install { dir } => {
+        PluginCommand::Install { dir, json } => {
             let manifest = read_manifest(&dir)?;
             check_entry(&dir, &manifest)?;
             let runtime = match manifest.kind {
@@ -42,21 +42,30 @@ pub(crate) async fn plugin(home: &ClatHome, command: PluginCommand) -> Result<Ex
                 PackageKind::Wasm => "wasm",
                 PackageKind::McpStdio => "mcp-stdio",
             };
+            let names: Vec<String> = tools
+                .iter()
+                .map(|t| {
+                    crate::names::external_tool_name(
+                        crate::names::ExternalKind::Wasm,
+                        &installed.manifest.name,
+                        &t.name,
+                    )
+                })
+                .collect();
+            if json {
+                let document = json!({ "installed": installed.manifest.name, "version": installed.manifest.version,
+                                       "kind": kind, "dir": installed.dir.display().to_string(), "tools": names });
+                println!("{document}");
+                return Ok(Exit::Ok);
+            }
             println!(
                 "installed {} {} ({kind}) into {}",
                 installed.manifest.name,
                 installed.manifest.version,
                 installed.dir.display()
             );
-            for t in tools {
-                println!(
-                    "  tool {}",
-                    crate::names::external_tool_name(
-                        crate::names::ExternalKind::Wasm,
-                        &installed.manifest.name,
-                        &t.name
-                    )
-                );
+            for name in names {
+                println!("  tool {name}");
             }
             Ok(Exit::Ok)
         }
@@ -77,9 +86,13 @@ pub(crate) async fn plugin(home: &ClatHome, command: PluginCommand) -> Result<Ex
             }
             Ok(Exit::Ok)
         }
-        PluginCommand::Remove { name } => {
+        PluginCommand::Remove { name, json } => {
             let removed = store.remove(&name)?;
-            println!("removed {} {}", removed.manifest.name, removed.manifest.version);
+            if json {
+                println!("{}", json!({ "removed": removed.manifest.name, "version": removed.manifest.version }));
+            } else {
+                println!("removed {} {}", removed.manifest.name, removed.manifest.version);
+            }
             Ok(Exit::Ok)
         }
     }

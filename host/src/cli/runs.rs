@@ -116,7 +116,10 @@ pub(crate) async fn exec(
         if run.is_cancelled() {
             break;
         }
-        let result = scope.registry().call(&step.tool, step.arguments.clone(), &run).await;
+        let result = match resolve_tool(scope, &step.tool) {
+            Ok(tool) => scope.registry().call(&tool, step.arguments.clone(), &run).await.map_err(Failure::from),
+            Err(unknown) => Err(unknown),
+        };
         let (line, step_exit) = match result {
             Ok(output) => {
                 let failed = output.is_error;
@@ -124,8 +127,7 @@ pub(crate) async fn exec(
                                    "result": tool_output_to_json(&output) });
                 (line, if failed { Exit::ToolError } else { Exit::Ok })
             }
-            Err(e) => {
-                let failure = Failure::from(e);
+            Err(failure) => {
                 let line = json!({ "type": "call_result", "run_id": run.run_id(), "line": step.line, "tool": step.tool,
                                    "error": { "kind": failure.kind, "message": failure.message } });
                 (line, failure.exit)
@@ -164,6 +166,43 @@ pub(crate) fn parse_arguments(text: Option<&str>) -> Result<Value, Failure> {
     Ok(value)
 }
 
+/// The registered tool a command-line name means: the name itself; else a
+/// server's or plugin's own tool name (`echo`) when exactly one registered
+/// tool has it (said on stderr), listing them when several do; else an
+/// unknown tool, with the nearest registered name when one is close.
+fn resolve_tool(scope: &ProjectScope, name: &str) -> Result<String, Failure> {
+    let unknown = |message: String| Failure::new(Exit::Usage, "unknown_tool", message);
+    let tools = scope.registry().list();
+    if tools.iter().any(|t| t.name == name) {
+        return Ok(name.to_string());
+    }
+    let owning: Vec<&str> = tools.iter().filter(|t| t.original_name == name).map(|t| t.name.as_str()).collect();
+    match owning.as_slice() {
+        [one] => {
+            eprintln!("clat: {name} is {one}");
+            return Ok(one.to_string());
+        }
+        [] => {}
+        several => {
+            return Err(unknown(format!(
+                "{name:?} is the own name of several tools ({}); call one of them by its registered name",
+                several.join(", ")
+            )));
+        }
+    }
+    let nearest = tools
+        .iter()
+        .map(|t| (strsim::jaro_winkler(&t.name, name), t.name.as_str()))
+        .filter(|(score, _)| *score >= 0.85)
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    Err(unknown(match nearest {
+        Some((_, close)) => {
+            format!("unknown tool {name:?}; did you mean {close:?}? (`clat tools` lists the registered tools)")
+        }
+        None => format!("unknown tool {name:?}; `clat tools` lists the registered tools"),
+    }))
+}
+
 /// The approvals kept for the scope's project (`clat approvals`); a malformed
 /// file is an error, never read as empty.
 fn kept_approvals(scope: &ProjectScope) -> Result<Arc<dyn ApprovalMemory>, Failure> {
@@ -193,7 +232,10 @@ pub(crate) async fn call(scope: &ProjectScope, request: CallRequest, shutdown: &
     let builder =
         RunContext::builder().mode(mode).approvals(kept_approvals(scope)?).approver(approver).asker(asker).events(sink);
     let run = start_run(scope, builder, shutdown).await?;
-    let result = scope.registry().call(tool, arguments, &run).await;
+    let result = match resolve_tool(scope, tool) {
+        Ok(resolved) => scope.registry().call(&resolved, arguments, &run).await.map_err(Failure::from),
+        Err(unknown) => Err(unknown),
+    };
     scope.finish_run(&run);
     let output = result?;
     if json {

@@ -95,10 +95,35 @@ pub(crate) fn print_tools(scope: &ProjectScope, json: bool) {
     let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
     let source_width = tools.iter().map(|t| t.source.label().len()).max().unwrap_or(6).max(6);
     let _ = writeln!(out, "{:width$}  {:13}  {:source_width$}  DESCRIPTION", "NAME", "EFFECT", "SOURCE");
+    // At a terminal, each row fits its width: descriptions are cut there.
+    let room = terminal_columns().map(|columns| columns.saturating_sub(width + source_width + 19).max(20));
     for t in &tools {
         let (effect, source) = (t.effect.as_str(), t.source.label());
-        let _ = writeln!(out, "{:width$}  {effect:13}  {source:source_width$}  {}", t.name, t.description);
+        let description = match room {
+            Some(room) => {
+                let first = t.description.lines().next().unwrap_or_default();
+                if first.chars().count() > room {
+                    format!("{}…", first.chars().take(room - 1).collect::<String>())
+                } else {
+                    first.to_string()
+                }
+            }
+            None => t.description.clone(),
+        };
+        let _ = writeln!(out, "{:width$}  {effect:13}  {source:source_width$}  {description}", t.name);
     }
+}
+
+/// The width of the terminal stdout is, when it is one.
+fn terminal_columns() -> Option<usize> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    let mut size = libc::winsize { ws_row: 0, ws_col: 0, ws_xpixel: 0, ws_ypixel: 0 };
+    // SAFETY: TIOCGWINSZ writes one `winsize` into the struct this function owns.
+    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
+    (ok && size.ws_col > 0).then_some(size.ws_col as usize)
 }
 
 /// `clat mcp get NAME`: its entry (masked), its status (when it was started)

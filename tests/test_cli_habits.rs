@@ -1,0 +1,93 @@
+//! The command-line habits users bring from other agents, through the built
+//! binary: a did-you-mean on an unknown tool, a server's own tool name
+//! resolved when one registered tool has it (listed when several do), shell
+//! completions, `--version` naming the commit, `-v` / `-q` and `RUST_LOG`,
+//! and `--json` on `trust`, `plugin install` and `plugin remove`.
+
+mod support;
+
+use serde_json::{Value, json};
+use support::{TestEnv, stderr, stdout};
+
+const SERVER: &str = clat_test_server_artifact::MCP_TEST_SERVER;
+
+#[test]
+fn an_unknown_tool_gets_a_did_you_mean_and_a_bare_name_is_resolved_when_it_is_unique() {
+    let env = TestEnv::trusted();
+    let out = env.clat(&["call", "red_file", r#"{"path":"x"}"#]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains(r#"unknown tool "red_file"; did you mean "read_file"?"#), "{}", stderr(&out));
+    let out = env.clat(&["call", "zzzz_nothing_like_it"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!stderr(&out).contains("did you mean"), "{}", stderr(&out));
+
+    env.write_mcp_config(json!({ "srv": { "command": SERVER, "args": ["--tool-names", "echo,cwd"] } }));
+    let out = env.clat(&["call", "echo", r#"{"n":1}"#, "--mode", "full-access"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("echo is mcp_srv_echo"), "{}", stderr(&out));
+    assert!(stdout(&out).contains(r#"{"n":1}"#), "{}", stdout(&out));
+
+    env.write_mcp_config(json!({
+        "srv": { "command": SERVER, "args": ["--tool-names", "echo"] },
+        "other": { "command": SERVER, "args": ["--tool-names", "echo"] }
+    }));
+    let out = env.clat(&["call", "echo", "{}", "--mode", "full-access"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("mcp_other_echo, mcp_srv_echo") || stderr(&out).contains("mcp_srv_echo, mcp_other_echo")
+    );
+}
+
+#[test]
+fn completions_version_and_log_levels() {
+    let env = TestEnv::trusted();
+    for (shell, marker) in [("bash", "_clat()"), ("zsh", "#compdef clat"), ("fish", "complete -c clat")] {
+        let out = env.clat(&["completions", shell]);
+        assert_eq!(out.status.code(), Some(0), "{shell}");
+        assert!(stdout(&out).contains(marker), "{shell}: {}", stdout(&out));
+    }
+    let out = env.clat(&["--version"]);
+    assert!(
+        stdout(&out).starts_with("clat 0.1.0 (commit ") || stdout(&out).contains("unknown commit"),
+        "{}",
+        stdout(&out)
+    );
+
+    // A server line that is not JSON is a warning: shown by default, not with -q or RUST_LOG=error.
+    env.write_mcp_config(json!({ "srv": { "command": SERVER, "args": ["--tool-names", "bad_json"] } }));
+    let call = ["call", "mcp_srv_bad_json", "{}", "--mode", "full-access"];
+    let shown = |out: &std::process::Output| stderr(out).contains("malformed message from the server");
+    let out = env.clat_with_env(&call, &[("CLAT_LOG", ""), ("RUST_LOG", "")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(shown(&out), "{}", stderr(&out));
+    let quiet: Vec<&str> = ["-q"].iter().chain(call.iter()).copied().collect();
+    assert!(!shown(&env.clat(&quiet)));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_clat"))
+        .args(["--home", env.home.to_str().unwrap(), "--project", env.project.to_str().unwrap()])
+        .args(call)
+        .env_remove("CLAT_LOG")
+        .env("RUST_LOG", "error")
+        .output()
+        .unwrap();
+    assert!(!shown(&out), "RUST_LOG is honoured without CLAT_LOG: {}", stderr(&out));
+}
+
+#[test]
+fn trust_and_plugin_install_and_remove_print_json() {
+    let env = TestEnv::new();
+    let out = env.clat(&["trust", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let trusted: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(trusted["trusted"], env.project.canonicalize().unwrap().display().to_string());
+    let out = env.clat(&["plugin", "install", clat_guest_artifacts::HELLO_PACKAGE, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let installed: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!((installed["installed"].as_str(), installed["kind"].as_str()), (Some("hello"), Some("wasm")));
+    assert!(installed["tools"].as_array().unwrap().iter().any(|t| t == "wasm_hello_greet"), "{installed}");
+    let out = env.clat(&["plugin", "remove", "hello", "--json"]);
+    assert_eq!(serde_json::from_str::<Value>(&stdout(&out)).unwrap()["removed"], "hello");
+    let out = env.clat(&["plugin", "remove", "hello", "--json"]);
+    assert_eq!(out.status.code(), Some(2));
+    let error: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert!(error["error"]["message"].as_str().unwrap().contains("hello"), "{error}");
+}
