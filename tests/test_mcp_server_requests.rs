@@ -459,6 +459,24 @@ async fn a_request_whose_run_cannot_be_told_is_refused_rather_than_judged_under_
     scope.close().await;
 }
 
+/// A full-access run's slow call in flight on the HTTP server `web`, once the server has it.
+async fn slow_call_in_flight(
+    scope: &Arc<ProjectScope>,
+    http: &HttpServer,
+    ms: u64,
+) -> (tokio::task::JoinHandle<Result<clat_host::contract::ToolOutput, CallError>>, Arc<CollectingSink>) {
+    let (run, sink) = full_access();
+    let scope = Arc::clone(scope);
+    let in_flight = tokio::spawn(async move { scope.registry().call("mcp_web_slow", json!({ "ms": ms }), &run).await });
+    for _ in 0..300 {
+        if http.log().iter().any(|l| l.starts_with("POST tools/call")) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    (in_flight, sink)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_http_a_request_is_judged_under_the_run_of_the_call_whose_stream_carried_it() {
     let http = HttpServer::start(&[]);
@@ -476,17 +494,7 @@ async fn over_http_a_request_is_judged_under_the_run_of_the_call_whose_stream_ca
         }
     };
     // Run A has a call in flight on the server all along.
-    let (run_a, sink_a) = full_access();
-    let in_flight = {
-        let (scope, run_a) = (scope.clone(), run_a.clone());
-        tokio::spawn(async move { scope.registry().call("mcp_web_slow", json!({ "ms": 3000 }), &run_a).await })
-    };
-    for _ in 0..300 {
-        if http.log().iter().any(|l| l.starts_with("POST tools/call")) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let (in_flight, sink_a) = slow_call_in_flight(&scope, &http, 3000).await;
     // Run B (its approver denies sampling) and run C (full access) ask at the same time, each
     // on its own call's stream: each request is judged under its own run, none is refused.
     let (run_b, sink_b) = run_with(PermissionMode::Ask, Arc::new(DenySampling), "");
@@ -516,17 +524,7 @@ async fn a_modern_http_server_reaches_host_services_through_input_required_under
     let statuses = scope.load_mcp_servers().await;
     assert!(statuses.iter().all(|s| s.state == "ready"), "{statuses:?}");
     // Another run has a call in flight on the same server: the rounds still belong to their own call.
-    let (run_a, _) = full_access();
-    let in_flight = {
-        let (scope, run_a) = (scope.clone(), run_a.clone());
-        tokio::spawn(async move { scope.registry().call("mcp_web_slow", json!({ "ms": 2000 }), &run_a).await })
-    };
-    for _ in 0..300 {
-        if http.log().iter().any(|l| l.starts_with("POST tools/call")) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let (in_flight, _) = slow_call_in_flight(&scope, &http, 2000).await;
     let (run, sink) = run_in(PermissionMode::FullAccess);
     let requests = json!({
         "ctx": { "method": "io.artec.clat/context/get" },
