@@ -332,7 +332,9 @@ pub fn parse_config(file: &str, text: &str, bounds: &TimeoutBounds) -> Result<Mc
         let (line, column) = position(text, offset);
         ConfigError::Malformed { file: file.to_string(), line, column, message }
     };
-    if let Err(e) = serde_json::from_str::<&RawValue>(text) {
+    // Values, not raw text: a number out of range is malformed here too, so a file
+    // this accepts is one every JSON reader accepts.
+    if let Err(e) = serde_json::from_str::<serde_json::Value>(text) {
         let message = e.to_string();
         let message = message.rfind(" at line ").map_or(message.as_str(), |i| &message[..i]).to_string();
         return Err(ConfigError::Malformed { file: file.to_string(), line: e.line(), column: e.column(), message });
@@ -561,6 +563,8 @@ mod tests {
         assert!(message("typed").starts_with("mcp.json:6:") && message("typed").contains("`args[1]`: invalid type"));
         assert!(message("old").contains("deprecated HTTP+SSE"));
         assert!(message("slow").contains("`startup_timeout_sec` 30 is past the 20 s initial surface"));
+        let err = parse(r#"{ "n": { "command": "x", "tool_timeout_sec": 1e400 } }"#).unwrap_err();
+        assert!(err.to_string().contains("malformed"), "a number out of range: {err}");
         let err = parse("{\n  \"a\": {,}\n}").unwrap_err();
         assert!(err.to_string().starts_with("mcp.json is malformed at line 2"), "{err}");
         let err = parse(r#"{ "mcpServers": { "a": { "command": "x" } }, "b": { "command": "y" } }"#).unwrap_err();

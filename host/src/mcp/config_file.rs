@@ -65,7 +65,10 @@ impl<'h> McpConfigFile<'h> {
         };
         // The mount's own parser decides whether the file is usable at all.
         parse_config(&self.file(), &text, &ENTRY_TIMEOUT_BOUNDS).map_err(EditError::Malformed)?;
-        Ok(serde_json::from_str(&text).expect("the parser accepted it as JSON"))
+        serde_json::from_str(&text).map_err(|e| {
+            let (line, column) = (e.line(), e.column());
+            EditError::Malformed(ConfigError::Malformed { file: self.file(), line, column, message: e.to_string() })
+        })
     }
 
     /// The object that holds the entries: the wrapper's, or the file's own.
