@@ -1,8 +1,9 @@
 //! `clat-guest`: write a CLAT plugin in Rust.
 //!
-//! The contract (`wit/`, package `artec:clat@0.1.0`) is bound here once with
-//! wit-bindgen. A plugin implements [`Plugin`] — its tool specs and one `call`
-//! — and exports it with [`export_plugin!`]. Host services (context, the six
+//! The contract (`wit/clat.wit`, package `artec:clat@0.1.0`) travels inside
+//! this crate, a copy of the repository's `wit/` kept identical by a test, and
+//! is bound here once with wit-bindgen. A plugin implements [`Plugin`] — its
+//! tool specs and one `call` — and exports it with [`export_plugin!`]. Host services (context, the six
 //! host tools, sampling, elicitation, log) are plain functions in [`host`].
 //!
 //! ```ignore
@@ -23,7 +24,9 @@
 #[doc(hidden)]
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../../wit",
+        // The contract this SDK binds travels with it (a copy of the repository's wit/, kept
+        // identical by tests/test_contract_copies.rs), so the crate builds from anywhere.
+        path: "wit",
         world: "clat-plugin",
         pub_export_macro: true,
         export_macro_name: "export_raw",
