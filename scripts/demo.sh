@@ -7,7 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cargo build --quiet -p clat-host --bin clat -p clat-test-mcp-server
+# Two commands: a `--bin` filter would apply to both packages.
+cargo build --quiet -p clat-host --bin clat
+cargo build --quiet -p clat-test-mcp-server
 clat="${CARGO_TARGET_DIR:-$PWD/target}/debug/clat"
 mcp_server="${CARGO_TARGET_DIR:-$PWD/target}/debug/clat-test-mcp-server"
 bash scripts/build-guests.sh >/dev/null
