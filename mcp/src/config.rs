@@ -563,6 +563,10 @@ mod tests {
         assert!(message("typed").starts_with("mcp.json:6:") && message("typed").contains("`args[1]`: invalid type"));
         assert!(message("old").contains("deprecated HTTP+SSE"));
         assert!(message("slow").contains("`startup_timeout_sec` 30 is past the 20 s initial surface"));
+        let long_calls = parse(r#"{ "l": { "command": "x", "tool_timeout_sec": 121 } }"#).unwrap();
+        assert!(long_calls.errors[0].to_string().contains("`tool_timeout_sec` 121 is past the 120 s tool-call limit"));
+        let at_the_limits = parse(r#"{ "l": { "command": "x", "tool_timeout_sec": 120, "startup_timeout_sec": 20 } }"#);
+        assert!(at_the_limits.unwrap().errors.is_empty(), "the limits themselves are allowed");
         let err = parse(r#"{ "n": { "command": "x", "tool_timeout_sec": 1e400 } }"#).unwrap_err();
         assert!(err.to_string().contains("malformed"), "a number out of range: {err}");
         let err = parse("{\n  \"a\": {,}\n}").unwrap_err();

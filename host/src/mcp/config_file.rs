@@ -191,3 +191,18 @@ pub fn masked_entry(entry: &Value) -> Value {
         other => redact_strings(other),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_names_are_bounded_and_plain() {
+        assert!(valid_server_name(&"a".repeat(SERVER_NAME_MAX_CHARS)));
+        assert!(!valid_server_name(&"a".repeat(SERVER_NAME_MAX_CHARS + 1)));
+        for bad in ["", "-lead", "has space", "dot.ted", "é"] {
+            assert!(!valid_server_name(bad), "{bad:?}");
+        }
+        assert!(valid_server_name("server-everything_2"));
+    }
+}
