@@ -393,18 +393,16 @@ async fn modern_input_required_is_fulfilled_and_retried_with_the_exact_request_s
     scope.close().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_modern_opted_in_server_reaches_host_services_through_input_required() {
-    let env = TestEnv::trusted();
-    env.write("notes.txt", "from the project\n");
-    let scope = scope_with(&env, &["--modern", "--host-services"]).await;
+/// A full-access run calls `tool` (an `ask_input` tool) with input requests for
+/// `io.artec.clat/context/get` and `io.artec.clat/tools/call` (`read_file notes.txt`)
+/// plus `args`: both are fulfilled under that run, and the host tool call is audited.
+async fn reaches_host_services_through_input_required(scope: &ProjectScope, tool: &str, mut args: Value) {
     let (run, sink) = run_in(PermissionMode::FullAccess);
-    let requests = json!({
+    args["requests"] = json!({
         "ctx": { "method": "io.artec.clat/context/get" },
         "file": { "method": "io.artec.clat/tools/call", "params": { "name": "read_file", "arguments": { "path": "notes.txt" } } }
     });
-    let out =
-        scope.registry().call("mcp_srv_ask_input", json!({ "requests": requests, "rounds": 1 }), &run).await.unwrap();
+    let out = scope.registry().call(tool, args, &run).await.unwrap();
     assert!(!out.is_error, "{}", out.joined_text());
     let responses: Value = serde_json::from_str(&out.joined_text()).unwrap();
     assert_eq!(responses["ctx"]["snapshot"]["run"]["runId"], json!(run.run_id()), "{responses}");
@@ -412,6 +410,14 @@ async fn a_modern_opted_in_server_reaches_host_services_through_input_required()
     assert!(
         sink.events().iter().any(|e| matches!(&e.kind, RunEventKind::HostToolCall { tool, .. } if tool == "read_file"))
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_modern_opted_in_server_reaches_host_services_through_input_required() {
+    let env = TestEnv::trusted();
+    env.write("notes.txt", "from the project\n");
+    let scope = scope_with(&env, &["--modern", "--host-services"]).await;
+    reaches_host_services_through_input_required(&scope, "mcp_srv_ask_input", json!({ "rounds": 1 })).await;
     scope.close().await;
 
     // A server that did not opt in is refused, as for any other server request.
@@ -525,19 +531,7 @@ async fn a_modern_http_server_reaches_host_services_through_input_required_under
     assert!(statuses.iter().all(|s| s.state == "ready"), "{statuses:?}");
     // Another run has a call in flight on the same server: the rounds still belong to their own call.
     let (in_flight, _) = slow_call_in_flight(&scope, &http, 2000).await;
-    let (run, sink) = run_in(PermissionMode::FullAccess);
-    let requests = json!({
-        "ctx": { "method": "io.artec.clat/context/get" },
-        "file": { "method": "io.artec.clat/tools/call", "params": { "name": "read_file", "arguments": { "path": "notes.txt" } } }
-    });
-    let out = scope.registry().call("mcp_web_ask_input", json!({ "requests": requests }), &run).await.unwrap();
-    assert!(!out.is_error, "{}", out.joined_text());
-    let responses: Value = serde_json::from_str(&out.joined_text()).unwrap();
-    assert_eq!(responses["ctx"]["snapshot"]["run"]["runId"], json!(run.run_id()), "{responses}");
-    assert!(responses["file"]["content"][0]["text"].as_str().unwrap().contains("from the project"), "{responses}");
-    assert!(
-        sink.events().iter().any(|e| matches!(&e.kind, RunEventKind::HostToolCall { tool, .. } if tool == "read_file"))
-    );
+    reaches_host_services_through_input_required(&scope, "mcp_web_ask_input", json!({})).await;
     in_flight.await.unwrap().unwrap();
     scope.close().await;
 }

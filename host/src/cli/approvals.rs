@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::exit::{Exit, Failure};
 use super::project_dir;
-use crate::approvals::{self, ApprovalsError};
+use crate::approvals;
 use crate::trust::{ClatHome, canonical_project};
 
 #[derive(Subcommand, Debug)]
@@ -28,15 +28,6 @@ pub(crate) enum ApprovalsCommand {
         #[arg(long)]
         all_projects: bool,
     },
-}
-
-impl From<ApprovalsError> for Failure {
-    fn from(e: ApprovalsError) -> Self {
-        match e {
-            ApprovalsError::Home(t) => t.into(),
-            _ => Failure::new(Exit::Usage, "configuration", e.to_string()),
-        }
-    }
 }
 
 pub(crate) fn approvals(

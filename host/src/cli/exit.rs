@@ -4,6 +4,8 @@
 
 use std::process::ExitCode;
 
+use crate::approvals::ApprovalsError;
+use crate::mcp::config_file::EditError;
 use crate::packages::PackageError;
 use crate::registry::CallError;
 use crate::scope::ScopeError;
@@ -89,5 +91,25 @@ impl From<CallError> for Failure {
             CallError::Withdrawn { .. } => (Exit::Internal, "withdrawn"),
         };
         Failure::new(exit, kind, e.to_string())
+    }
+}
+
+/// `clat mcp add | remove | enable | disable`: what refused the edit of `mcp.json`.
+impl From<EditError> for Failure {
+    fn from(e: EditError) -> Self {
+        match e {
+            EditError::Home(t) => t.into(),
+            _ => Failure::new(Exit::Usage, "configuration", e.to_string()),
+        }
+    }
+}
+
+/// `approvals.json` could not be read or kept (`clat call`, `clat exec`, `clat approvals`).
+impl From<ApprovalsError> for Failure {
+    fn from(e: ApprovalsError) -> Self {
+        match e {
+            ApprovalsError::Home(t) => t.into(),
+            _ => Failure::new(Exit::Usage, "configuration", e.to_string()),
+        }
     }
 }

@@ -12,7 +12,7 @@ use super::exit::{Exit, Failure};
 use super::shutdown::Shutdown;
 use super::{project_dir, runs, scope_options, status};
 use crate::extension::{ExtensionState, ExtensionStatus, StartFilter};
-use crate::mcp::config_file::{EditError, McpConfigFile, masked_entry};
+use crate::mcp::config_file::{McpConfigFile, masked_entry};
 use crate::native::process::SandboxPolicy;
 use crate::registry::ToolInfo;
 use crate::scope::ProjectScope;
@@ -64,15 +64,6 @@ pub(crate) enum McpCommand {
         /// The server's name.
         name: String,
     },
-}
-
-impl From<EditError> for Failure {
-    fn from(e: EditError) -> Self {
-        match e {
-            EditError::Home(t) => t.into(),
-            _ => Failure::new(Exit::Usage, "configuration", e.to_string()),
-        }
-    }
 }
 
 /// `--env NAME=VALUE` and `--header 'NAME: VALUE'` into an object.

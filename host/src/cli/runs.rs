@@ -206,9 +206,7 @@ fn resolve_tool(scope: &ProjectScope, name: &str) -> Result<String, Failure> {
 /// The approvals kept for the scope's project (`clat approvals`); a malformed
 /// file is an error, never read as empty.
 fn kept_approvals(scope: &ProjectScope) -> Result<Arc<dyn ApprovalMemory>, Failure> {
-    let store = ApprovalStore::open(scope.home(), scope.root())
-        .map_err(|e| Failure::new(Exit::Usage, "configuration", e.to_string()))?;
-    Ok(Arc::new(store))
+    Ok(Arc::new(ApprovalStore::open(scope.home(), scope.root())?))
 }
 
 pub(crate) struct CallRequest {
