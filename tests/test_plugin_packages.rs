@@ -272,3 +272,74 @@ fn four_concurrent_installs_lose_no_record() {
     names.sort();
     assert_eq!(names, ["ask-name", "hello", "project-notes", "summarize"]);
 }
+
+/// The compiled cache's entries (`*.cwasm`), sorted.
+fn cache_entries(env: &TestEnv) -> Vec<String> {
+    let dir = env.home.join(clat_host::scope::WASM_CACHE_DIR);
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    names.retain(|n| n.ends_with(".cwasm"));
+    names.sort();
+    names
+}
+
+#[test]
+fn compiled_cache_entries_go_with_a_remove_a_reinstall_and_a_failed_install() {
+    let env = TestEnv::trusted();
+    let out = env.clat(&["plugin", "install", guests::HELLO_PACKAGE]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = env.clat(&["call", "wasm_hello_greet", "{}"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let first = cache_entries(&env);
+    assert_eq!(first.len(), 2, "the content entry and the one named after the artifact: {first:?}");
+
+    // A reinstall with other bytes replaces both of the old version's entries.
+    let changed = package_copy(&env, guests::HELLO_PACKAGE, "hello");
+    write_manifest(&changed, "name = \"hello\"\nversion = \"0.2.0\"\nkind = \"wasm\"\nentry = \"hello.wasm\"\n");
+    let out = env.clat(&["plugin", "install", changed.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = env.clat(&["call", "wasm_hello_greet", "{}"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let second = cache_entries(&env);
+    assert_eq!(second.len(), 2, "{second:?}");
+    // Same component bytes: the content entry stays, the old named one is gone.
+    assert_eq!(second.iter().filter(|e| first.contains(e)).count(), 1, "{first:?} → {second:?}");
+
+    // A component that compiles but fails validation leaves no entry behind.
+    let trap = package_copy(&env, guests::HELLO_PACKAGE, "trap");
+    std::fs::remove_file(trap.join("hello.wasm")).unwrap();
+    std::fs::copy(guests::TRAP_ON_LOAD_WASM, trap.join("trap.wasm")).unwrap();
+    write_manifest(&trap, "name = \"trap\"\nversion = \"1\"\nkind = \"wasm\"\nentry = \"trap.wasm\"\n");
+    let out = env.clat(&["plugin", "install", trap.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(cache_entries(&env), second, "the failed install's compiled form is gone");
+
+    let out = env.clat(&["plugin", "remove", "hello"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(cache_entries(&env).is_empty(), "{:?}", cache_entries(&env));
+}
+
+#[test]
+fn plugin_gc_removes_entries_no_installed_plugin_uses_and_keeps_the_rest() {
+    let env = TestEnv::trusted();
+    let out = env.clat(&["plugin", "install", guests::HELLO_PACKAGE]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let kept = cache_entries(&env);
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let cache = env.home.join(clat_host::scope::WASM_CACHE_DIR);
+    // What an older wasmtime or a plugin removed by hand left behind, and a temp file of a write in progress.
+    std::fs::write(cache.join("0123456789abcdef0123456789abcdef-0000000000000000.cwasm"), vec![0u8; 4096]).unwrap();
+    std::fs::write(cache.join(".fresh.tmp"), b"being written").unwrap();
+    let out = env.clat(&["plugin", "gc", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["removed_entries"], 1, "{v}");
+    assert_eq!(v["freed_bytes"], 4096, "{v}");
+    assert_eq!(cache_entries(&env), kept);
+    assert!(cache.join(".fresh.tmp").exists(), "a recent temp file may be a write in progress");
+    let out = env.clat(&["call", "wasm_hello_greet", "{}"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = env.clat(&["plugin", "gc"]);
+    assert_eq!(stdout(&out), "removed 0 unused compiled cache entries (0 KB)\n");
+}

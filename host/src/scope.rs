@@ -57,6 +57,8 @@ pub struct ScopeOptions {
     pub glm_plan: Option<crate::mcp::glm::CodingPlan>,
     /// Which extensions start (default: all). The CLI starts only what a command's tools need.
     pub start: StartFilter,
+    /// Told about compilations that take a while (the CLI prints them on stderr).
+    pub compile_observer: Option<Arc<dyn crate::wasm::cache::CompileObserver>>,
 }
 
 /// A mounted, trusted project.
@@ -73,6 +75,7 @@ pub struct ProjectScope {
     live: Mutex<Vec<Arc<dyn Extension>>>,
     glm_plan: Option<crate::mcp::glm::CodingPlan>,
     start: StartFilter,
+    compile_observer: Option<Arc<dyn crate::wasm::cache::CompileObserver>>,
     /// Set by `start_extensions`: becomes true when the startup worker is done.
     startup: Mutex<Option<tokio::sync::watch::Receiver<bool>>>,
     /// Cancelled when the scope starts closing: extensions still starting stop.
@@ -106,6 +109,7 @@ impl ProjectScope {
             live: Mutex::default(),
             glm_plan: options.glm_plan,
             start: options.start,
+            compile_observer: options.compile_observer,
             startup: Mutex::default(),
             closing: CancellationToken::new(),
             missed: Mutex::default(),
@@ -130,7 +134,7 @@ impl ProjectScope {
         if let Some(rt) = self.wasm.get() {
             return Ok(Arc::clone(rt));
         }
-        let rt = WasmRuntime::new(&self.home.path().join(WASM_CACHE_DIR))?;
+        let rt = WasmRuntime::with_observer(&self.home.path().join(WASM_CACHE_DIR), self.compile_observer.clone())?;
         Ok(Arc::clone(self.wasm.get_or_init(|| rt)))
     }
 

@@ -17,6 +17,7 @@ mod approvals;
 mod exit;
 mod mcp;
 mod plugin;
+mod progress;
 mod runs;
 mod shutdown;
 mod status;
@@ -101,7 +102,7 @@ enum Command {
         #[command(subcommand)]
         command: approvals::ApprovalsCommand,
     },
-    /// Install, list or remove plugin packages.
+    /// Install, list or remove plugin packages; sweep the compiled cache.
     Plugin {
         #[command(subcommand)]
         command: PluginCommand,
@@ -156,10 +157,16 @@ pub(crate) enum PluginCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Remove an installed package.
+    /// Remove an installed package (and its compiled cache entries).
     Remove {
         /// The package's name.
         name: String,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove compiled cache entries no installed plugin uses (install and remove also do).
+    Gc {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -169,6 +176,7 @@ pub(crate) enum PluginCommand {
 /// Run the CLI with the process's arguments.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    progress::set_quiet(cli.quiet);
     let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter(log_filter(&cli)).try_init();
     shutdown::become_subreaper();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
@@ -183,7 +191,9 @@ pub fn main() -> ExitCode {
         Command::Tools { json: true }
             | Command::Trust { json: true, .. }
             | Command::Plugin {
-                command: PluginCommand::Install { json: true, .. } | PluginCommand::Remove { json: true, .. }
+                command: PluginCommand::Install { json: true, .. }
+                    | PluginCommand::Remove { json: true, .. }
+                    | PluginCommand::Gc { json: true }
             }
             | Command::Mcp { json: true, .. }
             | Command::Approvals { json: true, .. }
@@ -342,5 +352,11 @@ fn scope_options(home: &ClatHome, sandbox: SandboxPolicy, start: StartFilter) ->
     let model = crate::model::active_model(home, env).map_err(configuration)?;
     let provider = crate::model::provider_for(model.as_ref()).map_err(configuration)?;
     let glm_plan = crate::mcp::glm::coding_plan(model.as_ref(), env);
-    Ok(ScopeOptions { sandbox, provider: Some(provider), glm_plan, start })
+    Ok(ScopeOptions {
+        sandbox,
+        provider: Some(provider),
+        glm_plan,
+        start,
+        compile_observer: progress::compile_observer(),
+    })
 }

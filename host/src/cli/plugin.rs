@@ -1,6 +1,8 @@
-//! `clat plugin install | list | remove`: plugin packages in `$CLAT_HOME`.
+//! `clat plugin install | list | remove | gc`: plugin packages in `$CLAT_HOME`.
 //! A WASM package is validated (compiled, linked, listed) on the staged copy,
-//! the bytes that will be installed.
+//! the bytes that will be installed. Every install (whether it succeeded or
+//! not), every remove and `gc` sweep the compiled cache of entries no
+//! installed plugin uses.
 
 use serde_json::json;
 
@@ -8,6 +10,31 @@ use super::PluginCommand;
 use super::exit::{Exit, Failure};
 use crate::packages::{PackageKind, PackageStore, check_entry, read_manifest};
 use crate::trust::ClatHome;
+use crate::wasm::WasmRuntime;
+use crate::wasm::cache::CacheSweep;
+
+fn wasm_runtime(home: &ClatHome) -> Result<std::sync::Arc<WasmRuntime>, Failure> {
+    WasmRuntime::with_observer(&home.path().join(crate::scope::WASM_CACHE_DIR), super::progress::compile_observer())
+        .map_err(|e| Failure::new(Exit::Internal, "internal", format!("the WASM runtime could not start: {e:#}")))
+}
+
+/// Sweep the compiled cache against what is installed now.
+fn sweep(store: &PackageStore, runtime: &WasmRuntime) -> Result<CacheSweep, String> {
+    let installed = store.list().map_err(|e| e.to_string())?;
+    let sweep = runtime.sweep_cache(&installed).map_err(|e| format!("cannot sweep the compiled cache: {e}"))?;
+    if sweep.removed > 0 {
+        tracing::info!("removed {} unused compiled cache entries ({} bytes)", sweep.removed, sweep.bytes);
+    }
+    Ok(sweep)
+}
+
+/// The sweep after an install or a remove: one that fails costs only disk
+/// space, so it is logged and never the command's failure.
+fn sweep_after(store: &PackageStore, runtime: &WasmRuntime) {
+    if let Err(e) = sweep(store, runtime) {
+        tracing::warn!("{e}");
+    }
+}
 
 pub(crate) async fn plugin(home: &ClatHome, command: PluginCommand) -> Result<Exit, Failure> {
     let store = PackageStore::new(home);
@@ -15,29 +42,28 @@ pub(crate) async fn plugin(home: &ClatHome, command: PluginCommand) -> Result<Ex
         PluginCommand::Install { dir, json } => {
             let manifest = read_manifest(&dir)?;
             check_entry(&dir, &manifest)?;
-            let runtime = match manifest.kind {
-                PackageKind::Wasm => Some(
-                    crate::wasm::WasmRuntime::new(&home.path().join(crate::scope::WASM_CACHE_DIR)).map_err(|e| {
-                        Failure::new(Exit::Internal, "internal", format!("the WASM runtime could not start: {e:#}"))
-                    })?,
-                ),
-                PackageKind::McpStdio => None,
-            };
+            let runtime = wasm_runtime(home)?;
+            let validates = manifest.kind == PackageKind::Wasm;
             let mut tools = Vec::new();
             // Validation runs on the staged copy, the bytes that will be installed.
             let installed = store.install(&dir, |manifest, staged| {
-                let Some(runtime) = &runtime else { return Ok(()) };
+                if !validates {
+                    return Ok(());
+                }
                 let entry = staged.join(&manifest.entry);
                 let validated = tokio::task::block_in_place(|| {
                     tokio::runtime::Handle::current().block_on(crate::wasm::validate_component(
-                        runtime,
+                        &runtime,
                         &manifest.name,
                         &entry,
                     ))
                 });
                 tools = validated.map_err(|e| format!("{}: {e}", manifest.entry))?;
                 Ok(())
-            })?;
+            });
+            // A failed install's compiled entry and a replaced version's go now.
+            sweep_after(&store, &runtime);
+            let installed = installed?;
             let kind = match installed.manifest.kind {
                 PackageKind::Wasm => "wasm",
                 PackageKind::McpStdio => "mcp-stdio",
@@ -88,10 +114,27 @@ pub(crate) async fn plugin(home: &ClatHome, command: PluginCommand) -> Result<Ex
         }
         PluginCommand::Remove { name, json } => {
             let removed = store.remove(&name)?;
+            if removed.manifest.kind == PackageKind::Wasm {
+                sweep_after(&store, &*wasm_runtime(home)?);
+            }
             if json {
                 println!("{}", json!({ "removed": removed.manifest.name, "version": removed.manifest.version }));
             } else {
                 println!("removed {} {}", removed.manifest.name, removed.manifest.version);
+            }
+            Ok(Exit::Ok)
+        }
+        PluginCommand::Gc { json } => {
+            let swept =
+                sweep(&store, &*wasm_runtime(home)?).map_err(|e| Failure::new(Exit::Internal, "internal", e))?;
+            if json {
+                println!("{}", json!({ "removed_entries": swept.removed, "freed_bytes": swept.bytes }));
+            } else {
+                println!(
+                    "removed {} unused compiled cache entries ({})",
+                    swept.removed,
+                    super::progress::size(swept.bytes)
+                );
             }
             Ok(Exit::Ok)
         }

@@ -34,7 +34,7 @@ use crate::redact::OutputTail;
 use crate::registry::{RegistrationError, Registry, ToolError, ToolHandler};
 use crate::run::RunContext;
 use crate::services::HostServices;
-use cache::{CacheOutcome, ComponentCache};
+use cache::{CacheOutcome, CacheSweep, CompileObserver, ComponentCache};
 use stdio::SharedTail;
 use store::{GuestState, StoreSpec, new_store};
 
@@ -71,6 +71,14 @@ impl Drop for WasmRuntime {
 impl WasmRuntime {
     /// An engine with epoch interruption, a ticker, and a cache in `cache_dir`.
     pub fn new(cache_dir: &Path) -> anyhow::Result<Arc<WasmRuntime>> {
+        Self::with_observer(cache_dir, None)
+    }
+
+    /// The same, telling `observer` about compilations that take a while.
+    pub fn with_observer(
+        cache_dir: &Path,
+        observer: Option<Arc<dyn CompileObserver>>,
+    ) -> anyhow::Result<Arc<WasmRuntime>> {
         let mut config = Config::new();
         config.wasm_component_model(true).epoch_interruption(true);
         let engine = Engine::new(&config).map_err(anyhow::Error::from)?;
@@ -91,8 +99,23 @@ impl WasmRuntime {
                 }
             })?;
         }
-        let cache = ComponentCache::new(&engine, cache_dir);
+        let cache = ComponentCache::new(&engine, cache_dir, observer);
         Ok(Arc::new(WasmRuntime { engine, linker, cache, stop_ticker }))
+    }
+
+    /// Remove the compiled-cache entries no package in `installed` uses
+    /// (after a remove, a reinstall or a failed install; `clat plugin gc`).
+    /// Reads each installed WASM component to name its content entry.
+    pub fn sweep_cache(&self, installed: &[crate::packages::Installed]) -> std::io::Result<CacheSweep> {
+        let mut keep = std::collections::HashSet::new();
+        for package in installed.iter().filter(|p| p.manifest.kind == crate::packages::PackageKind::Wasm) {
+            let entry = package.entry_path();
+            let (Some(artifact), Ok(bytes)) = (artifact_key(&package.dir, &entry), std::fs::read(&entry)) else {
+                continue;
+            };
+            keep.extend(self.cache.entries_of_installed(&artifact, &bytes));
+        }
+        self.cache.retain(&keep)
     }
 
     /// How many loads hit the cache / compiled.
@@ -124,8 +147,7 @@ impl WasmRuntime {
         memory_max: Option<usize>,
         services: Arc<HostServices>,
     ) -> Result<Arc<WasmPlugin>, LoadError> {
-        let relative = entry.strip_prefix(artifact_dir).unwrap_or(entry);
-        let artifact = artifact_dir.file_name().map(|dir| format!("{}/{}", dir.to_string_lossy(), relative.display()));
+        let artifact = artifact_key(artifact_dir, entry);
         self.load_from(name, artifact_dir, entry, artifact, memory_max, services).await
     }
 
@@ -143,6 +165,7 @@ impl WasmRuntime {
             return Err(LoadError::TooLarge { path: entry.into(), size });
         }
         let runtime = Arc::clone(self);
+        let plugin_name = name.to_string();
         let path = entry.to_path_buf();
         let read_error = std::sync::Arc::new(Mutex::new(None));
         let read = {
@@ -156,8 +179,8 @@ impl WasmRuntime {
             }
         };
         let compiled = tokio::task::spawn_blocking(move || match artifact {
-            Some(artifact) => runtime.cache.load_named(&runtime.engine, &artifact, read),
-            None => runtime.cache.load_or_compile(&runtime.engine, &read()?),
+            Some(artifact) => runtime.cache.load_named(&runtime.engine, &plugin_name, &artifact, read),
+            None => runtime.cache.load_or_compile(&runtime.engine, &plugin_name, &read()?),
         })
         .await
         .map_err(|e| LoadError::NotAComponent(anyhow::anyhow!("compilation task failed: {e}")))?;
@@ -192,6 +215,13 @@ impl WasmRuntime {
         spawn_context_delivery(&plugin);
         Ok(plugin)
     }
+}
+
+/// The name an installed component's compiled form is cached under: its
+/// content-addressed artifact directory's name and the entry inside it.
+fn artifact_key(artifact_dir: &Path, entry: &Path) -> Option<String> {
+    let relative = entry.strip_prefix(artifact_dir).unwrap_or(entry);
+    artifact_dir.file_name().map(|dir| format!("{}/{}", dir.to_string_lossy(), relative.display()))
 }
 
 /// A loaded plugin.
