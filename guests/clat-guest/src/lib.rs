@@ -2,24 +2,37 @@
 //!
 //! The contract (`wit/clat.wit`, package `artec:clat@0.1.0`) travels inside
 //! this crate, a copy of the repository's `wit/` kept identical by a test, and
-//! is bound here once with wit-bindgen. A plugin implements [`Plugin`] — its
-//! tool specs and one `call` — and exports it with [`export_plugin!`]. Host services (context, the six
-//! host tools, sampling, elicitation, log) are plain functions in [`host`].
+//! is bound here once with wit-bindgen, so the crate builds from anywhere.
+//!
+//! A tool is declared once: name, description, effect hints and a typed
+//! argument struct whose JSON Schema is derived (`schemars`). Arguments that
+//! do not parse become a tool error the model can read; the handler's `Err`
+//! does too. A plugin lists its [`Tool`]s and is exported with
+//! [`export_plugin!`]; dispatch by name is the SDK's. Host services (context,
+//! the six host tools, sampling, elicitation, log) are functions in [`host`]
+//! with typed results; [`Form`] builds an elicitation form.
 //!
 //! ```ignore
+//! use clat_guest::{Plugin, Tool};
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct Greet {
+//!     /// Who to greet.
+//!     name: String,
+//! }
+//!
 //! struct Hello;
-//! impl clat_guest::Plugin for Hello {
-//!     fn tools() -> Vec<clat_guest::ToolSpec> {
-//!         vec![clat_guest::tool("greet", "Greet someone").read_only().closed_world()
-//!             .schema(serde_json::json!({"type":"object","properties":{"name":{"type":"string"}}}))
-//!             .build()]
-//!     }
-//!     fn call(name: &str, args: clat_guest::Args) -> Result<clat_guest::ToolOutput, String> {
-//!         Ok(clat_guest::text(format!("hello, {}", args.str("name").unwrap_or("world"))))
+//! impl Plugin for Hello {
+//!     fn tools() -> Vec<Tool> {
+//!         vec![Tool::new("greet", "Greet someone.", |a: Greet| Ok(format!("Hello, {}!", a.name))).read_only()]
 //!     }
 //! }
 //! clat_guest::export_plugin!(Hello);
 //! ```
+//!
+//! A plugin that wants the raw `list-tools` / `call-tool` pair (specs written
+//! by hand, its own dispatch) implements [`RawPlugin`] and uses
+//! [`export_raw_plugin!`].
 
 #[doc(hidden)]
 pub mod bindings {
@@ -34,19 +47,36 @@ pub mod bindings {
     });
 }
 
+mod form;
+pub mod host;
+mod tool;
+
 pub use bindings::artec::clat::types::{
     BinaryContent, BooleanField, ChoiceField, ChoiceOption, ContentBlock, ContextSnapshot, ElicitationForm,
     ElicitationResult, FieldAnswer, FieldKind, FieldValue, FormField, HostError, HostTool, LogLevel, NumberField, Role,
-    SamplingMessage, SamplingRequest, SamplingResult, TextField, ToolAnnotations, ToolOutput, ToolSpec,
+    RunSnapshot, SamplingMessage, SamplingRequest, SamplingResult, TextField, ToolAnnotations, ToolOutput, ToolSpec,
 };
+pub use form::{Answer, Answers, Form};
+pub use tool::{IntoOutput, Json, NoArgs, Tool, ToolError, error, output_text, structured, text};
+
 use serde_json::Value;
 
-/// What a plugin implements.
+/// The contract version this SDK binds (`artec:clat@…`).
+pub const CONTRACT_VERSION: &str = "0.1.0";
+
+/// What a plugin implements: its tools, and optionally what to do with context changes.
 pub trait Plugin {
+    /// The plugin's tools. Asked at load for their specs, and at each call to find the one called.
+    fn tools() -> Vec<Tool>;
+    /// The latest context, or `None` when the run ended. Default: ignore it.
+    fn context_changed(_snapshot: Option<ContextSnapshot>) {}
+}
+
+/// The low-level form of a plugin: specs and dispatch written by hand.
+pub trait RawPlugin {
     /// The tools this plugin offers (asked once at load).
     fn tools() -> Vec<ToolSpec>;
-    /// Run one tool. `Err` is a plugin failure; a tool-level failure is
-    /// `Ok(error(...))`.
+    /// Run one tool. `Err` is a plugin failure; a tool-level failure is `Ok(error(...))`.
     fn call(name: &str, args: Args) -> Result<ToolOutput, String>;
     /// The latest context, or `None` when the run ended. Default: ignore it.
     fn context_changed(_snapshot: Option<ContextSnapshot>) {}
@@ -56,6 +86,23 @@ pub trait Plugin {
 pub struct Adapter<P>(std::marker::PhantomData<P>);
 
 impl<P: Plugin> bindings::exports::artec::clat::plugin::Guest for Adapter<P> {
+    fn list_tools() -> Vec<ToolSpec> {
+        P::tools().iter().map(Tool::spec).collect()
+    }
+    fn call_tool(name: String, arguments: String) -> Result<ToolOutput, String> {
+        let tool =
+            P::tools().into_iter().find(|t| t.name() == name).ok_or_else(|| format!("no tool named {name:?}"))?;
+        Ok(tool.call(&arguments))
+    }
+    fn context_changed(snapshot: Option<ContextSnapshot>) {
+        P::context_changed(snapshot)
+    }
+}
+
+#[doc(hidden)]
+pub struct RawAdapter<P>(std::marker::PhantomData<P>);
+
+impl<P: RawPlugin> bindings::exports::artec::clat::plugin::Guest for RawAdapter<P> {
     fn list_tools() -> Vec<ToolSpec> {
         P::tools()
     }
@@ -68,7 +115,7 @@ impl<P: Plugin> bindings::exports::artec::clat::plugin::Guest for Adapter<P> {
     }
 }
 
-/// Export a [`Plugin`] implementation as this component's `plugin` interface.
+/// Export a [`Plugin`] as this component's `plugin` interface.
 #[macro_export]
 macro_rules! export_plugin {
     ($plugin:ty) => {
@@ -77,7 +124,16 @@ macro_rules! export_plugin {
     };
 }
 
-/// A tool call's JSON arguments.
+/// Export a [`RawPlugin`] as this component's `plugin` interface.
+#[macro_export]
+macro_rules! export_raw_plugin {
+    ($plugin:ty) => {
+        type __ClatPluginExport = $crate::RawAdapter<$plugin>;
+        $crate::bindings::export_raw!(__ClatPluginExport with_types_in $crate::bindings);
+    };
+}
+
+/// A raw tool call's JSON arguments (for [`RawPlugin`]).
 #[derive(Debug, Clone)]
 pub struct Args(pub Value);
 
@@ -104,50 +160,12 @@ impl Args {
     }
 }
 
-/// A successful output of one text block.
-pub fn text(text: impl Into<String>) -> ToolOutput {
-    ToolOutput { content: vec![ContentBlock::Text(text.into())], structured: None, is_error: false }
-}
-
-/// A tool-level failure of one text block.
-pub fn error(text: impl Into<String>) -> ToolOutput {
-    ToolOutput { content: vec![ContentBlock::Text(text.into())], structured: None, is_error: true }
-}
-
-/// The text blocks of an output, joined by newlines.
-pub fn output_text(output: &ToolOutput) -> String {
-    output
-        .content
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// Start describing a tool.
+/// Start a raw tool spec (for [`RawPlugin`]).
 pub fn tool(name: &str, description: &str) -> ToolBuilder {
-    ToolBuilder {
-        spec: ToolSpec {
-            name: name.into(),
-            title: None,
-            description: description.into(),
-            input_schema: r#"{"type":"object"}"#.into(),
-            output_schema: None,
-            annotations: ToolAnnotations {
-                title: None,
-                read_only: None,
-                destructive: None,
-                idempotent: None,
-                open_world: None,
-            },
-        },
-    }
+    ToolBuilder { spec: tool::bare_spec(name, description) }
 }
 
-/// Builds a [`ToolSpec`]. Annotations are hints: CLAT derives the effect from
+/// Builds a raw [`ToolSpec`]. Annotations are hints: CLAT derives the effect from
 /// them with the same table it uses for MCP servers (no hints: destructive).
 pub struct ToolBuilder {
     spec: ToolSpec,
@@ -176,64 +194,5 @@ impl ToolBuilder {
     }
     pub fn build(self) -> ToolSpec {
         self.spec
-    }
-}
-
-/// Host services, as plain functions.
-pub mod host {
-    use super::*;
-    use crate::bindings::artec::clat::host_services as hs;
-
-    /// The latest context snapshot.
-    pub fn context() -> ContextSnapshot {
-        hs::get_context()
-    }
-    /// Call a host tool with JSON arguments.
-    pub fn call(tool: HostTool, arguments: &Value) -> Result<ToolOutput, HostError> {
-        hs::call_tool(tool, &arguments.to_string())
-    }
-    /// `read_file` through the host; the text, or the tool's error text.
-    pub fn read_file(path: &str) -> Result<String, String> {
-        text_of(call(HostTool::ReadFile, &serde_json::json!({ "path": path })))
-    }
-    /// `list_files` through the host.
-    pub fn list_files(path: &str) -> Result<String, String> {
-        text_of(call(HostTool::ListFiles, &serde_json::json!({ "path": path })))
-    }
-    /// `search` through the host.
-    pub fn search(pattern: &str) -> Result<String, String> {
-        text_of(call(HostTool::Search, &serde_json::json!({ "pattern": pattern })))
-    }
-    /// One completion from the session model.
-    pub fn sample(request: &SamplingRequest) -> Result<SamplingResult, HostError> {
-        hs::create_message(request)
-    }
-    /// Ask the user one form.
-    pub fn elicit(form: &ElicitationForm) -> Result<ElicitationResult, HostError> {
-        hs::elicit(form)
-    }
-    /// Log one line.
-    pub fn log(level: LogLevel, message: &str) {
-        hs::log(level, message)
-    }
-    fn text_of(result: Result<ToolOutput, HostError>) -> Result<String, String> {
-        match result {
-            Ok(out) if !out.is_error => Ok(output_text(&out)),
-            Ok(out) => Err(output_text(&out)),
-            Err(e) => Err(describe(&e)),
-        }
-    }
-    /// A host error as text.
-    pub fn describe(error: &HostError) -> String {
-        match error {
-            HostError::Denied(m) => format!("denied: {m}"),
-            HostError::Cancelled => "cancelled".into(),
-            HostError::NoActiveRun => "no active run".into(),
-            HostError::Timeout => "timed out".into(),
-            HostError::BudgetExhausted(m) => format!("budget exhausted: {m}"),
-            HostError::Invalid(m) => format!("invalid: {m}"),
-            HostError::Unsupported(m) => format!("unsupported: {m}"),
-            HostError::Failed(m) => format!("failed: {m}"),
-        }
     }
 }

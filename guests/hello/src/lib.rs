@@ -1,30 +1,21 @@
 //! `hello`: a pure tool. It reads only its arguments and touches nothing.
 
-use clat_guest::{Args, Plugin, ToolOutput, ToolSpec, text, tool};
-use serde_json::json;
+use clat_guest::{Plugin, Tool};
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Greet {
+    /// Who to greet (default: the world).
+    name: Option<String>,
+}
 
 struct Hello;
 
 impl Plugin for Hello {
-    fn tools() -> Vec<ToolSpec> {
-        vec![
-            tool("greet", "Greet someone by name.")
-                .read_only()
-                .closed_world()
-                .schema(json!({
-                    "type": "object",
-                    "properties": { "name": { "type": "string", "description": "who to greet" } },
-                    "additionalProperties": false
-                }))
-                .build(),
-        ]
-    }
-
-    fn call(name: &str, args: Args) -> Result<ToolOutput, String> {
-        match name {
-            "greet" => Ok(text(format!("Hello, {}! (from a WASM plugin)", args.str("name").unwrap_or("world")))),
-            other => Err(format!("hello has no tool {other:?}")),
-        }
+    fn tools() -> Vec<Tool> {
+        let greet =
+            |args: Greet| Ok(format!("Hello, {}! (from a WASM plugin)", args.name.as_deref().unwrap_or("world")));
+        vec![Tool::new("greet", "Greet someone by name.", greet).read_only().closed_world()]
     }
 }
 

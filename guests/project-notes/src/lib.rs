@@ -2,66 +2,41 @@
 //! around the first one — entirely through CLAT's host tools (list_files,
 //! search, read_file), so the path fence and permissions of the run apply.
 
-use clat_guest::{Args, Plugin, ToolOutput, ToolSpec, error, host, text, tool};
-use serde_json::json;
+use clat_guest::{NoArgs, Plugin, Tool, ToolError, host};
+
+fn todos(_: NoArgs) -> Result<String, ToolError> {
+    let found = host::search("TODO|FIXME").map_err(|e| format!("search failed: {e}"))?;
+    let Some(first) = found.matches.first() else {
+        return Ok("no TODO or FIXME notes in the project".into());
+    };
+    let notes: Vec<String> = found.matches.iter().map(|m| format!("{}:{}: {}", m.path, m.line, m.text)).collect();
+    let mut out = format!("{} note(s):\n{}\n", notes.len(), notes.join("\n"));
+    match host::read_lines(&first.path, first.line.saturating_sub(2).max(1), first.line + 2) {
+        Ok(around) => out.push_str(&format!("\naround {}:{}:\n{around}", first.path, first.line)),
+        Err(e) => out.push_str(&format!("\n(could not read {}: {e})", first.path)),
+    }
+    Ok(out)
+}
+
+fn overview(_: NoArgs) -> Result<String, ToolError> {
+    let listing = host::list_files("").map_err(|e| format!("list_files failed: {e}"))?;
+    let files = listing.entries.iter().filter(|e| !e.ends_with('/')).count();
+    let top: Vec<&str> =
+        listing.entries.iter().map(String::as_str).filter(|e| !e.trim_end_matches('/').contains('/')).collect();
+    Ok(format!("project {} has {files} file(s); top level:\n{}", host::context().project_name, top.join("\n")))
+}
 
 struct ProjectNotes;
 
 impl Plugin for ProjectNotes {
-    fn tools() -> Vec<ToolSpec> {
+    fn tools() -> Vec<Tool> {
+        let todos_description = "List TODO and FIXME notes in the project, with the first note's surroundings.";
         vec![
-            tool("todos", "List TODO and FIXME notes in the project, with the first note's surroundings.")
+            Tool::new("todos", todos_description, todos).read_only().closed_world(),
+            Tool::new("overview", "Count the project's files and show the top-level listing.", overview)
                 .read_only()
-                .closed_world()
-                .schema(json!({ "type": "object", "additionalProperties": false }))
-                .build(),
-            tool("overview", "Count the project's files and show the top-level listing.")
-                .read_only()
-                .closed_world()
-                .schema(json!({ "type": "object", "additionalProperties": false }))
-                .build(),
+                .closed_world(),
         ]
-    }
-
-    fn call(name: &str, _args: Args) -> Result<ToolOutput, String> {
-        match name {
-            "todos" => Ok(todos()),
-            "overview" => Ok(overview()),
-            other => Err(format!("project-notes has no tool {other:?}")),
-        }
-    }
-}
-
-fn todos() -> ToolOutput {
-    let hits = match host::search("TODO|FIXME") {
-        Ok(h) => h,
-        Err(e) => return error(format!("search failed: {e}")),
-    };
-    if hits == "(no matches)" {
-        return text("no TODO or FIXME notes in the project");
-    }
-    let notes: Vec<&str> = hits.lines().filter(|l| !l.starts_with('[')).collect();
-    let mut out = format!("{} note(s):\n{}\n", notes.len(), notes.join("\n"));
-    if let Some((path, rest)) = notes.first().and_then(|l| l.split_once(':')) {
-        let line: i64 = rest.split(':').next().and_then(|n| n.parse().ok()).unwrap_or(1);
-        let args = json!({ "path": path, "start_line": (line - 2).max(1), "end_line": line + 2 });
-        match host::call(clat_guest::HostTool::ReadFile, &args) {
-            Ok(o) if !o.is_error => out.push_str(&format!("\naround {path}:{line}:\n{}", clat_guest::output_text(&o))),
-            Ok(o) => out.push_str(&format!("\n(could not read {path}: {})", clat_guest::output_text(&o))),
-            Err(e) => out.push_str(&format!("\n(could not read {path}: {})", host::describe(&e))),
-        }
-    }
-    text(out)
-}
-
-fn overview() -> ToolOutput {
-    match (host::list_files(""), host::context()) {
-        (Ok(listing), ctx) => {
-            let files = listing.lines().filter(|l| !l.ends_with('/') && !l.starts_with('[')).count();
-            let top: Vec<&str> = listing.lines().filter(|l| !l.trim_end_matches('/').contains('/')).collect();
-            text(format!("project {} has {files} file(s); top level:\n{}", ctx.project_name, top.join("\n")))
-        }
-        (Err(e), _) => error(format!("list_files failed: {e}")),
     }
 }
 

@@ -2,50 +2,37 @@
 //! model (sampling) for a summary. The request passes CLAT's payload, budget
 //! and permission gates.
 
-use clat_guest::{Args, Plugin, Role, SamplingMessage, SamplingRequest, ToolOutput, ToolSpec, error, host, text, tool};
-use serde_json::json;
+use clat_guest::{Plugin, Role, SamplingMessage, SamplingRequest, Tool, ToolError, host};
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct File {
+    /// The project file to summarize.
+    path: String,
+}
+
+fn summarize(args: File) -> Result<String, ToolError> {
+    let body = host::read_file(&args.path).map_err(|e| format!("cannot read {}: {e}", args.path))?;
+    let request = SamplingRequest {
+        messages: vec![SamplingMessage {
+            role: Role::User,
+            text: format!("Summarize this file ({}):\n\n{body}", args.path),
+        }],
+        system_prompt: Some("You summarize source files in three sentences.".into()),
+        max_tokens: 400,
+        temperature: None,
+        stop_sequences: vec![],
+        model_hints: vec!["any-model-you-like".into()],
+    };
+    let result = host::sample(&request).map_err(|e| format!("sampling failed: {}", host::describe(&e)))?;
+    Ok(format!("{} (model: {})", result.text, result.model))
+}
 
 struct Summarize;
 
 impl Plugin for Summarize {
-    fn tools() -> Vec<ToolSpec> {
-        vec![
-            tool("file", "Summarize one project file with the session model.")
-                .read_only()
-                .schema(json!({
-                    "type": "object",
-                    "properties": { "path": { "type": "string" } },
-                    "required": ["path"],
-                    "additionalProperties": false
-                }))
-                .build(),
-        ]
-    }
-
-    fn call(name: &str, args: Args) -> Result<ToolOutput, String> {
-        if name != "file" {
-            return Err(format!("summarize has no tool {name:?}"));
-        }
-        let path = args.required_str("path")?;
-        let body = match host::read_file(path) {
-            Ok(b) => b,
-            Err(e) => return Ok(error(format!("cannot read {path}: {e}"))),
-        };
-        let request = SamplingRequest {
-            messages: vec![SamplingMessage {
-                role: Role::User,
-                text: format!("Summarize this file ({path}):\n\n{body}"),
-            }],
-            system_prompt: Some("You summarize source files in three sentences.".into()),
-            max_tokens: 400,
-            temperature: None,
-            stop_sequences: vec![],
-            model_hints: vec!["any-model-you-like".into()],
-        };
-        Ok(match host::sample(&request) {
-            Ok(result) => text(format!("{} (model: {})", result.text, result.model)),
-            Err(e) => error(format!("sampling failed: {}", host::describe(&e))),
-        })
+    fn tools() -> Vec<Tool> {
+        vec![Tool::new("file", "Summarize one project file with the session model.", summarize).read_only()]
     }
 }
 

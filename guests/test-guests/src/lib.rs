@@ -2,7 +2,7 @@
 //! host's tests. None of this is an example to follow.
 
 use clat_guest::{
-    Args, ChoiceField, ChoiceOption, ElicitationForm, FieldKind, FormField, HostTool, LogLevel, Plugin, Role,
+    Args, ChoiceField, ChoiceOption, ElicitationForm, FieldKind, FormField, HostTool, LogLevel, RawPlugin, Role,
     SamplingMessage, SamplingRequest, ToolOutput, ToolSpec, host, output_text, text, tool,
 };
 use serde_json::json;
@@ -13,7 +13,7 @@ fn open(name: &str) -> ToolSpec {
     tool(name, "test tool").read_only().closed_world().build()
 }
 
-impl Plugin for TestGuests {
+impl RawPlugin for TestGuests {
     fn tools() -> Vec<ToolSpec> {
         [
             "echo",
@@ -199,4 +199,4 @@ impl Plugin for TestGuests {
     }
 }
 
-clat_guest::export_plugin!(TestGuests);
+clat_guest::export_raw_plugin!(TestGuests);

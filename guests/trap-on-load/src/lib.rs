@@ -1,10 +1,10 @@
 //! A plugin that traps while listing its tools. CLAT must isolate it.
 
-use clat_guest::{Args, Plugin, ToolOutput, ToolSpec};
+use clat_guest::{Args, RawPlugin, ToolOutput, ToolSpec};
 
 struct TrapOnLoad;
 
-impl Plugin for TrapOnLoad {
+impl RawPlugin for TrapOnLoad {
     fn tools() -> Vec<ToolSpec> {
         eprintln!("about to fail; secret=hunter2hunter2");
         panic!("list-tools traps on purpose")
@@ -15,4 +15,4 @@ impl Plugin for TrapOnLoad {
     }
 }
 
-clat_guest::export_plugin!(TrapOnLoad);
+clat_guest::export_raw_plugin!(TrapOnLoad);
