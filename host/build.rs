@@ -1,6 +1,7 @@
 //! Names the commit `clat --version` was built from (`CLAT_BUILD_COMMIT`):
 //! `git rev-parse --short=12 HEAD` of the checkout, or `unknown commit`
-//! outside one.
+//! outside one; and the contract version `wit/clat.wit` declares
+//! (`CLAT_CONTRACT_VERSION`), so the host states it from the one source.
 
 use std::path::Path;
 use std::process::Command;
@@ -10,7 +11,19 @@ fn git(args: &[&str]) -> Option<String> {
     out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
+/// The version of the contract in `../wit/clat.wit` (`package artec:clat@X.Y.Z;`), as `CLAT_CONTRACT_VERSION`.
+fn contract_version() {
+    println!("cargo:rerun-if-changed=../wit/clat.wit");
+    let text = std::fs::read_to_string("../wit/clat.wit").expect("the contract ../wit/clat.wit is readable");
+    let version = text
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("package artec:clat@")?.strip_suffix(';').map(str::to_string))
+        .expect("wit/clat.wit declares `package artec:clat@X.Y.Z;`");
+    println!("cargo:rustc-env=CLAT_CONTRACT_VERSION={version}");
+}
+
 fn main() {
+    contract_version();
     let described = match git(&["rev-parse", "--short=12", "HEAD"]).filter(|c| !c.is_empty()) {
         Some(commit) => format!("commit {commit}"),
         None => "unknown commit".to_string(),

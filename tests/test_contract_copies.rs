@@ -1,26 +1,88 @@
-//! The contract is defined once, in `wit/`; the guest SDK carries a copy of it
-//! inside its crate (`guests/clat-guest/wit/`) so that a plugin author's copy
-//! of the SDK builds from anywhere. The copy must be the contract, byte for
-//! byte: a change to `wit/` that is not copied fails here.
+//! The contract is defined once, in `wit/clat.wit`, and every other copy is
+//! checked against it:
+//!
+//! - the guest SDK carries it inside its crate (`guests/clat-guest/wit/`) so
+//!   that a plugin author's copy of the SDK builds from anywhere: byte for
+//!   byte the contract, and the SDK's `CONTRACT_VERSION` names its version;
+//! - each released version is frozen in `wit/released/VERSION/clat.wit`: a
+//!   released contract never changes, so `wit/clat.wit` may differ from the
+//!   copy of its own version only by being a newer, unreleased version;
+//! - the host binds the version `wit/clat.wit` declares and accepts only
+//!   versions that are released or that one.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use clat_host::contract::{ACCEPTED_CONTRACT_VERSIONS, CONTRACT_VERSION};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The `.wit` files directly in `dir`, sorted.
+fn wit_files(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".wit"))
+        .collect();
+    names.sort();
+    names
+}
+
+/// The version in `package artec:clat@X.Y.Z;`.
+fn declared_version(file: &Path) -> String {
+    let text = std::fs::read_to_string(file).unwrap();
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("package artec:clat@")?.strip_suffix(';').map(str::to_string))
+        .unwrap_or_else(|| panic!("{} declares no artec:clat package", file.display()))
+}
+
+fn semver(version: &str) -> (u64, u64, u64) {
+    let mut parts = version.split('.').map(|p| p.parse::<u64>().unwrap_or_else(|_| panic!("version {version}")));
+    (parts.next().unwrap(), parts.next().unwrap(), parts.next().unwrap())
+}
 
 #[test]
 fn the_guest_sdk_carries_the_contract_unchanged() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let contract = root.join("wit");
-    let copy = root.join("guests/clat-guest/wit");
-    let names = |dir: &PathBuf| {
-        let mut names: Vec<String> = std::fs::read_dir(dir)
-            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    };
-    assert_eq!(names(&contract), names(&copy), "the same files");
-    for name in names(&contract) {
+    let contract = root().join("wit");
+    let copy = root().join("guests/clat-guest/wit");
+    assert_eq!(wit_files(&contract), wit_files(&copy), "the same files");
+    for name in wit_files(&contract) {
         let (a, b) = (std::fs::read(contract.join(&name)).unwrap(), std::fs::read(copy.join(&name)).unwrap());
         assert!(a == b, "guests/clat-guest/wit/{name} differs from wit/{name}: copy the contract into the SDK");
+    }
+    let sdk = std::fs::read_to_string(root().join("guests/clat-guest/src/lib.rs")).unwrap();
+    let expected = format!("pub const CONTRACT_VERSION: &str = \"{CONTRACT_VERSION}\";");
+    assert!(sdk.contains(&expected), "the SDK's CONTRACT_VERSION names the contract it binds: {expected}");
+}
+
+#[test]
+fn released_contracts_are_frozen_and_the_host_accepts_only_those_and_its_own() {
+    let current = declared_version(&root().join("wit/clat.wit"));
+    assert_eq!(current, CONTRACT_VERSION, "the host binds the version wit/clat.wit declares");
+    let released_dir = root().join("wit/released");
+    let mut released = Vec::new();
+    for entry in std::fs::read_dir(&released_dir).unwrap().flatten().filter(|e| e.path().is_dir()) {
+        let version = entry.file_name().to_string_lossy().into_owned();
+        let files = wit_files(&entry.path());
+        assert_eq!(files, ["clat.wit"], "wit/released/{version} holds the one contract file");
+        assert_eq!(declared_version(&entry.path().join("clat.wit")), version, "wit/released/{version}");
+        released.push(version);
+    }
+    assert!(!released.is_empty(), "at least the first release is frozen");
+    if released.contains(&current) {
+        let frozen = std::fs::read(released_dir.join(&current).join("clat.wit")).unwrap();
+        let now = std::fs::read(root().join("wit/clat.wit")).unwrap();
+        assert!(
+            frozen == now,
+            "artec:clat@{current} is released and frozen in wit/released/{current}/: a change to wit/clat.wit needs a new version"
+        );
+    } else {
+        let newest = released.iter().map(|v| semver(v)).max().unwrap();
+        assert!(semver(&current) > newest, "an unreleased contract {current} is newer than every released one");
+    }
+    assert!(ACCEPTED_CONTRACT_VERSIONS.contains(&CONTRACT_VERSION));
+    for version in ACCEPTED_CONTRACT_VERSIONS {
+        assert!(*version == current || released.iter().any(|r| r == version), "accepted {version} is not released");
     }
 }

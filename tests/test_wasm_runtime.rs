@@ -13,6 +13,7 @@ use clat_host::contract::PermissionMode;
 use clat_host::registry::CallError;
 use clat_host::run::RunContext;
 use clat_host::wasm::cache::CacheOutcome;
+use clat_host::wasm::imports::ImportProblem;
 use clat_host::wasm::{LoadError, WasmRuntime, load_file};
 use serde_json::json;
 use support::wasm::{load_into, names, runtime};
@@ -59,7 +60,8 @@ async fn files_that_are_not_plugins_fail_to_load_with_a_reason() {
     let scope = env.mount();
     let junk = env.write("junk.wasm", "this is not wasm");
     let err = load_file(&runtime(), "junk", &junk, scope.services().clone()).await.err().unwrap();
-    assert!(matches!(err, LoadError::NotAComponent(_)), "{err}");
+    assert!(matches!(err, LoadError::Interfaces { problem: ImportProblem::NotAComponent(_), .. }), "{err}");
+    assert!(err.to_string().starts_with("not a valid WebAssembly component"), "{err}");
     let missing = env.project.join("missing.wasm");
     assert!(matches!(
         load_file(&runtime(), "m", &missing, scope.services().clone()).await,
@@ -155,13 +157,29 @@ async fn guest_stdout_and_stderr_go_to_a_bounded_redacted_tail() {
 }
 
 #[tokio::test]
-async fn a_component_of_another_world_is_refused() {
+async fn a_component_of_another_world_is_refused_before_it_is_compiled() {
     let env = TestEnv::trusted();
     let scope = env.mount();
+    let dir = tempfile::tempdir().unwrap();
+    let rt = WasmRuntime::new(&dir.path().join("cache")).unwrap();
     let path = std::path::Path::new(guests::NOT_A_PLUGIN_WASM);
-    let err = load_file(&runtime(), "cmd", path, scope.services().clone()).await.err().unwrap();
-    assert!(matches!(err, LoadError::WrongWorld(_)), "{err}");
-    assert!(err.to_string().contains("clat-plugin world"), "{err}");
+    let err = load_file(&rt, "cmd", path, scope.services().clone()).await.err().unwrap();
+    assert!(matches!(err, LoadError::Interfaces { problem: ImportProblem::NotAPlugin { .. }, .. }), "{err}");
+    assert!(err.to_string().contains("not a CLAT plugin (exports: wasi:cli/run@0.2"), "{err}");
+    assert!(err.to_string().contains("the world `clat-plugin`"), "{err}");
+    assert_eq!(rt.cache_counts(), (0, 0), "nothing was compiled");
+}
+
+#[test]
+fn every_example_guest_imports_only_what_the_host_links() {
+    use clat_host::wasm::imports::check_component;
+    for wasm in [guests::HELLO_WASM, guests::PROJECT_NOTES_WASM, guests::SUMMARIZE_WASM, guests::CONTRACT_WASM] {
+        // The guest SDK's rust std pulls in wasi:cli and wasi:io; the contract's types and host services come with it.
+        let found = check_component(&std::fs::read(wasm).unwrap()).unwrap_or_else(|e| panic!("{wasm}: {e}"));
+        assert!(found.imports.iter().any(|i| i == "artec:clat/types@0.1.0"), "{wasm}: {found:?}");
+        assert!(found.imports.iter().any(|i| i.starts_with("wasi:cli/")), "{wasm}: {found:?}");
+        assert_eq!(found.exports, ["artec:clat/plugin@0.1.0"], "{wasm}");
+    }
 }
 
 #[tokio::test]

@@ -41,11 +41,17 @@ use crate::native::process::SandboxPolicy;
 use crate::scope::{ProjectScope, ScopeOptions};
 use crate::trust::{ClatHome, TrustStore};
 
-/// `clat --version`: the package version and the commit it was built from.
-const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("CLAT_BUILD_COMMIT"), ")");
+/// `clat --version`: the package version, the commit it was built from and the contract versions it accepts.
+static VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let accepted: Vec<String> = crate::contract::ACCEPTED_CONTRACT_VERSIONS
+        .iter()
+        .map(|v| format!("{}@{v}", crate::contract::CONTRACT_PACKAGE))
+        .collect();
+    format!("{} ({}; plugin contract {})", env!("CARGO_PKG_VERSION"), env!("CLAT_BUILD_COMMIT"), accepted.join(", "))
+});
 
 #[derive(Parser, Debug)]
-#[command(name = "clat", version = VERSION, about = "CLAT extension platform: tools, plugins and MCP servers in one registry")]
+#[command(name = "clat", version = VERSION.as_str(), about = "CLAT extension platform: tools, plugins and MCP servers in one registry")]
 pub struct Cli {
     /// CLAT's home directory (default: $CLAT_HOME, else ~/.clat).
     #[arg(long, global = true, value_name = "DIR")]

@@ -14,6 +14,17 @@ wasmtime::component::bindgen!({
     additional_derives: [PartialEq],
 });
 
+/// The contract's package name.
+pub const CONTRACT_PACKAGE: &str = "artec:clat";
+
+/// The contract version `wit/clat.wit` declares: the one this host binds.
+pub const CONTRACT_VERSION: &str = env!("CLAT_CONTRACT_VERSION");
+
+/// The contract versions a guest may be built for. Each released version is
+/// frozen in `wit/released/VERSION/`; a host that binds a newer one keeps
+/// linking the older ones it lists here.
+pub const ACCEPTED_CONTRACT_VERSIONS: &[&str] = &[CONTRACT_VERSION];
+
 pub use artec::clat::types::{
     BinaryContent, BooleanField, ChoiceField, ChoiceOption, ContentBlock, ContextSnapshot, Effect, ElicitationForm,
     ElicitationResult, EmbeddedResource, FieldAnswer, FieldKind, FieldValue, FormField, HostError, HostTool, LogLevel,

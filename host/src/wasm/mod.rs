@@ -10,6 +10,7 @@
 
 pub mod cache;
 mod host_services;
+pub mod imports;
 pub mod stdio;
 pub mod store;
 
@@ -50,6 +51,8 @@ pub enum LoadError {
     NotAComponent(anyhow::Error),
     #[error("the component does not implement the clat-plugin world: {0:#}")]
     WrongWorld(anyhow::Error),
+    #[error("{problem}")]
+    Interfaces { path: PathBuf, problem: imports::ImportProblem },
     #[error("list-tools failed: {0}")]
     ListTools(String),
 }
@@ -167,15 +170,22 @@ impl WasmRuntime {
         let runtime = Arc::clone(self);
         let plugin_name = name.to_string();
         let path = entry.to_path_buf();
-        let read_error = std::sync::Arc::new(Mutex::new(None));
+        // Whatever reads the bytes (a compilation, or a load by content) checks
+        // the component's interfaces first, before anything is compiled.
+        let read_error: Arc<Mutex<Option<LoadError>>> = Arc::new(Mutex::new(None));
         let read = {
             let (path, read_error) = (path.clone(), Arc::clone(&read_error));
             move || {
-                std::fs::read(&path).map_err(|source| {
-                    let message = anyhow::anyhow!("cannot read {}: {source}", path.display());
-                    *read_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(source);
+                let failed = |error: LoadError| {
+                    let message = anyhow::anyhow!("{error}");
+                    *read_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(error);
                     message
-                })
+                };
+                let bytes =
+                    std::fs::read(&path).map_err(|source| failed(LoadError::Read { path: path.clone(), source }))?;
+                imports::check_component(&bytes)
+                    .map_err(|problem| failed(LoadError::Interfaces { path: path.clone(), problem }))?;
+                Ok(bytes)
             }
         };
         let compiled = tokio::task::spawn_blocking(move || match artifact {
@@ -188,7 +198,7 @@ impl WasmRuntime {
             Ok(compiled) => compiled,
             Err(e) => {
                 return Err(match read_error.lock().unwrap_or_else(|p| p.into_inner()).take() {
-                    Some(source) => LoadError::Read { path, source },
+                    Some(error) => error,
                     None => LoadError::NotAComponent(e),
                 });
             }

@@ -1,0 +1,207 @@
+//! What a component imports and exports, read from its bytes before anything
+//! is compiled, and checked against what the host links: the `artec:clat`
+//! contract in a version this host accepts, and WASI 0.2 (cli, clocks,
+//! filesystem, io, random, sockets — the last denied at run time). A
+//! component built for another contract version, one that is not a plugin (a
+//! WASI command), or one importing an interface the host does not link (say
+//! `wasi:http`, which componentize-js adds unless told not to) is refused
+//! with the interface named and the fix, in milliseconds rather than after a
+//! compilation that can take seconds. Nested modules and components are
+//! skipped, not parsed.
+
+use wasmparser::{Chunk, Encoding, Parser, Payload};
+
+use crate::contract::{ACCEPTED_CONTRACT_VERSIONS, CONTRACT_PACKAGE};
+
+/// The WASI packages the host links, at major.minor 0.2 (`wasmtime_wasi::p2`, 0.2.12 in wasmtime 48).
+pub const LINKED_WASI_PACKAGES: [&str; 6] =
+    ["wasi:cli", "wasi:clocks", "wasi:filesystem", "wasi:io", "wasi:random", "wasi:sockets"];
+
+/// The top-level imports and exports of a component, by interface name
+/// (`wasi:io/streams@0.2.3`, `artec:clat/host-services@0.1.0`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ComponentInterfaces {
+    pub imports: Vec<String>,
+    pub exports: Vec<String>,
+}
+
+/// Why a component cannot be a plugin of this host.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ImportProblem {
+    #[error("not a valid WebAssembly component: {0}")]
+    NotAComponent(String),
+    #[error(
+        "it is a core WebAssembly module, not a component: build for wasm32-wasip2 (cargo), or wrap it with `wasm-tools component new`"
+    )]
+    CoreModule,
+    #[error(
+        "it exports no `{CONTRACT_PACKAGE}/plugin` interface, so it is not a CLAT plugin (exports: {exports}); build it for the world `clat-plugin` of wit/clat.wit"
+    )]
+    NotAPlugin { exports: String },
+    #[error("it was built for the contract {CONTRACT_PACKAGE}@{found}; this host accepts {}", accepted())]
+    OtherContract { found: String },
+    #[error("it imports `{interface}`, which CLAT does not link for guests. {fix}")]
+    Unlinked { interface: String, fix: String },
+}
+
+fn accepted() -> String {
+    ACCEPTED_CONTRACT_VERSIONS.iter().map(|v| format!("{CONTRACT_PACKAGE}@{v}")).collect::<Vec<_>>().join(", ")
+}
+
+/// Read the top-level imports and exports of a component.
+pub fn read_interfaces(bytes: &[u8]) -> Result<ComponentInterfaces, ImportProblem> {
+    let mut found = ComponentInterfaces::default();
+    let mut parser = Parser::new(0);
+    let mut data = bytes;
+    let bad = |e: wasmparser::BinaryReaderError| ImportProblem::NotAComponent(e.message().to_string());
+    loop {
+        let payload = match parser.parse(data, true).map_err(bad)? {
+            Chunk::Parsed { consumed, payload } => {
+                data = &data[consumed..];
+                payload
+            }
+            Chunk::NeedMoreData(_) => return Err(ImportProblem::NotAComponent("the file ends early".into())),
+        };
+        match payload {
+            Payload::Version { encoding: Encoding::Module, .. } => return Err(ImportProblem::CoreModule),
+            Payload::ComponentImportSection(reader) => {
+                for import in reader {
+                    found.imports.push(import.map_err(bad)?.name.name.to_string());
+                }
+            }
+            Payload::ComponentExportSection(reader) => {
+                for export in reader {
+                    found.exports.push(export.map_err(bad)?.name.name.to_string());
+                }
+            }
+            // The parent parser has already stepped over the nested item: skip its bytes.
+            Payload::ModuleSection { unchecked_range: range, .. }
+            | Payload::ComponentSection { unchecked_range: range, .. } => {
+                let skip = range.len();
+                if skip > data.len() {
+                    return Err(ImportProblem::NotAComponent("a nested module runs past the end of the file".into()));
+                }
+                data = &data[skip..];
+            }
+            Payload::End(_) => return Ok(found),
+            _ => {}
+        }
+    }
+}
+
+/// `name@version` → (`name`, `version`).
+fn split_version(interface: &str) -> (&str, Option<&str>) {
+    match interface.rsplit_once('@') {
+        Some((name, version)) => (name, Some(version)),
+        None => (interface, None),
+    }
+}
+
+/// The fix to suggest for an interface the host does not link.
+fn fix_for(interface: &str) -> String {
+    let (name, version) = split_version(interface);
+    if name.starts_with("wasi:http/") {
+        return "Guests get no network. A componentize-js guest imports it unless built with `-d http fetch-event` \
+                (`jco componentize … -d http fetch-event`); otherwise drop the HTTP client from the guest."
+            .into();
+    }
+    let package = name.split('/').next().unwrap_or(name);
+    if LINKED_WASI_PACKAGES.contains(&package) {
+        return format!(
+            "CLAT links {package} at version 0.2 (0.2.12), not {}; build against WASI 0.2 (the wasm32-wasip2 target).",
+            version.unwrap_or("unversioned")
+        );
+    }
+    format!(
+        "CLAT links only {CONTRACT_PACKAGE} and WASI 0.2 ({}); remove the import or stub it out at build time.",
+        LINKED_WASI_PACKAGES.join(", ")
+    )
+}
+
+/// Whether the host links `interface` for guests.
+fn linked(interface: &str) -> bool {
+    let (name, version) = split_version(interface);
+    let package = name.split('/').next().unwrap_or(name);
+    if package == CONTRACT_PACKAGE {
+        return version.is_some_and(|v| ACCEPTED_CONTRACT_VERSIONS.contains(&v));
+    }
+    LINKED_WASI_PACKAGES.contains(&package) && version.is_some_and(|v| v.starts_with("0.2."))
+}
+
+/// Check a component's interfaces: it exports the contract's `plugin`
+/// interface in an accepted version and imports nothing the host does not link.
+pub fn check_plugin_interfaces(found: &ComponentInterfaces) -> Result<(), ImportProblem> {
+    let plugin = format!("{CONTRACT_PACKAGE}/plugin");
+    let Some(export) = found.exports.iter().find(|e| split_version(e).0 == plugin) else {
+        let exports = if found.exports.is_empty() { "none".to_string() } else { found.exports.join(", ") };
+        return Err(ImportProblem::NotAPlugin { exports });
+    };
+    let version = split_version(export).1.unwrap_or("unversioned");
+    if !ACCEPTED_CONTRACT_VERSIONS.contains(&version) {
+        return Err(ImportProblem::OtherContract { found: version.to_string() });
+    }
+    for interface in &found.imports {
+        if split_version(interface).0.starts_with(&format!("{CONTRACT_PACKAGE}/")) && !linked(interface) {
+            let found = split_version(interface).1.unwrap_or("unversioned").to_string();
+            return Err(ImportProblem::OtherContract { found });
+        }
+        if !linked(interface) {
+            return Err(ImportProblem::Unlinked { interface: interface.clone(), fix: fix_for(interface) });
+        }
+    }
+    Ok(())
+}
+
+/// Read and check a component in one step.
+pub fn check_component(bytes: &[u8]) -> Result<ComponentInterfaces, ImportProblem> {
+    let found = read_interfaces(bytes)?;
+    check_plugin_interfaces(&found)?;
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn interfaces(imports: &[&str], exports: &[&str]) -> ComponentInterfaces {
+        ComponentInterfaces {
+            imports: imports.iter().map(|s| s.to_string()).collect(),
+            exports: exports.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn the_contract_and_wasi_0_2_are_linked_and_nothing_else() {
+        let plugin = "artec:clat/plugin@0.1.0";
+        let ok = interfaces(
+            &["artec:clat/host-services@0.1.0", "wasi:io/streams@0.2.3", "wasi:cli/stdout@0.2.0"],
+            &[plugin],
+        );
+        assert_eq!(check_plugin_interfaces(&ok), Ok(()));
+        let http = interfaces(&["wasi:http/outgoing-handler@0.2.3"], &[plugin]);
+        let err = check_plugin_interfaces(&http).unwrap_err().to_string();
+        assert!(err.contains("wasi:http/outgoing-handler@0.2.3") && err.contains("-d http fetch-event"), "{err}");
+        let p3 = interfaces(&["wasi:io/streams@0.3.0"], &[plugin]);
+        assert!(check_plugin_interfaces(&p3).unwrap_err().to_string().contains("at version 0.2"));
+        let keyvalue = interfaces(&["wasi:keyvalue/store@0.2.0-draft"], &[plugin]);
+        assert!(check_plugin_interfaces(&keyvalue).unwrap_err().to_string().contains("remove the import"));
+    }
+
+    #[test]
+    fn another_contract_version_or_world_is_named() {
+        let newer = interfaces(&["artec:clat/host-services@9.0.0"], &["artec:clat/plugin@9.0.0"]);
+        let err = check_plugin_interfaces(&newer).unwrap_err().to_string();
+        assert!(err.contains("artec:clat@9.0.0") && err.contains("accepts artec:clat@0.1.0"), "{err}");
+        let mixed = interfaces(&["artec:clat/host-services@9.0.0"], &["artec:clat/plugin@0.1.0"]);
+        assert!(check_plugin_interfaces(&mixed).unwrap_err().to_string().contains("artec:clat@9.0.0"));
+        let command = interfaces(&["wasi:cli/stdout@0.2.0"], &["wasi:cli/run@0.2.0"]);
+        let err = check_plugin_interfaces(&command).unwrap_err().to_string();
+        assert!(err.contains("not a CLAT plugin") && err.contains("wasi:cli/run@0.2.0"), "{err}");
+    }
+
+    #[test]
+    fn bytes_that_are_not_a_component_say_so() {
+        assert!(matches!(read_interfaces(b"\0asm not really"), Err(ImportProblem::NotAComponent(_))));
+        assert_eq!(read_interfaces(b"\0asm\x01\0\0\0"), Err(ImportProblem::CoreModule));
+    }
+}
