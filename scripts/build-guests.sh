@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Build the example guests in guests/ for wasm32-wasip2 and assemble each as an
-# installable package (clat-plugin.toml + component) in guests/target/packages/.
+# Build every guest in guests/ for wasm32-wasip2 and assemble each one that has
+# a clat-plugin.toml as an installable package (the manifest + the component
+# its `entry` names) in guests/target/packages/NAME/.
 # Then: clat plugin install guests/target/packages/hello
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,11 +11,12 @@ cargo build --quiet --release --locked --target wasm32-wasip2 --manifest-path gu
   --target-dir guests/target
 
 built=guests/target/wasm32-wasip2/release
-for guest in hello project-notes summarize ask-name; do
+for manifest in guests/*/clat-plugin.toml; do
+  guest=$(basename "$(dirname "$manifest")")
   package="guests/target/packages/$guest"
   rm -rf "$package" && mkdir -p "$package"
-  cp "guests/$guest/clat-plugin.toml" "$package/"
-  entry=$(sed -n 's/^entry = "\(.*\)"/\1/p' "guests/$guest/clat-plugin.toml")
+  cp "$manifest" "$package/"
+  entry=$(sed -n 's/^entry = "\(.*\)"/\1/p' "$manifest")
   cp "$built/$entry" "$package/$entry"
   echo "package: $package"
 done

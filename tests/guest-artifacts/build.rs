@@ -6,8 +6,24 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const EXAMPLES: [(&str, &str); 4] =
-    [("hello", "hello"), ("project-notes", "project_notes"), ("summarize", "summarize"), ("ask-name", "ask_name")];
+/// Every guest crate in `guests/` (a directory with a Cargo.toml, the SDK
+/// aside): its name and the file its build emits (a cdylib's name has `_` for
+/// `-`; a WASI command keeps its name). A guest with a `clat-plugin.toml` is
+/// an example and also becomes an installable package.
+fn discover(guests: &Path) -> Vec<(String, String, bool)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(guests).unwrap().flatten() {
+        let dir = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !dir.join("Cargo.toml").is_file() || name == "clat-guest" {
+            continue;
+        }
+        let file = if dir.join("src/main.rs").is_file() { name.clone() } else { name.replace('-', "_") };
+        found.push((name, file, dir.join("clat-plugin.toml").is_file()));
+    }
+    found.sort();
+    found
+}
 
 fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
@@ -19,19 +35,14 @@ fn main() {
     // Relative to this package, so that another checkout sharing the target
     // directory is checked against its own files, not this one's.
     println!("cargo:rerun-if-changed=../../wit");
-    for entry in [
-        "Cargo.toml",
-        "Cargo.lock",
-        "clat-guest",
-        "hello",
-        "project-notes",
-        "summarize",
-        "ask-name",
-        "test-guests",
-        "contract",
-    ] {
-        println!("cargo:rerun-if-changed=../../guests/{entry}");
+    for entry in std::fs::read_dir(&guests).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        // guests/target is scripts/build-guests.sh's output, not an input.
+        if name != "target" {
+            println!("cargo:rerun-if-changed=../../guests/{name}");
+        }
     }
+    let found = discover(&guests);
 
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
@@ -53,18 +64,12 @@ fn main() {
     let mut add = |name: &str, path: &Path| {
         constants.push_str(&format!("pub const {name}: &str = {:?};\n", path.display().to_string()));
     };
-    let test_only = [
-        ("test-guests", "test_guests"),
-        ("contract", "contract"),
-        ("not-a-plugin", "not-a-plugin"),
-        ("trap-on-load", "trap_on_load"),
-    ];
-    for (crate_name, file) in EXAMPLES.iter().copied().chain(test_only) {
+    for (crate_name, file, _) in &found {
         let upper = crate_name.replace('-', "_").to_uppercase();
         add(&format!("{upper}_WASM"), &built.join(format!("{file}.wasm")));
     }
     // Installable packages: the guest's manifest next to its component.
-    for (crate_name, file) in EXAMPLES {
+    for (crate_name, file, _) in found.iter().filter(|(_, _, example)| *example) {
         let package = out.join("packages").join(crate_name);
         std::fs::create_dir_all(&package).unwrap();
         std::fs::copy(guests.join(crate_name).join("clat-plugin.toml"), package.join("clat-plugin.toml")).unwrap();
