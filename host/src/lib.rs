@@ -9,6 +9,7 @@
 
 pub mod approvals;
 pub mod asker;
+pub mod authoring;
 pub mod budget;
 pub mod cli;
 pub mod contract;

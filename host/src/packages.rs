@@ -24,13 +24,23 @@ pub const MANIFEST: &str = "clat-plugin.toml";
 pub const INDEX: &str = "plugins/installed.json";
 
 /// What kind of plugin a package holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum PackageKind {
     /// A WebAssembly component for the `clat-plugin` world.
     Wasm,
     /// An MCP server run as a local subprocess over stdio.
     McpStdio,
+}
+
+impl PackageKind {
+    /// The manifest's and the CLI's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PackageKind::Wasm => "wasm",
+            PackageKind::McpStdio => "mcp-stdio",
+        }
+    }
 }
 
 /// Limits a package asks for (never more than the host allows).
@@ -343,7 +353,7 @@ fn make_read_only(root: &Path) -> Result<(), PackageError> {
 }
 
 /// Delete a (possibly read-only) tree, best effort.
-fn remove_tree(root: &Path) {
+pub(crate) fn remove_tree(root: &Path) {
     fn unseal(path: &Path) {
         if let Ok(meta) = path.symlink_metadata()
             && meta.is_dir()

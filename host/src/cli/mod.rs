@@ -10,10 +10,12 @@
 //! - `status.rs`: what `clat tools` and `clat mcp` print;
 //! - `mcp.rs`: `clat mcp` and its subcommands;
 //! - `approvals.rs`: `clat approvals list | revoke`;
-//! - `plugin.rs`: `clat plugin install | list | remove`;
+//! - `plugin.rs`: `clat plugin install | list | remove | gc`;
+//! - `author.rs`: `clat plugin new | build | call | test` (and `install --build`);
 //! - `shutdown.rs`: every stop signal through one teardown; the subreaper.
 
 mod approvals;
+mod author;
 mod exit;
 mod mcp;
 mod plugin;
@@ -108,7 +110,7 @@ enum Command {
         #[command(subcommand)]
         command: approvals::ApprovalsCommand,
     },
-    /// Install, list or remove plugin packages; sweep the compiled cache.
+    /// Write, build, try, test, install, list or remove plugins; sweep the compiled cache.
     Plugin {
         #[command(subcommand)]
         command: PluginCommand,
@@ -149,10 +151,75 @@ enum Command {
 
 #[derive(Subcommand, Debug)]
 pub(crate) enum PluginCommand {
+    /// Write a new plugin project NAME (manifest, build files, one tool, its test cases, a README).
+    New {
+        /// The plugin's name (a-z, 0-9, '-', '_'); also the new directory's.
+        name: String,
+        /// The language of the project.
+        #[arg(long, value_enum, default_value = "rust")]
+        lang: crate::authoring::Language,
+        /// What the plugin is: a WebAssembly component, or an MCP server over stdio.
+        #[arg(long, value_enum, default_value = "wasm")]
+        kind: crate::packages::PackageKind,
+        /// Where to create it (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Build a plugin project with its language's toolchain and assemble its package in DIR/dist.
+    Build {
+        /// The project directory (default: the current directory).
+        dir: Option<PathBuf>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run one tool of a package (or a project, built first) without installing it, on the --project
+    /// directory (default: the current one) trusted for this call only.
+    Call {
+        /// The project or package directory.
+        package: PathBuf,
+        /// The tool: its registered or its own name.
+        tool: String,
+        /// The arguments as a JSON object (default: {}).
+        args_json: Option<String>,
+        /// Permission mode: read-only, ask, auto-edit, full-access.
+        #[arg(long, default_value = "ask")]
+        mode: String,
+        /// Print the result (or error) as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Print run events as JSON lines on stderr.
+        #[arg(long)]
+        events: bool,
+        /// Sandbox policy for commands: none, restrict-writes.
+        #[arg(long, default_value = "none")]
+        sandbox: String,
+        /// Use the project's last build instead of building it.
+        #[arg(long)]
+        no_build: bool,
+    },
+    /// Check a package (or a project, built first) against the contract and run its cases.jsonl
+    /// through the pipeline; exit 1 when anything fails.
+    Test {
+        /// The project or package directory (default: the current directory).
+        package: Option<PathBuf>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Use the project's last build instead of building it.
+        #[arg(long)]
+        no_build: bool,
+    },
     /// Validate a package directory (clat-plugin.toml + entry) and install it.
     Install {
-        /// The package directory.
+        /// The package directory, or with --build the project directory.
         dir: PathBuf,
+        /// Build the project first and install its package (DIR/dist).
+        #[arg(long)]
+        build: bool,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -200,6 +267,10 @@ pub fn main() -> ExitCode {
                 command: PluginCommand::Install { json: true, .. }
                     | PluginCommand::Remove { json: true, .. }
                     | PluginCommand::Gc { json: true }
+                    | PluginCommand::New { json: true, .. }
+                    | PluginCommand::Build { json: true, .. }
+                    | PluginCommand::Call { json: true, .. }
+                    | PluginCommand::Test { json: true, .. }
             }
             | Command::Mcp { json: true, .. }
             | Command::Approvals { json: true, .. }
@@ -305,7 +376,7 @@ async fn dispatch(cli: Cli, shutdown: &Shutdown) -> Result<Exit, Failure> {
             if loaded { Ok(Exit::Ok) } else { Err(runs::interrupted(shutdown)) }
         }
         Command::Mcp { json, command } => mcp::mcp(&home, cli.project, command, json, shutdown).await,
-        Command::Plugin { command } => plugin::plugin(&home, command).await,
+        Command::Plugin { command } => plugin::plugin(&home, cli.project, command, shutdown).await,
         Command::Approvals { json, command } => approvals::approvals(&home, cli.project, command, json),
         Command::Call { tool, args_json, mode, json, events, sandbox } => {
             let mode: PermissionMode = mode.parse().map_err(usage)?;

@@ -1,4 +1,5 @@
-//! `clat plugin install | list | remove | gc`: plugin packages in `$CLAT_HOME`.
+//! `clat plugin install | list | remove | gc`: plugin packages in `$CLAT_HOME`
+//! (`new | build | call | test` are dispatched to `author.rs`).
 //! A WASM package is validated (compiled, linked, listed) on the staged copy,
 //! the bytes that will be installed. Every install (whether it succeeded or
 //! not), every remove and `gc` sweep the compiled cache of entries no
@@ -6,8 +7,13 @@
 
 use serde_json::json;
 
-use super::PluginCommand;
+use std::path::PathBuf;
+
 use super::exit::{Exit, Failure};
+use super::shutdown::Shutdown;
+use super::{PluginCommand, author, project_dir, runs, usage};
+use crate::contract::PermissionMode;
+use crate::native::process::SandboxPolicy;
 use crate::packages::{PackageKind, PackageStore, check_entry, read_manifest};
 use crate::trust::ClatHome;
 use crate::wasm::WasmRuntime;
@@ -36,10 +42,38 @@ fn sweep_after(store: &PackageStore, runtime: &WasmRuntime) {
     }
 }
 
-pub(crate) async fn plugin(home: &ClatHome, command: PluginCommand) -> Result<Exit, Failure> {
+pub(crate) async fn plugin(
+    home: &ClatHome,
+    project: Option<PathBuf>,
+    command: PluginCommand,
+    shutdown: &Shutdown,
+) -> Result<Exit, Failure> {
     let store = PackageStore::new(home);
+    let here = || project_dir(None);
     match command {
-        PluginCommand::Install { dir, json } => {
+        // The author's commands (cli/author.rs).
+        PluginCommand::New { name, lang, kind, dir, json } => {
+            author::new(home, &name, &dir.map_or_else(here, Ok)?, lang, kind, json)
+        }
+        PluginCommand::Build { dir, json } => author::build_command(&dir.map_or_else(here, Ok)?, json),
+        PluginCommand::Call { package, tool, args_json, mode, json, events, sandbox, no_build } => {
+            let mode: PermissionMode = mode.parse().map_err(usage)?;
+            let sandbox: SandboxPolicy = sandbox.parse().map_err(usage)?;
+            let arguments = runs::parse_arguments(args_json.as_deref())?;
+            let request = runs::CallRequest { tool, arguments, mode, json, events };
+            let call = author::PluginCall { package, no_build, project: project_dir(project)?, request, sandbox };
+            author::call(home, call, shutdown).await
+        }
+        PluginCommand::Test { package, json, no_build } => {
+            let dir = package.map_or_else(here, Ok)?;
+            author::test(home, &dir, &project_dir(project)?, no_build, json, shutdown).await
+        }
+        PluginCommand::Install { dir, build: true, json } => {
+            let package = author::build_project(&dir)?;
+            Box::pin(plugin(home, None, PluginCommand::Install { dir: package, build: false, json }, shutdown)).await
+        }
+        // The package store's.
+        PluginCommand::Install { dir, json, .. } => {
             let manifest = read_manifest(&dir)?;
             check_entry(&dir, &manifest)?;
             let runtime = wasm_runtime(home)?;
@@ -64,10 +98,7 @@ pub(crate) async fn plugin(home: &ClatHome, command: PluginCommand) -> Result<Ex
             // A failed install's compiled entry and a replaced version's go now.
             sweep_after(&store, &runtime);
             let installed = installed?;
-            let kind = match installed.manifest.kind {
-                PackageKind::Wasm => "wasm",
-                PackageKind::McpStdio => "mcp-stdio",
-            };
+            let kind = installed.manifest.kind.as_str();
             let names: Vec<String> = tools
                 .iter()
                 .map(|t| {
@@ -103,10 +134,7 @@ pub(crate) async fn plugin(home: &ClatHome, command: PluginCommand) -> Result<Ex
                 println!("no plugins installed");
             } else {
                 for p in list {
-                    let kind = match p.manifest.kind {
-                        PackageKind::Wasm => "wasm",
-                        PackageKind::McpStdio => "mcp-stdio",
-                    };
+                    let kind = p.manifest.kind.as_str();
                     println!("{:20} {:10} {:9} {}", p.manifest.name, p.manifest.version, kind, p.manifest.description);
                 }
             }

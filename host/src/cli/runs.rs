@@ -170,7 +170,16 @@ pub(crate) fn parse_arguments(text: Option<&str>) -> Result<Value, Failure> {
 /// server's or plugin's own tool name (`echo`) when exactly one registered
 /// tool has it (said on stderr), listing them when several do; else an
 /// unknown tool, with the nearest registered name when one is close.
-fn resolve_tool(scope: &ProjectScope, name: &str) -> Result<String, Failure> {
+pub(crate) fn resolve_tool(scope: &ProjectScope, name: &str) -> Result<String, Failure> {
+    let resolved = resolve_tool_quietly(scope, name)?;
+    if resolved != name {
+        eprintln!("clat: {name} is {resolved}");
+    }
+    Ok(resolved)
+}
+
+/// `resolve_tool` without saying what a bare name resolved to.
+pub(crate) fn resolve_tool_quietly(scope: &ProjectScope, name: &str) -> Result<String, Failure> {
     let unknown = |message: String| Failure::new(Exit::Usage, "unknown_tool", message);
     let tools = scope.registry().list();
     if tools.iter().any(|t| t.name == name) {
@@ -178,10 +187,7 @@ fn resolve_tool(scope: &ProjectScope, name: &str) -> Result<String, Failure> {
     }
     let owning: Vec<&str> = tools.iter().filter(|t| t.original_name == name).map(|t| t.name.as_str()).collect();
     match owning.as_slice() {
-        [one] => {
-            eprintln!("clat: {name} is {one}");
-            return Ok(one.to_string());
-        }
+        [one] => return Ok(one.to_string()),
         [] => {}
         several => {
             return Err(unknown(format!(

@@ -1,0 +1,94 @@
+//! Project templates for `clat plugin new NAME`: a manifest, the build
+//! configuration, one tool with a test case (`cases.jsonl`) and a README of
+//! three commands, with `{{name}}` (and friends) filled in. A Rust project
+//! also gets the guest SDK (`vendor/clat-guest`), the very files of
+//! `guests/clat-guest` this clat was built with, and the lock file the
+//! repository's guests are tested with.
+
+use std::path::{Path, PathBuf};
+
+use super::{AuthoringError, Language, io};
+use crate::names::{ExternalKind, external_tool_name};
+use crate::packages::{PackageKind, parse_manifest};
+
+/// One file of a template: its path in the project and its text.
+type TemplateFile = (&'static str, &'static str);
+
+const RUST_WASM: &[TemplateFile] = &[
+    ("Cargo.toml", include_str!("../../templates/rust-wasm/Cargo.toml")),
+    ("Cargo.lock", include_str!("../../../guests/Cargo.lock")),
+    ("src/lib.rs", include_str!("../../templates/rust-wasm/lib.rs")),
+    ("clat-plugin.toml", include_str!("../../templates/rust-wasm/clat-plugin.toml")),
+    ("cases.jsonl", include_str!("../../templates/rust-wasm/cases.jsonl")),
+    ("README.md", include_str!("../../templates/rust-wasm/README.md")),
+    (".gitignore", include_str!("../../templates/rust-wasm/gitignore")),
+    ("vendor/clat-guest/Cargo.toml", include_str!("../../templates/sdk/Cargo.toml")),
+    ("vendor/clat-guest/README.md", include_str!("../../../guests/clat-guest/README.md")),
+    ("vendor/clat-guest/src/lib.rs", include_str!("../../../guests/clat-guest/src/lib.rs")),
+    ("vendor/clat-guest/src/tool.rs", include_str!("../../../guests/clat-guest/src/tool.rs")),
+    ("vendor/clat-guest/src/host.rs", include_str!("../../../guests/clat-guest/src/host.rs")),
+    ("vendor/clat-guest/src/form.rs", include_str!("../../../guests/clat-guest/src/form.rs")),
+    ("vendor/clat-guest/wit/clat.wit", include_str!("../../../wit/clat.wit")),
+];
+
+/// Files that are copied as they are (no placeholders).
+const VERBATIM: &[&str] = &["Cargo.lock", "vendor/clat-guest/src/", "vendor/clat-guest/wit/"];
+
+/// The files of the template for `language` and `kind`.
+fn template(language: Language, kind: PackageKind) -> Result<&'static [TemplateFile], AuthoringError> {
+    match (language, kind) {
+        (Language::Rust, PackageKind::Wasm) => Ok(RUST_WASM),
+        (language, kind) => Err(AuthoringError::Unsupported(format!(
+            "there is no {} template for kind {}: available are --lang rust --kind wasm",
+            language.as_str(),
+            kind.as_str()
+        ))),
+    }
+}
+
+/// Write a new project `NAME` inside `parent` (it must not exist yet). Returns
+/// the project directory and the files written, relative to it.
+pub fn scaffold(
+    parent: &Path,
+    name: &str,
+    language: Language,
+    kind: PackageKind,
+) -> Result<(PathBuf, Vec<String>), AuthoringError> {
+    // The name is checked by the manifest's own rules, before anything is written.
+    let manifest = format!("name = {name:?}\nversion = \"0.1.0\"\nkind = \"wasm\"\nentry = \"x.wasm\"\n");
+    parse_manifest(Path::new("NAME"), &manifest).map_err(|e| {
+        AuthoringError::Invalid(e.to_string().replace("NAME: ", "the plugin name: ").replace("name \"", "\""))
+    })?;
+    let files = template(language, kind)?;
+    let dir = parent.join(name);
+    if dir.symlink_metadata().is_ok() {
+        return Err(AuthoringError::Exists(dir));
+    }
+    let tool_prefix = external_tool_name(ExternalKind::Wasm, name, "x");
+    let tool_prefix = tool_prefix.strip_prefix("wasm_").and_then(|p| p.strip_suffix("_x")).unwrap_or(name);
+    let fill = |text: &str| {
+        text.replace("{{name}}", name)
+            .replace("{{tool_prefix}}", tool_prefix)
+            .replace("{{sdk_version}}", env!("CARGO_PKG_VERSION"))
+    };
+    // Written into a staging directory renamed into place: a failure leaves nothing behind.
+    let staging = parent.join(format!(".{name}.new-{}", uuid::Uuid::new_v4().simple()));
+    let written = (|| {
+        let mut written = Vec::new();
+        for (path, text) in files {
+            let target = staging.join(path);
+            std::fs::create_dir_all(target.parent().unwrap_or(&staging))
+                .map_err(io(format!("cannot create {}", target.display())))?;
+            let verbatim = VERBATIM.iter().any(|v| path.starts_with(v));
+            let contents = if verbatim { text.to_string() } else { fill(text) };
+            std::fs::write(&target, contents).map_err(io(format!("cannot write {}", target.display())))?;
+            written.push(path.to_string());
+        }
+        std::fs::rename(&staging, &dir).map_err(io(format!("cannot create {}", dir.display())))?;
+        Ok(written)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_dir_all(&staging);
+    }
+    Ok((dir, written?))
+}

@@ -1,0 +1,340 @@
+//! The plugin author's commands: `clat plugin new | build | call | test` and
+//! `plugin install --build`. `call` and `test` run a package without
+//! installing it: it is installed into a throwaway home (removed afterwards)
+//! whose only trusted project is the one named (default: the current
+//! directory) and whose compiled cache is the real one's, and that home is
+//! mounted like any other — the same registry, pipeline, events and output as
+//! `clat call`, with the session model of the real home.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::exit::{Exit, Failure};
+use super::shutdown::Shutdown;
+use crate::asker::HeadlessAsker;
+use crate::authoring::build::{CASES_FILE, DIST_DIR, build, detect};
+use crate::authoring::cases::{Case, Outcome, judge, read_cases};
+use crate::authoring::{AuthoringError, Language};
+use crate::extension::StartFilter;
+use crate::native::process::SandboxPolicy;
+use crate::packages::{Manifest, PackageKind, PackageStore, read_manifest};
+use crate::permissions::HeadlessApprover;
+use crate::registry::ToolSource;
+use crate::run::{NullSink, RunContext};
+use crate::scope::{ProjectScope, WASM_CACHE_DIR};
+use crate::trust::{ClatHome, TrustStore};
+use crate::wasm::imports::check_component;
+
+impl From<AuthoringError> for Failure {
+    fn from(e: AuthoringError) -> Self {
+        match e {
+            AuthoringError::Io { .. } => Failure::new(Exit::Internal, "internal", e.to_string()),
+            AuthoringError::BuildFailed { .. } | AuthoringError::MissingToolchain { .. } => {
+                Failure::new(Exit::Usage, "build", e.to_string())
+            }
+            _ => Failure::new(Exit::Usage, "package", e.to_string()),
+        }
+    }
+}
+
+/// `clat plugin new NAME`: the new project is trusted too — it holds only
+/// what this command wrote — so `clat call` works in it once the plugin is installed.
+pub(crate) fn new(
+    home: &ClatHome,
+    name: &str,
+    parent: &Path,
+    language: Language,
+    kind: PackageKind,
+    json: bool,
+) -> Result<Exit, Failure> {
+    let (dir, files) = crate::authoring::templates::scaffold(parent, name, language, kind)?;
+    let trusted = TrustStore::new(home).trust(&dir)?;
+    if json {
+        println!(
+            "{}",
+            json!({ "created": dir.display().to_string(), "language": language.as_str(),
+                                "kind": kind.as_str(), "files": files, "trusted": trusted.display().to_string() })
+        );
+    } else {
+        println!("created {} ({} {}): {}", dir.display(), language.as_str(), kind.as_str(), files.join(", "));
+        println!("trusted {} (it holds only what clat wrote)", trusted.display());
+        println!("next: cd {name} && clat plugin test . && clat plugin install --build .");
+    }
+    Ok(Exit::Ok)
+}
+
+/// Build a project, saying so on stderr; returns its package directory.
+pub(crate) fn build_project(dir: &Path) -> Result<PathBuf, Failure> {
+    eprintln!("clat: building {} ...", dir.display());
+    let built = build(dir)?;
+    eprintln!(
+        "clat: built {} package {} ({})",
+        built.language.as_str(),
+        built.package.display(),
+        super::progress::size(built.entry_bytes)
+    );
+    Ok(built.package)
+}
+
+/// `clat plugin build [DIR]`.
+pub(crate) fn build_command(dir: &Path, json: bool) -> Result<Exit, Failure> {
+    let package = build_project(dir)?;
+    if json {
+        println!("{}", json!({ "package": package.display().to_string() }));
+    } else {
+        println!("package: {}", package.display());
+    }
+    Ok(Exit::Ok)
+}
+
+/// The package a `call` or `test` argument names: a project is built first
+/// (or, with `no_build`, its last build is used); anything else is a package.
+fn package_of(dir: &Path, no_build: bool) -> Result<PathBuf, Failure> {
+    if detect(dir).is_none() {
+        return Ok(dir.to_path_buf());
+    }
+    if !no_build {
+        return build_project(dir);
+    }
+    let package = dir.join(DIST_DIR);
+    if !package.is_dir() {
+        let message = format!("{} has not been built: run `clat plugin build {}`", dir.display(), dir.display());
+        return Err(Failure::new(Exit::Usage, "package", message));
+    }
+    Ok(package)
+}
+
+/// A home that lives as long as one command: removed on drop.
+struct ThrowawayHome {
+    home: ClatHome,
+}
+
+impl Drop for ThrowawayHome {
+    fn drop(&mut self) {
+        crate::packages::remove_tree(self.home.path());
+    }
+}
+
+/// A throwaway home with `project` trusted and `package` installed, sharing the real home's compiled cache.
+fn throwaway_home(real: &ClatHome, project: &Path, package: &Path) -> Result<(ThrowawayHome, Manifest), Failure> {
+    let internal = |what: &str, e: std::io::Error| Failure::new(Exit::Internal, "internal", format!("{what}: {e}"));
+    let dir = std::env::temp_dir().join(format!("clat-plugin-{}", uuid::Uuid::new_v4().simple()));
+    let throwaway = ThrowawayHome { home: ClatHome::at(&dir) };
+    throwaway.home.ensure()?;
+    let real_cache = real.path().join(WASM_CACHE_DIR);
+    std::fs::create_dir_all(&real_cache).map_err(|e| internal("cannot create the compiled cache", e))?;
+    std::fs::create_dir_all(dir.join("cache")).map_err(|e| internal("cannot create the throwaway home", e))?;
+    std::os::unix::fs::symlink(&real_cache, dir.join(WASM_CACHE_DIR))
+        .map_err(|e| internal("cannot share the compiled cache", e))?;
+    TrustStore::new(&throwaway.home).trust(project)?;
+    let runtime = crate::wasm::WasmRuntime::with_observer(&real_cache, super::progress::compile_observer())
+        .map_err(|e| Failure::new(Exit::Internal, "internal", format!("the WASM runtime could not start: {e:#}")))?;
+    let installed = PackageStore::new(&throwaway.home).install(package, |manifest, staged| {
+        if manifest.kind != PackageKind::Wasm {
+            return Ok(());
+        }
+        let entry = staged.join(&manifest.entry);
+        tokio::task::block_in_place(|| {
+            tokio::runtime::Handle::current().block_on(crate::wasm::validate_component(
+                &runtime,
+                &manifest.name,
+                &entry,
+            ))
+        })
+        .map(drop)
+        .map_err(|e| format!("{}: {e}", manifest.entry))
+    })?;
+    Ok((throwaway, installed.manifest))
+}
+
+/// Mount the throwaway home's project: the native tools and the package, with the real home's session model.
+fn mount(
+    real: &ClatHome,
+    throwaway: &ThrowawayHome,
+    project: &Path,
+    sandbox: SandboxPolicy,
+) -> Result<Arc<ProjectScope>, Failure> {
+    let options = super::scope_options(real, sandbox, StartFilter::All)?;
+    Ok(Arc::new(ProjectScope::mount(&throwaway.home, project, options)?))
+}
+
+pub(crate) struct PluginCall {
+    pub(crate) package: PathBuf,
+    pub(crate) no_build: bool,
+    pub(crate) project: PathBuf,
+    pub(crate) request: super::runs::CallRequest,
+    pub(crate) sandbox: SandboxPolicy,
+}
+
+/// `clat plugin call DIR|PACKAGE TOOL [ARGS_JSON]`.
+pub(crate) async fn call(real: &ClatHome, call: PluginCall, shutdown: &Shutdown) -> Result<Exit, Failure> {
+    let package = package_of(&call.package, call.no_build)?;
+    let (throwaway, _) = throwaway_home(real, &call.project, &package)?;
+    let scope = mount(real, &throwaway, &call.project, call.sandbox)?;
+    scope.start_extensions();
+    let result = super::runs::call(&scope, call.request, shutdown).await;
+    scope.close().await;
+    drop(throwaway);
+    result
+}
+
+/// One line of a `plugin test` report.
+struct Check {
+    what: String,
+    ok: bool,
+    detail: String,
+}
+
+/// `clat plugin test DIR|PACKAGE`: the package, its interfaces, its tool
+/// specs, then the author's cases through the pipeline.
+pub(crate) async fn test(
+    real: &ClatHome,
+    dir: &Path,
+    project: &Path,
+    no_build: bool,
+    json: bool,
+    shutdown: &Shutdown,
+) -> Result<Exit, Failure> {
+    // The cases are read and checked before anything is built, compiled or installed.
+    let cases_path = dir.join(CASES_FILE);
+    let cases = if cases_path.is_file() { read_cases(&cases_path)? } else { Vec::new() };
+    let package = package_of(dir, no_build)?;
+    let mut checks = Vec::new();
+    let manifest = read_manifest(&package)?;
+    crate::packages::check_entry(&package, &manifest)?;
+    checks.push(Check {
+        what: "package".into(),
+        ok: true,
+        detail: format!("{} {} ({})", manifest.name, manifest.version, manifest.kind.as_str()),
+    });
+    if manifest.kind == PackageKind::Wasm {
+        let bytes = std::fs::read(package.join(&manifest.entry))
+            .map_err(|e| Failure::new(Exit::Usage, "package", format!("cannot read {}: {e}", manifest.entry)))?;
+        match check_component(&bytes) {
+            Ok(found) => checks.push(Check {
+                what: "interfaces".into(),
+                ok: true,
+                detail: format!(
+                    "exports {}; imports only what the host links ({} interfaces)",
+                    found.exports.join(", "),
+                    found.imports.len()
+                ),
+            }),
+            Err(problem) => {
+                checks.push(Check { what: "interfaces".into(), ok: false, detail: problem.to_string() });
+                return report(&package, &checks, &[], json);
+            }
+        }
+    }
+    let (throwaway, _) = match throwaway_home(real, project, &package) {
+        Ok(t) => t,
+        Err(failure) => {
+            checks.push(Check { what: "load".into(), ok: false, detail: failure.message });
+            return report(&package, &checks, &[], json);
+        }
+    };
+    let scope = mount(real, &throwaway, project, SandboxPolicy::default())?;
+    let loaded = tokio::select! {
+        statuses = scope.load_extensions() => statuses,
+        _ = shutdown.token().cancelled() => {
+            scope.close().await;
+            return Err(super::runs::interrupted(shutdown));
+        }
+    };
+    let status = loaded.iter().find(|s| s.name == manifest.name);
+    let ready = status.is_some_and(|s| s.state == "ready");
+    checks.push(Check {
+        what: "load".into(),
+        ok: ready && status.is_some_and(|s| s.problems.is_empty()),
+        detail: match status {
+            Some(s) if ready && s.problems.is_empty() => format!("{} tool(s)", s.tools.len()),
+            Some(s) => format!("{}: {}", s.state, s.problems.join("; ")),
+            None => "the package was not loaded".into(),
+        },
+    });
+    for entry in scope.registry().list() {
+        let own = match &entry.source {
+            ToolSource::Wasm { plugin, tool } | ToolSource::Mcp { server: plugin, tool }
+                if *plugin == manifest.name =>
+            {
+                tool.clone()
+            }
+            _ => continue,
+        };
+        let renamed = if entry.name.ends_with(&format!("_{own}")) { "" } else { " (normalized)" };
+        checks.push(Check {
+            what: format!("tool {own}"),
+            ok: true,
+            detail: format!("registered as {}{renamed}; schema compiles; effect {}", entry.name, entry.effect.as_str()),
+        });
+    }
+    let mut results = Vec::new();
+    if ready {
+        for case in &cases {
+            if shutdown.token().is_cancelled() {
+                break;
+            }
+            results.push((case, run_case(&scope, case).await));
+        }
+    }
+    scope.close().await;
+    drop(throwaway);
+    let results: Vec<(&Case, Result<(), String>)> = results;
+    report(&package, &checks, &results, json)
+}
+
+/// One case as its own headless run (`ask` denies: nobody can answer).
+async fn run_case(scope: &ProjectScope, case: &Case) -> Result<(), String> {
+    let builder = RunContext::builder()
+        .mode(case.mode)
+        .approver(Arc::new(HeadlessApprover))
+        .asker(Arc::new(HeadlessAsker))
+        .events(Arc::new(NullSink));
+    let run = scope.start_run(builder);
+    let outcome = match super::runs::resolve_tool_quietly(scope, &case.tool) {
+        Ok(tool) => scope.registry().call(&tool, case.arguments.clone(), &run).await.map_err(Failure::from),
+        Err(unknown) => Err(unknown),
+    };
+    scope.finish_run(&run);
+    match &outcome {
+        Ok(output) => judge(case, Outcome::Result(output)),
+        Err(f) => judge(case, Outcome::Error { kind: f.kind, message: &f.message }),
+    }
+}
+
+fn report(
+    package: &Path,
+    checks: &[Check],
+    cases: &[(&Case, Result<(), String>)],
+    json: bool,
+) -> Result<Exit, Failure> {
+    let failed = checks.iter().filter(|c| !c.ok).count() + cases.iter().filter(|(_, r)| r.is_err()).count();
+    let passed = checks.len() + cases.len() - failed;
+    if json {
+        let checks: Vec<Value> =
+            checks.iter().map(|c| json!({ "check": c.what, "ok": c.ok, "detail": c.detail })).collect();
+        let cases: Vec<Value> = cases
+            .iter()
+            .map(|(case, r)| json!({ "case": case.name, "line": case.line, "ok": r.is_ok(), "reason": r.as_ref().err() }))
+            .collect();
+        println!(
+            "{}",
+            json!({ "package": package.display().to_string(), "checks": checks, "cases": cases,
+                    "passed": passed, "failed": failed })
+        );
+    } else {
+        for c in checks {
+            println!("{} {}: {}", if c.ok { "ok  " } else { "FAIL" }, c.what, c.detail);
+        }
+        for (case, r) in cases {
+            match r {
+                Ok(()) => println!("ok   case {} ({CASES_FILE}:{})", case.name, case.line),
+                Err(reason) => println!("FAIL case {} ({CASES_FILE}:{}): {reason}", case.name, case.line),
+            }
+        }
+        println!("{passed} passed, {failed} failed");
+    }
+    Ok(if failed == 0 { Exit::Ok } else { Exit::ToolError })
+}

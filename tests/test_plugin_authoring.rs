@@ -1,0 +1,257 @@
+//! The plugin author's path through the `clat` binary: `plugin new` writes a
+//! project that `plugin build | test | install --build` and `clat call` take
+//! from nothing to a working tool (a real cargo build for wasm32-wasip2);
+//! `plugin call` and `plugin test` run a package without installing it (in a
+//! throwaway home that is gone afterwards), WASM and MCP alike; and bad input
+//! — a name that exists, a bad case line, a missing toolchain, a broken case,
+//! a bad schema, a component of another world — is a clear error, before
+//! anything is built or installed where the issue says so.
+
+mod support;
+
+use std::path::Path;
+use std::process::Output;
+
+use clat_guest_artifacts as guests;
+use serde_json::Value;
+use support::{TestEnv, stderr, stdout};
+
+const SERVER: &str = clat_test_server_artifact::MCP_TEST_SERVER;
+
+/// `clat` with a private temporary directory (what the throwaway homes are made in) and, for
+/// builds, a target directory shared by this file's tests.
+fn clat(env: &TestEnv, args: &[&str]) -> Output {
+    let tmp = env.dir.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("plugin-authoring-target");
+    env.clat_with_env(args, &[("TMPDIR", tmp.to_str().unwrap()), ("CARGO_TARGET_DIR", target.to_str().unwrap())])
+}
+
+/// No throwaway home is left behind.
+fn no_throwaway_left(env: &TestEnv) {
+    let left: Vec<_> = std::fs::read_dir(env.dir.path().join("tmp")).unwrap().flatten().map(|e| e.path()).collect();
+    assert!(left.is_empty(), "throwaway homes left behind: {left:?}");
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
+}
+
+#[test]
+fn a_rust_plugin_goes_from_nothing_to_answering_clat_call_in_four_commands() {
+    let env = TestEnv::new();
+    let parent = env.dir.path().join("work");
+    std::fs::create_dir_all(&parent).unwrap();
+    // 1. plugin new
+    let out = clat(&env, &["plugin", "new", "word-count", "--dir", parent.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let project = parent.join("word-count");
+    assert!(stdout(&out).contains("trusted "), "{}", stdout(&out));
+    for file in
+        ["Cargo.toml", "src/lib.rs", "clat-plugin.toml", "cases.jsonl", "README.md", "vendor/clat-guest/wit/clat.wit"]
+    {
+        assert!(project.join(file).is_file(), "{file}");
+    }
+    // 2. edit: a second tool, declared once, with a case of its own.
+    let lib = std::fs::read_to_string(project.join("src/lib.rs")).unwrap();
+    let lib = lib.replace(
+        "struct Tools;",
+        "#[derive(serde::Deserialize, schemars::JsonSchema)]\nstruct Count {\n    /// The text.\n    text: String,\n}\n\nstruct Tools;",
+    );
+    let lib = lib.replace(
+        "vec![Tool::new(\"hello\", \"Greet someone by name.\", hello).read_only().closed_world()]",
+        "let count = |a: Count| Ok(clat_guest::Json(serde_json::json!({ \"words\": a.text.split_whitespace().count() })));\n        \
+         vec![\n            Tool::new(\"hello\", \"Greet someone by name.\", hello).read_only().closed_world(),\n            \
+         Tool::new(\"count\", \"Count the words of a text.\", count).read_only().closed_world(),\n        ]",
+    );
+    std::fs::write(project.join("src/lib.rs"), lib).unwrap();
+    let cargo = std::fs::read_to_string(project.join("Cargo.toml")).unwrap();
+    std::fs::write(
+        project.join("Cargo.toml"),
+        cargo.replace("[profile.release]", "serde_json = \"1.0.145\"\n\n[profile.release]"),
+    )
+    .unwrap();
+    let mut cases = std::fs::read_to_string(project.join("cases.jsonl")).unwrap();
+    cases.push_str(r#"{"name": "counts", "tool": "count", "arguments": {"text": "a b c"}, "expect": {"structured": {"words": 3}}}"#);
+    cases.push('\n');
+    std::fs::write(project.join("cases.jsonl"), cases).unwrap();
+
+    // The contract kit on it, before installing anything.
+    let out = clat(&env, &["plugin", "test", project.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}\n{}", stdout(&out), stderr(&out));
+    let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(report["failed"], 0, "{report}");
+    assert_eq!(report["cases"].as_array().unwrap().len(), 3, "{report}");
+    let checks: Vec<&str> = report["checks"].as_array().unwrap().iter().map(|c| c["check"].as_str().unwrap()).collect();
+    assert_eq!(checks, ["package", "interfaces", "load", "tool hello", "tool count"], "{report}");
+    assert!(!env.home.join("plugins/installed.json").exists(), "plugin test installs nothing");
+    no_throwaway_left(&env);
+
+    // 3. plugin install --build
+    let out = clat(&env, &["plugin", "install", "--build", project.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("tool wasm_word_count_count"), "{}", stdout(&out));
+    // 4. call (in the new project, which plugin new trusted)
+    let call = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_clat"))
+            .args(["--home", env.home.to_str().unwrap(), "--project", project.to_str().unwrap()])
+            .args(args)
+            .env_remove("CLAT_HOME")
+            .output()
+            .unwrap()
+    };
+    let out = call(&["call", "wasm_word_count_count", r#"{"text":"one two"}"#, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let result: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(result["structuredContent"]["words"], 2, "{result}");
+    let out = call(&["call", "wasm_word_count_hello", r#"{"name":"author"}"#]);
+    assert_eq!(stdout(&out), "Hello, author!\n", "{}", stderr(&out));
+
+    // A reinstall of the same version replaces it.
+    let out = clat(&env, &["plugin", "install", "--build", project.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = clat(&env, &["plugin", "list", "--json"]);
+    let list: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(list["plugins"].as_array().unwrap().len(), 1, "{list}");
+
+    // A tool whose schema does not compile fails the kit, naming it.
+    let lib = std::fs::read_to_string(project.join("src/lib.rs")).unwrap();
+    let raw = "use clat_guest::{RawPlugin, ToolSpec, Args, ToolOutput, tool};\n\
+               struct Raw;\n\
+               impl RawPlugin for Raw {\n    fn tools() -> Vec<ToolSpec> { vec![tool(\"broken\", \"b\").schema(serde_json::json!({\"type\": 5})).read_only().build()] }\n    \
+               fn call(_: &str, _: Args) -> Result<ToolOutput, String> { Ok(clat_guest::text(\"x\")) }\n}\n\
+               clat_guest::export_raw_plugin!(Raw);\n";
+    let broken = lib.replace("clat_guest::export_plugin!(Tools);", "") + raw;
+    std::fs::write(
+        project.join("src/lib.rs"),
+        broken.replace("impl Plugin for Tools", "#[allow(dead_code)]\nimpl Plugin for Tools"),
+    )
+    .unwrap();
+    std::fs::write(project.join("cases.jsonl"), "").unwrap();
+    let out = clat(&env, &["plugin", "test", project.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}\n{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("FAIL load") && stdout(&out).contains("broken"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("schema"), "{}", stdout(&out));
+    no_throwaway_left(&env);
+}
+
+#[test]
+fn plugin_call_runs_a_package_without_installing_it() {
+    let env = TestEnv::new();
+    let out = clat(&env, &["plugin", "call", guests::HELLO_PACKAGE, "greet", r#"{"name":"tryout"}"#]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "Hello, tryout! (from a WASM plugin)\n");
+    assert!(stderr(&out).contains("greet is wasm_hello_greet"), "{}", stderr(&out));
+    // Same pipeline and output as clat call: --json, --events, the mode table, exit codes.
+    let out = clat(&env, &["plugin", "call", guests::HELLO_PACKAGE, "wasm_hello_greet", "{}", "--json", "--events"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let result: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(result["content"][0]["text"], "Hello, world! (from a WASM plugin)");
+    assert!(stderr(&out).contains("\"type\":\"tool_finished\""), "{}", stderr(&out));
+    let out = clat(&env, &["plugin", "call", guests::HELLO_PACKAGE, "greet", r#"{"name": 5}"#]);
+    assert_eq!(out.status.code(), Some(2), "invalid arguments: {}", stderr(&out));
+    assert!(!env.home.join("plugins/installed.json").exists(), "nothing was installed");
+    assert!(!env.home.join("trusted-projects.json").exists(), "the project was trusted for the call only");
+    no_throwaway_left(&env);
+}
+
+#[test]
+fn plugin_test_runs_the_contract_on_an_mcp_server_package_too() {
+    let env = TestEnv::new();
+    let package = env.dir.path().join("contract-server");
+    std::fs::create_dir_all(&package).unwrap();
+    std::fs::write(
+        package.join("clat-plugin.toml"),
+        "name = \"contract\"\nversion = \"1.0.0\"\nkind = \"mcp-stdio\"\nentry = \"server.sh\"\n",
+    )
+    .unwrap();
+    let script = package.join("server.sh");
+    std::fs::write(&script, format!("#!/bin/sh\nexec {SERVER} --contract\n")).unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    env.write("a.txt", "the contract file");
+    let cases = [
+        r#"{"name": "echo", "tool": "echo", "arguments": {"text": "hi"}, "expect": {"text": "hi"}}"#,
+        r#"{"name": "structured", "tool": "structured", "arguments": {"a": 2, "b": 3}, "expect": {"text": "sum=5", "structured": {"sum": 5}}}"#,
+        r#"{"name": "fails", "tool": "fail", "expect": {"is_error": true, "text": "on purpose"}}"#,
+        r#"{"name": "reads through the host", "tool": "host_read", "arguments": {"path": "a.txt"}, "expect": {"text": "ok: the contract file"}}"#,
+        r#"{"name": "write denied in read-only", "tool": "host_write", "mode": "read-only", "arguments": {"path": "w", "content": "x"}, "expect": {"text": "error: denied"}}"#,
+        r#"{"name": "a wrong expectation", "tool": "echo", "arguments": {"text": "hi"}, "expect": {"text": "bye"}}"#,
+    ];
+    std::fs::write(package.join("cases.jsonl"), cases.join("\n")).unwrap();
+    let out = clat(&env, &["plugin", "test", package.to_str().unwrap()]);
+    let shown = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "one case fails: {shown}\n{}", stderr(&out));
+    assert!(shown.contains("ok   package: contract 1.0.0 (mcp-stdio)"), "{shown}");
+    assert!(shown.contains("ok   tool echo: registered as mcp_contract_echo"), "{shown}");
+    for ok in ["echo", "structured", "fails", "reads through the host", "write denied in read-only"] {
+        assert!(shown.contains(&format!("ok   case {ok} (")), "{ok}: {shown}");
+    }
+    assert!(
+        shown.contains("FAIL case a wrong expectation (cases.jsonl:6): expected the text to contain \"bye\""),
+        "{shown}"
+    );
+    assert!(shown.trim_end().ends_with("1 failed"), "{shown}");
+    no_throwaway_left(&env);
+}
+
+#[test]
+fn bad_input_is_a_clear_error_before_anything_is_built_or_installed() {
+    let env = TestEnv::new();
+    let parent = env.dir.path().join("work");
+    std::fs::create_dir_all(parent.join("taken")).unwrap();
+    let new = |name: &str| clat(&env, &["plugin", "new", name, "--dir", parent.to_str().unwrap()]);
+    let out = new("taken");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("already exists"), "{}", stderr(&out));
+    let out = new("Bad Name");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("1–64 characters of a-z"), "{}", stderr(&out));
+    let out = clat(&env, &["plugin", "new", "x", "--lang", "python", "--dir", parent.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("there is no python template"), "{}", stderr(&out));
+
+    let out = new("ok-plugin");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let project = parent.join("ok-plugin");
+    // A bad case line: named with its file and line, before any build.
+    std::fs::write(
+        project.join("cases.jsonl"),
+        "{\"tool\": \"hello\"}\n{\"tool\": \"hello\", \"expect\": {\"txt\": 1}}\n",
+    )
+    .unwrap();
+    let out = clat(&env, &["plugin", "test", project.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("cases.jsonl:2: "), "{}", stderr(&out));
+    assert!(!project.join("dist").exists(), "nothing was built");
+    // A missing toolchain is named, with how to install it.
+    let empty = env.dir.path().join("empty-path");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = env.clat_with_env(&["plugin", "build", project.to_str().unwrap()], &[("PATH", empty.to_str().unwrap())]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("cargo is not installed or not on PATH: install Rust with rustup"),
+        "{}",
+        stderr(&out)
+    );
+    // A component of another world is refused at its interfaces, before it is compiled or installed.
+    let package = env.dir.path().join("command");
+    copy_dir(Path::new(guests::HELLO_PACKAGE), &package);
+    std::fs::copy(guests::NOT_A_PLUGIN_WASM, package.join("hello.wasm")).unwrap();
+    let out = clat(&env, &["plugin", "test", package.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let interfaces = &report["checks"][1];
+    assert_eq!(
+        (interfaces["check"].as_str(), interfaces["ok"].as_bool()),
+        (Some("interfaces"), Some(false)),
+        "{report}"
+    );
+    assert!(interfaces["detail"].as_str().unwrap().contains("not a CLAT plugin"), "{report}");
+    assert!(
+        !env.home.join("cache/wasm").exists()
+            || std::fs::read_dir(env.home.join("cache/wasm")).unwrap().next().is_none()
+    );
+}
