@@ -4,6 +4,16 @@
 //! to install it), then run, its own output going to stderr as it comes; and
 //! the package is assembled in `DIR/dist/`: the manifest, the built entry
 //! under the name the manifest gives, and the test cases.
+//!
+//! - Rust: `cargo build --release --target wasm32-wasip2`.
+//! - JavaScript: componentize-js (`DIR/node_modules/.bin`, else
+//!   `$CLAT_COMPONENTIZE_JS`, else PATH) on the package's `main` (default
+//!   `src/index.js`) with `--disable http fetch-event`: without it the
+//!   component imports `wasi:http`, which guests do not get.
+//! - Python: componentize-py (`DIR/.venv/bin`, else `$CLAT_COMPONENTIZE_PY`,
+//!   else PATH) on the module `app`.
+//!
+//! Both bind the contract from `DIR/wit/` (the template writes it there).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -52,14 +62,18 @@ pub fn build(dir: &Path) -> Result<Built, AuthoringError> {
             dir.display()
         ))
     })?;
+    if manifest.kind != crate::packages::PackageKind::Wasm {
+        return Err(AuthoringError::Unsupported(format!(
+            "{} packages are not built: an mcp-stdio package is its files as they are (`clat plugin install {}`)",
+            manifest.kind.as_str(),
+            dir.display()
+        )));
+    }
+    let scratch = dir.join("target").join("clat-build");
     let entry = match language {
         Language::Rust => build_rust(dir)?,
-        other => {
-            return Err(AuthoringError::Unsupported(format!(
-                "building {} projects is not supported by this clat yet",
-                other.as_str()
-            )));
-        }
+        Language::Javascript => build_javascript(dir, &scratch.join(&manifest.entry))?,
+        Language::Python => build_python(dir, &scratch.join(&manifest.entry))?,
     };
     let package = dir.join(DIST_DIR);
     if package.exists() {
@@ -125,4 +139,87 @@ fn build_rust(dir: &Path) -> Result<PathBuf, AuthoringError> {
             "{command} built no component: Cargo.toml needs `[lib] crate-type = [\"cdylib\"]`"
         ))
     })
+}
+
+/// The first of: the project's own copy, the environment's override, PATH.
+fn find_tool(local: PathBuf, env: &str, name: &str) -> Option<PathBuf> {
+    if local.is_file() {
+        return Some(local);
+    }
+    if let Some(path) = std::env::var_os(env).filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(path));
+    }
+    present(name).then(|| PathBuf::from(name))
+}
+
+/// Run a toolchain command in `dir`, its output on stderr; `out` is what it must produce.
+fn run_tool(dir: &Path, program: &Path, args: &[&str], out: &Path) -> Result<PathBuf, AuthoringError> {
+    let command = format!("{} {}", program.display(), args.join(" "));
+    std::fs::create_dir_all(out.parent().unwrap_or(dir)).map_err(io(format!("cannot create {}", out.display())))?;
+    let _ = std::fs::remove_file(out);
+    let status = Command::new(program)
+        .args(args)
+        .arg(out)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::inherit())
+        .status()
+        .map_err(io(format!("cannot run {command}")))?;
+    if !status.success() || !out.is_file() {
+        return Err(AuthoringError::BuildFailed { command });
+    }
+    Ok(out.to_path_buf())
+}
+
+fn require_wit(dir: &Path) -> Result<(), AuthoringError> {
+    if dir.join("wit").is_dir() {
+        return Ok(());
+    }
+    Err(AuthoringError::Invalid(format!(
+        "{} has no wit/ directory: the contract (clat.wit, as `clat plugin new` writes it) must be there",
+        dir.display()
+    )))
+}
+
+/// componentize-js on the package's `main`, without `wasi:http` and the fetch event.
+fn build_javascript(dir: &Path, out: &Path) -> Result<PathBuf, AuthoringError> {
+    if !present("node") {
+        return Err(missing("node", "install Node.js 20 or later (https://nodejs.org)"));
+    }
+    let tool = find_tool(dir.join("node_modules/.bin/componentize-js"), "CLAT_COMPONENTIZE_JS", "componentize-js")
+        .ok_or_else(|| {
+            missing(
+                "componentize-js",
+                "run `npm install` in the project (its package.json pins @bytecodealliance/componentize-js 0.23.0)",
+            )
+        })?;
+    require_wit(dir)?;
+    let package: serde_json::Value = std::fs::read_to_string(dir.join("package.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .ok_or_else(|| AuthoringError::Invalid(format!("{}/package.json is not valid JSON", dir.display())))?;
+    let main = package["main"].as_str().unwrap_or("src/index.js").to_string();
+    let args = [main.as_str(), "--wit", "wit", "--world-name", "clat-plugin", "--disable", "http", "fetch-event", "-o"];
+    run_tool(dir, &tool, &args, out)
+}
+
+/// componentize-py on the module `app`.
+fn build_python(dir: &Path, out: &Path) -> Result<PathBuf, AuthoringError> {
+    let tool = find_tool(dir.join(".venv/bin/componentize-py"), "CLAT_COMPONENTIZE_PY", "componentize-py").ok_or_else(
+        || {
+            missing(
+                "componentize-py",
+                "run `python3 -m venv .venv && .venv/bin/pip install componentize-py==0.25.1` in the project",
+            )
+        },
+    )?;
+    require_wit(dir)?;
+    if !dir.join("app.py").is_file() {
+        return Err(AuthoringError::Invalid(format!(
+            "{} has no app.py (the module componentize-py builds)",
+            dir.display()
+        )));
+    }
+    run_tool(dir, &tool, &["-d", "wit", "-w", "clat-plugin", "componentize", "app", "-o"], out)
 }

@@ -31,15 +31,40 @@ const RUST_WASM: &[TemplateFile] = &[
     ("vendor/clat-guest/wit/clat.wit", include_str!("../../../wit/clat.wit")),
 ];
 
+const JAVASCRIPT_WASM: &[TemplateFile] = &[
+    ("package.json", include_str!("../../templates/javascript-wasm/package.json")),
+    ("src/index.js", include_str!("../../templates/javascript-wasm/src/index.js")),
+    ("src/clat.js", include_str!("../../templates/javascript-wasm/src/clat.js")),
+    ("wit/clat.wit", include_str!("../../../wit/clat.wit")),
+    ("clat-plugin.toml", include_str!("../../templates/javascript-wasm/clat-plugin.toml")),
+    ("cases.jsonl", include_str!("../../templates/javascript-wasm/cases.jsonl")),
+    ("README.md", include_str!("../../templates/javascript-wasm/README.md")),
+    (".gitignore", include_str!("../../templates/javascript-wasm/gitignore")),
+];
+
+const PYTHON_WASM: &[TemplateFile] = &[
+    ("pyproject.toml", include_str!("../../templates/python-wasm/pyproject.toml")),
+    ("app.py", include_str!("../../templates/python-wasm/app.py")),
+    ("clat.py", include_str!("../../templates/python-wasm/clat.py")),
+    ("wit/clat.wit", include_str!("../../../wit/clat.wit")),
+    ("clat-plugin.toml", include_str!("../../templates/python-wasm/clat-plugin.toml")),
+    ("cases.jsonl", include_str!("../../templates/python-wasm/cases.jsonl")),
+    ("README.md", include_str!("../../templates/python-wasm/README.md")),
+    (".gitignore", include_str!("../../templates/python-wasm/gitignore")),
+];
+
 /// Files that are copied as they are (no placeholders).
-const VERBATIM: &[&str] = &["Cargo.lock", "vendor/clat-guest/src/", "vendor/clat-guest/wit/"];
+const VERBATIM: &[&str] =
+    &["Cargo.lock", "vendor/clat-guest/src/", "vendor/clat-guest/wit/", "wit/", "src/clat.js", "clat.py"];
 
 /// The files of the template for `language` and `kind`.
 fn template(language: Language, kind: PackageKind) -> Result<&'static [TemplateFile], AuthoringError> {
     match (language, kind) {
         (Language::Rust, PackageKind::Wasm) => Ok(RUST_WASM),
+        (Language::Javascript, PackageKind::Wasm) => Ok(JAVASCRIPT_WASM),
+        (Language::Python, PackageKind::Wasm) => Ok(PYTHON_WASM),
         (language, kind) => Err(AuthoringError::Unsupported(format!(
-            "there is no {} template for kind {}: available are --lang rust --kind wasm",
+            "there is no {} template for kind {}: --kind wasm has rust, javascript and python",
             language.as_str(),
             kind.as_str()
         ))),
