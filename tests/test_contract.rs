@@ -1,10 +1,12 @@
-//! The contract table: one list of scenarios run against a WASM guest
-//! (`guests/contract`) and an MCP stdio server (`clat-test-mcp-server
-//! --contract`) that implement the same plugin. Each scenario expects a result,
-//! and both kinds must produce the same result and the same run events (with
-//! the kind's name prefix and source normalized away). Then the shared budget:
-//! 40 guest requests and 24 server requests in one run, and the 65th fails for
-//! either kind.
+//! The contract table: one list of scenarios run against four implementations
+//! of the same plugin — WASM guests in Rust (`guests/contract`), JavaScript
+//! (`guests/js/contract`, componentize-js) and Python
+//! (`guests/python/contract`, componentize-py), and an MCP stdio server
+//! (`clat-test-mcp-server --contract`). Each scenario expects a result, and
+//! every implementation must produce the same result and the same run events
+//! (with the kind's name prefix and source normalized away). Then the shared
+//! budget: 40 guest requests and 24 server requests in one run, and the 65th
+//! fails for either kind.
 
 mod support;
 
@@ -27,14 +29,21 @@ const SERVER: &str = clat_test_server_artifact::MCP_TEST_SERVER;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Kind {
+    /// The Rust guest.
     Wasm,
+    /// The JavaScript guest.
+    WasmJs,
+    /// The Python guest.
+    WasmPy,
     Mcp,
 }
 
 impl Kind {
+    const ALL: [Kind; 4] = [Kind::Wasm, Kind::WasmJs, Kind::WasmPy, Kind::Mcp];
+
     fn prefix(self) -> &'static str {
         match self {
-            Kind::Wasm => "wasm_contract_",
+            Kind::Wasm | Kind::WasmJs | Kind::WasmPy => "wasm_contract_",
             Kind::Mcp => "mcp_contract_",
         }
     }
@@ -45,10 +54,16 @@ async fn mount(env: &TestEnv, kind: Kind) -> ProjectScope {
     env.write("a.txt", "the contract file");
     std::fs::create_dir_all(&env.home).unwrap();
     std::fs::write(env.dir.path().join("secret.txt"), "outside the project").unwrap();
+    let guest = match kind {
+        Kind::Wasm => Some(std::path::PathBuf::from(guests::CONTRACT_WASM)),
+        Kind::WasmJs => Some(support::toolchains::component("js", "contract")),
+        Kind::WasmPy => Some(support::toolchains::component("python", "contract")),
+        Kind::Mcp => None,
+    };
     match kind {
-        Kind::Wasm => {
+        Kind::Wasm | Kind::WasmJs | Kind::WasmPy => {
             let scope = env.mount();
-            load_into(&scope, "contract", guests::CONTRACT_WASM).await;
+            load_into(&scope, "contract", guest.unwrap().to_str().unwrap()).await;
             scope
         }
         Kind::Mcp => {
@@ -122,7 +137,7 @@ fn error_kind(e: &CallError) -> &'static str {
 fn normalize(kind: Kind, event: &clat_host::run::RunEvent) -> Value {
     let line = event.to_json_line();
     let source = match kind {
-        Kind::Wasm => "wasm:contract",
+        Kind::Wasm | Kind::WasmJs | Kind::WasmPy => "wasm:contract",
         Kind::Mcp => "mcp:contract",
     };
     let line = line.replace(kind.prefix(), "X_contract_").replace(source, "X:contract");
@@ -307,23 +322,31 @@ fn check(scenario: &Scenario, kind: Kind, observed: &Observed) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_scenario_gives_the_same_result_and_events_for_both_kinds() {
-    let wasm_env = TestEnv::trusted();
-    let mcp_env = TestEnv::trusted();
-    let wasm = mount(&wasm_env, Kind::Wasm).await;
-    let mcp = mount(&mcp_env, Kind::Mcp).await;
+async fn every_scenario_gives_the_same_result_and_events_for_every_implementation() {
+    let mut mounted = Vec::new();
+    for kind in Kind::ALL {
+        let env = TestEnv::trusted();
+        let scope = mount(&env, kind).await;
+        mounted.push((kind, env, scope));
+    }
     for scenario in table() {
-        let by_wasm = observe(&wasm, Kind::Wasm, scenario.tool, scenario.args.clone(), &scenario.setup).await;
-        let by_mcp = observe(&mcp, Kind::Mcp, scenario.tool, scenario.args.clone(), &scenario.setup).await;
-        check(&scenario, Kind::Wasm, &by_wasm);
-        check(&scenario, Kind::Mcp, &by_mcp);
-        assert_eq!(by_wasm, by_mcp, "{}: the two kinds differ", scenario.name);
+        let mut reference: Option<(Kind, Observed)> = None;
+        for (kind, _, scope) in &mounted {
+            let observed = observe(scope, *kind, scenario.tool, scenario.args.clone(), &scenario.setup).await;
+            check(&scenario, *kind, &observed);
+            match &reference {
+                None => reference = Some((*kind, observed)),
+                Some((first, expected)) => {
+                    assert_eq!(&observed, expected, "{}: {kind:?} differs from {first:?}", scenario.name)
+                }
+            }
+        }
     }
     // The writes really happened (or not) in each project.
-    for env in [&wasm_env, &mcp_env] {
+    for (_, env, scope) in &mounted {
         assert_eq!(env.read("w.txt"), "written");
+        scope.close().await;
     }
-    mcp.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

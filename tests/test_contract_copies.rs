@@ -86,3 +86,47 @@ fn released_contracts_are_frozen_and_the_host_accepts_only_those_and_its_own() {
         assert!(*version == current || released.iter().any(|r| r == version), "accepted {version} is not released");
     }
 }
+
+/// Every JavaScript and Python guest (and template) binds the contract and the language's helper module as
+/// they are: `wit/clat.wit` byte for byte, and one `clat.js` / `clat.py`, the template's.
+#[test]
+fn the_javascript_and_python_guests_carry_the_contract_and_the_helpers_unchanged() {
+    let contract = std::fs::read(root().join("wit/clat.wit")).unwrap();
+    let clat_js = std::fs::read(root().join("host/templates/javascript-wasm/src/clat.js")).unwrap();
+    let clat_py = std::fs::read(root().join("host/templates/python-wasm/clat.py")).unwrap();
+    let mut checked = 0;
+    for (lang, helper, copy) in [("js", "src/clat.js", &clat_js), ("python", "clat.py", &clat_py)] {
+        for guest in std::fs::read_dir(root().join("guests").join(lang)).unwrap().flatten() {
+            let dir = guest.path();
+            let name = dir.display().to_string();
+            assert!(
+                std::fs::read(dir.join("wit/clat.wit")).unwrap() == contract,
+                "{name}/wit/clat.wit is not wit/clat.wit"
+            );
+            assert!(&std::fs::read(dir.join(helper)).unwrap() == copy, "{name}/{helper} is not the template's");
+            checked += 1;
+        }
+    }
+    assert!(checked >= 4, "hello and contract in both languages");
+}
+
+/// The SDK manifest `clat plugin new` writes pins what the repository's guests are built and tested with.
+#[test]
+fn the_vendored_sdk_manifest_pins_the_guests_versions() {
+    let workspace: toml::Value =
+        toml::from_str(&std::fs::read_to_string(root().join("guests/Cargo.toml")).unwrap()).unwrap();
+    let vendored: toml::Value =
+        toml::from_str(&std::fs::read_to_string(root().join("host/templates/sdk/Cargo.toml")).unwrap()).unwrap();
+    let sdk: toml::Value =
+        toml::from_str(&std::fs::read_to_string(root().join("guests/clat-guest/Cargo.toml")).unwrap()).unwrap();
+    let version = |v: &toml::Value| {
+        v.get("version").and_then(|v| v.as_str()).map(str::to_string).or_else(|| v.as_str().map(str::to_string))
+    };
+    for (name, _) in sdk["dependencies"].as_table().unwrap() {
+        let pinned = version(&workspace["workspace"]["dependencies"][name]).unwrap();
+        let written =
+            version(&vendored["dependencies"][name]).unwrap_or_else(|| panic!("the vendored SDK lacks {name}"));
+        assert_eq!(written, pinned, "{name}");
+    }
+    assert_eq!(vendored["dependencies"].as_table().unwrap().len(), sdk["dependencies"].as_table().unwrap().len());
+}

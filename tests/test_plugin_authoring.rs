@@ -9,7 +9,7 @@
 
 mod support;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use clat_guest_artifacts as guests;
@@ -209,9 +209,10 @@ fn bad_input_is_a_clear_error_before_anything_is_built_or_installed() {
     let out = new("Bad Name");
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("1–64 characters of a-z"), "{}", stderr(&out));
-    let out = clat(&env, &["plugin", "new", "x", "--lang", "python", "--dir", parent.to_str().unwrap()]);
+    let out = clat(&env, &["plugin", "new", "x", "--kind", "mcp-stdio", "--dir", parent.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("there is no python template"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("there is no rust template for kind mcp-stdio"), "{}", stderr(&out));
+    assert!(!parent.join("x").exists());
 
     let out = new("ok-plugin");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -254,4 +255,100 @@ fn bad_input_is_a_clear_error_before_anything_is_built_or_installed() {
         !env.home.join("cache/wasm").exists()
             || std::fs::read_dir(env.home.join("cache/wasm")).unwrap().next().is_none()
     );
+}
+
+/// `plugin new --lang LANG --kind KIND` → `plugin test` → `plugin install --build` → `clat call`, with the
+/// pinned toolchains (and, for an MCP server, the Python SDK of the test peers as the `python3` on PATH).
+fn new_test_install_call(lang: &str, kind: &str, tool: &str) {
+    let env = TestEnv::new();
+    let parent = env.dir.path().join("work");
+    std::fs::create_dir_all(&parent).unwrap();
+    let peers = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/peers/.venv/bin");
+    let path = format!("{}:{}", peers.display(), std::env::var("PATH").unwrap_or_default());
+    let tmp = env.dir.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut vars = support::toolchains::toolchain_env();
+    vars.push(("TMPDIR", tmp.display().to_string()));
+    vars.push(("PATH", path));
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let name = format!("{lang}-tool");
+    let out = env.clat_with_env(
+        &["plugin", "new", &name, "--lang", lang, "--kind", kind, "--dir", parent.to_str().unwrap()],
+        &vars,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let project = parent.join(&name);
+    let out = env.clat_with_env(&["plugin", "test", project.to_str().unwrap()], &vars);
+    assert_eq!(out.status.code(), Some(0), "{}\n{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("ok   case greets by name"), "{}", stdout(&out));
+    assert!(stdout(&out).ends_with(" passed, 0 failed\n"), "{}", stdout(&out));
+    let out = env.clat_with_env(&["plugin", "install", "--build", project.to_str().unwrap()], &vars);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_clat"))
+        .args(["--home", env.home.to_str().unwrap(), "--project", project.to_str().unwrap()])
+        .args(["call", tool, r#"{"name":"author"}"#])
+        .envs(vars.iter().copied())
+        .env_remove("CLAT_HOME")
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&out), "Hello, author!\n", "{}", stderr(&out));
+    no_throwaway_left(&env);
+}
+
+#[test]
+fn a_javascript_plugin_goes_from_nothing_to_answering_clat_call() {
+    new_test_install_call("javascript", "wasm", "wasm_javascript_tool_hello");
+}
+
+#[test]
+fn a_python_plugin_goes_from_nothing_to_answering_clat_call() {
+    new_test_install_call("python", "wasm", "wasm_python_tool_hello");
+}
+
+#[test]
+fn a_python_mcp_server_plugin_goes_from_nothing_to_answering_clat_call() {
+    new_test_install_call("python", "mcp-stdio", "mcp_python_tool_hello");
+}
+
+#[test]
+fn the_hello_example_answers_alike_in_rust_javascript_and_python() {
+    let env = TestEnv::new();
+    for (package, language) in [
+        (PathBuf::from(guests::HELLO_PACKAGE), "WASM"),
+        (support::toolchains::package("js", "hello"), "JavaScript"),
+        (support::toolchains::package("python", "hello"), "Python"),
+    ] {
+        let out = clat(&env, &["plugin", "call", package.to_str().unwrap(), "greet", r#"{"name":"Ada"}"#]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(stdout(&out), format!("Hello, Ada! (from a {language} plugin)\n"));
+        let out = clat(&env, &["plugin", "call", package.to_str().unwrap(), "greet", r#"{"name": 5}"#]);
+        assert_eq!(out.status.code(), Some(2), "the schema each declares is enforced: {}", stderr(&out));
+    }
+    no_throwaway_left(&env);
+}
+
+#[test]
+fn a_javascript_component_that_imports_wasi_http_is_refused_with_the_fix() {
+    let env = TestEnv::new();
+    // Built without `--disable http fetch-event`, as componentize-js does by default.
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../guests/js/hello");
+    let package = env.dir.path().join("with-http");
+    std::fs::create_dir_all(&package).unwrap();
+    std::fs::copy(source.join("clat-plugin.toml"), package.join("clat-plugin.toml")).unwrap();
+    let out = std::process::Command::new(support::toolchains::componentize_js())
+        .args(["src/index.js", "--wit", "wit", "--world-name", "clat-plugin", "-o"])
+        .arg(package.join("hello-js.wasm"))
+        .current_dir(&source)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = clat(&env, &["plugin", "test", package.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let shown = stdout(&out);
+    assert!(shown.contains("FAIL interfaces: it imports `wasi:http/"), "{shown}");
+    assert!(shown.contains("-d http fetch-event"), "{shown}");
+    let out = clat(&env, &["plugin", "install", package.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("wasi:http"), "{}", stderr(&out));
+    assert!(!env.home.join("plugins/installed.json").exists());
 }

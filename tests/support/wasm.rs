@@ -8,14 +8,14 @@ use clat_host::registry::Registry;
 use clat_host::scope::ProjectScope;
 use clat_host::wasm::{WasmPlugin, WasmRuntime, load_file};
 
-/// One runtime per test binary, with its compile cache in a temporary home.
+/// One runtime per test binary. Its compile cache is kept in the target's
+/// temporary directory across runs (entries are keyed by the component's
+/// content and the engine, so sharing them is safe): the large JavaScript and
+/// Python guests compile once, not in every run.
 pub fn runtime() -> Arc<WasmRuntime> {
-    static RUNTIME: OnceLock<(tempfile::TempDir, Arc<WasmRuntime>)> = OnceLock::new();
-    let (_, rt) = RUNTIME.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let rt = WasmRuntime::new(&dir.path().join("cache")).unwrap();
-        (dir, rt)
-    });
+    static RUNTIME: OnceLock<Arc<WasmRuntime>> = OnceLock::new();
+    let rt = RUNTIME
+        .get_or_init(|| WasmRuntime::new(&Path::new(env!("CARGO_TARGET_TMPDIR")).join("test-wasm-cache")).unwrap());
     Arc::clone(rt)
 }
 

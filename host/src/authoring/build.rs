@@ -62,12 +62,15 @@ pub fn build(dir: &Path) -> Result<Built, AuthoringError> {
             dir.display()
         ))
     })?;
-    if manifest.kind != crate::packages::PackageKind::Wasm {
-        return Err(AuthoringError::Unsupported(format!(
-            "{} packages are not built: an mcp-stdio package is its files as they are (`clat plugin install {}`)",
-            manifest.kind.as_str(),
-            dir.display()
-        )));
+    let package = dir.join(DIST_DIR);
+    if manifest.kind == crate::packages::PackageKind::McpStdio {
+        // An MCP server is its files: nothing to compile.
+        assemble_files(dir, &package)?;
+        let entry = package.join(&manifest.entry);
+        let entry_bytes = std::fs::metadata(&entry)
+            .map_err(|e| AuthoringError::Invalid(format!("the entry {:?} is not in the project: {e}", manifest.entry)))?
+            .len();
+        return Ok(Built { package, language, entry_bytes });
     }
     let scratch = dir.join("target").join("clat-build");
     let entry = match language {
@@ -75,7 +78,6 @@ pub fn build(dir: &Path) -> Result<Built, AuthoringError> {
         Language::Javascript => build_javascript(dir, &scratch.join(&manifest.entry))?,
         Language::Python => build_python(dir, &scratch.join(&manifest.entry))?,
     };
-    let package = dir.join(DIST_DIR);
     if package.exists() {
         std::fs::remove_dir_all(&package).map_err(io(format!("cannot clear {}", package.display())))?;
     }
@@ -139,6 +141,38 @@ fn build_rust(dir: &Path) -> Result<PathBuf, AuthoringError> {
             "{command} built no component: Cargo.toml needs `[lib] crate-type = [\"cdylib\"]`"
         ))
     })
+}
+
+/// What is not part of an mcp-stdio package: build output, environments, caches, VCS.
+const NOT_PACKAGED: [&str; 8] =
+    [DIST_DIR, "target", "node_modules", ".venv", "__pycache__", ".git", ".gitignore", ".pytest_cache"];
+
+/// An mcp-stdio package: the project's files (symlinks and special files
+/// skipped, modes kept) copied into a fresh `package`.
+fn assemble_files(dir: &Path, package: &Path) -> Result<(), AuthoringError> {
+    if package.exists() {
+        std::fs::remove_dir_all(package).map_err(io(format!("cannot clear {}", package.display())))?;
+    }
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        std::fs::create_dir_all(package.join(&rel)).map_err(io(format!("cannot create {}", package.display())))?;
+        for entry in std::fs::read_dir(dir.join(&rel)).map_err(io(format!("cannot read {}", dir.display())))? {
+            let entry = entry.map_err(io("cannot list the project"))?;
+            let name = entry.file_name();
+            if rel.as_os_str().is_empty() && NOT_PACKAGED.contains(&name.to_string_lossy().as_ref()) {
+                continue;
+            }
+            let child = rel.join(&name);
+            let meta = entry.path().symlink_metadata().map_err(io(format!("cannot stat {}", child.display())))?;
+            if meta.is_dir() && name != "__pycache__" {
+                stack.push(child);
+            } else if meta.is_file() {
+                std::fs::copy(entry.path(), package.join(&child))
+                    .map_err(io(format!("cannot copy {}", child.display())))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The first of: the project's own copy, the environment's override, PATH.

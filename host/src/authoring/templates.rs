@@ -53,6 +53,19 @@ const PYTHON_WASM: &[TemplateFile] = &[
     (".gitignore", include_str!("../../templates/python-wasm/gitignore")),
 ];
 
+const PYTHON_MCP: &[TemplateFile] = &[
+    ("pyproject.toml", include_str!("../../templates/python-mcp/pyproject.toml")),
+    ("requirements.txt", include_str!("../../templates/python-mcp/requirements.txt")),
+    ("server.py", include_str!("../../templates/python-mcp/server.py")),
+    ("clat-plugin.toml", include_str!("../../templates/python-mcp/clat-plugin.toml")),
+    ("cases.jsonl", include_str!("../../templates/python-mcp/cases.jsonl")),
+    ("README.md", include_str!("../../templates/python-mcp/README.md")),
+    (".gitignore", include_str!("../../templates/python-mcp/gitignore")),
+];
+
+/// Files written executable.
+const EXECUTABLE: &[&str] = &["server.py"];
+
 /// Files that are copied as they are (no placeholders).
 const VERBATIM: &[&str] =
     &["Cargo.lock", "vendor/clat-guest/src/", "vendor/clat-guest/wit/", "wit/", "src/clat.js", "clat.py"];
@@ -63,8 +76,9 @@ fn template(language: Language, kind: PackageKind) -> Result<&'static [TemplateF
         (Language::Rust, PackageKind::Wasm) => Ok(RUST_WASM),
         (Language::Javascript, PackageKind::Wasm) => Ok(JAVASCRIPT_WASM),
         (Language::Python, PackageKind::Wasm) => Ok(PYTHON_WASM),
+        (Language::Python, PackageKind::McpStdio) => Ok(PYTHON_MCP),
         (language, kind) => Err(AuthoringError::Unsupported(format!(
-            "there is no {} template for kind {}: --kind wasm has rust, javascript and python",
+            "there is no {} template for kind {}: --kind wasm has rust, javascript and python; --kind mcp-stdio has python",
             language.as_str(),
             kind.as_str()
         ))),
@@ -89,8 +103,12 @@ pub fn scaffold(
     if dir.symlink_metadata().is_ok() {
         return Err(AuthoringError::Exists(dir));
     }
-    let tool_prefix = external_tool_name(ExternalKind::Wasm, name, "x");
-    let tool_prefix = tool_prefix.strip_prefix("wasm_").and_then(|p| p.strip_suffix("_x")).unwrap_or(name);
+    let (external, prefix) = match kind {
+        PackageKind::Wasm => (ExternalKind::Wasm, "wasm_"),
+        PackageKind::McpStdio => (ExternalKind::Mcp, "mcp_"),
+    };
+    let tool_prefix = external_tool_name(external, name, "x");
+    let tool_prefix = tool_prefix.strip_prefix(prefix).and_then(|p| p.strip_suffix("_x")).unwrap_or(name);
     let fill = |text: &str| {
         text.replace("{{name}}", name)
             .replace("{{tool_prefix}}", tool_prefix)
@@ -107,6 +125,11 @@ pub fn scaffold(
             let verbatim = VERBATIM.iter().any(|v| path.starts_with(v));
             let contents = if verbatim { text.to_string() } else { fill(text) };
             std::fs::write(&target, contents).map_err(io(format!("cannot write {}", target.display())))?;
+            if EXECUTABLE.contains(path) {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755))
+                    .map_err(io(format!("cannot make {} executable", target.display())))?;
+            }
             written.push(path.to_string());
         }
         std::fs::rename(&staging, &dir).map_err(io(format!("cannot create {}", dir.display())))?;
