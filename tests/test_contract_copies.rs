@@ -130,3 +130,27 @@ fn the_vendored_sdk_manifest_pins_the_guests_versions() {
     }
     assert_eq!(vendored["dependencies"].as_table().unwrap().len(), sdk["dependencies"].as_table().unwrap().len());
 }
+
+/// The authors' guide's contract reference names every type of `wit/clat.wit` and gives every function's
+/// signature as the contract spells it.
+#[test]
+fn the_authors_guide_reference_matches_the_contract() {
+    let guide = std::fs::read_to_string(root().join("docs/plugin-authors.md")).unwrap();
+    let reference = &guide[guide.find("## Contract reference").expect("the guide has a contract reference")..];
+    let contract = std::fs::read_to_string(root().join("wit/clat.wit")).unwrap();
+    let mut names = 0;
+    for line in contract.lines().map(str::trim) {
+        if line.starts_with("//") {
+            continue;
+        }
+        if let Some(rest) = ["record ", "variant ", "enum "].iter().find_map(|k| line.strip_prefix(k)) {
+            let name = rest.trim_end_matches(" {").trim();
+            assert!(reference.contains(&format!("`{name}`")), "the reference does not name the type {name}");
+            names += 1;
+        } else if line.contains(": func(") {
+            assert!(reference.contains(&format!("`{line}`")), "the reference does not give `{line}`");
+            names += 1;
+        }
+    }
+    assert!(names > 30, "{names} names checked");
+}

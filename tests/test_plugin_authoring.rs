@@ -68,12 +68,6 @@ fn a_rust_plugin_goes_from_nothing_to_answering_clat_call_in_four_commands() {
          Tool::new(\"count\", \"Count the words of a text.\", count).read_only().closed_world(),\n        ]",
     );
     std::fs::write(project.join("src/lib.rs"), lib).unwrap();
-    let cargo = std::fs::read_to_string(project.join("Cargo.toml")).unwrap();
-    std::fs::write(
-        project.join("Cargo.toml"),
-        cargo.replace("[profile.release]", "serde_json = \"1.0.145\"\n\n[profile.release]"),
-    )
-    .unwrap();
     let mut cases = std::fs::read_to_string(project.join("cases.jsonl")).unwrap();
     cases.push_str(r#"{"name": "counts", "tool": "count", "arguments": {"text": "a b c"}, "expect": {"structured": {"words": 3}}}"#);
     cases.push('\n');
