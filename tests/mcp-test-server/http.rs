@@ -186,10 +186,12 @@ fn error(id: &Value, code: i64, message: &str) -> Value {
 }
 
 impl Server {
+    /// Append one line. Connections log from their own threads: the line and its newline go in one
+    /// `write` on an `O_APPEND` file, so lines never interleave (`writeln!` may split them in two writes).
     fn log(&self, line: &str) {
         if let Some(path) = &self.opts.log_file {
             let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).expect("open the log file");
-            let _ = writeln!(f, "{line}");
+            let _ = f.write_all(format!("{line}\n").as_bytes());
         }
     }
 

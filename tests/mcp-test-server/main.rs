@@ -132,7 +132,8 @@ fn reply(out: &Out, id: &Value, result: Value) {
 fn log(opts: &Options, event: &str) {
     if let Some(path) = &opts.log_file {
         let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).expect("open the log file");
-        let _ = writeln!(f, "{event}");
+        // One write per line: other processes may append to the same log.
+        let _ = f.write_all(format!("{event}\n").as_bytes());
     }
 }
 

@@ -176,22 +176,7 @@ impl ToolBuilder {
         self.spec.input_schema = schema.to_string();
         self
     }
-    pub fn title(mut self, title: &str) -> Self {
-        self.spec.title = Some(title.into());
-        self
-    }
-    pub fn read_only(mut self) -> Self {
-        self.spec.annotations.read_only = Some(true);
-        self
-    }
-    pub fn closed_world(mut self) -> Self {
-        self.spec.annotations.open_world = Some(false);
-        self
-    }
-    pub fn non_destructive(mut self) -> Self {
-        self.spec.annotations.destructive = Some(false);
-        self
-    }
+    tool::hint_methods!();
     pub fn build(self) -> ToolSpec {
         self.spec
     }

@@ -153,6 +153,39 @@ fn schema_of<T: JsonSchema>() -> String {
     schema.to_string()
 }
 
+/// The effect hints of a tool, as builder methods of a type with a `spec: ToolSpec` field (`Tool`,
+/// `ToolBuilder`): written once, inherent on both, so no trait needs importing.
+macro_rules! hint_methods {
+    () => {
+        /// A display title.
+        pub fn title(mut self, title: &str) -> Self {
+            self.spec.title = Some(title.into());
+            self
+        }
+        /// It changes nothing (the `external-read` or `network` effect).
+        pub fn read_only(mut self) -> Self {
+            self.spec.annotations.read_only = Some(true);
+            self
+        }
+        /// It reaches nothing outside its arguments and CLAT's host services.
+        pub fn closed_world(mut self) -> Self {
+            self.spec.annotations.open_world = Some(false);
+            self
+        }
+        /// It writes, but never destroys or overwrites (the `write` effect).
+        pub fn non_destructive(mut self) -> Self {
+            self.spec.annotations.destructive = Some(false);
+            self
+        }
+        /// Calling it again with the same arguments has no further effect.
+        pub fn idempotent(mut self) -> Self {
+            self.spec.annotations.idempotent = Some(true);
+            self
+        }
+    };
+}
+pub(crate) use hint_methods;
+
 type Handler = Box<dyn Fn(Value) -> ToolOutput>;
 
 /// One tool of a [`Plugin`](crate::Plugin): declared once, dispatched by name.
@@ -210,31 +243,8 @@ impl Tool {
         }
     }
 
-    /// A display title.
-    pub fn title(mut self, title: &str) -> Self {
-        self.spec.title = Some(title.into());
-        self
-    }
-    /// It changes nothing (the `external-read` or `network` effect).
-    pub fn read_only(mut self) -> Self {
-        self.spec.annotations.read_only = Some(true);
-        self
-    }
-    /// It reaches nothing outside its arguments and CLAT's host services.
-    pub fn closed_world(mut self) -> Self {
-        self.spec.annotations.open_world = Some(false);
-        self
-    }
-    /// It writes, but never destroys or overwrites (the `write` effect).
-    pub fn non_destructive(mut self) -> Self {
-        self.spec.annotations.destructive = Some(false);
-        self
-    }
-    /// Calling it again with the same arguments has no further effect.
-    pub fn idempotent(mut self) -> Self {
-        self.spec.annotations.idempotent = Some(true);
-        self
-    }
+    hint_methods!();
+
     /// Its structured output is a `T` (the output schema derived).
     pub fn output<T: JsonSchema>(mut self) -> Self {
         self.output_schema = Some(schema_of::<T>);

@@ -149,14 +149,16 @@ fn throwaway_home(real: &ClatHome, project: &Path, package: &Path) -> Result<(Th
     Ok((throwaway, installed.manifest))
 }
 
-/// Mount the throwaway home's project: the native tools and the package, with the real home's session model.
+/// Mount the throwaway home's project: the native tools and the package (nothing else starts, not even a
+/// server pack of the session model), with the real home's session model.
 fn mount(
     real: &ClatHome,
     throwaway: &ThrowawayHome,
+    package: &Manifest,
     project: &Path,
     sandbox: SandboxPolicy,
 ) -> Result<Arc<ProjectScope>, Failure> {
-    let options = super::scope_options(real, sandbox, StartFilter::All)?;
+    let options = super::scope_options(real, sandbox, StartFilter::Named(vec![package.name.clone()]))?;
     Ok(Arc::new(ProjectScope::mount(&throwaway.home, project, options)?))
 }
 
@@ -171,8 +173,8 @@ pub(crate) struct PluginCall {
 /// `clat plugin call DIR|PACKAGE TOOL [ARGS_JSON]`.
 pub(crate) async fn call(real: &ClatHome, call: PluginCall, shutdown: &Shutdown) -> Result<Exit, Failure> {
     let package = package_of(&call.package, call.no_build)?;
-    let (throwaway, _) = throwaway_home(real, &call.project, &package)?;
-    let scope = mount(real, &throwaway, &call.project, call.sandbox)?;
+    let (throwaway, manifest) = throwaway_home(real, &call.project, &package)?;
+    let scope = mount(real, &throwaway, &manifest, &call.project, call.sandbox)?;
     scope.start_extensions();
     let result = super::runs::call(&scope, call.request, shutdown).await;
     scope.close().await;
@@ -235,7 +237,7 @@ pub(crate) async fn test(
             return report(&package, &checks, &[], json);
         }
     };
-    let scope = mount(real, &throwaway, project, SandboxPolicy::default())?;
+    let scope = mount(real, &throwaway, &manifest, project, SandboxPolicy::default())?;
     let loaded = tokio::select! {
         statuses = scope.load_extensions() => statuses,
         _ = shutdown.token().cancelled() => {

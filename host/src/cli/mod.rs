@@ -119,20 +119,8 @@ enum Command {
     Call {
         /// The registered tool name.
         tool: String,
-        /// The arguments as a JSON object (default: {}).
-        args_json: Option<String>,
-        /// Permission mode: read-only, ask, auto-edit, full-access.
-        #[arg(long, default_value = "ask")]
-        mode: String,
-        /// Print the result (or error) as JSON.
-        #[arg(long)]
-        json: bool,
-        /// Print run events as JSON lines on stderr.
-        #[arg(long)]
-        events: bool,
-        /// Sandbox policy for commands: none, restrict-writes.
-        #[arg(long, default_value = "none")]
-        sandbox: String,
+        #[command(flatten)]
+        call: CallArgs,
     },
     /// Run a script of tool calls headless, as one run: one run id, one mode, one sampling budget.
     /// SCRIPT has one JSON object per line, {"tool": NAME, "arguments": {...}} (`-`: standard input).
@@ -147,6 +135,35 @@ enum Command {
         #[arg(long, default_value = "none")]
         sandbox: String,
     },
+}
+
+/// What one tool call takes and how it prints (`clat call`, `clat plugin call`).
+#[derive(clap::Args, Debug)]
+pub(crate) struct CallArgs {
+    /// The arguments as a JSON object (default: {}).
+    args_json: Option<String>,
+    /// Permission mode: read-only, ask, auto-edit, full-access.
+    #[arg(long, default_value = "ask")]
+    mode: String,
+    /// Print the result (or error) as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Print run events as JSON lines on stderr.
+    #[arg(long)]
+    events: bool,
+    /// Sandbox policy for commands: none, restrict-writes.
+    #[arg(long, default_value = "none")]
+    sandbox: String,
+}
+
+impl CallArgs {
+    /// The checked request for `tool`, and the sandbox policy.
+    pub(crate) fn request(self, tool: String) -> Result<(runs::CallRequest, SandboxPolicy), Failure> {
+        let mode: PermissionMode = self.mode.parse().map_err(usage)?;
+        let sandbox: SandboxPolicy = self.sandbox.parse().map_err(usage)?;
+        let arguments = runs::parse_arguments(self.args_json.as_deref())?;
+        Ok((runs::CallRequest { tool, arguments, mode, json: self.json, events: self.events }, sandbox))
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -183,20 +200,8 @@ pub(crate) enum PluginCommand {
         package: PathBuf,
         /// The tool: its registered or its own name.
         tool: String,
-        /// The arguments as a JSON object (default: {}).
-        args_json: Option<String>,
-        /// Permission mode: read-only, ask, auto-edit, full-access.
-        #[arg(long, default_value = "ask")]
-        mode: String,
-        /// Print the result (or error) as JSON.
-        #[arg(long)]
-        json: bool,
-        /// Print run events as JSON lines on stderr.
-        #[arg(long)]
-        events: bool,
-        /// Sandbox policy for commands: none, restrict-writes.
-        #[arg(long, default_value = "none")]
-        sandbox: String,
+        #[command(flatten)]
+        call: CallArgs,
         /// Use the project's last build instead of building it.
         #[arg(long)]
         no_build: bool,
@@ -269,12 +274,12 @@ pub fn main() -> ExitCode {
                     | PluginCommand::Gc { json: true }
                     | PluginCommand::New { json: true, .. }
                     | PluginCommand::Build { json: true, .. }
-                    | PluginCommand::Call { json: true, .. }
+                    | PluginCommand::Call { call: CallArgs { json: true, .. }, .. }
                     | PluginCommand::Test { json: true, .. }
             }
             | Command::Mcp { json: true, .. }
             | Command::Approvals { json: true, .. }
-            | Command::Call { json: true, .. }
+            | Command::Call { call: CallArgs { json: true, .. }, .. }
             | Command::Exec { .. }
             | Command::Plugin { command: PluginCommand::List { json: true } }
     );
@@ -378,12 +383,9 @@ async fn dispatch(cli: Cli, shutdown: &Shutdown) -> Result<Exit, Failure> {
         Command::Mcp { json, command } => mcp::mcp(&home, cli.project, command, json, shutdown).await,
         Command::Plugin { command } => plugin::plugin(&home, cli.project, command, shutdown).await,
         Command::Approvals { json, command } => approvals::approvals(&home, cli.project, command, json),
-        Command::Call { tool, args_json, mode, json, events, sandbox } => {
-            let mode: PermissionMode = mode.parse().map_err(usage)?;
-            let sandbox: SandboxPolicy = sandbox.parse().map_err(usage)?;
-            let arguments = runs::parse_arguments(args_json.as_deref())?;
-            let scope = mount_for_runs(&home, cli.project, sandbox, std::slice::from_ref(&tool))?;
-            let request = runs::CallRequest { tool, arguments, mode, json, events };
+        Command::Call { tool, call } => {
+            let (request, sandbox) = call.request(tool)?;
+            let scope = mount_for_runs(&home, cli.project, sandbox, std::slice::from_ref(&request.tool))?;
             let result = runs::call(&scope, request, shutdown).await;
             scope.close().await;
             result

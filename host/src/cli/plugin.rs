@@ -11,9 +11,7 @@ use std::path::PathBuf;
 
 use super::exit::{Exit, Failure};
 use super::shutdown::Shutdown;
-use super::{PluginCommand, author, project_dir, runs, usage};
-use crate::contract::PermissionMode;
-use crate::native::process::SandboxPolicy;
+use super::{PluginCommand, author, project_dir};
 use crate::packages::{PackageKind, PackageStore, check_entry, read_manifest};
 use crate::trust::ClatHome;
 use crate::wasm::WasmRuntime;
@@ -56,11 +54,8 @@ pub(crate) async fn plugin(
             author::new(home, &name, &dir.map_or_else(here, Ok)?, lang, kind, json)
         }
         PluginCommand::Build { dir, json } => author::build_command(&dir.map_or_else(here, Ok)?, json),
-        PluginCommand::Call { package, tool, args_json, mode, json, events, sandbox, no_build } => {
-            let mode: PermissionMode = mode.parse().map_err(usage)?;
-            let sandbox: SandboxPolicy = sandbox.parse().map_err(usage)?;
-            let arguments = runs::parse_arguments(args_json.as_deref())?;
-            let request = runs::CallRequest { tool, arguments, mode, json, events };
+        PluginCommand::Call { package, tool, call, no_build } => {
+            let (request, sandbox) = call.request(tool)?;
             let call = author::PluginCall { package, no_build, project: project_dir(project)?, request, sandbox };
             author::call(home, call, shutdown).await
         }
