@@ -1,8 +1,9 @@
-//! The contract table: one list of scenarios run against four implementations
+//! The contract table: one list of scenarios run against five implementations
 //! of the same plugin — WASM guests in Rust (`guests/contract`), JavaScript
 //! (`guests/js/contract`, componentize-js) and Python
-//! (`guests/python/contract`, componentize-py), and an MCP stdio server
-//! (`clat-test-mcp-server --contract`). Each scenario expects a result, and
+//! (`guests/python/contract`, componentize-py), and MCP stdio servers: ours
+//! (`clat-test-mcp-server --contract`) and one on the official TypeScript SDK
+//! (`guests/js/contract-mcp`, bundled by esbuild). Each scenario expects a result, and
 //! every implementation must produce the same result and the same run events
 //! (with the kind's name prefix and source normalized away). Then the shared
 //! budget: 40 guest requests and 24 server requests in one run, and the 65th
@@ -35,16 +36,19 @@ enum Kind {
     WasmJs,
     /// The Python guest.
     WasmPy,
+    /// `clat-test-mcp-server --contract`.
     Mcp,
+    /// The MCP server on the official TypeScript SDK.
+    McpJs,
 }
 
 impl Kind {
-    const ALL: [Kind; 4] = [Kind::Wasm, Kind::WasmJs, Kind::WasmPy, Kind::Mcp];
+    const ALL: [Kind; 5] = [Kind::Wasm, Kind::WasmJs, Kind::WasmPy, Kind::Mcp, Kind::McpJs];
 
     fn prefix(self) -> &'static str {
         match self {
             Kind::Wasm | Kind::WasmJs | Kind::WasmPy => "wasm_contract_",
-            Kind::Mcp => "mcp_contract_",
+            Kind::Mcp | Kind::McpJs => "mcp_contract_",
         }
     }
 }
@@ -58,7 +62,7 @@ async fn mount(env: &TestEnv, kind: Kind) -> ProjectScope {
         Kind::Wasm => Some(std::path::PathBuf::from(guests::CONTRACT_WASM)),
         Kind::WasmJs => Some(support::toolchains::component("js", "contract")),
         Kind::WasmPy => Some(support::toolchains::component("python", "contract")),
-        Kind::Mcp => None,
+        Kind::Mcp | Kind::McpJs => None,
     };
     match kind {
         Kind::Wasm | Kind::WasmJs | Kind::WasmPy => {
@@ -66,8 +70,14 @@ async fn mount(env: &TestEnv, kind: Kind) -> ProjectScope {
             load_into(&scope, "contract", guest.unwrap().to_str().unwrap()).await;
             scope
         }
-        Kind::Mcp => {
-            let config = json!({ "contract": { "command": SERVER, "args": ["--contract"] } });
+        Kind::Mcp | Kind::McpJs => {
+            let config = match kind {
+                Kind::McpJs => {
+                    let server = support::toolchains::package("js", "contract-mcp").join("server.mjs");
+                    json!({ "contract": { "command": server } })
+                }
+                _ => json!({ "contract": { "command": SERVER, "args": ["--contract"] } }),
+            };
             std::fs::write(env.home.join("mcp.json"), config.to_string()).unwrap();
             let scope = env.mount();
             let statuses = scope.load_mcp_servers().await;
@@ -138,7 +148,7 @@ fn normalize(kind: Kind, event: &clat_host::run::RunEvent) -> Value {
     let line = event.to_json_line();
     let source = match kind {
         Kind::Wasm | Kind::WasmJs | Kind::WasmPy => "wasm:contract",
-        Kind::Mcp => "mcp:contract",
+        Kind::Mcp | Kind::McpJs => "mcp:contract",
     };
     let line = line.replace(kind.prefix(), "X_contract_").replace(source, "X:contract");
     let mut v: Value = serde_json::from_str(&line).unwrap();

@@ -252,7 +252,8 @@ fn bad_input_is_a_clear_error_before_anything_is_built_or_installed() {
 }
 
 /// `plugin new --lang LANG --kind KIND` → `plugin test` → `plugin install --build` → `clat call`, with the
-/// pinned toolchains (and, for an MCP server, the Python SDK of the test peers as the `python3` on PATH).
+/// pinned toolchains (and, for an MCP server, the Python SDK of the test peers as the `python3` on PATH, or the
+/// MCP SDK and esbuild of the toolchain directory as the project's `node_modules`).
 fn new_test_install_call(lang: &str, kind: &str, tool: &str) {
     let env = TestEnv::new();
     let parent = env.dir.path().join("work");
@@ -272,6 +273,11 @@ fn new_test_install_call(lang: &str, kind: &str, tool: &str) {
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let project = parent.join(&name);
+    if lang == "javascript" && kind == "mcp-stdio" {
+        // `npm install`, from the pinned toolchain directory: the MCP SDK, zod and esbuild.
+        let modules = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/guest-toolchains/node_modules");
+        std::os::unix::fs::symlink(modules.canonicalize().unwrap(), project.join("node_modules")).unwrap();
+    }
     let out = env.clat_with_env(&["plugin", "test", project.to_str().unwrap()], &vars);
     assert_eq!(out.status.code(), Some(0), "{}\n{}", stdout(&out), stderr(&out));
     assert!(stdout(&out).contains("ok   case greets by name"), "{}", stdout(&out));
@@ -297,6 +303,11 @@ fn a_javascript_plugin_goes_from_nothing_to_answering_clat_call() {
 #[test]
 fn a_python_plugin_goes_from_nothing_to_answering_clat_call() {
     new_test_install_call("python", "wasm", "wasm_python_tool_hello");
+}
+
+#[test]
+fn a_javascript_mcp_server_plugin_goes_from_nothing_to_answering_clat_call() {
+    new_test_install_call("javascript", "mcp-stdio", "mcp_javascript_tool_hello");
 }
 
 #[test]

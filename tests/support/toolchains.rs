@@ -1,9 +1,10 @@
-//! The JavaScript and Python guests (`guests/js/*`, `guests/python/*`), built
+//! The JavaScript and Python guests (`guests/js/*`, `guests/python/*`; and
+//! `guests/js/contract-mcp`, an MCP server bundled with its dependencies), built
 //! by the test command itself with the pinned toolchains that
 //! `scripts/install-guest-toolchains.sh` puts in `tests/guest-toolchains/`,
 //! through `clat plugin build` (the path an author takes). A build is kept in
-//! the target's temporary directory under the hash of its sources, so a test
-//! binary builds a guest once and only again when its sources change.
+//! the target's temporary directory under the hash of its sources and the
+//! toolchains' pins, so a guest is built once and only again when either changes.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -57,6 +58,10 @@ pub fn package(lang: &str, name: &str) -> PathBuf {
     files(&source, Path::new(""), &mut sources);
     sources.sort();
     let mut hasher = Sha256::new();
+    // The pinned toolchains are part of the key: a new one rebuilds.
+    for pin in ["tests/guest-toolchains/package-lock.json", "tests/guest-toolchains/requirements.txt"] {
+        hasher.update(std::fs::read(root().join(pin)).unwrap());
+    }
     for rel in &sources {
         hasher.update(rel.to_string_lossy().as_bytes());
         hasher.update(std::fs::read(source.join(rel)).unwrap());
@@ -71,6 +76,12 @@ pub fn package(lang: &str, name: &str) -> PathBuf {
     for rel in &sources {
         std::fs::create_dir_all(staging.join(rel).parent().unwrap()).unwrap();
         std::fs::copy(source.join(rel), staging.join(rel)).unwrap();
+    }
+    if std::fs::read_to_string(staging.join("package.json")).is_ok_and(|p| p.contains("\"dependencies\"")) {
+        // `npm install`, from the pinned toolchain directory (the MCP SDK, zod and esbuild are there).
+        let modules = root().join("tests/guest-toolchains/node_modules");
+        assert!(modules.is_dir(), "{} is missing: run scripts/install-guest-toolchains.sh", modules.display());
+        std::os::unix::fs::symlink(&modules, staging.join("node_modules")).unwrap();
     }
     let out = Command::new(env!("CARGO_BIN_EXE_clat"))
         .args(["-q", "plugin", "build"])

@@ -14,6 +14,11 @@
 //!   else PATH) on the module `app`.
 //!
 //! Both bind the contract from `DIR/wit/` (the template writes it there).
+//!
+//! An `mcp-stdio` project is not compiled: a Python one is its files
+//! (`assemble_files`), a JavaScript one is bundled with its dependencies by
+//! esbuild (`DIR/node_modules/.bin`, else `$CLAT_ESBUILD`, else PATH) into
+//! the one executable file its `entry` names.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -63,8 +68,19 @@ pub fn build(dir: &Path) -> Result<Built, AuthoringError> {
         ))
     })?;
     let package = dir.join(DIST_DIR);
+    if manifest.kind == crate::packages::PackageKind::McpStdio && language == Language::Javascript {
+        let bundle = bundle_javascript(dir, &dir.join("target").join("clat-build").join(&manifest.entry))?;
+        return assemble(dir, &manifest, &package, &bundle, language);
+    }
     if manifest.kind == crate::packages::PackageKind::McpStdio {
-        // An MCP server is its files: nothing to compile.
+        if language == Language::Rust {
+            return Err(AuthoringError::Unsupported(
+                "a Rust plugin is a WASM component (kind = \"wasm\"); for an MCP server in Rust, build it yourself \
+                 and package the executable"
+                    .into(),
+            ));
+        }
+        // A Python MCP server is its files: nothing to compile.
         assemble_files(dir, &package)?;
         let entry = package.join(&manifest.entry);
         let entry_bytes = std::fs::metadata(&entry)
@@ -78,19 +94,36 @@ pub fn build(dir: &Path) -> Result<Built, AuthoringError> {
         Language::Javascript => build_javascript(dir, &scratch.join(&manifest.entry))?,
         Language::Python => build_python(dir, &scratch.join(&manifest.entry))?,
     };
+    assemble(dir, &manifest, &package, &entry, language)
+}
+
+/// A fresh `package`: the manifest, the built `entry` under the manifest's name (executable for an
+/// MCP server), and the cases.
+fn assemble(
+    dir: &Path,
+    manifest: &crate::packages::Manifest,
+    package: &Path,
+    entry: &Path,
+    language: Language,
+) -> Result<Built, AuthoringError> {
     if package.exists() {
-        std::fs::remove_dir_all(&package).map_err(io(format!("cannot clear {}", package.display())))?;
+        std::fs::remove_dir_all(package).map_err(io(format!("cannot clear {}", package.display())))?;
     }
     let target = package.join(&manifest.entry);
-    std::fs::create_dir_all(target.parent().unwrap_or(&package))
+    std::fs::create_dir_all(target.parent().unwrap_or(package))
         .map_err(io(format!("cannot create {}", package.display())))?;
     std::fs::copy(dir.join(MANIFEST), package.join(MANIFEST)).map_err(io(format!("cannot copy {MANIFEST}")))?;
-    let entry_bytes = std::fs::copy(&entry, &target).map_err(io(format!("cannot copy {}", entry.display())))?;
+    let entry_bytes = std::fs::copy(entry, &target).map_err(io(format!("cannot copy {}", entry.display())))?;
+    if manifest.kind == crate::packages::PackageKind::McpStdio {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755))
+            .map_err(io(format!("cannot make {} executable", target.display())))?;
+    }
     if dir.join(CASES_FILE).is_file() {
         std::fs::copy(dir.join(CASES_FILE), package.join(CASES_FILE))
             .map_err(io(format!("cannot copy {CASES_FILE}")))?;
     }
-    Ok(Built { package, language, entry_bytes })
+    Ok(Built { package: package.to_path_buf(), language, entry_bytes })
 }
 
 /// `cargo build --release --target wasm32-wasip2`; the component is the
@@ -229,13 +262,54 @@ fn build_javascript(dir: &Path, out: &Path) -> Result<PathBuf, AuthoringError> {
             )
         })?;
     require_wit(dir)?;
+    let main = package_main(dir, "src/index.js")?;
+    let args = [main.as_str(), "--wit", "wit", "--world-name", "clat-plugin", "--disable", "http", "fetch-event", "-o"];
+    run_tool(dir, &tool, &args, out)
+}
+
+/// An MCP server in JavaScript: esbuild bundles the package's `main` and its dependencies into one
+/// executable ES module for node.
+fn bundle_javascript(dir: &Path, out: &Path) -> Result<PathBuf, AuthoringError> {
+    if !present("node") {
+        return Err(missing("node", "install Node.js 20 or later (https://nodejs.org)"));
+    }
+    let tool = find_tool(dir.join("node_modules/.bin/esbuild"), "CLAT_ESBUILD", "esbuild").ok_or_else(|| {
+        missing("esbuild", "run `npm install` in the project (its package.json pins esbuild and the MCP SDK)")
+    })?;
+    let main = package_main(dir, "src/server.js")?;
+    let outfile = format!("--outfile={}", out.display());
+    let args = [
+        main.as_str(),
+        "--bundle",
+        "--platform=node",
+        "--format=esm",
+        "--banner:js=#!/usr/bin/env node",
+        "--log-level=warning",
+    ];
+    let command = format!("{} {} {outfile}", tool.display(), args.join(" "));
+    std::fs::create_dir_all(out.parent().unwrap_or(dir)).map_err(io(format!("cannot create {}", out.display())))?;
+    let status = Command::new(&tool)
+        .args(args)
+        .arg(&outfile)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::inherit())
+        .status()
+        .map_err(io(format!("cannot run {command}")))?;
+    if !status.success() || !out.is_file() {
+        return Err(AuthoringError::BuildFailed { command });
+    }
+    Ok(out.to_path_buf())
+}
+
+/// The `main` of `DIR/package.json`, or `default`.
+fn package_main(dir: &Path, default: &str) -> Result<String, AuthoringError> {
     let package: serde_json::Value = std::fs::read_to_string(dir.join("package.json"))
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
         .ok_or_else(|| AuthoringError::Invalid(format!("{}/package.json is not valid JSON", dir.display())))?;
-    let main = package["main"].as_str().unwrap_or("src/index.js").to_string();
-    let args = [main.as_str(), "--wit", "wit", "--world-name", "clat-plugin", "--disable", "http", "fetch-event", "-o"];
-    run_tool(dir, &tool, &args, out)
+    Ok(package["main"].as_str().unwrap_or(default).to_string())
 }
 
 /// componentize-py on the module `app`.

@@ -63,6 +63,15 @@ const PYTHON_MCP: &[TemplateFile] = &[
     (".gitignore", include_str!("../../templates/python-mcp/gitignore")),
 ];
 
+const JAVASCRIPT_MCP: &[TemplateFile] = &[
+    ("package.json", include_str!("../../templates/javascript-mcp/package.json")),
+    ("src/server.js", include_str!("../../templates/javascript-mcp/src/server.js")),
+    ("clat-plugin.toml", include_str!("../../templates/javascript-mcp/clat-plugin.toml")),
+    ("cases.jsonl", include_str!("../../templates/javascript-mcp/cases.jsonl")),
+    ("README.md", include_str!("../../templates/javascript-mcp/README.md")),
+    (".gitignore", include_str!("../../templates/javascript-mcp/gitignore")),
+];
+
 /// Files written executable.
 const EXECUTABLE: &[&str] = &["server.py"];
 
@@ -77,8 +86,9 @@ fn template(language: Language, kind: PackageKind) -> Result<&'static [TemplateF
         (Language::Javascript, PackageKind::Wasm) => Ok(JAVASCRIPT_WASM),
         (Language::Python, PackageKind::Wasm) => Ok(PYTHON_WASM),
         (Language::Python, PackageKind::McpStdio) => Ok(PYTHON_MCP),
+        (Language::Javascript, PackageKind::McpStdio) => Ok(JAVASCRIPT_MCP),
         (language, kind) => Err(AuthoringError::Unsupported(format!(
-            "there is no {} template for kind {}: --kind wasm has rust, javascript and python; --kind mcp-stdio has python",
+            "there is no {} template for kind {}: --kind wasm has rust, javascript and python; --kind mcp-stdio has python and javascript (a Rust plugin is a WASM component)",
             language.as_str(),
             kind.as_str()
         ))),
