@@ -88,7 +88,32 @@ fn registered_plugin_tools_take_their_effect_from_annotations() {
             output_schema: None,
             annotations: annotations.clone(),
         };
-        registry.register_external(ExternalKind::Wasm, "p", &spec, support::ok_tool()).unwrap();
+        registry.register_external(ExternalKind::Wasm, "p", &spec, false, support::ok_tool()).unwrap();
+    }
+    for (info, (_, _, effect)) in registry.list().iter().zip(&cases) {
+        assert_eq!(info.effect, *effect, "{}", info.name);
+    }
+}
+
+#[test]
+fn a_plugin_holding_an_http_grant_has_at_least_the_network_effect() {
+    let registry = Registry::new(&NATIVE_TOOL_NAMES);
+    let cases = [
+        ("closed", hints(Some(true), None, Some(false)), Effect::Network),
+        ("open", hints(Some(true), None, None), Effect::Network),
+        ("writes", hints(Some(false), Some(false), None), Effect::Write),
+        ("bare", ToolAnnotations::default(), Effect::Destructive),
+    ];
+    for (name, annotations, _) in &cases {
+        let spec = ToolSpec {
+            name: name.to_string(),
+            title: None,
+            description: String::new(),
+            input_schema: json!({ "type": "object" }).to_string(),
+            output_schema: None,
+            annotations: annotations.clone(),
+        };
+        registry.register_external(ExternalKind::Wasm, "granted", &spec, true, support::ok_tool()).unwrap();
     }
     for (info, (_, _, effect)) in registry.list().iter().zip(&cases) {
         assert_eq!(info.effect, *effect, "{}", info.name);

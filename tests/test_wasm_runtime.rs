@@ -175,10 +175,19 @@ fn every_example_guest_imports_only_what_the_host_links() {
     use clat_host::wasm::imports::check_component;
     for wasm in [guests::HELLO_WASM, guests::PROJECT_NOTES_WASM, guests::SUMMARIZE_WASM, guests::CONTRACT_WASM] {
         // The guest SDK's rust std pulls in wasi:cli and wasi:io; the contract's types and host services come with it.
-        let found = check_component(&std::fs::read(wasm).unwrap()).unwrap_or_else(|e| panic!("{wasm}: {e}"));
+        let found = check_component(&std::fs::read(wasm).unwrap(), false).unwrap_or_else(|e| panic!("{wasm}: {e}"));
+        assert!(!found.imports_http(), "{wasm}: {found:?}");
         assert!(found.imports.iter().any(|i| i == "artec:clat/types@0.1.0"), "{wasm}: {found:?}");
         assert!(found.imports.iter().any(|i| i.starts_with("wasi:cli/")), "{wasm}: {found:?}");
         assert_eq!(found.exports, ["artec:clat/plugin@0.1.0"], "{wasm}");
+    }
+    // The SDK's `http` feature adds wasi:http, linked only for plugins that declare it.
+    for wasm in [guests::FETCH_JSON_WASM, guests::HTTP_PROBE_WASM] {
+        let bytes = std::fs::read(wasm).unwrap();
+        let found = check_component(&bytes, true).unwrap_or_else(|e| panic!("{wasm}: {e}"));
+        assert!(found.imports_http(), "{wasm}: {found:?}");
+        let err = check_component(&bytes, false).unwrap_err().to_string();
+        assert!(err.contains("[capabilities] http"), "{err}");
     }
 }
 

@@ -38,3 +38,13 @@ pub fn effect_from_annotations(annotations: &ToolAnnotations) -> Effect {
     }
     if annotations.destructive.unwrap_or(DEFAULT_DESTRUCTIVE) { Effect::Destructive } else { Effect::Write }
 }
+
+/// The effect of a tool whose plugin holds an HTTP grant: it can reach an open
+/// world whatever its annotations say, so it is at least `Network` (a tool
+/// that writes or destroys keeps its higher effect).
+pub fn with_network_grant(effect: Effect) -> Effect {
+    match effect {
+        Effect::Read | Effect::ExternalRead => Effect::Network,
+        higher => higher,
+    }
+}

@@ -152,6 +152,9 @@ pub struct ExtensionStatus {
     pub restarts: u32,
     /// Why it last stopped after it was ready (MCP servers), redacted.
     pub last_stop: Option<String>,
+    /// WASM plugins: the capabilities it holds (HTTP origins, environment names).
+    #[serde(default, skip_serializing_if = "crate::capabilities::Capabilities::is_empty")]
+    pub grants: crate::capabilities::Capabilities,
 }
 
 impl ExtensionStatus {
@@ -167,6 +170,7 @@ impl ExtensionStatus {
             system_prompts: vec![],
             restarts: 0,
             last_stop: None,
+            grants: Default::default(),
         }
     }
 

@@ -11,6 +11,7 @@ pub mod approvals;
 pub mod asker;
 pub mod authoring;
 pub mod budget;
+pub mod capabilities;
 pub mod cli;
 pub mod contract;
 pub mod effects;

@@ -120,6 +120,23 @@ pub const CONTEXT_DELIVERY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Bytes of a component file accepted by install and load.
 pub const WASM_COMPONENT_MAX_BYTES: u64 = 64 * 1024 * 1024;
 
+// WASM capability grants (outbound HTTP and environment names).
+
+/// Patterns one plugin may list in `[capabilities] http`.
+pub const WASM_HTTP_GRANTS_MAX: usize = 32;
+/// Names one plugin may list in `[capabilities] env`.
+pub const WASM_ENV_GRANTS_MAX: usize = 32;
+/// Outgoing HTTP requests one guest call may make (the rest are refused).
+pub const WASM_HTTP_REQUESTS_PER_CALL: u32 = 32;
+/// Bytes of one outgoing request's body.
+pub const WASM_HTTP_REQUEST_BODY_MAX_BYTES: usize = 1024 * 1024;
+/// Bytes of one response's body delivered to a guest.
+pub const WASM_HTTP_RESPONSE_BODY_MAX_BYTES: u64 = 8 * 1024 * 1024;
+/// Redirects the host follows for one request, each checked against the grant.
+pub const WASM_HTTP_REDIRECTS_MAX: usize = 5;
+/// How long connecting to a granted host may take (always within the call's deadline).
+pub const WASM_HTTP_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
 // Plugin packages.
 
 /// Bytes of all files in one plugin package.

@@ -13,6 +13,7 @@ use std::path::{Component, Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::capabilities::Capabilities;
 use crate::limits::{
     PACKAGE_MAX_BYTES, PACKAGE_MAX_FILES, PLUGIN_NAME_MAX_CHARS, PLUGIN_VERSION_MAX_CHARS, WASM_MEMORY_MAX_BYTES,
 };
@@ -70,6 +71,9 @@ pub struct Manifest {
     pub env: BTreeMap<String, String>,
     #[serde(default)]
     pub limits: RequestedLimits,
+    /// What a WASM guest asks to reach beyond host services (granted at install).
+    #[serde(default, skip_serializing_if = "Capabilities::is_empty")]
+    pub capabilities: Capabilities,
 }
 
 impl Manifest {
@@ -85,6 +89,9 @@ pub struct Installed {
     pub manifest: Manifest,
     /// The immutable artifact directory.
     pub dir: PathBuf,
+    /// What the user granted of the manifest's capabilities (none until granted).
+    #[serde(default, skip_serializing_if = "Capabilities::is_empty")]
+    pub grants: Capabilities,
 }
 
 impl Installed {
@@ -109,6 +116,8 @@ pub enum PackageError {
     Invalid { dir: PathBuf, message: String },
     #[error("no plugin named {0:?} is installed")]
     NotInstalled(String),
+    #[error("plugin {name} asks for {}; nothing was installed. {how}", asked.join(", "))]
+    NotGranted { name: String, asked: Vec<String>, how: String },
     #[error(transparent)]
     Home(#[from] TrustError),
     #[error("{context}: {source}")]
@@ -170,8 +179,13 @@ pub fn parse_manifest(path: &Path, text: &str) -> Result<Manifest, PackageError>
         {
             return Err(bad(format!("limits.memory_mb {mb} must be 1–{}", WASM_MEMORY_MAX_BYTES / (1024 * 1024))));
         }
+        manifest.capabilities.validate().map_err(bad)?;
     } else if manifest.limits.memory_mb.is_some() {
         return Err(bad("limits.memory_mb applies to wasm packages only".into()));
+    } else if !manifest.capabilities.is_empty() {
+        return Err(bad("capabilities apply to wasm packages only: an mcp-stdio server is a process that already \
+                        has CLAT's network and environment (set its env in the manifest)"
+            .into()));
     }
     Ok(manifest)
 }
@@ -266,9 +280,22 @@ impl PackageStore {
         dir: &Path,
         validate: impl FnOnce(&Manifest, &Path) -> Result<(), String>,
     ) -> Result<Installed, PackageError> {
+        self.install_granted(dir, |_, _| Ok(Capabilities::default()), validate)
+    }
+
+    /// `install`, with the grants `grant` decides from the manifest and the
+    /// installed version it replaces (if any). It runs before anything is
+    /// copied or validated, so a refusal leaves nothing behind.
+    pub fn install_granted(
+        &self,
+        dir: &Path,
+        grant: impl FnOnce(&Manifest, Option<&Installed>) -> Result<Capabilities, PackageError>,
+        validate: impl FnOnce(&Manifest, &Path) -> Result<(), String>,
+    ) -> Result<Installed, PackageError> {
         let dir = dir.canonicalize().map_err(io(format!("cannot open package {}", dir.display())))?;
         let manifest = read_manifest(&dir)?;
         check_entry(&dir, &manifest)?;
+        let grants = grant(&manifest, self.get(&manifest.name)?.as_ref())?;
         let files = package_files(&dir)?;
         let mut hasher = Sha256::new();
         for rel in &files {
@@ -301,7 +328,7 @@ impl PackageStore {
         } else {
             validate(&manifest, &final_dir).map_err(|message| PackageError::Invalid { dir: dir.clone(), message })?;
         }
-        let installed = Installed { manifest: manifest.clone(), dir: final_dir };
+        let installed = Installed { manifest: manifest.clone(), dir: final_dir, grants };
         // Read, change, write the index under its lock: concurrent installs lose nothing.
         let _lock = self.home.lock(INDEX)?;
         let mut index = self.index()?;
@@ -314,6 +341,27 @@ impl PackageStore {
             remove_tree(&old.dir);
         }
         Ok(installed)
+    }
+
+    /// The installed package named `name`, if any.
+    pub fn get(&self, name: &str) -> Result<Option<Installed>, PackageError> {
+        Ok(self.index()?.plugins.remove(name))
+    }
+
+    /// Replace an installed plugin's grants (`clat plugin grant | revoke`);
+    /// `change` gets the package and returns its new grants.
+    pub fn set_grants(
+        &self,
+        name: &str,
+        change: impl FnOnce(&Installed) -> Result<Capabilities, PackageError>,
+    ) -> Result<Installed, PackageError> {
+        let _lock = self.home.lock(INDEX)?;
+        let mut index = self.index()?;
+        let package = index.plugins.get_mut(name).ok_or_else(|| PackageError::NotInstalled(name.to_string()))?;
+        package.grants = change(package)?;
+        let updated = package.clone();
+        self.save(&index)?;
+        Ok(updated)
     }
 
     /// Forget a package and delete its artifact directory.

@@ -46,9 +46,26 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
     ]
 });
 
-/// Replace every key-shaped value in `text`.
+/// Values this process holds as secrets wherever they appear (the values of
+/// the environment variables granted to WASM plugins), longest first.
+static PROCESS_SECRETS: std::sync::RwLock<Vec<String>> = std::sync::RwLock::new(Vec::new());
+
+/// Add values that every redaction scrubs from now on (short ones are ignored).
+pub fn register_secrets<I: IntoIterator<Item = String>>(values: I) {
+    let mut secrets = PROCESS_SECRETS.write().unwrap_or_else(|p| p.into_inner());
+    secrets.extend(values.into_iter().filter(|v| v.trim().chars().count() >= SECRET_MIN_CHARS));
+    secrets.sort_by_key(|v| std::cmp::Reverse(v.len()));
+    secrets.dedup();
+}
+
+/// Replace every registered secret and every key-shaped value in `text`.
 pub fn redact(text: &str) -> String {
     let mut out = text.to_string();
+    for secret in PROCESS_SECRETS.read().unwrap_or_else(|p| p.into_inner()).iter() {
+        if out.contains(secret.as_str()) {
+            out = out.replace(secret.as_str(), REDACTED);
+        }
+    }
     for rule in RULES.iter() {
         if rule.pattern.is_match(&out) {
             out = rule.pattern.replace_all(&out, rule.replacement).into_owned();

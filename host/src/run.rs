@@ -59,6 +59,21 @@ pub enum RunEventKind {
     /// An extension that had stopped was started again for a call of this run
     /// (`restarts`: how many times in this scope so far).
     ExtensionRestarted { extension: String, restarts: u32, reason: String },
+    /// A WASM plugin's outgoing HTTP request (under its grant), once it ended
+    /// or was refused: never headers, bodies or the query. `status` is absent
+    /// when no response came; `error` says why it was refused or failed.
+    HttpRequest {
+        source: String,
+        method: String,
+        scheme: String,
+        host: String,
+        port: u16,
+        path: String,
+        status: Option<u16>,
+        bytes: u64,
+        duration_ms: u64,
+        error: Option<String>,
+    },
     /// The run ended.
     RunFinished { cancelled: bool },
 }

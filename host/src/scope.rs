@@ -25,7 +25,7 @@ use crate::run::{RunBuilder, RunContext};
 use crate::sampling::{ModelProvider, OfflineProvider};
 use crate::services::HostServices;
 use crate::trust::{ClatHome, TrustError, TrustStore, canonical_project};
-use crate::wasm::{WasmPlugin, WasmRuntime};
+use crate::wasm::{PluginSetup, WasmPlugin, WasmRuntime};
 
 /// Where compiled components are cached, inside `$CLAT_HOME`.
 pub const WASM_CACHE_DIR: &str = "cache/wasm";
@@ -180,7 +180,7 @@ impl ProjectScope {
             let services = Arc::clone(&self.services);
             let loaded = match self.wasm_runtime() {
                 Ok(rt) => rt
-                    .load_installed(name, &package.dir, &package.entry_path(), package.manifest.memory_max(), services)
+                    .load_installed(name, &package.dir, &package.entry_path(), PluginSetup::of(&package), services)
                     .await
                     .map_err(|e| e.to_string()),
                 Err(e) => Err(format!("the WASM runtime could not start: {e:#}")),
@@ -188,6 +188,7 @@ impl ProjectScope {
             match loaded {
                 Ok(plugin) => {
                     status.state = Ready;
+                    status.grants = plugin.grants().clone();
                     if plugin.dropped_tools() > 0 {
                         status.problems.push(format!(
                             "{} tools past the first {} were dropped",

@@ -3,6 +3,7 @@
 //! handlers for driving the registry.
 #![allow(dead_code)]
 
+pub mod http_server;
 pub mod toolchains;
 pub mod wasm;
 

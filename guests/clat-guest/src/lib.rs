@@ -49,6 +49,8 @@ pub mod bindings {
 
 mod form;
 pub mod host;
+#[cfg(feature = "http")]
+pub mod http;
 mod tool;
 
 pub use bindings::artec::clat::types::{

@@ -9,7 +9,9 @@
 //! - JavaScript: componentize-js (`DIR/node_modules/.bin`, else
 //!   `$CLAT_COMPONENTIZE_JS`, else PATH) on the package's `main` (default
 //!   `src/index.js`) with `--disable http fetch-event`: without it the
-//!   component imports `wasi:http`, which guests do not get.
+//!   component imports `wasi:http`, which guests get only when the manifest
+//!   declares `[capabilities] http` (then only `fetch-event` is disabled, and
+//!   the guest's `fetch` goes through the host's grant).
 //! - Python: componentize-py (`DIR/.venv/bin`, else `$CLAT_COMPONENTIZE_PY`,
 //!   else PATH) on the module `app`.
 //!
@@ -91,7 +93,9 @@ pub fn build(dir: &Path) -> Result<Built, AuthoringError> {
     let scratch = dir.join("target").join("clat-build");
     let entry = match language {
         Language::Rust => build_rust(dir)?,
-        Language::Javascript => build_javascript(dir, &scratch.join(&manifest.entry))?,
+        Language::Javascript => {
+            build_javascript(dir, &scratch.join(&manifest.entry), !manifest.capabilities.http.is_empty())?
+        }
         Language::Python => build_python(dir, &scratch.join(&manifest.entry))?,
     };
     assemble(dir, &manifest, &package, &entry, language)
@@ -249,8 +253,9 @@ fn require_wit(dir: &Path) -> Result<(), AuthoringError> {
     )))
 }
 
-/// componentize-js on the package's `main`, without `wasi:http` and the fetch event.
-fn build_javascript(dir: &Path, out: &Path) -> Result<PathBuf, AuthoringError> {
+/// componentize-js on the package's `main`, without the fetch event, and
+/// without `wasi:http` unless the manifest declares `http` (`fetch`).
+fn build_javascript(dir: &Path, out: &Path, http: bool) -> Result<PathBuf, AuthoringError> {
     if !present("node") {
         return Err(missing("node", "install Node.js 20 or later (https://nodejs.org)"));
     }
@@ -263,7 +268,11 @@ fn build_javascript(dir: &Path, out: &Path) -> Result<PathBuf, AuthoringError> {
         })?;
     require_wit(dir)?;
     let main = package_main(dir, "src/index.js")?;
-    let args = [main.as_str(), "--wit", "wit", "--world-name", "clat-plugin", "--disable", "http", "fetch-event", "-o"];
+    let mut args = vec![main.as_str(), "--wit", "wit", "--world-name", "clat-plugin", "--disable"];
+    if !http {
+        args.push("http");
+    }
+    args.extend(["fetch-event", "-o"]);
     run_tool(dir, &tool, &args, out)
 }
 

@@ -118,7 +118,15 @@ impl Drop for ThrowawayHome {
 }
 
 /// A throwaway home with `project` trusted and `package` installed, sharing the real home's compiled cache.
-fn throwaway_home(real: &ClatHome, project: &Path, package: &Path) -> Result<(ThrowawayHome, Manifest), Failure> {
+/// `grant`: `--grant` was given (otherwise declared capabilities are asked for
+/// at a terminal, or refused headless, as at install; `command` names the retry).
+fn throwaway_home(
+    real: &ClatHome,
+    project: &Path,
+    package: &Path,
+    grant: bool,
+    command: &str,
+) -> Result<(ThrowawayHome, Manifest), Failure> {
     let internal = |what: &str, e: std::io::Error| Failure::new(Exit::Internal, "internal", format!("{what}: {e}"));
     let dir = std::env::temp_dir().join(format!("clat-plugin-{}", uuid::Uuid::new_v4().simple()));
     let throwaway = ThrowawayHome { home: ClatHome::at(&dir) };
@@ -131,21 +139,12 @@ fn throwaway_home(real: &ClatHome, project: &Path, package: &Path) -> Result<(Th
     TrustStore::new(&throwaway.home).trust(project)?;
     let runtime = crate::wasm::WasmRuntime::with_observer(&real_cache, super::progress::compile_observer())
         .map_err(|e| Failure::new(Exit::Internal, "internal", format!("the WASM runtime could not start: {e:#}")))?;
-    let installed = PackageStore::new(&throwaway.home).install(package, |manifest, staged| {
-        if manifest.kind != PackageKind::Wasm {
-            return Ok(());
-        }
-        let entry = staged.join(&manifest.entry);
-        tokio::task::block_in_place(|| {
-            tokio::runtime::Handle::current().block_on(crate::wasm::validate_component(
-                &runtime,
-                &manifest.name,
-                &entry,
-            ))
-        })
-        .map(drop)
-        .map_err(|e| format!("{}: {e}", manifest.entry))
-    })?;
+    let retry = format!("clat plugin {command} {}", package.display());
+    let installed = PackageStore::new(&throwaway.home).install_granted(
+        package,
+        |manifest, _| super::plugin::decide_grants(manifest, None, grant, &retry),
+        |manifest, staged| super::plugin::validate_staged(&runtime, manifest, staged).map(drop),
+    )?;
     Ok((throwaway, installed.manifest))
 }
 
@@ -168,12 +167,13 @@ pub(crate) struct PluginCall {
     pub(crate) project: PathBuf,
     pub(crate) request: super::runs::CallRequest,
     pub(crate) sandbox: SandboxPolicy,
+    pub(crate) grant: bool,
 }
 
 /// `clat plugin call DIR|PACKAGE TOOL [ARGS_JSON]`.
 pub(crate) async fn call(real: &ClatHome, call: PluginCall, shutdown: &Shutdown) -> Result<Exit, Failure> {
     let package = package_of(&call.package, call.no_build)?;
-    let (throwaway, manifest) = throwaway_home(real, &call.project, &package)?;
+    let (throwaway, manifest) = throwaway_home(real, &call.project, &package, call.grant, "call")?;
     let scope = mount(real, &throwaway, &manifest, &call.project, call.sandbox)?;
     scope.start_extensions();
     let result = super::runs::call(&scope, call.request, shutdown).await;
@@ -196,6 +196,7 @@ pub(crate) async fn test(
     dir: &Path,
     project: &Path,
     no_build: bool,
+    grant: bool,
     json: bool,
     shutdown: &Shutdown,
 ) -> Result<Exit, Failure> {
@@ -214,23 +215,35 @@ pub(crate) async fn test(
     if manifest.kind == PackageKind::Wasm {
         let bytes = std::fs::read(package.join(&manifest.entry))
             .map_err(|e| Failure::new(Exit::Usage, "package", format!("cannot read {}: {e}", manifest.entry)))?;
-        match check_component(&bytes) {
-            Ok(found) => checks.push(Check {
-                what: "interfaces".into(),
-                ok: true,
-                detail: format!(
-                    "exports {}; imports only what the host links ({} interfaces)",
-                    found.exports.join(", "),
-                    found.imports.len()
-                ),
-            }),
+        match check_component(&bytes, !manifest.capabilities.http.is_empty()) {
+            Ok(found) => {
+                checks.push(Check {
+                    what: "interfaces".into(),
+                    ok: true,
+                    detail: format!(
+                        "exports {}; imports only what the host links ({} interfaces)",
+                        found.exports.join(", "),
+                        found.imports.len()
+                    ),
+                });
+                // A grant the component can never use is one the user is asked for in vain.
+                if !manifest.capabilities.http.is_empty() && !found.imports_http() {
+                    checks.push(Check {
+                        what: "capabilities".into(),
+                        ok: false,
+                        detail: "the manifest declares [capabilities] http but the component never imports \
+                                 wasi:http: remove the capability, or build with HTTP enabled"
+                            .into(),
+                    });
+                }
+            }
             Err(problem) => {
                 checks.push(Check { what: "interfaces".into(), ok: false, detail: problem.to_string() });
                 return report(&package, &checks, &[], json);
             }
         }
     }
-    let (throwaway, _) = match throwaway_home(real, project, &package) {
+    let (throwaway, _) = match throwaway_home(real, project, &package, grant, "test") {
         Ok(t) => t,
         Err(failure) => {
             checks.push(Check { what: "load".into(), ok: false, detail: failure.message });

@@ -74,6 +74,7 @@ impl From<PackageError> for Failure {
         match e {
             PackageError::Io { .. } => Failure::new(Exit::Internal, "internal", e.to_string()),
             PackageError::Home(t) => t.into(),
+            PackageError::NotGranted { .. } => Failure::new(Exit::Denied, "not-granted", e.to_string()),
             _ => Failure::new(Exit::Usage, "package", e.to_string()),
         }
     }

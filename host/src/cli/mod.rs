@@ -205,6 +205,9 @@ pub(crate) enum PluginCommand {
         /// Use the project's last build instead of building it.
         #[arg(long)]
         no_build: bool,
+        /// Grant the capabilities the manifest declares for this call without asking.
+        #[arg(long)]
+        grant: bool,
     },
     /// Check a package (or a project, built first) against the contract and run its cases.jsonl
     /// through the pipeline; exit 1 when anything fails.
@@ -217,6 +220,9 @@ pub(crate) enum PluginCommand {
         /// Use the project's last build instead of building it.
         #[arg(long)]
         no_build: bool,
+        /// Grant the capabilities the manifest declares for these cases without asking.
+        #[arg(long)]
+        grant: bool,
     },
     /// Validate a package directory (clat-plugin.toml + entry) and install it.
     Install {
@@ -225,6 +231,26 @@ pub(crate) enum PluginCommand {
         /// Build the project first and install its package (DIR/dist).
         #[arg(long)]
         build: bool,
+        /// Grant the capabilities the manifest declares (HTTP hosts, environment
+        /// variables) without asking; needed when no one is at a terminal.
+        #[arg(long)]
+        grant: bool,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Grant an installed plugin the capabilities its manifest declares.
+    Grant {
+        /// The plugin's name.
+        name: String,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Take back every capability granted to an installed plugin (its calls that need one then fail).
+    Revoke {
+        /// The plugin's name.
+        name: String,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,

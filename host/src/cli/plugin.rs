@@ -1,9 +1,11 @@
-//! `clat plugin install | list | remove | gc`: plugin packages in `$CLAT_HOME`
-//! (`new | build | call | test` are dispatched to `author.rs`).
-//! A WASM package is validated (compiled, linked, listed) on the staged copy,
-//! the bytes that will be installed. Every install (whether it succeeded or
-//! not), every remove and `gc` sweep the compiled cache of entries no
-//! installed plugin uses.
+//! `clat plugin install | list | remove | grant | revoke | gc`: plugin
+//! packages in `$CLAT_HOME` (`new | build | call | test` are dispatched to
+//! `author.rs`). A package's declared capabilities are granted before anything
+//! is copied: on a terminal the user is asked, headless `--grant` is needed,
+//! and an upgrade that asks for nothing new keeps its grant. A WASM package is
+//! validated (compiled, linked, listed) on the staged copy, the bytes that will
+//! be installed. Every install (whether it succeeded or not), every remove and
+//! `gc` sweep the compiled cache of entries no installed plugin uses.
 
 use serde_json::json;
 
@@ -12,7 +14,9 @@ use std::path::PathBuf;
 use super::exit::{Exit, Failure};
 use super::shutdown::Shutdown;
 use super::{PluginCommand, author, project_dir};
-use crate::packages::{PackageKind, PackageStore, check_entry, read_manifest};
+use crate::capabilities::Capabilities;
+use crate::contract::ToolSpec;
+use crate::packages::{Installed, Manifest, PackageError, PackageKind, PackageStore, check_entry, read_manifest};
 use crate::trust::ClatHome;
 use crate::wasm::WasmRuntime;
 use crate::wasm::cache::CacheSweep;
@@ -40,6 +44,84 @@ fn sweep_after(store: &PackageStore, runtime: &WasmRuntime) {
     }
 }
 
+/// Validate a staged WASM package for installation (an MCP package has nothing
+/// to load): compile, link against what it declares, list its tools. Called
+/// from inside the package store's install, on the runtime's thread.
+pub(crate) fn validate_staged(
+    runtime: &std::sync::Arc<WasmRuntime>,
+    manifest: &Manifest,
+    staged: &std::path::Path,
+) -> Result<Vec<ToolSpec>, String> {
+    if manifest.kind != PackageKind::Wasm {
+        return Ok(Vec::new());
+    }
+    let entry = staged.join(&manifest.entry);
+    tokio::task::block_in_place(|| {
+        tokio::runtime::Handle::current().block_on(crate::wasm::validate_component(
+            runtime,
+            &manifest.name,
+            &entry,
+            &manifest.capabilities,
+        ))
+    })
+    .map_err(|e| format!("{}: {e}", manifest.entry))
+}
+
+/// What to grant a package being installed: nothing when it declares nothing;
+/// its declaration when `--grant` was given, when the installed version's grant
+/// already covers it, or when the user says yes at a terminal; otherwise the
+/// install is refused with what it asks for and how to grant it.
+pub(crate) fn decide_grants(
+    manifest: &Manifest,
+    previous: Option<&Installed>,
+    grant_flag: bool,
+    retry: &str,
+) -> Result<Capabilities, PackageError> {
+    let asked = &manifest.capabilities;
+    if asked.is_empty() || grant_flag || previous.is_some_and(|p| p.grants.covers(asked)) {
+        return Ok(asked.clone());
+    }
+    let new = previous.map(|p| p.grants.missing_from(asked)).filter(|m| !m.is_empty() && m != asked);
+    let refused = |how: &str| PackageError::NotGranted {
+        name: manifest.name.clone(),
+        asked: asked.describe(),
+        how: how.to_string(),
+    };
+    if !crate::permissions::TerminalApprover::available() {
+        return Err(refused(&format!("To grant it, run `{retry} --grant` (or install at a terminal and answer y).")));
+    }
+    let mut prompt = format!("Plugin {} {} asks for:\n", manifest.name, manifest.version);
+    for line in asked.describe() {
+        prompt.push_str(&format!("  - {line}\n"));
+    }
+    if let Some(new) = new {
+        prompt.push_str(&format!("  (new since the installed version: {})\n", new.describe().join(", ")));
+    }
+    prompt.push_str("Its tools count as reaching the network. Grant? [y/N] ");
+    eprint!("{prompt}");
+    let mut answer = String::new();
+    let _ = std::io::stdin().read_line(&mut answer);
+    if matches!(answer.trim(), "y" | "Y" | "yes") { Ok(asked.clone()) } else { Err(refused("Not granted.")) }
+}
+
+/// The grant lines of one installed package, for `plugin list`.
+fn grant_lines(package: &Installed) -> Vec<String> {
+    let declared = &package.manifest.capabilities;
+    if declared.is_empty() {
+        return Vec::new();
+    }
+    let mut lines = vec![format!("  grants: {}", package.grants.summary())];
+    let missing = package.grants.missing_from(declared);
+    if !missing.is_empty() {
+        lines.push(format!(
+            "  declared, not granted: {} (`clat plugin grant {}`)",
+            missing.summary(),
+            package.manifest.name
+        ));
+    }
+    lines
+}
+
 pub(crate) async fn plugin(
     home: &ClatHome,
     project: Option<PathBuf>,
@@ -54,42 +136,37 @@ pub(crate) async fn plugin(
             author::new(home, &name, &dir.map_or_else(here, Ok)?, lang, kind, json)
         }
         PluginCommand::Build { dir, json } => author::build_command(&dir.map_or_else(here, Ok)?, json),
-        PluginCommand::Call { package, tool, call, no_build } => {
+        PluginCommand::Call { package, tool, call, no_build, grant } => {
             let (request, sandbox) = call.request(tool)?;
-            let call = author::PluginCall { package, no_build, project: project_dir(project)?, request, sandbox };
+            let project = project_dir(project)?;
+            let call = author::PluginCall { package, no_build, project, request, sandbox, grant };
             author::call(home, call, shutdown).await
         }
-        PluginCommand::Test { package, json, no_build } => {
+        PluginCommand::Test { package, json, no_build, grant } => {
             let dir = package.map_or_else(here, Ok)?;
-            author::test(home, &dir, &project_dir(project)?, no_build, json, shutdown).await
+            author::test(home, &dir, &project_dir(project)?, no_build, grant, json, shutdown).await
         }
-        PluginCommand::Install { dir, build: true, json } => {
+        PluginCommand::Install { dir, build: true, grant, json } => {
             let package = author::build_project(&dir)?;
-            Box::pin(plugin(home, None, PluginCommand::Install { dir: package, build: false, json }, shutdown)).await
+            let install = PluginCommand::Install { dir: package, build: false, grant, json };
+            Box::pin(plugin(home, None, install, shutdown)).await
         }
         // The package store's.
-        PluginCommand::Install { dir, json, .. } => {
+        PluginCommand::Install { dir, grant, json, .. } => {
             let manifest = read_manifest(&dir)?;
             check_entry(&dir, &manifest)?;
             let runtime = wasm_runtime(home)?;
-            let validates = manifest.kind == PackageKind::Wasm;
             let mut tools = Vec::new();
-            // Validation runs on the staged copy, the bytes that will be installed.
-            let installed = store.install(&dir, |manifest, staged| {
-                if !validates {
-                    return Ok(());
-                }
-                let entry = staged.join(&manifest.entry);
-                let validated = tokio::task::block_in_place(|| {
-                    tokio::runtime::Handle::current().block_on(crate::wasm::validate_component(
-                        &runtime,
-                        &manifest.name,
-                        &entry,
-                    ))
-                });
-                tools = validated.map_err(|e| format!("{}: {e}", manifest.entry))?;
-                Ok(())
-            });
+            let retry = format!("clat plugin install {}", dir.display());
+            // Grants are decided first; validation runs on the staged copy, the bytes that will be installed.
+            let installed = store.install_granted(
+                &dir,
+                |manifest, previous| decide_grants(manifest, previous, grant, &retry),
+                |manifest, staged| {
+                    tools = validate_staged(&runtime, manifest, staged)?;
+                    Ok(())
+                },
+            );
             // A failed install's compiled entry and a replaced version's go now.
             sweep_after(&store, &runtime);
             let installed = installed?;
@@ -106,7 +183,8 @@ pub(crate) async fn plugin(
                 .collect();
             if json {
                 let document = json!({ "installed": installed.manifest.name, "version": installed.manifest.version,
-                                       "kind": kind, "dir": installed.dir.display().to_string(), "tools": names });
+                                       "kind": kind, "dir": installed.dir.display().to_string(), "tools": names,
+                                       "grants": installed.grants });
                 println!("{document}");
                 return Ok(Exit::Ok);
             }
@@ -116,6 +194,9 @@ pub(crate) async fn plugin(
                 installed.manifest.version,
                 installed.dir.display()
             );
+            for line in installed.grants.describe() {
+                println!("  granted {line}");
+            }
             for name in names {
                 println!("  tool {name}");
             }
@@ -131,6 +212,9 @@ pub(crate) async fn plugin(
                 for p in list {
                     let kind = p.manifest.kind.as_str();
                     println!("{:20} {:10} {:9} {}", p.manifest.name, p.manifest.version, kind, p.manifest.description);
+                    for line in grant_lines(&p) {
+                        println!("{line}");
+                    }
                 }
             }
             Ok(Exit::Ok)
@@ -144,6 +228,33 @@ pub(crate) async fn plugin(
                 println!("{}", json!({ "removed": removed.manifest.name, "version": removed.manifest.version }));
             } else {
                 println!("removed {} {}", removed.manifest.name, removed.manifest.version);
+            }
+            Ok(Exit::Ok)
+        }
+        PluginCommand::Grant { name, json } => {
+            let updated = store.set_grants(&name, |p| Ok(p.manifest.capabilities.clone()))?;
+            if json {
+                println!("{}", json!({ "plugin": name, "grants": updated.grants }));
+            } else if updated.grants.is_empty() {
+                println!("plugin {name} declares no capabilities; nothing to grant");
+            } else {
+                for line in updated.grants.describe() {
+                    println!("granted {name} {line}");
+                }
+            }
+            Ok(Exit::Ok)
+        }
+        PluginCommand::Revoke { name, json } => {
+            let before = store.get(&name)?.ok_or_else(|| PackageError::NotInstalled(name.clone()))?;
+            store.set_grants(&name, |_| Ok(Capabilities::default()))?;
+            if json {
+                println!("{}", json!({ "plugin": name, "revoked": before.grants }));
+            } else if before.grants.is_empty() {
+                println!("plugin {name} held no grants");
+            } else {
+                for line in before.grants.describe() {
+                    println!("revoked {name} {line}");
+                }
             }
             Ok(Exit::Ok)
         }

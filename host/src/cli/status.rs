@@ -112,6 +112,10 @@ pub(crate) fn print_tools(scope: &ProjectScope, json: bool) {
         };
         let _ = writeln!(out, "{:width$}  {effect:13}  {source:source_width$}  {description}", t.name);
     }
+    // What each WASM plugin may reach beyond host services.
+    for e in extensions.iter().filter(|e| !e.grants.is_empty()) {
+        let _ = writeln!(out, "plugin {} holds {}", e.name, e.grants.summary());
+    }
 }
 
 /// The width of the terminal stdout is, when it is one.

@@ -56,7 +56,7 @@ impl McpServer {
                 continue;
             }
             let handler = Arc::new(McpTool { server: Arc::clone(self), tool: spec.name.clone() });
-            match registry.register_external(ExternalKind::Mcp, &self.name, &spec, handler) {
+            match registry.register_external(ExternalKind::Mcp, &self.name, &spec, false, handler) {
                 Ok(name) => {
                     self.registered.lock().unwrap_or_else(|p| p.into_inner()).insert(spec.name.clone());
                     names.push(name);

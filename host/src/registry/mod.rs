@@ -27,7 +27,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::contract::{Effect, ToolOutput, ToolSpec};
-use crate::effects::effect_from_annotations;
+use crate::effects::{effect_from_annotations, with_network_grant};
 use crate::limits::TOOL_CALL_TIMEOUT;
 use crate::names::{ExternalKind, external_tool_name};
 use crate::run::RunContext;
@@ -282,13 +282,15 @@ impl Registry {
 
     /// Register a plugin's tool, as the plugin described it. Its name is built
     /// from `owner` and the spec's name; its effect comes from the annotations
-    /// through the spec's table (never `Read`); its input schema must be a JSON
-    /// Schema object.
+    /// through the spec's table (never `Read`), raised to at least `Network`
+    /// when `network_granted` (its plugin holds an HTTP grant); its input
+    /// schema must be a JSON Schema object.
     pub fn register_external(
         &self,
         kind: ExternalKind,
         owner: &str,
         spec: &ToolSpec,
+        network_granted: bool,
         handler: Arc<dyn ToolHandler>,
     ) -> Result<String, RegistrationError> {
         let tool = spec.name.as_str();
@@ -320,7 +322,10 @@ impl Registry {
                 }));
             }
         };
-        let effect = effect_from_annotations(&spec.annotations);
+        let mut effect = effect_from_annotations(&spec.annotations);
+        if network_granted {
+            effect = with_network_grant(effect);
+        }
         debug_assert_ne!(effect, Effect::Read);
         self.insert(name, source, tool, effect, &spec.description, input_schema, handler)
     }

@@ -1,13 +1,14 @@
 //! What a component imports and exports, read from its bytes before anything
 //! is compiled, and checked against what the host links: the `artec:clat`
 //! contract in a version this host accepts, and WASI 0.2 (cli, clocks,
-//! filesystem, io, random, sockets — the last denied at run time). A
-//! component built for another contract version, one that is not a plugin (a
-//! WASI command), or one importing an interface the host does not link (say
-//! `wasi:http`, which componentize-js adds unless told not to) is refused
-//! with the interface named and the fix, in milliseconds rather than after a
-//! compilation that can take seconds. Nested modules and components are
-//! skipped, not parsed.
+//! filesystem, io, random, sockets — the last denied at run time), plus
+//! `wasi:http` 0.2 for a plugin whose manifest declares `[capabilities] http`.
+//! A component built for another contract version, one that is not a plugin
+//! (a WASI command), or one importing an interface the host does not link for
+//! it (say `wasi:http` without the capability, which componentize-js adds
+//! unless told not to) is refused with the interface named and the fix, in
+//! milliseconds rather than after a compilation that can take seconds. Nested
+//! modules and components are skipped, not parsed.
 
 use wasmparser::{Chunk, Encoding, Parser, Payload};
 
@@ -17,12 +18,22 @@ use crate::contract::{ACCEPTED_CONTRACT_VERSIONS, CONTRACT_PACKAGE};
 pub const LINKED_WASI_PACKAGES: [&str; 6] =
     ["wasi:cli", "wasi:clocks", "wasi:filesystem", "wasi:io", "wasi:random", "wasi:sockets"];
 
+/// The WASI package linked only for plugins that declare `[capabilities] http`.
+pub const HTTP_PACKAGE: &str = "wasi:http";
+
 /// The top-level imports and exports of a component, by interface name
 /// (`wasi:io/streams@0.2.3`, `artec:clat/host-services@0.1.0`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ComponentInterfaces {
     pub imports: Vec<String>,
     pub exports: Vec<String>,
+}
+
+impl ComponentInterfaces {
+    /// Whether the component imports any `wasi:http` interface.
+    pub fn imports_http(&self) -> bool {
+        self.imports.iter().any(|i| i.starts_with(&format!("{HTTP_PACKAGE}/")))
+    }
 }
 
 /// Why a component cannot be a plugin of this host.
@@ -98,12 +109,20 @@ fn split_version(interface: &str) -> (&str, Option<&str>) {
 }
 
 /// The fix to suggest for an interface the host does not link.
-fn fix_for(interface: &str) -> String {
+fn fix_for(interface: &str, allow_http: bool) -> String {
     let (name, version) = split_version(interface);
-    if name.starts_with("wasi:http/") {
-        return "Guests get no network. A componentize-js guest imports it unless built with `-d http fetch-event` \
-                (`jco componentize … -d http fetch-event`); otherwise drop the HTTP client from the guest."
+    if name.starts_with("wasi:http/") && !allow_http {
+        return "Guests get no network unless the manifest asks for it: list the origins it talks to in \
+                clat-plugin.toml (`[capabilities] http = [\"https://api.example.com\"]`), which the user grants at \
+                install. A componentize-js guest that needs no network imports it unless built with \
+                `-d http fetch-event`; otherwise drop the HTTP client from the guest."
             .into();
+    }
+    if name.starts_with("wasi:http/") {
+        return format!(
+            "CLAT links wasi:http at version 0.2, not {}; build against WASI 0.2.",
+            version.unwrap_or("unversioned")
+        );
     }
     let package = name.split('/').next().unwrap_or(name);
     if LINKED_WASI_PACKAGES.contains(&package) {
@@ -118,19 +137,21 @@ fn fix_for(interface: &str) -> String {
     )
 }
 
-/// Whether the host links `interface` for guests.
-fn linked(interface: &str) -> bool {
+/// Whether the host links `interface` for guests (`wasi:http` only when `allow_http`).
+fn linked(interface: &str, allow_http: bool) -> bool {
     let (name, version) = split_version(interface);
     let package = name.split('/').next().unwrap_or(name);
     if package == CONTRACT_PACKAGE {
         return version.is_some_and(|v| ACCEPTED_CONTRACT_VERSIONS.contains(&v));
     }
-    LINKED_WASI_PACKAGES.contains(&package) && version.is_some_and(|v| v.starts_with("0.2."))
+    let wasi = LINKED_WASI_PACKAGES.contains(&package) || (allow_http && package == HTTP_PACKAGE);
+    wasi && version.is_some_and(|v| v.starts_with("0.2."))
 }
 
 /// Check a component's interfaces: it exports the contract's `plugin`
-/// interface in an accepted version and imports nothing the host does not link.
-pub fn check_plugin_interfaces(found: &ComponentInterfaces) -> Result<(), ImportProblem> {
+/// interface in an accepted version and imports nothing the host does not
+/// link for it (`allow_http`: its manifest declares `[capabilities] http`).
+pub fn check_plugin_interfaces(found: &ComponentInterfaces, allow_http: bool) -> Result<(), ImportProblem> {
     let plugin = format!("{CONTRACT_PACKAGE}/plugin");
     let Some(export) = found.exports.iter().find(|e| split_version(e).0 == plugin) else {
         let exports = if found.exports.is_empty() { "none".to_string() } else { found.exports.join(", ") };
@@ -141,21 +162,22 @@ pub fn check_plugin_interfaces(found: &ComponentInterfaces) -> Result<(), Import
         return Err(ImportProblem::OtherContract { found: version.to_string() });
     }
     for interface in &found.imports {
-        if split_version(interface).0.starts_with(&format!("{CONTRACT_PACKAGE}/")) && !linked(interface) {
+        if split_version(interface).0.starts_with(&format!("{CONTRACT_PACKAGE}/")) && !linked(interface, allow_http) {
             let found = split_version(interface).1.unwrap_or("unversioned").to_string();
             return Err(ImportProblem::OtherContract { found });
         }
-        if !linked(interface) {
-            return Err(ImportProblem::Unlinked { interface: interface.clone(), fix: fix_for(interface) });
+        if !linked(interface, allow_http) {
+            let fix = fix_for(interface, allow_http);
+            return Err(ImportProblem::Unlinked { interface: interface.clone(), fix });
         }
     }
     Ok(())
 }
 
 /// Read and check a component in one step.
-pub fn check_component(bytes: &[u8]) -> Result<ComponentInterfaces, ImportProblem> {
+pub fn check_component(bytes: &[u8], allow_http: bool) -> Result<ComponentInterfaces, ImportProblem> {
     let found = read_interfaces(bytes)?;
-    check_plugin_interfaces(&found)?;
+    check_plugin_interfaces(&found, allow_http)?;
     Ok(found)
 }
 
@@ -177,25 +199,30 @@ mod tests {
             &["artec:clat/host-services@0.1.0", "wasi:io/streams@0.2.3", "wasi:cli/stdout@0.2.0"],
             &[plugin],
         );
-        assert_eq!(check_plugin_interfaces(&ok), Ok(()));
+        assert_eq!(check_plugin_interfaces(&ok, false), Ok(()));
         let http = interfaces(&["wasi:http/outgoing-handler@0.2.3"], &[plugin]);
-        let err = check_plugin_interfaces(&http).unwrap_err().to_string();
+        let err = check_plugin_interfaces(&http, false).unwrap_err().to_string();
         assert!(err.contains("wasi:http/outgoing-handler@0.2.3") && err.contains("-d http fetch-event"), "{err}");
+        assert!(err.contains("[capabilities] http"), "{err}");
+        assert_eq!(check_plugin_interfaces(&http, true), Ok(()), "linked when the manifest declares http");
+        assert!(http.imports_http() && !ok.imports_http());
+        let http3 = interfaces(&["wasi:http/handler@0.3.0"], &[plugin]);
+        assert!(check_plugin_interfaces(&http3, true).unwrap_err().to_string().contains("wasi:http at version 0.2"));
         let p3 = interfaces(&["wasi:io/streams@0.3.0"], &[plugin]);
-        assert!(check_plugin_interfaces(&p3).unwrap_err().to_string().contains("at version 0.2"));
+        assert!(check_plugin_interfaces(&p3, false).unwrap_err().to_string().contains("at version 0.2"));
         let keyvalue = interfaces(&["wasi:keyvalue/store@0.2.0-draft"], &[plugin]);
-        assert!(check_plugin_interfaces(&keyvalue).unwrap_err().to_string().contains("remove the import"));
+        assert!(check_plugin_interfaces(&keyvalue, false).unwrap_err().to_string().contains("remove the import"));
     }
 
     #[test]
     fn another_contract_version_or_world_is_named() {
         let newer = interfaces(&["artec:clat/host-services@9.0.0"], &["artec:clat/plugin@9.0.0"]);
-        let err = check_plugin_interfaces(&newer).unwrap_err().to_string();
+        let err = check_plugin_interfaces(&newer, false).unwrap_err().to_string();
         assert!(err.contains("artec:clat@9.0.0") && err.contains("accepts artec:clat@0.1.0"), "{err}");
         let mixed = interfaces(&["artec:clat/host-services@9.0.0"], &["artec:clat/plugin@0.1.0"]);
-        assert!(check_plugin_interfaces(&mixed).unwrap_err().to_string().contains("artec:clat@9.0.0"));
+        assert!(check_plugin_interfaces(&mixed, false).unwrap_err().to_string().contains("artec:clat@9.0.0"));
         let command = interfaces(&["wasi:cli/stdout@0.2.0"], &["wasi:cli/run@0.2.0"]);
-        let err = check_plugin_interfaces(&command).unwrap_err().to_string();
+        let err = check_plugin_interfaces(&command, false).unwrap_err().to_string();
         assert!(err.contains("not a CLAT plugin") && err.contains("wasi:cli/run@0.2.0"), "{err}");
     }
 

@@ -10,6 +10,7 @@
 
 pub mod cache;
 mod host_services;
+pub mod http;
 pub mod imports;
 pub mod stdio;
 pub mod store;
@@ -25,6 +26,7 @@ use serde_json::Value;
 use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Config, Engine, Trap};
 
+use crate::capabilities::Capabilities;
 use crate::contract::{ClatPlugin, ClatPluginPre, ContextSnapshot, ToolOutput, ToolSpec};
 use crate::limits::{
     CONTEXT_DELIVERY_TIMEOUT, HOST_REQUEST_EXTENSION_MAX, TOOL_CALL_TIMEOUT, TOOLS_PER_SERVER_MAX,
@@ -36,6 +38,7 @@ use crate::registry::{RegistrationError, Registry, ToolError, ToolHandler};
 use crate::run::RunContext;
 use crate::services::HostServices;
 use cache::{CacheOutcome, CacheSweep, CompileObserver, ComponentCache};
+use http::{Egress, NameLookup};
 use stdio::SharedTail;
 use store::{GuestState, StoreSpec, new_store};
 
@@ -57,10 +60,54 @@ pub enum LoadError {
     ListTools(String),
 }
 
+/// How one plugin is set up beyond its component: its memory cap, what its
+/// manifest declares and what the user granted of it.
+#[derive(Debug, Clone, Default)]
+pub struct PluginSetup {
+    pub memory_max: Option<usize>,
+    pub declared: Capabilities,
+    pub granted: Capabilities,
+}
+
+impl PluginSetup {
+    /// The setup of an installed package.
+    pub fn of(package: &crate::packages::Installed) -> PluginSetup {
+        PluginSetup {
+            memory_max: package.manifest.memory_max(),
+            declared: package.manifest.capabilities.clone(),
+            granted: package.grants.clone(),
+        }
+    }
+
+    /// `wasi:http` is linked for a plugin that declares `http`, granted or not
+    /// (with no grant every request is refused, with the reason).
+    fn links_http(&self) -> bool {
+        !self.declared.http.is_empty()
+    }
+
+    /// What is granted of what is declared (a grant never widens the declaration).
+    fn effective(&self) -> Capabilities {
+        let declared = self.declared.http_patterns();
+        Capabilities {
+            http: self
+                .granted
+                .http
+                .iter()
+                .filter(|g| crate::capabilities::HttpPattern::parse(g).is_ok_and(|p| declared.contains(&p)))
+                .cloned()
+                .collect(),
+            env: self.granted.env.iter().filter(|n| self.declared.env.contains(n)).cloned().collect(),
+        }
+    }
+}
+
 /// The process's WASM engine and compiled-component cache.
 pub struct WasmRuntime {
     engine: Engine,
     linker: Linker<GuestState>,
+    /// The linker with `wasi:http` too, built the first time a plugin declaring `http` loads.
+    http_linker: std::sync::OnceLock<Result<Linker<GuestState>, String>>,
+    lookup: std::sync::RwLock<Arc<dyn NameLookup>>,
     cache: ComponentCache,
     stop_ticker: Arc<AtomicBool>,
 }
@@ -103,7 +150,32 @@ impl WasmRuntime {
             })?;
         }
         let cache = ComponentCache::new(&engine, cache_dir, observer);
-        Ok(Arc::new(WasmRuntime { engine, linker, cache, stop_ticker }))
+        Ok(Arc::new(WasmRuntime {
+            engine,
+            linker,
+            http_linker: std::sync::OnceLock::new(),
+            lookup: std::sync::RwLock::new(Arc::new(http::SystemLookup)),
+            cache,
+            stop_ticker,
+        }))
+    }
+
+    /// Resolve granted host names with `lookup` instead of the system resolver
+    /// (for plugins loaded from now on). Internal addresses stay refused.
+    pub fn set_name_lookup(&self, lookup: Arc<dyn NameLookup>) {
+        *self.lookup.write().unwrap_or_else(|p| p.into_inner()) = lookup;
+    }
+
+    fn linker_for(&self, setup: &PluginSetup) -> Result<&Linker<GuestState>, LoadError> {
+        if !setup.links_http() {
+            return Ok(&self.linker);
+        }
+        let built = self.http_linker.get_or_init(|| {
+            let mut linker = self.linker.clone();
+            wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(|e| format!("{e:#}"))?;
+            Ok(linker)
+        });
+        built.as_ref().map_err(|e| LoadError::NotAComponent(anyhow::anyhow!("cannot link wasi:http: {e}")))
     }
 
     /// Remove the compiled-cache entries no package in `installed` uses
@@ -133,10 +205,10 @@ impl WasmRuntime {
         name: &str,
         artifact_dir: &Path,
         entry: &Path,
-        memory_max: Option<usize>,
+        setup: PluginSetup,
         services: Arc<HostServices>,
     ) -> Result<Arc<WasmPlugin>, LoadError> {
-        self.load_from(name, artifact_dir, entry, None, memory_max, services).await
+        self.load_from(name, artifact_dir, entry, None, setup, services).await
     }
 
     /// Load an installed plugin: its artifact directory is content-addressed,
@@ -147,11 +219,11 @@ impl WasmRuntime {
         name: &str,
         artifact_dir: &Path,
         entry: &Path,
-        memory_max: Option<usize>,
+        setup: PluginSetup,
         services: Arc<HostServices>,
     ) -> Result<Arc<WasmPlugin>, LoadError> {
         let artifact = artifact_key(artifact_dir, entry);
-        self.load_from(name, artifact_dir, entry, artifact, memory_max, services).await
+        self.load_from(name, artifact_dir, entry, artifact, setup, services).await
     }
 
     async fn load_from(
@@ -160,7 +232,7 @@ impl WasmRuntime {
         artifact_dir: &Path,
         entry: &Path,
         artifact: Option<String>,
-        memory_max: Option<usize>,
+        setup: PluginSetup,
         services: Arc<HostServices>,
     ) -> Result<Arc<WasmPlugin>, LoadError> {
         let size = std::fs::metadata(entry).map_err(|source| LoadError::Read { path: entry.into(), source })?.len();
@@ -173,6 +245,7 @@ impl WasmRuntime {
         // Whatever reads the bytes (a compilation, or a load by content) checks
         // the component's interfaces first, before anything is compiled.
         let read_error: Arc<Mutex<Option<LoadError>>> = Arc::new(Mutex::new(None));
+        let declares_http = setup.links_http();
         let read = {
             let (path, read_error) = (path.clone(), Arc::clone(&read_error));
             move || {
@@ -183,7 +256,7 @@ impl WasmRuntime {
                 };
                 let bytes =
                     std::fs::read(&path).map_err(|source| failed(LoadError::Read { path: path.clone(), source }))?;
-                imports::check_component(&bytes)
+                imports::check_component(&bytes, declares_http)
                     .map_err(|problem| failed(LoadError::Interfaces { path: path.clone(), problem }))?;
                 Ok(bytes)
             }
@@ -203,12 +276,21 @@ impl WasmRuntime {
                 });
             }
         };
-        let pre = self.linker.instantiate_pre(&component).map_err(|e| LoadError::WrongWorld(e.into()))?;
+        let pre = self.linker_for(&setup)?.instantiate_pre(&component).map_err(|e| LoadError::WrongWorld(e.into()))?;
         let pre = ClatPluginPre::new(pre).map_err(|e| LoadError::WrongWorld(e.into()))?;
+        let granted = setup.effective();
+        // Granted values are secrets in every diagnostic from now on.
+        crate::redact::register_secrets(granted.env.iter().filter_map(|n| std::env::var(n).ok()));
+        let egress = setup.links_http().then(|| {
+            let lookup = Arc::clone(&self.lookup.read().unwrap_or_else(|p| p.into_inner()));
+            Egress::new(name, granted.http_patterns(), lookup)
+        });
         let plugin = Arc::new(WasmPlugin {
             name: name.to_string(),
             artifact_dir: artifact_dir.to_path_buf(),
-            memory_max: memory_max.unwrap_or(WASM_MEMORY_MAX_BYTES).min(WASM_MEMORY_MAX_BYTES),
+            memory_max: setup.memory_max.unwrap_or(WASM_MEMORY_MAX_BYTES).min(WASM_MEMORY_MAX_BYTES),
+            egress,
+            granted,
             pre,
             runtime: Arc::clone(self),
             services,
@@ -239,6 +321,10 @@ pub struct WasmPlugin {
     name: String,
     artifact_dir: PathBuf,
     memory_max: usize,
+    /// Outbound HTTP, for a plugin that declares `http`.
+    egress: Option<Arc<Egress>>,
+    /// What the user granted of what the manifest declares.
+    granted: Capabilities,
     pre: ClatPluginPre<GuestState>,
     runtime: Arc<WasmRuntime>,
     services: Arc<HostServices>,
@@ -257,6 +343,11 @@ pub struct WasmPlugin {
 impl WasmPlugin {
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// What the plugin was granted (of what it declares).
+    pub fn grants(&self) -> &Capabilities {
+        &self.granted
     }
 
     /// Whether loading compiled the component or reused the cache.
@@ -301,6 +392,12 @@ impl WasmPlugin {
                 run: run.cloned(),
                 waits: self.waits.clone(),
                 deadline,
+                egress: self.egress.clone(),
+                http_deadline: run.map_or(deadline, |r| {
+                    let call = r.call_deadline(TOOL_CALL_TIMEOUT);
+                    r.deadline().map_or(call, |end| end.min(call))
+                }),
+                env_grants: &self.granted.env,
             },
         )
     }
@@ -353,6 +450,7 @@ impl WasmPlugin {
             .await
             .map_err(|e| ToolError(anyhow::anyhow!(self.failure(&format!("tool {tool}"), e))))?;
         result.map_err(|message| {
+            let message = crate::redact::redact(&message);
             ToolError(anyhow::anyhow!("plugin {} reported a failure in {tool}: {message}", self.name))
         })
     }
@@ -392,7 +490,8 @@ impl WasmPlugin {
             .iter()
             .map(|spec| {
                 let handler = Arc::new(WasmTool { plugin: Arc::clone(self), tool: spec.name.clone() });
-                registry.register_external(ExternalKind::Wasm, &self.name, spec, handler)
+                let network = !self.granted.http.is_empty();
+                registry.register_external(ExternalKind::Wasm, &self.name, spec, network, handler)
             })
             .collect()
     }
@@ -471,7 +570,7 @@ pub async fn load_file(
     services: Arc<HostServices>,
 ) -> Result<Arc<WasmPlugin>, LoadError> {
     let dir = entry.parent().context("the component path has no parent directory").map_err(LoadError::NotAComponent)?;
-    runtime.load(name, dir, entry, None, services).await
+    runtime.load(name, dir, entry, PluginSetup::default(), services).await
 }
 
 /// Validate a component for installation: it compiles (warming the cache),
@@ -482,11 +581,13 @@ pub async fn validate_component(
     runtime: &Arc<WasmRuntime>,
     name: &str,
     entry: &Path,
+    declared: &Capabilities,
 ) -> Result<Vec<ToolSpec>, LoadError> {
     let registry = Arc::new(Registry::new(&[]));
     let dir = entry.parent().unwrap_or(Path::new("/"));
     let services =
         Arc::new(HostServices::new(&registry, Arc::new(crate::sampling::OfflineProvider), dir, "install-validation"));
-    let plugin = runtime.load(name, dir, entry, None, services).await?;
+    let setup = PluginSetup { declared: declared.clone(), ..PluginSetup::default() };
+    let plugin = runtime.load(name, dir, entry, setup, services).await?;
     Ok(plugin.tools())
 }

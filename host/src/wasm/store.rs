@@ -1,6 +1,8 @@
 //! One `Store` per guest call: the guest's WASI context (no ambient authority:
-//! no env, no args, no sockets, no project; its own artifact dir read-only at
-//! `/plugin`; stdout/stderr into its tail), its resource limits, the epoch
+//! no args, no sockets, no project; its own artifact dir read-only at
+//! `/plugin`; stdout/stderr into its tail; as environment only the variables
+//! its grant names, read when the call starts), its `wasi:http` hooks (the
+//! grant, for plugins that declare `http`), its resource limits, the epoch
 //! deadline, and what host services need (the scope's services, the current
 //! run, the plugin's name).
 
@@ -11,7 +13,9 @@ use std::time::Instant;
 use wasmtime::component::ResourceTable;
 use wasmtime::{Engine, Store, StoreLimits, StoreLimitsBuilder, UpdateDeadline};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
+use super::http::{Egress, GuestHttp};
 use super::stdio::{SharedTail, TailStream};
 use crate::limits::{WASM_INSTANCES_MAX, WASM_TABLE_ELEMENTS_MAX};
 use crate::run::RunContext;
@@ -21,6 +25,8 @@ use crate::services::{HostServices, HostWaits};
 pub struct GuestState {
     wasi: WasiCtx,
     table: ResourceTable,
+    http_ctx: WasiHttpCtx,
+    http: GuestHttp,
     limits: StoreLimits,
     pub(crate) services: Arc<HostServices>,
     pub(crate) run: Option<RunContext>,
@@ -39,6 +45,12 @@ impl WasiView for GuestState {
     }
 }
 
+impl WasiHttpView for GuestState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView { ctx: &mut self.http_ctx, table: &mut self.table, hooks: &mut self.http }
+    }
+}
+
 /// What a store is made for.
 pub struct StoreSpec<'a> {
     pub plugin: &'a str,
@@ -49,6 +61,12 @@ pub struct StoreSpec<'a> {
     pub run: Option<RunContext>,
     pub waits: HostWaits,
     pub deadline: Instant,
+    /// The plugin's outbound HTTP (plugins that declare `http`), and the
+    /// deadline each request must finish within.
+    pub egress: Option<Arc<Egress>>,
+    pub http_deadline: Instant,
+    /// The environment variables granted to the plugin.
+    pub env_grants: &'a [String],
 }
 
 /// A fresh store for one call.
@@ -61,6 +79,11 @@ pub fn new_store(engine: &Engine, spec: StoreSpec<'_>) -> anyhow::Result<Store<G
         .allow_ip_name_lookup(false)
         .preopened_dir(spec.artifact_dir, "/plugin", FsPerms::ReadOnly)
         .map_err(anyhow::Error::from)?;
+    for name in spec.env_grants {
+        if let Ok(value) = std::env::var(name) {
+            wasi.env(name, value);
+        }
+    }
     let limits = StoreLimitsBuilder::new()
         .memory_size(spec.memory_max)
         .table_elements(WASM_TABLE_ELEMENTS_MAX)
@@ -69,13 +92,16 @@ pub fn new_store(engine: &Engine, spec: StoreSpec<'_>) -> anyhow::Result<Store<G
         .memories(WASM_INSTANCES_MAX)
         .trap_on_grow_failure(true)
         .build();
+    let source = format!("wasm:{}", spec.plugin);
     let state = GuestState {
         wasi: wasi.build(),
         table: ResourceTable::new(),
+        http_ctx: WasiHttpCtx::new(),
+        http: GuestHttp::new(spec.egress, spec.run.clone(), &source, spec.http_deadline),
         limits,
         services: spec.services,
         run: spec.run,
-        source: format!("wasm:{}", spec.plugin),
+        source,
         log_lines: 0,
         waits: spec.waits,
         deadline: spec.deadline,

@@ -1,0 +1,453 @@
+//! Capabilities a WASM plugin asks for and the grants a user gives it: the
+//! `[capabilities]` table of `clat-plugin.toml` (`http` patterns of scheme,
+//! host or `*.`-suffix and port; `env` names), their validation (every bad
+//! entry named), whether a grant covers what a package asks for (an upgrade
+//! asking for more asks again), and the matching of one request's scheme,
+//! host and port against a grant. The WASM runtime enforces a grant
+//! (`wasm/http.rs`); the CLI asks for it (`cli/plugin.rs`). Nothing here
+//! performs I/O.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use serde::{Deserialize, Serialize};
+
+use crate::limits::{WASM_ENV_GRANTS_MAX, WASM_HTTP_GRANTS_MAX};
+
+/// What a package declares in `[capabilities]`, and what a user granted: the
+/// same shape, so a grant is the declaration the user said yes to.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Capabilities {
+    /// Origins the guest may send HTTP requests to (`https://api.example.com`,
+    /// `https://*.example.org:8443`, `http://127.0.0.1:*`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub http: Vec<String>,
+    /// Environment variables whose values the guest may read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
+}
+
+impl Capabilities {
+    pub fn is_empty(&self) -> bool {
+        self.http.is_empty() && self.env.is_empty()
+    }
+
+    /// Check every entry; the error names the first bad one and why.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.http.len() > WASM_HTTP_GRANTS_MAX {
+            return Err(format!("capabilities.http lists {} hosts; at most {WASM_HTTP_GRANTS_MAX}", self.http.len()));
+        }
+        if self.env.len() > WASM_ENV_GRANTS_MAX {
+            return Err(format!("capabilities.env lists {} names; at most {WASM_ENV_GRANTS_MAX}", self.env.len()));
+        }
+        for entry in &self.http {
+            HttpPattern::parse(entry).map_err(|why| format!("capabilities.http entry {entry:?}: {why}"))?;
+        }
+        for name in &self.env {
+            check_env_name(name).map_err(|why| format!("capabilities.env entry {name:?}: {why}"))?;
+        }
+        Ok(())
+    }
+
+    /// The parsed `http` patterns (entries that do not parse are skipped:
+    /// a manifest is validated before it is installed).
+    pub fn http_patterns(&self) -> Vec<HttpPattern> {
+        self.http.iter().filter_map(|p| HttpPattern::parse(p).ok()).collect()
+    }
+
+    /// Whether this grant holds everything `asked` asks for (same entries,
+    /// compared as parsed patterns, so `HTTPS://X/` covers `https://x`).
+    pub fn covers(&self, asked: &Capabilities) -> bool {
+        let granted = self.http_patterns();
+        asked.http_patterns().iter().all(|p| granted.contains(p)) && asked.env.iter().all(|n| self.env.contains(n))
+    }
+
+    /// Entries of `asked` that this grant does not hold, for the "asks for more" prompt.
+    pub fn missing_from(&self, asked: &Capabilities) -> Capabilities {
+        let granted = self.http_patterns();
+        Capabilities {
+            http: asked
+                .http
+                .iter()
+                .filter(|p| HttpPattern::parse(p).map_or(true, |p| !granted.contains(&p)))
+                .cloned()
+                .collect(),
+            env: asked.env.iter().filter(|n| !self.env.contains(n)).cloned().collect(),
+        }
+    }
+
+    /// One line per entry, for prompts and listings.
+    pub fn describe(&self) -> Vec<String> {
+        let http = self.http.iter().map(|p| format!("HTTP requests to {p}"));
+        let env = self.env.iter().map(|n| format!("the environment variable {n}"));
+        http.chain(env).collect()
+    }
+
+    /// A compact form for tables: `http: a, b; env: X`.
+    pub fn summary(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.http.is_empty() {
+            parts.push(format!("http: {}", self.http.join(", ")));
+        }
+        if !self.env.is_empty() {
+            parts.push(format!("env: {}", self.env.join(", ")));
+        }
+        if parts.is_empty() { "none".to_string() } else { parts.join("; ") }
+    }
+}
+
+fn check_env_name(name: &str) -> Result<(), &'static str> {
+    let mut chars = name.chars();
+    let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+    if !first_ok || !chars.all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err("an environment variable name is letters, digits and '_', not starting with a digit");
+    }
+    Ok(())
+}
+
+/// `http` or `https`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpScheme {
+    Http,
+    Https,
+}
+
+impl HttpScheme {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HttpScheme::Http => "http",
+            HttpScheme::Https => "https",
+        }
+    }
+
+    pub fn default_port(self) -> u16 {
+        match self {
+            HttpScheme::Http => 80,
+            HttpScheme::Https => 443,
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<HttpScheme> {
+        match text.to_ascii_lowercase().as_str() {
+            "http" => Some(HttpScheme::Http),
+            "https" => Some(HttpScheme::Https),
+            _ => None,
+        }
+    }
+}
+
+/// The host part of a pattern.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostPattern {
+    /// One host name (lower case).
+    Name(String),
+    /// `*.example.org`: any name ending in `.example.org` (not `example.org` itself).
+    Subdomains(String),
+    /// An IP address literal.
+    Address(IpAddr),
+}
+
+/// The port part of a pattern.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PortPattern {
+    One(u16),
+    /// `:*`, allowed only for loopback hosts (a local development server).
+    Any,
+}
+
+/// One parsed `http` grant entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpPattern {
+    pub scheme: HttpScheme,
+    pub host: HostPattern,
+    pub port: PortPattern,
+}
+
+impl std::fmt::Display for HttpPattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let host = match &self.host {
+            HostPattern::Name(name) => name.clone(),
+            HostPattern::Subdomains(suffix) => format!("*.{suffix}"),
+            HostPattern::Address(IpAddr::V6(ip)) => format!("[{ip}]"),
+            HostPattern::Address(ip) => ip.to_string(),
+        };
+        match self.port {
+            PortPattern::One(port) if port == self.scheme.default_port() => {
+                write!(f, "{}://{host}", self.scheme.as_str())
+            }
+            PortPattern::One(port) => write!(f, "{}://{host}:{port}", self.scheme.as_str()),
+            PortPattern::Any => write!(f, "{}://{host}:*", self.scheme.as_str()),
+        }
+    }
+}
+
+impl HttpPattern {
+    /// Parse `scheme://host[:port][/]`. Refused: another scheme, a path,
+    /// query, fragment or user info, a bare or inner `*`, a `*.` suffix of
+    /// fewer than two labels, plain `http://` or `:*` for a host that is not
+    /// loopback.
+    pub fn parse(text: &str) -> Result<HttpPattern, String> {
+        let (scheme, rest) = text.split_once("://").ok_or("it must start with https:// or http://")?;
+        let scheme = HttpScheme::parse(scheme).ok_or("only https:// and http:// are supported")?;
+        let rest = rest.strip_suffix('/').unwrap_or(rest);
+        if rest.contains(['/', '?', '#']) {
+            return Err("a grant names an origin (scheme, host, port), without a path, query or fragment".into());
+        }
+        if rest.contains('@') {
+            return Err("a grant may not carry user info (credentials belong in a granted environment variable)".into());
+        }
+        let (host, port) = split_host_port(rest)?;
+        let host = parse_host(&host)?;
+        let port = match port {
+            None => PortPattern::One(scheme.default_port()),
+            Some("*") => PortPattern::Any,
+            Some(port) => PortPattern::One(
+                port.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| format!("port {port:?} is not 1–65535"))?,
+            ),
+        };
+        let pattern = HttpPattern { scheme, host, port };
+        let loopback = pattern.is_loopback();
+        if scheme == HttpScheme::Http && !loopback {
+            return Err(
+                "plain http:// is allowed only for loopback hosts (localhost, 127.0.0.1, [::1]); use https://".into()
+            );
+        }
+        if port == PortPattern::Any && !loopback {
+            return Err("any port (:*) is allowed only for loopback hosts".into());
+        }
+        Ok(pattern)
+    }
+
+    /// Whether the pattern names a loopback host (`localhost` or a loopback address).
+    pub fn is_loopback(&self) -> bool {
+        match &self.host {
+            HostPattern::Name(name) => is_localhost(name),
+            HostPattern::Address(ip) => canonical(*ip).is_loopback(),
+            HostPattern::Subdomains(_) => false,
+        }
+    }
+
+    /// Whether a request to `scheme://host:port` is within this pattern.
+    /// `host` is as written in the URL (a name, an IPv4 address or a bracketed IPv6 one).
+    pub fn matches(&self, scheme: HttpScheme, host: &str, port: u16) -> bool {
+        if scheme != self.scheme || !matches!(self.port, PortPattern::Any) && self.port != PortPattern::One(port) {
+            return false;
+        }
+        let host = host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+        let host = host.strip_suffix('.').unwrap_or(&host);
+        match (&self.host, host.parse::<IpAddr>()) {
+            (HostPattern::Address(granted), Ok(ip)) => canonical(*granted) == canonical(ip),
+            (HostPattern::Name(name), Err(_)) => name == host,
+            (HostPattern::Subdomains(suffix), Err(_)) => {
+                host.len() > suffix.len() + 1 && host.ends_with(suffix.as_str()) && {
+                    let cut = host.len() - suffix.len();
+                    host.as_bytes()[cut - 1] == b'.'
+                }
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Whether any pattern of `grant` covers the request.
+pub fn grant_allows(grant: &[HttpPattern], scheme: HttpScheme, host: &str, port: u16) -> bool {
+    grant.iter().any(|p| p.matches(scheme, host, port))
+}
+
+fn split_host_port(rest: &str) -> Result<(String, Option<&str>), String> {
+    if let Some(inner) = rest.strip_prefix('[') {
+        let (host, after) = inner.split_once(']').ok_or("an IPv6 address must be closed with ']'")?;
+        return match after {
+            "" => Ok((host.to_string(), None)),
+            after => match after.strip_prefix(':') {
+                Some(port) => Ok((host.to_string(), Some(port))),
+                None => Err("expected ':port' after the IPv6 address".into()),
+            },
+        };
+    }
+    Ok(match rest.rsplit_once(':') {
+        Some((host, port)) => (host.to_string(), Some(port)),
+        None => (rest.to_string(), None),
+    })
+}
+
+fn parse_host(host: &str) -> Result<HostPattern, String> {
+    let host = host.to_ascii_lowercase();
+    if host.is_empty() {
+        return Err("the host is empty".into());
+    }
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return Ok(HostPattern::Address(ip));
+    }
+    let (wildcard, name) = match host.strip_prefix("*.") {
+        Some(name) => (true, name),
+        None => (false, host.as_str()),
+    };
+    if name.contains('*') || host == "*" {
+        return Err(
+            "'*' may only stand for whole leading labels, as in *.example.org; a grant never matches every host".into(),
+        );
+    }
+    let labels: Vec<&str> = name.split('.').collect();
+    let label_ok = |l: &&str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    if name.len() > 253 || !labels.iter().all(label_ok) {
+        return Err(format!("{name:?} is not a host name"));
+    }
+    if wildcard {
+        if labels.len() < 2 {
+            return Err(format!("*.{name} is too broad: name at least a domain and its suffix, as in *.example.org"));
+        }
+        return Ok(HostPattern::Subdomains(name.to_string()));
+    }
+    Ok(HostPattern::Name(name.to_string()))
+}
+
+/// `localhost` and names under it resolve to loopback by definition (RFC 6761).
+pub fn is_localhost(name: &str) -> bool {
+    let name = name.strip_suffix('.').unwrap_or(name).to_ascii_lowercase();
+    name == "localhost" || name.ends_with(".localhost")
+}
+
+/// An IPv4-mapped IPv6 address as the IPv4 address it maps.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+/// Whether an address is not on the public internet: loopback, private,
+/// link-local, shared (CGNAT), unspecified, broadcast, multicast, documentation
+/// or unique-local. A granted host *name* may resolve only to public addresses.
+pub fn is_internal_address(ip: IpAddr) -> bool {
+    match canonical(ip) {
+        IpAddr::V4(v4) => internal_v4(v4),
+        IpAddr::V6(v6) => internal_v6(v6),
+    }
+}
+
+fn internal_v4(ip: Ipv4Addr) -> bool {
+    let [a, b, ..] = ip.octets();
+    ip.is_loopback()
+        || ip.is_private()
+        || ip.is_link_local()
+        || ip.is_unspecified()
+        || ip.is_broadcast()
+        || ip.is_multicast()
+        || ip.is_documentation()
+        || a == 0
+        || (a == 100 && (64..128).contains(&b))
+        || (a == 198 && (b == 18 || b == 19))
+        || a >= 240
+}
+
+fn internal_v6(ip: Ipv6Addr) -> bool {
+    let first = ip.segments()[0];
+    ip.is_loopback()
+        || ip.is_unspecified()
+        || ip.is_multicast()
+        || (first & 0xfe00) == 0xfc00
+        || (first & 0xffc0) == 0xfe80
+        || (first == 0x2001 && ip.segments()[1] == 0x0db8)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caps(http: &[&str], env: &[&str]) -> Capabilities {
+        Capabilities {
+            http: http.iter().map(|s| s.to_string()).collect(),
+            env: env.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn patterns_name_an_origin_and_nothing_broader() {
+        let p = HttpPattern::parse("https://api.example.com").unwrap();
+        assert!(p.matches(HttpScheme::Https, "api.example.com", 443));
+        assert!(p.matches(HttpScheme::Https, "API.Example.com.", 443));
+        assert!(!p.matches(HttpScheme::Https, "api.example.com", 8443));
+        assert!(!p.matches(HttpScheme::Http, "api.example.com", 443));
+        assert!(!p.matches(HttpScheme::Https, "evil-api.example.com", 443));
+        let sub = HttpPattern::parse("https://*.example.org:8443/").unwrap();
+        assert!(sub.matches(HttpScheme::Https, "a.example.org", 8443));
+        assert!(sub.matches(HttpScheme::Https, "a.b.example.org", 8443));
+        assert!(!sub.matches(HttpScheme::Https, "example.org", 8443));
+        assert!(!sub.matches(HttpScheme::Https, "badexample.org", 8443));
+        assert!(!sub.matches(HttpScheme::Https, "a.example.org", 443));
+        let local = HttpPattern::parse("http://127.0.0.1:*").unwrap();
+        assert!(local.matches(HttpScheme::Http, "127.0.0.1", 4000));
+        assert!(!local.matches(HttpScheme::Http, "127.0.0.2", 4000));
+        assert!(!local.matches(HttpScheme::Http, "localhost", 4000), "a name is not the address it may resolve to");
+        let v6 = HttpPattern::parse("http://[::1]:8080").unwrap();
+        assert!(v6.matches(HttpScheme::Http, "[::1]", 8080));
+        assert_eq!(v6.to_string(), "http://[::1]:8080");
+        assert_eq!(sub.to_string(), "https://*.example.org:8443");
+        assert_eq!(p.to_string(), "https://api.example.com");
+    }
+
+    #[test]
+    fn bad_patterns_are_refused_with_the_reason() {
+        for (bad, why) in [
+            ("*", "https://"),
+            ("https://*", "never matches every host"),
+            ("https://*.*", "never matches every host"),
+            ("https://*.com", "too broad"),
+            ("https://api.*.com", "whole leading labels"),
+            ("ftp://example.com", "only https:// and http://"),
+            ("http://api.example.com", "only for loopback"),
+            ("https://api.example.com:*", "only for loopback"),
+            ("https://api.example.com/v1", "without a path"),
+            ("https://api.example.com?x=1", "without a path"),
+            ("https://user:pw@api.example.com", "user info"),
+            ("https://api.example.com:0", "not 1–65535"),
+            ("https://api.example.com:99999", "not 1–65535"),
+            ("https://exa mple.com", "not a host name"),
+            ("https://", "empty"),
+        ] {
+            let err = HttpPattern::parse(bad).unwrap_err();
+            assert!(err.contains(why), "{bad}: {err}");
+        }
+        let err = caps(&["https://ok.example.com", "https://*"], &[]).validate().unwrap_err();
+        assert!(err.contains("capabilities.http entry \"https://*\""), "{err}");
+        let err = caps(&[], &["GOOD", "1BAD"]).validate().unwrap_err();
+        assert!(err.contains("capabilities.env entry \"1BAD\""), "{err}");
+        let many: Vec<String> = (0..=WASM_HTTP_GRANTS_MAX).map(|i| format!("https://h{i}.example.com")).collect();
+        let err = Capabilities { http: many, env: vec![] }.validate().unwrap_err();
+        assert!(err.contains(&format!("at most {WASM_HTTP_GRANTS_MAX}")), "{err}");
+        let many: Vec<String> = (0..=WASM_ENV_GRANTS_MAX).map(|i| format!("VAR_{i}")).collect();
+        assert!(Capabilities { http: vec![], env: many }.validate().is_err());
+    }
+
+    #[test]
+    fn a_grant_covers_what_it_holds_and_names_what_is_new() {
+        let granted = caps(&["https://api.example.com/", "http://localhost:3000"], &["TOKEN"]);
+        assert!(granted.covers(&caps(&["HTTPS://API.example.com"], &["TOKEN"])));
+        assert!(granted.covers(&Capabilities::default()));
+        let more = caps(&["https://api.example.com", "https://other.example.com"], &["TOKEN", "SECRET"]);
+        assert!(!granted.covers(&more));
+        assert_eq!(granted.missing_from(&more), caps(&["https://other.example.com"], &["SECRET"]));
+    }
+
+    #[test]
+    fn internal_addresses_are_recognised() {
+        for internal in
+            ["127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "::1"]
+        {
+            assert!(is_internal_address(internal.parse().unwrap()), "{internal}");
+        }
+        for internal in ["fe80::1", "fd00::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1"] {
+            assert!(is_internal_address(internal.parse().unwrap()), "{internal}");
+        }
+        for public in ["93.184.216.34", "1.1.1.1", "2606:4700:4700::1111"] {
+            assert!(!is_internal_address(public.parse().unwrap()), "{public}");
+        }
+    }
+}
