@@ -165,6 +165,62 @@ fn installing_headless_needs_grant_and_an_upgrade_asking_for_more_asks_again() {
 }
 
 #[test]
+fn plugin_test_reports_a_grant_never_used_and_an_import_never_declared() {
+    let env = TestEnv::trusted();
+    // hello never imports wasi:http: asking the user for an http grant would be in vain.
+    let unused = package_with(&env, guests::HELLO_PACKAGE, r#"http = ["https://api.example.com"]"#);
+    let out = env.clat(&["plugin", "test", unused.to_str().unwrap(), "--grant"]);
+    assert_eq!(out.status.code(), Some(1), "{} {}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("never imports wasi:http"), "{}", stdout(&out));
+    // fetch-json without its [capabilities] table imports what it did not declare.
+    let undeclared = package_with(&env, guests::FETCH_JSON_PACKAGE, "");
+    let out = env.clat(&["plugin", "test", undeclared.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(text.contains("wasi:http/") && text.contains("[capabilities] http"), "{text}");
+    // A server package may not ask for capabilities: it already runs with CLAT's network and environment.
+    let server = env.dir.path().join("server-pkg");
+    std::fs::create_dir_all(&server).unwrap();
+    std::fs::write(
+        server.join("clat-plugin.toml"),
+        "name = \"srv\"\nversion = \"1\"\nkind = \"mcp-stdio\"\nentry = \"srv\"\n[capabilities]\nenv = [\"TOKEN\"]\n",
+    )
+    .unwrap();
+    let err = stderr(&install(&env, &server, true));
+    assert!(err.contains("capabilities apply to wasm packages only"), "{err}");
+}
+
+/// `clat plugin install PACKAGE` at a terminal (script(1) gives clat one), answering `answer`.
+fn install_at_a_terminal(env: &TestEnv, package: &str, answer: &[u8]) -> (Option<i32>, String) {
+    let command = format!("{} --home {} plugin install {package}", env!("CARGO_BIN_EXE_clat"), env.home.display());
+    let mut script = std::process::Command::new("script");
+    script.args(["-qec", &command, "/dev/null"]);
+    let out = support::output_with_stdin(env, script, answer);
+    (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn at_a_terminal_the_user_is_shown_what_a_package_asks_for_and_decides() {
+    let env = TestEnv::trusted();
+    let (code, screen) = install_at_a_terminal(&env, guests::HTTP_PROBE_PACKAGE, b"n\n");
+    assert_eq!(code, Some(4), "{screen}");
+    assert!(screen.contains("Plugin http-probe 0.1.0 asks for:"), "{screen}");
+    assert!(screen.contains("- HTTP requests to http://127.0.0.1:*"), "{screen}");
+    assert!(screen.contains("- the environment variable CLAT_TEST_GRANTED_TOKEN"), "{screen}");
+    assert!(screen.contains("Grant? [y/N]") && screen.contains("Not granted."), "{screen}");
+    assert!(stdout(&env.clat(&["plugin", "list"])).contains("no plugins installed"));
+    let (code, screen) = install_at_a_terminal(&env, guests::HTTP_PROBE_PACKAGE, b"y\n");
+    assert_eq!(code, Some(0), "{screen}");
+    assert!(screen.contains("granted HTTP requests to http://127.0.0.1:*"), "{screen}");
+    let list = stdout(&env.clat(&["plugin", "list", "--json"]));
+    let list: Value = serde_json::from_str(&list).unwrap();
+    assert_eq!(
+        list["plugins"][0]["grants"],
+        json!({ "http": ["http://127.0.0.1:*"], "env": ["CLAT_TEST_GRANTED_TOKEN"] })
+    );
+}
+
+#[test]
 fn a_redirect_is_followed_within_the_grant_and_refused_outside_it() {
     let (granted, other) = (HttpServer::start(), HttpServer::start());
     let env = TestEnv::trusted();
