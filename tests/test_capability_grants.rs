@@ -15,7 +15,8 @@ use clat_guest_artifacts as guests;
 use clat_host::capabilities::Capabilities;
 use clat_host::contract::PermissionMode;
 use clat_host::limits::{
-    WASM_HTTP_REQUEST_BODY_MAX_BYTES, WASM_HTTP_REQUESTS_PER_CALL, WASM_HTTP_RESPONSE_BODY_MAX_BYTES,
+    WASM_HTTP_REDIRECTS_MAX, WASM_HTTP_REQUEST_BODY_MAX_BYTES, WASM_HTTP_REQUESTS_PER_CALL,
+    WASM_HTTP_RESPONSE_BODY_MAX_BYTES,
 };
 use clat_host::run::{RunContext, RunEventKind};
 use clat_host::wasm::http::NameLookup;
@@ -131,6 +132,30 @@ fn a_url_outside_the_grant_is_refused_before_any_connection() {
 }
 
 #[test]
+fn a_javascript_guest_fetches_through_the_same_grant() {
+    let server = HttpServer::start();
+    let env = TestEnv::trusted();
+    // Built by `clat plugin build`: the manifest declares http, so componentize-js keeps wasi:http.
+    let package = support::toolchains::package("js", "fetch-json");
+    assert!(install(&env, &package, true).status.success());
+    let (code, document, events) =
+        call(&env, "wasm_fetch_json_js_fetch_json", json!({ "url": server.url("/json") }), "full-access", &[]);
+    assert_eq!(code, 0, "{document}");
+    assert_eq!(structured(&document)["status"], 200, "{document}");
+    assert_eq!(structured(&document)["shape"]["fields"]["nested"], "object", "{document}");
+    let http = http_events(&events);
+    assert_eq!((http.len(), &http[0]["source"], &http[0]["status"]), (1, &json!("wasm:fetch-json-js"), &json!(200)));
+    // The same guest under a grant that does not cover the URL: refused, nothing contacted.
+    let narrow = package_with(&env, package.to_str().unwrap(), r#"http = ["https://api.github.com"]"#);
+    assert!(install(&env, &narrow, true).status.success());
+    let (code, document, events) =
+        call(&env, "wasm_fetch_json_js_fetch_json", json!({ "url": server.url("/json") }), "full-access", &[]);
+    assert_eq!(code, 1, "{document}");
+    assert!(http_events(&events)[0]["error"].as_str().unwrap().contains("is not in plugin fetch-json-js's http grant"));
+    assert_eq!(server.connections(), 1, "only the first, granted call connected");
+}
+
+#[test]
 fn installing_headless_needs_grant_and_an_upgrade_asking_for_more_asks_again() {
     let env = TestEnv::trusted();
     let out = install(&env, Path::new(guests::HTTP_PROBE_PACKAGE), false);
@@ -239,6 +264,16 @@ fn a_redirect_is_followed_within_the_grant_and_refused_outside_it() {
     let why = http_events(&events)[0]["error"].as_str().unwrap().to_string();
     assert!(why.contains(&format!("a redirect to http://127.0.0.1:{} is outside the grant", other.port)), "{why}");
     assert_eq!(other.connections(), 0, "the redirect's target was never contacted");
+    // Within the grant, at most WASM_HTTP_REDIRECTS_MAX redirects are followed.
+    let chain = |hops: usize| granted.url(&format!("{}/json", "/redirect?to=".repeat(hops)));
+    let (_, document, _) =
+        call(&env, "wasm_http_probe_get", json!({ "url": chain(WASM_HTTP_REDIRECTS_MAX) }), "full-access", &[]);
+    assert_eq!(structured(&document)["outcomes"][0]["status"], 200, "{document}");
+    let (_, document, events) =
+        call(&env, "wasm_http_probe_get", json!({ "url": chain(WASM_HTTP_REDIRECTS_MAX + 1) }), "full-access", &[]);
+    assert!(structured(&document)["outcomes"][0]["error"].is_string(), "{document}");
+    let why = http_events(&events)[0]["error"].as_str().unwrap().to_string();
+    assert!(why.contains(&format!("more than {WASM_HTTP_REDIRECTS_MAX} redirects")), "{why}");
 }
 
 #[test]

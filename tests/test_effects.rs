@@ -70,16 +70,10 @@ fn every_combination_of_hints_matches_the_table_and_is_never_read() {
     assert_eq!(seen.len(), 4, "all four non-native effects are reachable: {seen:?}");
 }
 
-#[test]
-fn registered_plugin_tools_take_their_effect_from_annotations() {
+/// Register one plugin tool per case (named, annotated) and check each registered effect.
+fn check_registered_effects(network_granted: bool, cases: &[(&str, ToolAnnotations, Effect)]) {
     let registry = Registry::new(&NATIVE_TOOL_NAMES);
-    let cases = [
-        ("closed", hints(Some(true), None, Some(false)), Effect::ExternalRead),
-        ("open", hints(Some(true), None, None), Effect::Network),
-        ("writes", hints(Some(false), Some(false), None), Effect::Write),
-        ("bare", ToolAnnotations::default(), Effect::Destructive),
-    ];
-    for (name, annotations, _) in &cases {
+    for (name, annotations, _) in cases {
         let spec = ToolSpec {
             name: name.to_string(),
             title: None,
@@ -88,36 +82,38 @@ fn registered_plugin_tools_take_their_effect_from_annotations() {
             output_schema: None,
             annotations: annotations.clone(),
         };
-        registry.register_external(ExternalKind::Wasm, "p", &spec, false, support::ok_tool()).unwrap();
+        registry.register_external(ExternalKind::Wasm, "p", &spec, network_granted, support::ok_tool()).unwrap();
     }
-    for (info, (_, _, effect)) in registry.list().iter().zip(&cases) {
-        assert_eq!(info.effect, *effect, "{}", info.name);
+    for (info, (_, _, effect)) in registry.list().iter().zip(cases) {
+        assert_eq!(info.effect, *effect, "{} (network granted: {network_granted})", info.name);
     }
 }
 
 #[test]
+fn registered_plugin_tools_take_their_effect_from_annotations() {
+    check_registered_effects(
+        false,
+        &[
+            ("closed", hints(Some(true), None, Some(false)), Effect::ExternalRead),
+            ("open", hints(Some(true), None, None), Effect::Network),
+            ("writes", hints(Some(false), Some(false), None), Effect::Write),
+            ("bare", ToolAnnotations::default(), Effect::Destructive),
+        ],
+    );
+}
+
+#[test]
 fn a_plugin_holding_an_http_grant_has_at_least_the_network_effect() {
-    let registry = Registry::new(&NATIVE_TOOL_NAMES);
-    let cases = [
-        ("closed", hints(Some(true), None, Some(false)), Effect::Network),
-        ("open", hints(Some(true), None, None), Effect::Network),
-        ("writes", hints(Some(false), Some(false), None), Effect::Write),
-        ("bare", ToolAnnotations::default(), Effect::Destructive),
-    ];
-    for (name, annotations, _) in &cases {
-        let spec = ToolSpec {
-            name: name.to_string(),
-            title: None,
-            description: String::new(),
-            input_schema: json!({ "type": "object" }).to_string(),
-            output_schema: None,
-            annotations: annotations.clone(),
-        };
-        registry.register_external(ExternalKind::Wasm, "granted", &spec, true, support::ok_tool()).unwrap();
-    }
-    for (info, (_, _, effect)) in registry.list().iter().zip(&cases) {
-        assert_eq!(info.effect, *effect, "{}", info.name);
-    }
+    // Whatever its annotations say, it can reach an open world; a higher effect stays.
+    check_registered_effects(
+        true,
+        &[
+            ("closed", hints(Some(true), None, Some(false)), Effect::Network),
+            ("open", hints(Some(true), None, None), Effect::Network),
+            ("writes", hints(Some(false), Some(false), None), Effect::Write),
+            ("bare", ToolAnnotations::default(), Effect::Destructive),
+        ],
+    );
 }
 
 #[test]

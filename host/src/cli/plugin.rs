@@ -104,6 +104,21 @@ pub(crate) fn decide_grants(
     if matches!(answer.trim(), "y" | "Y" | "yes") { Ok(asked.clone()) } else { Err(refused("Not granted.")) }
 }
 
+/// What `plugin grant` / `plugin revoke` changed: `{"plugin", VERB: grants}`,
+/// or one `VERB NAME …` line per entry (`nothing` when there was none).
+fn report_grants(name: &str, verb: &str, grants: &Capabilities, nothing: &str, json: bool) -> Result<Exit, Failure> {
+    if json {
+        println!("{}", json!({ "plugin": name, verb: grants }));
+    } else if grants.is_empty() {
+        println!("plugin {name} {nothing}");
+    } else {
+        for line in grants.describe() {
+            println!("{verb} {name} {line}");
+        }
+    }
+    Ok(Exit::Ok)
+}
+
 /// The grant lines of one installed package, for `plugin list`.
 fn grant_lines(package: &Installed) -> Vec<String> {
     let declared = &package.manifest.capabilities;
@@ -233,30 +248,15 @@ pub(crate) async fn plugin(
         }
         PluginCommand::Grant { name, json } => {
             let updated = store.set_grants(&name, |p| Ok(p.manifest.capabilities.clone()))?;
-            if json {
-                println!("{}", json!({ "plugin": name, "grants": updated.grants }));
-            } else if updated.grants.is_empty() {
-                println!("plugin {name} declares no capabilities; nothing to grant");
-            } else {
-                for line in updated.grants.describe() {
-                    println!("granted {name} {line}");
-                }
-            }
-            Ok(Exit::Ok)
+            report_grants(&name, "granted", &updated.grants, "declares no capabilities; nothing to grant", json)
         }
         PluginCommand::Revoke { name, json } => {
-            let before = store.get(&name)?.ok_or_else(|| PackageError::NotInstalled(name.clone()))?;
-            store.set_grants(&name, |_| Ok(Capabilities::default()))?;
-            if json {
-                println!("{}", json!({ "plugin": name, "revoked": before.grants }));
-            } else if before.grants.is_empty() {
-                println!("plugin {name} held no grants");
-            } else {
-                for line in before.grants.describe() {
-                    println!("revoked {name} {line}");
-                }
-            }
-            Ok(Exit::Ok)
+            let mut before = Capabilities::default();
+            store.set_grants(&name, |p| {
+                before = p.grants.clone();
+                Ok(Capabilities::default())
+            })?;
+            report_grants(&name, "revoked", &before, "held no grants", json)
         }
         PluginCommand::Gc { json } => {
             let swept =

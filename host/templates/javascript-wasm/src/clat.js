@@ -1,6 +1,6 @@
 // clat.js: the CLAT plugin contract (artec:clat@0.1.0, wit/clat.wit) for JavaScript guests built with
 // componentize-js. `definePlugin(tools)` makes the `plugin` export from a table of tools, each declared once:
-// its description, JSON Schema, effect hints and `run(args)`. What `run` returns is text, or a ToolOutput
+// its description, JSON Schema, effect hints and `run(args)` (which may be async). What `run` returns is text, or a ToolOutput
 // (`text`, `error`, `structured`); an Error it throws becomes a tool error the model reads. Host services
 // (the six host tools, sampling, elicitation, context, log) are the imports of `artec:clat/host-services`;
 // a host error arrives as a thrown error whose `payload` is `{tag, val}` (`hostErrorKind` names it).
@@ -58,11 +58,13 @@ export function definePlugin(tools) {
         },
       }));
     },
-    callTool(name, argumentsJson) {
+    // Async, so a tool's `run` may await (`fetch`, for a plugin that declares `[capabilities] http`):
+    // componentize-js runs the event loop until the call's promise settles.
+    async callTool(name, argumentsJson) {
       const tool = tools[name];
       if (!tool) throw `no tool named ${JSON.stringify(name)}`;
       try {
-        const result = tool.run(JSON.parse(argumentsJson));
+        const result = await tool.run(JSON.parse(argumentsJson));
         return typeof result === "object" && result !== null && "content" in result ? result : text(result);
       } catch (e) {
         return error(e instanceof Error ? e.message : String(e));

@@ -1,0 +1,75 @@
+// clat.js: the CLAT plugin contract (artec:clat@0.1.0, wit/clat.wit) for JavaScript guests built with
+// componentize-js. `definePlugin(tools)` makes the `plugin` export from a table of tools, each declared once:
+// its description, JSON Schema, effect hints and `run(args)` (which may be async). What `run` returns is text, or a ToolOutput
+// (`text`, `error`, `structured`); an Error it throws becomes a tool error the model reads. Host services
+// (the six host tools, sampling, elicitation, context, log) are the imports of `artec:clat/host-services`;
+// a host error arrives as a thrown error whose `payload` is `{tag, val}` (`hostErrorKind` names it).
+
+import * as host from "artec:clat/host-services@0.1.0";
+
+export const text = (value) => ({ content: [{ tag: "text", val: String(value) }], structured: undefined, isError: false });
+export const error = (value) => ({ ...text(value), isError: true });
+export const structured = (value, data) => ({ ...text(value), structured: JSON.stringify(data) });
+
+/** The kind of a host error (denied, cancelled, no_active_run, timeout, budget_exhausted, invalid, unsupported, failed). */
+export const hostErrorKind = (e) => (e && e.payload && e.payload.tag ? e.payload.tag.replaceAll("-", "_") : "failed");
+
+/** The text blocks of a ToolOutput, joined by newlines. */
+export const outputText = (output) => output.content.filter((b) => b.tag === "text").map((b) => b.val).join("\n");
+
+/** Call a host tool ("read-file", "write-file", "list-files", "search", "edit-file", "run-command"). */
+export const callHostTool = (tool, args) => host.callTool(tool, JSON.stringify(args));
+export const getContext = () => host.getContext();
+export const log = (level, message) => host.log(level, message);
+
+/** One completion from the session model: `sample({messages: [{role: "user", text}], maxTokens})`. */
+export const sample = ({ messages, maxTokens = 256, systemPrompt, temperature }) =>
+  host.createMessage({ messages, systemPrompt, maxTokens, temperature, stopSequences: [], modelHints: [] });
+
+/** Ask the user a form: fields `{name, kind: "text" | "boolean" | "number", required, title}`. */
+export function elicit(message, fields) {
+  const kinds = {
+    text: () => ({ tag: "text", val: { minLength: undefined, maxLength: undefined, format: undefined, default: undefined } }),
+    boolean: () => ({ tag: "boolean", val: { default: undefined } }),
+    number: () => ({ tag: "number", val: { integer: false, minimum: undefined, maximum: undefined, default: undefined } }),
+  };
+  return host.elicit({
+    message,
+    fields: fields.map((f) => ({ name: f.name, title: f.title, description: undefined, required: !!f.required, kind: kinds[f.kind]() })),
+  });
+}
+
+/** The `plugin` export for a table of tools. */
+export function definePlugin(tools) {
+  return {
+    listTools() {
+      return Object.entries(tools).map(([name, tool]) => ({
+        name,
+        title: tool.title,
+        description: tool.description,
+        inputSchema: JSON.stringify(tool.inputSchema ?? { type: "object" }),
+        outputSchema: tool.outputSchema ? JSON.stringify(tool.outputSchema) : undefined,
+        annotations: {
+          title: undefined,
+          readOnly: tool.readOnly,
+          destructive: tool.destructive,
+          idempotent: tool.idempotent,
+          openWorld: tool.openWorld,
+        },
+      }));
+    },
+    // Async, so a tool's `run` may await (`fetch`, for a plugin that declares `[capabilities] http`):
+    // componentize-js runs the event loop until the call's promise settles.
+    async callTool(name, argumentsJson) {
+      const tool = tools[name];
+      if (!tool) throw `no tool named ${JSON.stringify(name)}`;
+      try {
+        const result = await tool.run(JSON.parse(argumentsJson));
+        return typeof result === "object" && result !== null && "content" in result ? result : text(result);
+      } catch (e) {
+        return error(e instanceof Error ? e.message : String(e));
+      }
+    },
+    contextChanged(_snapshot) {},
+  };
+}
