@@ -132,27 +132,33 @@ fn a_url_outside_the_grant_is_refused_before_any_connection() {
 }
 
 #[test]
-fn a_javascript_guest_fetches_through_the_same_grant() {
-    let server = HttpServer::start();
-    let env = TestEnv::trusted();
-    // Built by `clat plugin build`: the manifest declares http, so componentize-js keeps wasi:http.
-    let package = support::toolchains::package("js", "fetch-json");
-    assert!(install(&env, &package, true).status.success());
-    let (code, document, events) =
-        call(&env, "wasm_fetch_json_js_fetch_json", json!({ "url": server.url("/json") }), "full-access", &[]);
-    assert_eq!(code, 0, "{document}");
-    assert_eq!(structured(&document)["status"], 200, "{document}");
-    assert_eq!(structured(&document)["shape"]["fields"]["nested"], "object", "{document}");
-    let http = http_events(&events);
-    assert_eq!((http.len(), &http[0]["source"], &http[0]["status"]), (1, &json!("wasm:fetch-json-js"), &json!(200)));
-    // The same guest under a grant that does not cover the URL: refused, nothing contacted.
-    let narrow = package_with(&env, package.to_str().unwrap(), r#"http = ["https://api.github.com"]"#);
-    assert!(install(&env, &narrow, true).status.success());
-    let (code, document, events) =
-        call(&env, "wasm_fetch_json_js_fetch_json", json!({ "url": server.url("/json") }), "full-access", &[]);
-    assert_eq!(code, 1, "{document}");
-    assert!(http_events(&events)[0]["error"].as_str().unwrap().contains("is not in plugin fetch-json-js's http grant"));
-    assert_eq!(server.connections(), 1, "only the first, granted call connected");
+fn javascript_and_python_guests_fetch_through_the_same_grant() {
+    // Built by `clat plugin build`: the manifest declares http, so componentize-js keeps wasi:http and
+    // componentize-py builds for the world clat-plugin-http.
+    for (lang, plugin) in [("js", "fetch-json-js"), ("python", "fetch-json-py")] {
+        let server = HttpServer::start();
+        let env = TestEnv::trusted();
+        let package = support::toolchains::package(lang, "fetch-json");
+        let out = install(&env, &package, true);
+        assert!(out.status.success(), "{lang}: {}", stderr(&out));
+        let tool = format!("wasm_{}_fetch_json", plugin.replace('-', "_"));
+        let (code, document, events) = call(&env, &tool, json!({ "url": server.url("/json") }), "full-access", &[]);
+        assert_eq!(code, 0, "{lang}: {document}");
+        assert_eq!(structured(&document)["status"], 200, "{lang}: {document}");
+        assert_eq!(structured(&document)["shape"]["fields"]["nested"], "object", "{lang}: {document}");
+        let http = http_events(&events);
+        assert_eq!(http.len(), 1, "{lang}: {events:?}");
+        assert_eq!((&http[0]["source"], &http[0]["status"]), (&json!(format!("wasm:{plugin}")), &json!(200)));
+        assert_eq!(http[0]["bytes"], JSON_DOCUMENT.len(), "{lang}");
+        // The same guest under a grant that does not cover the URL: refused, nothing contacted.
+        let narrow = package_with(&env, package.to_str().unwrap(), r#"http = ["https://api.github.com"]"#);
+        assert!(install(&env, &narrow, true).status.success());
+        let (code, document, events) = call(&env, &tool, json!({ "url": server.url("/json") }), "full-access", &[]);
+        assert_eq!(code, 1, "{lang}: {document}");
+        let why = http_events(&events)[0]["error"].as_str().unwrap().to_string();
+        assert!(why.contains(&format!("is not in plugin {plugin}'s http grant")), "{lang}: {why}");
+        assert_eq!(server.connections(), 1, "{lang}: only the first, granted call connected");
+    }
 }
 
 #[test]

@@ -108,6 +108,19 @@ fn the_javascript_and_python_guests_carry_the_contract_and_the_helpers_unchanged
                 "{name}/wit/clat.wit is not wit/clat.wit"
             );
             assert!(&std::fs::read(dir.join(helper)).unwrap() == copy, "{name}/{helper} is not the template's");
+            // A Python guest that reaches the network carries the template's HTTP helper and its world.
+            if lang == "python" && dir.join("clat_http.py").exists() {
+                let template = root().join("host/templates/python-wasm");
+                let mut files = vec![PathBuf::from("clat_http.py"), PathBuf::from("wit/http.wit")];
+                for package in std::fs::read_dir(template.join("wit/deps")).unwrap().flatten() {
+                    let package = package.file_name().to_string_lossy().into_owned();
+                    files.push(PathBuf::from(format!("wit/deps/{package}/{package}.wit")));
+                }
+                for file in files {
+                    let same = std::fs::read(dir.join(&file)).ok() == std::fs::read(template.join(&file)).ok();
+                    assert!(same, "{name}/{} is not the template's", file.display());
+                }
+            }
             checked += 1;
         }
     }

@@ -12,7 +12,12 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from componentize_py_types import Err
-from wit_world.imports import host_services, types
+from wit_world.imports import host_services
+
+try:
+    from wit_world.imports import types
+except ImportError:  # the world clat-plugin-http also imports wasi:http/types, so ours is prefixed
+    from wit_world.imports import artec_clat_types as types
 
 
 def text(value: str) -> types.ToolOutput:

@@ -13,7 +13,8 @@
 //!   declares `[capabilities] http` (then only `fetch-event` is disabled, and
 //!   the guest's `fetch` goes through the host's grant).
 //! - Python: componentize-py (`DIR/.venv/bin`, else `$CLAT_COMPONENTIZE_PY`,
-//!   else PATH) on the module `app`.
+//!   else PATH) on the module `app`, for the world `clat-plugin`, or
+//!   `clat-plugin-http` (`wit/http.wit`) when the manifest declares http.
 //!
 //! Both bind the contract from `DIR/wit/` (the template writes it there).
 //!
@@ -96,7 +97,7 @@ pub fn build(dir: &Path) -> Result<Built, AuthoringError> {
         Language::Javascript => {
             build_javascript(dir, &scratch.join(&manifest.entry), !manifest.capabilities.http.is_empty())?
         }
-        Language::Python => build_python(dir, &scratch.join(&manifest.entry))?,
+        Language::Python => build_python(dir, &scratch.join(&manifest.entry), !manifest.capabilities.http.is_empty())?,
     };
     assemble(dir, &manifest, &package, &entry, language)
 }
@@ -321,8 +322,9 @@ fn package_main(dir: &Path, default: &str) -> Result<String, AuthoringError> {
     Ok(package["main"].as_str().unwrap_or(default).to_string())
 }
 
-/// componentize-py on the module `app`.
-fn build_python(dir: &Path, out: &Path) -> Result<PathBuf, AuthoringError> {
+/// componentize-py on the module `app`, for the world `clat-plugin`, or
+/// `clat-plugin-http` (`wit/http.wit`, the template's) when the manifest declares http.
+fn build_python(dir: &Path, out: &Path, http: bool) -> Result<PathBuf, AuthoringError> {
     let tool = find_tool(dir.join(".venv/bin/componentize-py"), "CLAT_COMPONENTIZE_PY", "componentize-py").ok_or_else(
         || {
             missing(
@@ -338,5 +340,14 @@ fn build_python(dir: &Path, out: &Path) -> Result<PathBuf, AuthoringError> {
             dir.display()
         )));
     }
-    run_tool(dir, &tool, &["-d", "wit", "-w", "clat-plugin", "componentize", "app", "-o"], out)
+    let world = if http { "clat-plugin-http" } else { "clat-plugin" };
+    if http && !dir.join("wit/http.wit").is_file() {
+        return Err(AuthoringError::Invalid(format!(
+            "the manifest declares [capabilities] http, so the component is built for the world clat-plugin-http, \
+             which {}/wit/http.wit defines (with the WASI packages in wit/deps): copy both from a project \
+             `clat plugin new --lang python` writes",
+            dir.display()
+        )));
+    }
+    run_tool(dir, &tool, &["-d", "wit", "-w", world, "componentize", "app", "-o"], out)
 }

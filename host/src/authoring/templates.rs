@@ -47,7 +47,19 @@ const PYTHON_WASM: &[TemplateFile] = &[
     ("pyproject.toml", include_str!("../../templates/python-wasm/pyproject.toml")),
     ("app.py", include_str!("../../templates/python-wasm/app.py")),
     ("clat.py", include_str!("../../templates/python-wasm/clat.py")),
+    ("clat_http.py", include_str!("../../templates/python-wasm/clat_http.py")),
     ("wit/clat.wit", include_str!("../../../wit/clat.wit")),
+    ("wit/http.wit", include_str!("../../templates/python-wasm/wit/http.wit")),
+    ("wit/deps/http/http.wit", include_str!("../../templates/python-wasm/wit/deps/http/http.wit")),
+    ("wit/deps/io/io.wit", include_str!("../../templates/python-wasm/wit/deps/io/io.wit")),
+    ("wit/deps/clocks/clocks.wit", include_str!("../../templates/python-wasm/wit/deps/clocks/clocks.wit")),
+    ("wit/deps/random/random.wit", include_str!("../../templates/python-wasm/wit/deps/random/random.wit")),
+    ("wit/deps/cli/cli.wit", include_str!("../../templates/python-wasm/wit/deps/cli/cli.wit")),
+    (
+        "wit/deps/filesystem/filesystem.wit",
+        include_str!("../../templates/python-wasm/wit/deps/filesystem/filesystem.wit"),
+    ),
+    ("wit/deps/sockets/sockets.wit", include_str!("../../templates/python-wasm/wit/deps/sockets/sockets.wit")),
     ("clat-plugin.toml", include_str!("../../templates/python-wasm/clat-plugin.toml")),
     ("cases.jsonl", include_str!("../../templates/python-wasm/cases.jsonl")),
     ("README.md", include_str!("../../templates/python-wasm/README.md")),
@@ -77,8 +89,15 @@ const JAVASCRIPT_MCP: &[TemplateFile] = &[
 const EXECUTABLE: &[&str] = &["server.py"];
 
 /// Files that are copied as they are (no placeholders).
-const VERBATIM: &[&str] =
-    &["Cargo.lock", "vendor/clat-guest/src/", "vendor/clat-guest/wit/", "wit/", "src/clat.js", "clat.py"];
+const VERBATIM: &[&str] = &[
+    "Cargo.lock",
+    "vendor/clat-guest/src/",
+    "vendor/clat-guest/wit/",
+    "wit/",
+    "src/clat.js",
+    "clat.py",
+    "clat_http.py",
+];
 
 /// The files of the template for `language` and `kind`.
 fn template(language: Language, kind: PackageKind) -> Result<&'static [TemplateFile], AuthoringError> {
