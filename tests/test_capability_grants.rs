@@ -18,7 +18,9 @@ use clat_host::limits::{
     WASM_HTTP_REDIRECTS_MAX, WASM_HTTP_REQUEST_BODY_MAX_BYTES, WASM_HTTP_REQUESTS_PER_CALL,
     WASM_HTTP_RESPONSE_BODY_MAX_BYTES,
 };
+use clat_host::registry::CallError;
 use clat_host::run::{RunContext, RunEventKind};
+use clat_host::scope::ProjectScope;
 use clat_host::wasm::http::NameLookup;
 use clat_host::wasm::{PluginSetup, WasmRuntime};
 use serde_json::{Value, json};
@@ -415,17 +417,13 @@ impl NameLookup for PointEverythingAt {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_granted_name_resolving_to_an_internal_address_is_refused_and_a_host_that_never_answers_ends_with_the_call() {
-    let server = HttpServer::start();
-    let env = TestEnv::trusted();
-    let scope = env.mount();
+/// Load the probe into `scope` from a runtime of its own (resolving names with `lookup`), granted `http`.
+async fn load_probe(scope: &ProjectScope, http: Vec<String>, lookup: Option<Arc<dyn NameLookup>>) {
     let runtime = WasmRuntime::new(&Path::new(env!("CARGO_TARGET_TMPDIR")).join("test-wasm-cache")).unwrap();
-    runtime.set_name_lookup(Arc::new(PointEverythingAt("127.0.0.1".parse().unwrap())));
-    let grant = Capabilities {
-        http: vec![format!("https://api.example.test:{}", server.port), format!("http://127.0.0.1:{}", server.port)],
-        env: vec![],
-    };
+    if let Some(lookup) = lookup {
+        runtime.set_name_lookup(lookup);
+    }
+    let grant = Capabilities { http, env: vec![] };
     let setup = PluginSetup { memory_max: None, declared: grant.clone(), granted: grant };
     let entry = Path::new(guests::HTTP_PROBE_WASM);
     let plugin = runtime
@@ -435,6 +433,15 @@ async fn a_granted_name_resolving_to_an_internal_address_is_refused_and_a_host_t
     for r in plugin.register(scope.registry()) {
         r.unwrap();
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_granted_name_resolving_to_an_internal_address_is_refused_and_a_host_that_never_answers_ends_with_the_call() {
+    let server = HttpServer::start();
+    let env = TestEnv::trusted();
+    let scope = env.mount();
+    let grant = vec![format!("https://api.example.test:{}", server.port), format!("http://127.0.0.1:{}", server.port)];
+    load_probe(&scope, grant, Some(Arc::new(PointEverythingAt("127.0.0.1".parse().unwrap())))).await;
     let (run, sink) = support::run_in(PermissionMode::FullAccess);
     let url = format!("https://api.example.test:{}/json", server.port);
     let out = scope.registry().call("wasm_probe_get", json!({ "url": url }), &run).await.unwrap();
@@ -462,5 +469,33 @@ async fn a_granted_name_resolving_to_an_internal_address_is_refused_and_a_host_t
         Err(e) => assert!(e.to_string().contains("timed out after"), "{e}"),
     }
     let out = scope.registry().call("wasm_probe_get", json!({ "url": server.url("/json") }), &run).await.unwrap();
+    assert!(support::text(&out).contains("\"status\": 200"), "{}", support::text(&out));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_the_run_drops_a_request_in_flight() {
+    let server = HttpServer::start();
+    let env = TestEnv::trusted();
+    let scope = Arc::new(env.mount());
+    load_probe(&scope, vec![format!("http://127.0.0.1:{}", server.port)], None).await;
+    let run = RunContext::builder().mode(PermissionMode::FullAccess).start();
+    let call = {
+        let (scope, run, url) = (Arc::clone(&scope), run.clone(), server.url("/hang"));
+        tokio::spawn(async move { scope.registry().call("wasm_probe_get", json!({ "url": url }), &run).await })
+    };
+    // Once the server holds the request, cancel the run.
+    for _ in 0..200 {
+        if !server.requests().is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert_eq!(server.requests().len(), 1, "the request reached the server");
+    run.cancel();
+    let result = tokio::time::timeout(std::time::Duration::from_secs(10), call).await.expect("returned").unwrap();
+    assert!(matches!(result, Err(CallError::Cancelled { .. })), "{result:?}");
+    // The plugin answers the next run as before.
+    let next = RunContext::builder().mode(PermissionMode::FullAccess).start();
+    let out = scope.registry().call("wasm_probe_get", json!({ "url": server.url("/json") }), &next).await.unwrap();
     assert!(support::text(&out).contains("\"status\": 200"), "{}", support::text(&out));
 }
