@@ -226,12 +226,24 @@ fn find_tool(local: PathBuf, env: &str, name: &str) -> Option<PathBuf> {
 
 /// Run a toolchain command in `dir`, its output on stderr; `out` is what it must produce.
 fn run_tool(dir: &Path, program: &Path, args: &[&str], out: &Path) -> Result<PathBuf, AuthoringError> {
-    let command = format!("{} {}", program.display(), args.join(" "));
+    run_tool_with(dir, program, args, &out.display().to_string(), out)
+}
+
+/// `run_tool`, with the output named by `out_arg` (the last argument: the path,
+/// or a flag carrying it such as esbuild's `--outfile=PATH`).
+fn run_tool_with(
+    dir: &Path,
+    program: &Path,
+    args: &[&str],
+    out_arg: &str,
+    out: &Path,
+) -> Result<PathBuf, AuthoringError> {
+    let command = format!("{} {} {out_arg}", program.display(), args.join(" "));
     std::fs::create_dir_all(out.parent().unwrap_or(dir)).map_err(io(format!("cannot create {}", out.display())))?;
     let _ = std::fs::remove_file(out);
     let status = Command::new(program)
         .args(args)
-        .arg(out)
+        .arg(out_arg)
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::inherit())
@@ -296,21 +308,7 @@ fn bundle_javascript(dir: &Path, out: &Path) -> Result<PathBuf, AuthoringError> 
         "--banner:js=#!/usr/bin/env node",
         "--log-level=warning",
     ];
-    let command = format!("{} {} {outfile}", tool.display(), args.join(" "));
-    std::fs::create_dir_all(out.parent().unwrap_or(dir)).map_err(io(format!("cannot create {}", out.display())))?;
-    let status = Command::new(&tool)
-        .args(args)
-        .arg(&outfile)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::inherit())
-        .stderr(Stdio::inherit())
-        .status()
-        .map_err(io(format!("cannot run {command}")))?;
-    if !status.success() || !out.is_file() {
-        return Err(AuthoringError::BuildFailed { command });
-    }
-    Ok(out.to_path_buf())
+    run_tool_with(dir, &tool, &args, &outfile, out)
 }
 
 /// The `main` of `DIR/package.json`, or `default`.

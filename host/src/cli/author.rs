@@ -14,9 +14,9 @@ use serde_json::{Value, json};
 use super::exit::{Exit, Failure};
 use super::shutdown::Shutdown;
 use crate::asker::HeadlessAsker;
+use crate::authoring::Language;
 use crate::authoring::build::{CASES_FILE, DIST_DIR, build, detect};
 use crate::authoring::cases::{Case, Outcome, judge, read_cases};
-use crate::authoring::{AuthoringError, Language};
 use crate::extension::StartFilter;
 use crate::native::process::SandboxPolicy;
 use crate::packages::{Manifest, PackageKind, PackageStore, read_manifest};
@@ -26,18 +26,6 @@ use crate::run::{NullSink, RunContext};
 use crate::scope::{ProjectScope, WASM_CACHE_DIR};
 use crate::trust::{ClatHome, TrustStore};
 use crate::wasm::imports::check_component;
-
-impl From<AuthoringError> for Failure {
-    fn from(e: AuthoringError) -> Self {
-        match e {
-            AuthoringError::Io { .. } => Failure::new(Exit::Internal, "internal", e.to_string()),
-            AuthoringError::BuildFailed { .. } | AuthoringError::MissingToolchain { .. } => {
-                Failure::new(Exit::Usage, "build", e.to_string())
-            }
-            _ => Failure::new(Exit::Usage, "package", e.to_string()),
-        }
-    }
-}
 
 /// `clat plugin new NAME`: the new project is trusted too — it holds only
 /// what this command wrote — so `clat call` works in it once the plugin is installed.

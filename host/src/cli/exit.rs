@@ -5,6 +5,7 @@
 use std::process::ExitCode;
 
 use crate::approvals::ApprovalsError;
+use crate::authoring::AuthoringError;
 use crate::mcp::config_file::EditError;
 use crate::packages::PackageError;
 use crate::registry::CallError;
@@ -75,6 +76,18 @@ impl From<PackageError> for Failure {
             PackageError::Io { .. } => Failure::new(Exit::Internal, "internal", e.to_string()),
             PackageError::Home(t) => t.into(),
             PackageError::NotGranted { .. } => Failure::new(Exit::Denied, "not-granted", e.to_string()),
+            _ => Failure::new(Exit::Usage, "package", e.to_string()),
+        }
+    }
+}
+
+impl From<AuthoringError> for Failure {
+    fn from(e: AuthoringError) -> Self {
+        match e {
+            AuthoringError::Io { .. } => Failure::new(Exit::Internal, "internal", e.to_string()),
+            AuthoringError::BuildFailed { .. } | AuthoringError::MissingToolchain { .. } => {
+                Failure::new(Exit::Usage, "build", e.to_string())
+            }
             _ => Failure::new(Exit::Usage, "package", e.to_string()),
         }
     }
