@@ -76,6 +76,21 @@ impl Capabilities {
         }
     }
 
+    /// The entries of this grant that `declared` also holds: a grant never
+    /// reaches past what the package declares.
+    pub fn within(&self, declared: &Capabilities) -> Capabilities {
+        let allowed = declared.http_patterns();
+        Capabilities {
+            http: self
+                .http
+                .iter()
+                .filter(|g| HttpPattern::parse(g).is_ok_and(|p| allowed.contains(&p)))
+                .cloned()
+                .collect(),
+            env: self.env.iter().filter(|n| declared.env.contains(n)).cloned().collect(),
+        }
+    }
+
     /// One line per entry, for prompts and listings.
     pub fn describe(&self) -> Vec<String> {
         let http = self.http.iter().map(|p| format!("HTTP requests to {p}"));
@@ -434,6 +449,8 @@ mod tests {
         let more = caps(&["https://api.example.com", "https://other.example.com"], &["TOKEN", "SECRET"]);
         assert!(!granted.covers(&more));
         assert_eq!(granted.missing_from(&more), caps(&["https://other.example.com"], &["SECRET"]));
+        let declared = caps(&["https://API.example.com/"], &["TOKEN", "OTHER"]);
+        assert_eq!(more.within(&declared), caps(&["https://api.example.com"], &["TOKEN"]));
     }
 
     #[test]

@@ -259,7 +259,6 @@ fn classify(error: &reqwest::Error) -> (HttpError, String) {
         }
         source = e.source();
     }
-    let plain = error.to_string();
     let why = crate::redact::redact(&format!("{:#}", WithoutUrl(error)));
     if error.is_timeout() {
         (HttpError::ConnectionTimeout, "no answer within the call's deadline".into())
@@ -268,7 +267,7 @@ fn classify(error: &reqwest::Error) -> (HttpError, String) {
     } else if error.is_body() || error.is_decode() {
         (HttpError::HttpResponseIncomplete, why)
     } else {
-        tracing::debug!("wasi:http request failed: {plain}");
+        tracing::debug!("wasi:http request failed: {}", WithoutUrl(error));
         (HttpError::HttpProtocolError, why)
     }
 }

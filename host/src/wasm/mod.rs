@@ -87,17 +87,7 @@ impl PluginSetup {
 
     /// What is granted of what is declared (a grant never widens the declaration).
     fn effective(&self) -> Capabilities {
-        let declared = self.declared.http_patterns();
-        Capabilities {
-            http: self
-                .granted
-                .http
-                .iter()
-                .filter(|g| crate::capabilities::HttpPattern::parse(g).is_ok_and(|p| declared.contains(&p)))
-                .cloned()
-                .collect(),
-            env: self.granted.env.iter().filter(|n| self.declared.env.contains(n)).cloned().collect(),
-        }
+        self.granted.within(&self.declared)
     }
 }
 
