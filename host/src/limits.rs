@@ -112,6 +112,9 @@ pub const WASM_MEMORY_MAX_BYTES: usize = 256 * 1024 * 1024;
 pub const WASM_TABLE_ELEMENTS_MAX: usize = 100_000;
 /// Core instances, tables and memories one guest store may create.
 pub const WASM_INSTANCES_MAX: usize = 64;
+/// Guest instances (tool calls, tool listings, context deliveries) alive at
+/// once in the pooling allocator; an instantiation past it fails its call.
+pub const WASM_POOL_INSTANCES_MAX: u32 = 128;
 /// How often the engine's epoch advances; guests yield to the async runtime at
 /// this cadence, so cancellation reaches a busy guest within about one tick.
 pub const WASM_EPOCH_TICK: Duration = Duration::from_millis(10);

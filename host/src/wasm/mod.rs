@@ -1,7 +1,8 @@
-//! The WASM plugin runtime: one wasmtime `Engine` per process (component model,
-//! epoch interruption with a ticker thread), compiled components cached on disk,
-//! an `InstancePre` per plugin, and a fresh `Store` per call with memory and
-//! table limits and an epoch deadline (the call's deadline past any host-wait
+//! The WASM plugin runtime: one wasmtime `Engine` per process (`engine.rs`:
+//! component model, epoch interruption with a ticker thread, the pooling
+//! allocator), compiled components cached on disk, an `InstancePre` and a
+//! `StoreTemplate` per plugin, and a fresh `Store` and instance per call with
+//! memory and table limits and an epoch deadline (the call's deadline past any host-wait
 //! extension: the registry owns the deadline itself). A plugin's tools register
 //! as `wasm_{plugin}_{tool}`; calling one instantiates the guest and runs its
 //! `call-tool` export. Everything a guest does to the world goes through host
@@ -9,6 +10,7 @@
 //! guest fails its own call only. `WasmPlugin` is an `Extension` of the scope.
 
 pub mod cache;
+pub mod engine;
 mod host_services;
 pub mod http;
 pub mod imports;
@@ -24,13 +26,13 @@ use anyhow::Context as _;
 use async_trait::async_trait;
 use serde_json::Value;
 use wasmtime::component::{HasSelf, Linker};
-use wasmtime::{Config, Engine, Trap};
+use wasmtime::{Engine, Trap};
 
 use crate::capabilities::Capabilities;
 use crate::contract::{ClatPlugin, ClatPluginPre, ContextSnapshot, ToolOutput, ToolSpec};
 use crate::limits::{
     CONTEXT_DELIVERY_TIMEOUT, HOST_REQUEST_EXTENSION_MAX, TOOL_CALL_TIMEOUT, TOOLS_PER_SERVER_MAX,
-    WASM_COMPONENT_MAX_BYTES, WASM_EPOCH_TICK, WASM_MEMORY_MAX_BYTES,
+    WASM_COMPONENT_MAX_BYTES, WASM_MEMORY_MAX_BYTES,
 };
 use crate::names::ExternalKind;
 use crate::redact::OutputTail;
@@ -38,9 +40,11 @@ use crate::registry::{RegistrationError, Registry, ToolError, ToolHandler};
 use crate::run::RunContext;
 use crate::services::HostServices;
 use cache::{CacheOutcome, CacheSweep, CompileObserver, ComponentCache};
+use engine::GuestEngine;
+pub use engine::{Allocator, EngineOptions};
 use http::{Egress, NameLookup};
 use stdio::SharedTail;
-use store::{GuestState, StoreSpec, new_store};
+use store::{GuestState, StoreTemplate, TemplateSpec};
 
 /// Why a plugin could not be loaded; its contributions are skipped and the
 /// reason is shown in status.
@@ -94,6 +98,7 @@ impl PluginSetup {
 /// The process's WASM engine and compiled-component cache.
 pub struct WasmRuntime {
     engine: Engine,
+    allocator: Allocator,
     linker: Linker<GuestState>,
     /// The linker with `wasi:http` too, built the first time a plugin declaring `http` loads.
     http_linker: std::sync::OnceLock<Result<Linker<GuestState>, String>>,
@@ -119,35 +124,38 @@ impl WasmRuntime {
         cache_dir: &Path,
         observer: Option<Arc<dyn CompileObserver>>,
     ) -> anyhow::Result<Arc<WasmRuntime>> {
-        let mut config = Config::new();
-        config.wasm_component_model(true).epoch_interruption(true);
-        let engine = Engine::new(&config).map_err(anyhow::Error::from)?;
+        Self::with_options(cache_dir, observer, EngineOptions::default())
+    }
+
+    /// The same, with the engine's pool sized by `options`.
+    pub fn with_options(
+        cache_dir: &Path,
+        observer: Option<Arc<dyn CompileObserver>>,
+        options: EngineOptions,
+    ) -> anyhow::Result<Arc<WasmRuntime>> {
+        let GuestEngine { engine, allocator } = engine::new_engine(options)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(anyhow::Error::from)?;
+        store::link_plugin_dir(&mut linker)?;
         ClatPlugin::add_to_linker::<GuestState, HasSelf<GuestState>>(&mut linker, |s| s)
             .map_err(anyhow::Error::from)?;
         let stop_ticker = Arc::new(AtomicBool::new(false));
-        {
-            let (engine, stop) = (engine.weak(), Arc::clone(&stop_ticker));
-            std::thread::Builder::new().name("clat-wasm-epoch".into()).spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    std::thread::sleep(WASM_EPOCH_TICK);
-                    match engine.upgrade() {
-                        Some(engine) => engine.increment_epoch(),
-                        None => break,
-                    }
-                }
-            })?;
-        }
+        engine::spawn_epoch_ticker(&engine, &stop_ticker)?;
         let cache = ComponentCache::new(&engine, cache_dir, observer);
         Ok(Arc::new(WasmRuntime {
             engine,
+            allocator,
             linker,
             http_linker: std::sync::OnceLock::new(),
             lookup: std::sync::RwLock::new(Arc::new(http::SystemLookup)),
             cache,
             stop_ticker,
         }))
+    }
+
+    /// The instance allocator the engine runs on.
+    pub fn allocator(&self) -> &Allocator {
+        &self.allocator
     }
 
     /// Resolve granted host names with `lookup` instead of the system resolver
@@ -275,22 +283,38 @@ impl WasmRuntime {
             let lookup = Arc::clone(&self.lookup.read().unwrap_or_else(|p| p.into_inner()));
             Egress::new(name, granted.http_patterns(), lookup)
         });
+        // A component that does not import the preopens can never see `/plugin`.
+        let sees_preopens = component
+            .component_type()
+            .imports(&self.engine)
+            .any(|(import, _)| import.starts_with("wasi:filesystem/preopens@"));
+        let tail: SharedTail = Arc::new(Mutex::new(OutputTail::new()));
+        let waits = crate::services::HostWaits::default();
+        let template = StoreTemplate::new(TemplateSpec {
+            plugin: name,
+            artifact_dir,
+            sees_preopens,
+            memory_max: setup.memory_max.unwrap_or(WASM_MEMORY_MAX_BYTES).min(WASM_MEMORY_MAX_BYTES),
+            tail: Arc::clone(&tail),
+            services,
+            waits: waits.clone(),
+            egress,
+            env_grants: granted.env.clone(),
+        })
+        .map_err(LoadError::NotAComponent)?;
         let plugin = Arc::new(WasmPlugin {
             name: name.to_string(),
-            artifact_dir: artifact_dir.to_path_buf(),
-            memory_max: setup.memory_max.unwrap_or(WASM_MEMORY_MAX_BYTES).min(WASM_MEMORY_MAX_BYTES),
-            egress,
             granted,
             pre,
             runtime: Arc::clone(self),
-            services,
-            tail: Arc::new(Mutex::new(OutputTail::new())),
+            template,
+            tail,
             tools: Mutex::new(Vec::new()),
             dropped_tools: Default::default(),
             cache: outcome,
             context: tokio::sync::watch::channel(None).0,
             delivered: Default::default(),
-            waits: Default::default(),
+            waits,
         });
         let tools = plugin.list_tools().await.map_err(LoadError::ListTools)?;
         *plugin.tools.lock().unwrap_or_else(|p| p.into_inner()) = tools;
@@ -309,15 +333,12 @@ fn artifact_key(artifact_dir: &Path, entry: &Path) -> Option<String> {
 /// A loaded plugin.
 pub struct WasmPlugin {
     name: String,
-    artifact_dir: PathBuf,
-    memory_max: usize,
-    /// Outbound HTTP, for a plugin that declares `http`.
-    egress: Option<Arc<Egress>>,
     /// What the user granted of what the manifest declares.
     granted: Capabilities,
     pre: ClatPluginPre<GuestState>,
     runtime: Arc<WasmRuntime>,
-    services: Arc<HostServices>,
+    /// What each call's store is made from (the WASI context's parts, the limits, the grant).
+    template: StoreTemplate,
     tail: SharedTail,
     tools: Mutex<Vec<ToolSpec>>,
     dropped_tools: std::sync::atomic::AtomicUsize,
@@ -360,7 +381,7 @@ impl WasmPlugin {
         self.tail.lock().unwrap_or_else(|p| p.into_inner()).lines()
     }
 
-    fn store(&self, run: Option<&RunContext>) -> anyhow::Result<wasmtime::Store<GuestState>> {
+    fn store(&self, run: Option<&RunContext>) -> wasmtime::Store<GuestState> {
         // In a run the registry owns the call's deadline (and extends it while the
         // guest waits on the host); the epoch interrupt is the backstop past any
         // extension. Outside a run (list-tools, install validation) it is the bound.
@@ -371,25 +392,11 @@ impl WasmPlugin {
                 r.deadline().map_or(backstop, |end| end.min(backstop))
             },
         );
-        new_store(
-            &self.runtime.engine,
-            StoreSpec {
-                plugin: &self.name,
-                artifact_dir: &self.artifact_dir,
-                memory_max: self.memory_max,
-                tail: &self.tail,
-                services: Arc::clone(&self.services),
-                run: run.cloned(),
-                waits: self.waits.clone(),
-                deadline,
-                egress: self.egress.clone(),
-                http_deadline: run.map_or(deadline, |r| {
-                    let call = r.call_deadline(TOOL_CALL_TIMEOUT);
-                    r.deadline().map_or(call, |end| end.min(call))
-                }),
-                env_grants: &self.granted.env,
-            },
-        )
+        let http_deadline = run.map_or(deadline, |r| {
+            let call = r.call_deadline(TOOL_CALL_TIMEOUT);
+            r.deadline().map_or(call, |end| end.min(call))
+        });
+        self.template.new_store(&self.runtime.engine, run.cloned(), deadline, http_deadline)
     }
 
     /// Describe a guest failure: traps by kind, with the output tail.
@@ -398,6 +405,10 @@ impl WasmPlugin {
             Some(Trap::Interrupt) => "it ran past its deadline and was interrupted".to_string(),
             Some(Trap::OutOfFuel) => "it ran out of fuel".to_string(),
             Some(trap) => format!("it trapped: {trap}"),
+            None if error.is::<wasmtime::PoolConcurrencyLimitError>() => format!(
+                "too many guest instances are running at once ({error}; the pool holds {})",
+                self.runtime.allocator
+            ),
             None if format!("{error:#}").contains("memory") => format!("it hit a resource limit: {error:#}"),
             None => format!("{error:#}"),
         };
@@ -411,7 +422,7 @@ impl WasmPlugin {
     }
 
     async fn list_tools(&self) -> Result<Vec<ToolSpec>, String> {
-        let mut store = self.store(None).map_err(|e| format!("{e:#}"))?;
+        let mut store = self.store(None);
         let instance = self.pre.instantiate_async(&mut store).await.map_err(|e| self.failure("instantiation", e))?;
         let tools = instance
             .artec_clat_plugin()
@@ -428,7 +439,7 @@ impl WasmPlugin {
 
     /// Run one of the plugin's tools in `run`, in a fresh store.
     pub async fn call_tool(&self, tool: &str, arguments: &Value, run: &RunContext) -> Result<ToolOutput, ToolError> {
-        let mut store = self.store(Some(run)).map_err(ToolError)?;
+        let mut store = self.store(Some(run));
         let instance = self
             .pre
             .instantiate_async(&mut store)
@@ -448,7 +459,7 @@ impl WasmPlugin {
     /// Create a fresh store and instance and drop them: the per-call setup
     /// cost, for benchmarks and health checks.
     pub async fn instantiate_once(&self) -> Result<(), String> {
-        let mut store = self.store(None).map_err(|e| format!("{e:#}"))?;
+        let mut store = self.store(None);
         self.pre.instantiate_async(&mut store).await.map(drop).map_err(|e| self.failure("instantiation", e))
     }
 
@@ -465,7 +476,7 @@ impl WasmPlugin {
     }
 
     async fn deliver_context(&self, snapshot: Option<ContextSnapshot>) -> Result<(), String> {
-        let mut store = self.store(None).map_err(|e| format!("{e:#}"))?;
+        let mut store = self.store(None);
         let instance = self.pre.instantiate_async(&mut store).await.map_err(|e| self.failure("instantiation", e))?;
         instance
             .artec_clat_plugin()

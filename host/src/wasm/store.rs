@@ -1,18 +1,25 @@
-//! One `Store` per guest call: the guest's WASI context (no ambient authority:
-//! no args, no sockets, no project; its own artifact dir read-only at
-//! `/plugin`; stdout/stderr into its tail; as environment only the variables
-//! its grant names, read when the call starts), its `wasi:http` hooks (the
-//! grant, for plugins that declare `http`), its resource limits, the epoch
-//! deadline, and what host services need (the scope's services, the current
-//! run, the plugin's name).
+//! One `Store` per guest call, made from the plugin's `StoreTemplate`: the
+//! guest's WASI context (no ambient authority: no args, no sockets, no
+//! project; its own artifact dir read-only at `/plugin`; stdout/stderr into its
+//! tail; as environment only the variables its grant names, read when the call
+//! starts), its `wasi:http` hooks (the grant, for plugins that declare `http`),
+//! its resource limits, the epoch deadline, and what host services need (the
+//! scope's services, the current run, the plugin's name).
+//!
+//! What does not change between calls is prepared once, at load, in the
+//! template: the `/plugin` directory is opened then and handed to each call's
+//! `wasi:filesystem/preopens` as a shared read-only handle (`get_directories`
+//! below shadows wasmtime-wasi's, which would open the directory again for
+//! every store), the source label is formatted then, and the limits are fixed.
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use wasmtime::component::ResourceTable;
+use wasmtime::component::{Linker, Resource, ResourceTable};
 use wasmtime::{Engine, Store, StoreLimits, StoreLimitsBuilder, UpdateDeadline};
-use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi::filesystem::{Descriptor, Dir};
+use wasmtime_wasi::{FsPerms, OpenMode, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::http::{Egress, GuestHttp};
@@ -21,6 +28,9 @@ use crate::limits::{WASM_INSTANCES_MAX, WASM_TABLE_ELEMENTS_MAX};
 use crate::run::RunContext;
 use crate::services::{HostServices, HostWaits};
 
+/// Where a guest sees its own artifact directory.
+pub const PLUGIN_DIR_GUEST_PATH: &str = "/plugin";
+
 /// Everything a guest call's store holds.
 pub struct GuestState {
     wasi: WasiCtx,
@@ -28,10 +38,12 @@ pub struct GuestState {
     http_ctx: WasiHttpCtx,
     http: GuestHttp,
     limits: StoreLimits,
+    /// The plugin's artifact directory, opened once at load (read-only).
+    plugin_dir: Option<Dir>,
     pub(crate) services: Arc<HostServices>,
     pub(crate) run: Option<RunContext>,
     /// `wasm:{plugin}`, the source label in events and logs.
-    pub(crate) source: String,
+    pub(crate) source: Arc<str>,
     /// Log lines written in this call (capped).
     pub(crate) log_lines: u32,
     /// The plugin's host requests waiting on the host (its calls' deadlines extend meanwhile).
@@ -51,68 +63,133 @@ impl WasiHttpView for GuestState {
     }
 }
 
-/// What a store is made for.
-pub struct StoreSpec<'a> {
-    pub plugin: &'a str,
-    pub artifact_dir: &'a Path,
-    pub memory_max: usize,
-    pub tail: &'a SharedTail,
-    pub services: Arc<HostServices>,
-    pub run: Option<RunContext>,
-    pub waits: HostWaits,
-    pub deadline: Instant,
-    /// The plugin's outbound HTTP (plugins that declare `http`), and the
-    /// deadline each request must finish within.
-    pub egress: Option<Arc<Egress>>,
-    pub http_deadline: Instant,
+/// What every store of one plugin shares, prepared when the plugin loads.
+pub struct StoreTemplate {
+    source: Arc<str>,
+    plugin_dir: Option<Dir>,
+    memory_max: usize,
+    tail: SharedTail,
+    services: Arc<HostServices>,
+    waits: HostWaits,
+    /// The plugin's outbound HTTP (plugins that declare `http`).
+    egress: Option<Arc<Egress>>,
     /// The environment variables granted to the plugin.
-    pub env_grants: &'a [String],
+    env_grants: Vec<String>,
 }
 
-/// A fresh store for one call.
-pub fn new_store(engine: &Engine, spec: StoreSpec<'_>) -> anyhow::Result<Store<GuestState>> {
-    let mut wasi = WasiCtxBuilder::new();
-    wasi.stdout(TailStream(Arc::clone(spec.tail)))
-        .stderr(TailStream(Arc::clone(spec.tail)))
-        .allow_tcp(false)
-        .allow_udp(false)
-        .allow_ip_name_lookup(false)
-        .preopened_dir(spec.artifact_dir, "/plugin", FsPerms::ReadOnly)
-        .map_err(anyhow::Error::from)?;
-    for name in spec.env_grants {
-        if let Ok(value) = std::env::var(name) {
-            wasi.env(name, value);
-        }
+/// How one template is made.
+pub struct TemplateSpec<'a> {
+    pub plugin: &'a str,
+    pub artifact_dir: &'a Path,
+    /// Whether the component imports `wasi:filesystem/preopens` (else it can
+    /// never see `/plugin`, and nothing is opened).
+    pub sees_preopens: bool,
+    pub memory_max: usize,
+    pub tail: SharedTail,
+    pub services: Arc<HostServices>,
+    pub waits: HostWaits,
+    pub egress: Option<Arc<Egress>>,
+    pub env_grants: Vec<String>,
+}
+
+impl StoreTemplate {
+    pub fn new(spec: TemplateSpec<'_>) -> anyhow::Result<StoreTemplate> {
+        let plugin_dir = if spec.sees_preopens {
+            let dir = cap_std::fs::Dir::open_ambient_dir(spec.artifact_dir, cap_std::ambient_authority())
+                .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", spec.artifact_dir.display()))?;
+            Some(Dir::new(dir.into_std_file(), FsPerms::ReadOnly, OpenMode::READ, false))
+        } else {
+            None
+        };
+        Ok(StoreTemplate {
+            source: format!("wasm:{}", spec.plugin).into(),
+            plugin_dir,
+            memory_max: spec.memory_max,
+            tail: spec.tail,
+            services: spec.services,
+            waits: spec.waits,
+            egress: spec.egress,
+            env_grants: spec.env_grants,
+        })
     }
-    let limits = StoreLimitsBuilder::new()
-        .memory_size(spec.memory_max)
-        .table_elements(WASM_TABLE_ELEMENTS_MAX)
-        .instances(WASM_INSTANCES_MAX)
-        .tables(WASM_INSTANCES_MAX)
-        .memories(WASM_INSTANCES_MAX)
-        .trap_on_grow_failure(true)
-        .build();
-    let source = format!("wasm:{}", spec.plugin);
-    let state = GuestState {
-        wasi: wasi.build(),
-        table: ResourceTable::new(),
-        http_ctx: WasiHttpCtx::new(),
-        http: GuestHttp::new(spec.egress, spec.run.clone(), &source, spec.http_deadline),
-        limits,
-        services: spec.services,
-        run: spec.run,
-        source,
-        log_lines: 0,
-        waits: spec.waits,
-        deadline: spec.deadline,
-    };
-    let mut store = Store::new(engine, state);
-    store.limiter(|s| &mut s.limits);
-    // Check every tick: yield to the executor (so cancellation can drop the
-    // call), and interrupt once the call's deadline has passed.
-    store.set_epoch_deadline(1);
-    store.epoch_deadline_callback(|ctx| {
-        if Instant::now() >= ctx.data().deadline { Ok(UpdateDeadline::Interrupt) } else { Ok(UpdateDeadline::Yield(1)) }
+
+    /// A fresh store for one call in `run` (or none), interrupted at
+    /// `deadline`; its HTTP requests must end by `http_deadline`.
+    pub fn new_store(
+        &self,
+        engine: &Engine,
+        run: Option<RunContext>,
+        deadline: Instant,
+        http_deadline: Instant,
+    ) -> Store<GuestState> {
+        let mut wasi = WasiCtxBuilder::new();
+        wasi.stdout(TailStream(Arc::clone(&self.tail)))
+            .stderr(TailStream(Arc::clone(&self.tail)))
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false);
+        for name in &self.env_grants {
+            if let Ok(value) = std::env::var(name) {
+                wasi.env(name, value);
+            }
+        }
+        let limits = StoreLimitsBuilder::new()
+            .memory_size(self.memory_max)
+            .table_elements(WASM_TABLE_ELEMENTS_MAX)
+            .instances(WASM_INSTANCES_MAX)
+            .tables(WASM_INSTANCES_MAX)
+            .memories(WASM_INSTANCES_MAX)
+            .trap_on_grow_failure(true)
+            .build();
+        let state = GuestState {
+            wasi: wasi.build(),
+            table: ResourceTable::new(),
+            http_ctx: WasiHttpCtx::new(),
+            http: GuestHttp::new(self.egress.clone(), run.clone(), &self.source, http_deadline),
+            limits,
+            plugin_dir: self.plugin_dir.clone(),
+            services: Arc::clone(&self.services),
+            run,
+            source: Arc::clone(&self.source),
+            log_lines: 0,
+            waits: self.waits.clone(),
+            deadline,
+        };
+        let mut store = Store::new(engine, state);
+        store.limiter(|s| &mut s.limits);
+        // Check every tick: yield to the executor (so cancellation can drop the
+        // call), and interrupt once the call's deadline has passed.
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(|ctx| {
+            if Instant::now() >= ctx.data().deadline {
+                Ok(UpdateDeadline::Interrupt)
+            } else {
+                Ok(UpdateDeadline::Yield(1))
+            }
+        });
+        store
+    }
+}
+
+/// The `wasi:filesystem/preopens` version wasmtime-wasi links (guests importing
+/// an older 0.2 version are matched to it by semver).
+const PREOPENS_INTERFACE: &str = "wasi:filesystem/preopens@0.2.12";
+
+/// Replace wasmtime-wasi's `get-directories` with one that hands out the
+/// template's already-open `/plugin` directory.
+pub fn link_plugin_dir(linker: &mut Linker<GuestState>) -> anyhow::Result<()> {
+    linker.allow_shadowing(true);
+    let linked = linker.instance(PREOPENS_INTERFACE).and_then(|mut preopens| {
+        preopens.func_wrap("get-directories", |mut store, (): ()| {
+            let state = store.data_mut();
+            let mut directories = Vec::new();
+            if let Some(dir) = state.plugin_dir.clone() {
+                let descriptor: Resource<Descriptor> = state.table.push(Descriptor::Dir(dir))?;
+                directories.push((descriptor, PLUGIN_DIR_GUEST_PATH.to_string()));
+            }
+            Ok((directories,))
+        })
     });
-    Ok(store)
+    linker.allow_shadowing(false);
+    linked.map_err(anyhow::Error::from)
 }
