@@ -83,6 +83,19 @@ pub struct ReadFileArgs {
 /// Read a text file, or lines `start_line..=end_line` of it (1-based), at most
 /// `READ_FILE_MAX_BYTES` of text; a cut is marked with where to continue.
 pub fn read_file(fence: &PathFence, args: ReadFileArgs) -> Result<String, NativeFailure> {
+    open_read(fence, args)?.read()
+}
+
+/// A file opened through the fence for `read_file`, not read yet: its size
+/// tells the caller where the read is cheapest to run.
+pub struct OpenedRead {
+    args: ReadFileArgs,
+    file: std::fs::File,
+    len: u64,
+}
+
+/// Check `args` and open the file through the fence (a few system calls, no reading).
+pub fn open_read(fence: &PathFence, args: ReadFileArgs) -> Result<OpenedRead, NativeFailure> {
     let start = args.start_line.unwrap_or(1).max(1);
     if let Some(end) = args.end_line
         && end < start
@@ -90,43 +103,60 @@ pub fn read_file(fence: &PathFence, args: ReadFileArgs) -> Result<String, Native
         return Err(NativeFailure::Invalid(format!("end_line {end} is before start_line {start}")));
     }
     let (_, file) = fence.open_file(&args.path)?;
-    let mut reader = BufReader::new(file.into_std());
-    let head = reader.fill_buf().map_err(|e| io_failure(&args.path, e))?;
-    if head.iter().take(crate::limits::BINARY_SNIFF_BYTES).any(|&b| b == 0) {
-        return Err(NativeFailure::Invalid(format!("{} is a binary file", args.path)));
+    let file = file.into_std();
+    let len = file.metadata().map_err(|e| io_failure(&args.path, e))?.len();
+    Ok(OpenedRead { args, file, len })
+}
+
+impl OpenedRead {
+    /// The file's size in bytes when it was opened.
+    pub fn size(&self) -> u64 {
+        self.len
     }
-    let mut out = String::new();
-    let mut line_no = 0usize;
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let n = reader.read_until(b'\n', &mut line).map_err(|e| io_failure(&args.path, e))?;
-        if n == 0 {
-            break;
+
+    /// Read the requested lines.
+    pub fn read(self) -> Result<String, NativeFailure> {
+        let OpenedRead { args, file, len } = self;
+        let start = args.start_line.unwrap_or(1).max(1);
+        let capacity = usize::try_from(len).unwrap_or(usize::MAX).min(READ_FILE_MAX_BYTES + 1) + 1;
+        let mut reader = BufReader::with_capacity(capacity.clamp(8 * 1024, 64 * 1024), file);
+        let head = reader.fill_buf().map_err(|e| io_failure(&args.path, e))?;
+        if head.iter().take(crate::limits::BINARY_SNIFF_BYTES).any(|&b| b == 0) {
+            return Err(NativeFailure::Invalid(format!("{} is a binary file", args.path)));
         }
-        line_no += 1;
-        if line_no < start {
-            continue;
+        let mut out = String::with_capacity(if start == 1 { capacity } else { 0 });
+        let mut line_no = 0usize;
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            let n = reader.read_until(b'\n', &mut line).map_err(|e| io_failure(&args.path, e))?;
+            if n == 0 {
+                break;
+            }
+            line_no += 1;
+            if line_no < start {
+                continue;
+            }
+            if args.end_line.is_some_and(|end| line_no > end) {
+                break;
+            }
+            let text = String::from_utf8_lossy(&line);
+            if out.len() + text.len() > READ_FILE_MAX_BYTES {
+                out.push_str(&format!(
+                    "\n[output cut at {READ_FILE_MAX_BYTES} bytes before line {line_no}; continue with start_line={line_no}]"
+                ));
+                return Ok(out);
+            }
+            out.push_str(&text);
         }
-        if args.end_line.is_some_and(|end| line_no > end) {
-            break;
+        if line_no < start && start > 1 {
+            return Err(NativeFailure::Invalid(format!(
+                "{} has {line_no} lines; start_line {start} is past the end",
+                args.path
+            )));
         }
-        let text = String::from_utf8_lossy(&line);
-        if out.len() + text.len() > READ_FILE_MAX_BYTES {
-            out.push_str(&format!(
-                "\n[output cut at {READ_FILE_MAX_BYTES} bytes before line {line_no}; continue with start_line={line_no}]"
-            ));
-            return Ok(out);
-        }
-        out.push_str(&text);
+        Ok(out)
     }
-    if line_no < start && start > 1 {
-        return Err(NativeFailure::Invalid(format!(
-            "{} has {line_no} lines; start_line {start} is past the end",
-            args.path
-        )));
-    }
-    Ok(out)
 }
 
 #[derive(Deserialize)]

@@ -2,7 +2,8 @@
 //! `edit_file`, `run_command` — with their schemas and effects, registered
 //! under reserved names. They are also the only tools a plugin may call back
 //! through host services. Files go through the path fence; commands go through
-//! the one `ProcessService`. A tool-level failure (escaping path, missing file,
+//! the one `ProcessService`. Small reads run on the calling thread, other file
+//! work on tokio's blocking pool. A tool-level failure (escaping path, missing file,
 //! edit that does not match) is an `is_error` output that says what was wrong.
 
 pub mod fence;
@@ -170,6 +171,32 @@ struct RunCommandArgs {
     timeout_secs: Option<u64>,
 }
 
+/// Files up to this size are read on the calling thread: opening and reading
+/// a few pages costs less than handing the work to the blocking pool and back.
+/// Larger files are read on the pool, so an async worker never waits on a
+/// long read.
+pub const INLINE_READ_MAX_BYTES: u64 = 64 * 1024;
+
+/// `read_file`: the fence and the open inline, the read inline when the file is
+/// small, else on the blocking pool.
+async fn read_file(env: &Arc<NativeEnv>, arguments: Value) -> Result<ToolOutput, ToolError> {
+    let opened = match parse(arguments).and_then(|args| files::open_read(&env.fence, args)) {
+        Ok(opened) => opened,
+        Err(failure) => return Ok(ToolOutput::error(failure.to_string())),
+    };
+    if opened.size() <= INLINE_READ_MAX_BYTES {
+        return Ok(text_or_error(opened.read()));
+    }
+    blocking(env, move |_| opened.read()).await
+}
+
+fn text_or_error(result: Result<String, NativeFailure>) -> ToolOutput {
+    match result {
+        Ok(text) => ToolOutput::text(text),
+        Err(failure) => ToolOutput::error(failure.to_string()),
+    }
+}
+
 /// Blocking file work runs off the async threads.
 async fn blocking<F>(env: &Arc<NativeEnv>, f: F) -> Result<ToolOutput, ToolError>
 where
@@ -179,10 +206,7 @@ where
     let result = tokio::task::spawn_blocking(move || f(&env))
         .await
         .map_err(|e| ToolError(anyhow::anyhow!("native tool task failed: {e}")))?;
-    Ok(match result {
-        Ok(text) => ToolOutput::text(text),
-        Err(failure) => ToolOutput::error(failure.to_string()),
-    })
+    Ok(text_or_error(result))
 }
 
 #[async_trait]
@@ -192,7 +216,7 @@ impl ToolHandler for NativeTool {
             HostTool::ListFiles => {
                 blocking(&self.env, move |env| files::list_files(&env.fence, parse(arguments)?)).await
             }
-            HostTool::ReadFile => blocking(&self.env, move |env| files::read_file(&env.fence, parse(arguments)?)).await,
+            HostTool::ReadFile => read_file(&self.env, arguments).await,
             HostTool::Search => blocking(&self.env, move |env| search::search(&env.fence, parse(arguments)?)).await,
             HostTool::WriteFile => {
                 blocking(&self.env, move |env| files::write_file(&env.fence, parse(arguments)?)).await
