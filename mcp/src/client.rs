@@ -320,13 +320,14 @@ impl Session {
         cancel: Option<&CancellationToken>,
         tag: Option<u64>,
     ) -> Result<Answer, ClientError> {
-        let mut params = params;
-        if self.era == Era::Modern {
-            params["_meta"] = self.meta.clone();
+        if self.era == Era::Legacy {
+            // Nothing is retried in the legacy era: the params move to the wire as they are.
+            return Ok(Answer::Complete(self.connection.request(method, Some(params), timeout, cancel, tag).await?));
         }
+        let mut params = params;
+        params["_meta"] = self.meta.clone();
         let mut result = self.connection.request(method, Some(params.clone()), timeout, cancel, tag).await;
-        if self.era == Era::Modern
-            && let Err(ClientError::Wire(e)) = &result
+        if let Err(ClientError::Wire(e)) = &result
             && offers_our_version(e)
         {
             result = self.connection.request(method, Some(params), timeout, cancel, tag).await;
@@ -463,6 +464,12 @@ impl Session {
         tag: Option<u64>,
     ) -> Result<Value, ClientError> {
         let original = json!({ "name": name, "arguments": arguments });
+        if self.era == Era::Legacy {
+            // One round, never retried (input_required and header checks are modern).
+            return match self.request_rounds("tools/call", original, timeout, cancel, tag).await? {
+                Answer::Complete(result) | Answer::InputRequired(result) => Ok(result),
+            };
+        }
         let deadline = tokio::time::Instant::now() + timeout;
         let mut params = original.clone();
         let mut relisted = false;

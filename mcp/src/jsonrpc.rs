@@ -3,7 +3,7 @@
 //! client's runtime errors (`crate::error::ClientError`).
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 /// A request id: an integer or a string.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -86,7 +86,7 @@ fn id_of(value: &Value) -> Result<Option<RequestId>, Malformed> {
 /// Parse one message (one line of stdio, or one JSON body).
 pub fn parse(text: &[u8]) -> Result<Message, Malformed> {
     let value: Value = serde_json::from_slice(text).map_err(|e| Malformed(format!("not JSON: {e}")))?;
-    let Value::Object(obj) = value else {
+    let Value::Object(mut obj) = value else {
         return Err(Malformed("a message must be a JSON object".into()));
     };
     if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
@@ -96,25 +96,26 @@ pub fn parse(text: &[u8]) -> Result<Message, Malformed> {
         Some(v) => id_of(v)?,
         None => None,
     };
-    if let Some(method) = obj.get("method") {
-        let method = method.as_str().ok_or_else(|| Malformed("`method` must be a string".into()))?.to_string();
-        let params = obj.get("params").cloned();
+    // The message's parts are moved out of the parsed object, never copied.
+    if let Some(method) = obj.remove("method") {
+        let Value::String(method) = method else { return Err(Malformed("`method` must be a string".into())) };
+        let params = obj.remove("params");
         return Ok(match id {
             Some(id) => Message::Request { id, method, params },
             None => Message::Notification { method, params },
         });
     }
-    if let Some(error) = obj.get("error") {
+    if let Some(error) = obj.remove("error") {
         let error: WireError =
-            serde_json::from_value(error.clone()).map_err(|e| Malformed(format!("bad error object: {e}")))?;
+            serde_json::from_value(error).map_err(|e| Malformed(format!("bad error object: {e}")))?;
         return Ok(match id {
             Some(id) => Message::Response { id, result: Err(error) },
             None => Message::OrphanError(error),
         });
     }
-    if let Some(result) = obj.get("result") {
+    if let Some(result) = obj.remove("result") {
         let id = id.ok_or_else(|| Malformed("a result needs an id".into()))?;
-        return Ok(Message::Response { id, result: Ok(result.clone()) });
+        return Ok(Message::Response { id, result: Ok(result) });
     }
     Err(Malformed("neither a request, a notification nor a response".into()))
 }
@@ -144,42 +145,68 @@ pub fn recover_response_id(text: &[u8]) -> Option<RequestId> {
     digits.parse().ok().map(RequestId::Number)
 }
 
-/// Serialize a message compactly (no newlines, as stdio framing requires).
+/// A message as written: borrowed parts, serialized straight to the output.
+#[derive(Serialize)]
+struct Outgoing<'a> {
+    jsonrpc: &'static str,
+    /// `Some(None)` is the `null` id of an error without a usable one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<Option<&'a RequestId>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    method: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a WireError>,
+}
+
+/// Serialize a message compactly (no newlines, as stdio framing requires),
+/// without copying its parts.
 pub fn encode(message: &Message) -> String {
-    let mut obj = Map::new();
-    obj.insert("jsonrpc".into(), json!("2.0"));
+    let mut out = Outgoing { jsonrpc: "2.0", id: None, method: None, params: None, result: None, error: None };
     match message {
         Message::Request { id, method, params } => {
-            obj.insert("id".into(), json!(id));
-            obj.insert("method".into(), json!(method));
-            if let Some(p) = params {
-                obj.insert("params".into(), p.clone());
-            }
+            (out.id, out.method, out.params) = (Some(Some(id)), Some(method.as_str()), params.as_ref());
         }
-        Message::Notification { method, params } => {
-            obj.insert("method".into(), json!(method));
-            if let Some(p) = params {
-                obj.insert("params".into(), p.clone());
-            }
-        }
-        Message::Response { id, result } => {
-            obj.insert("id".into(), json!(id));
-            match result {
-                Ok(v) => obj.insert("result".into(), v.clone()),
-                Err(e) => obj.insert("error".into(), json!(e)),
-            };
-        }
-        Message::OrphanError(e) => {
-            obj.insert("id".into(), Value::Null);
-            obj.insert("error".into(), json!(e));
-        }
+        Message::Notification { method, params } => (out.method, out.params) = (Some(method.as_str()), params.as_ref()),
+        Message::Response { id, result: Ok(result) } => (out.id, out.result) = (Some(Some(id)), Some(result)),
+        Message::Response { id, result: Err(error) } => (out.id, out.error) = (Some(Some(id)), Some(error)),
+        Message::OrphanError(error) => (out.id, out.error) = (Some(None), Some(error)),
     }
-    Value::Object(obj).to_string()
+    serde_json::to_string(&out).expect("a message serializes: its keys are strings")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn every_kind_of_message_encodes_and_parses_back() {
+        let error = WireError { code: -32601, message: "nope".into(), data: Some(json!({ "x": 1 })) };
+        for message in [
+            Message::Request {
+                id: RequestId::Number(0),
+                method: "tools/call".into(),
+                params: Some(json!({ "a": [1] })),
+            },
+            Message::Request { id: RequestId::String("s".into()), method: "ping".into(), params: None },
+            Message::Notification { method: "notifications/cancelled".into(), params: Some(json!({ "requestId": 3 })) },
+            Message::Notification { method: "notifications/initialized".into(), params: None },
+            Message::Response { id: RequestId::Number(9), result: Ok(json!({ "content": [] })) },
+            Message::Response { id: RequestId::Number(10), result: Err(error.clone()) },
+        ] {
+            let line = encode(&message);
+            assert!(!line.contains('\n'), "{line}");
+            assert_eq!(parse(line.as_bytes()).unwrap(), message, "{line}");
+        }
+        let orphan = encode(&Message::OrphanError(error.clone()));
+        let value: serde_json::Value = serde_json::from_str(&orphan).unwrap();
+        assert_eq!(value["id"], serde_json::Value::Null, "{orphan}");
+        assert_eq!(parse(orphan.as_bytes()).unwrap(), Message::OrphanError(error));
+    }
 
     #[test]
     fn a_response_id_is_recovered_from_a_malformed_frame() {

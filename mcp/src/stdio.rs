@@ -32,6 +32,9 @@ use crate::jsonrpc::{Message, RequestId, WireError, encode, parse, recover_respo
 use crate::limits::{CLOSE_GRACE, EXIT_REPORT_WAIT, EXIT_STDERR_DRAIN_WAIT, STDIO_FRAME_MAX_BYTES, WRITER_QUEUE};
 use crate::transport::{ServerRequests, Transport, dispatch_request, inbound_limit};
 
+/// The writer gathers queued messages into one write up to about this many bytes.
+const WRITE_BATCH_BYTES: usize = 64 * 1024;
+
 /// How to start a server.
 #[derive(Clone)]
 pub struct StdioSpec {
@@ -137,15 +140,25 @@ impl Connection {
             let close_tx = Arc::clone(&close_tx);
             let mut closed = closed.clone();
             tasks.push(tokio::spawn(async move {
+                let mut batch = Vec::with_capacity(8 * 1024);
                 loop {
                     // Biased: what is already queued (a last `notifications/cancelled`)
                     // is written before a close ends the writer.
                     tokio::select! {
                         biased;
                         line = outgoing_rx.recv() => {
-                            let Some(mut line) = line else { break };
-                            line.push('\n');
-                            if let Err(e) = async { stdin.write_all(line.as_bytes()).await?; stdin.flush().await }.await {
+                            let Some(line) = line else { break };
+                            // What else is queued goes out in the same write (calls in flight
+                            // cost one system call per batch, not per message).
+                            batch.clear();
+                            batch.extend_from_slice(line.as_bytes());
+                            batch.push(b'\n');
+                            while batch.len() < WRITE_BATCH_BYTES {
+                                let Ok(next) = outgoing_rx.try_recv() else { break };
+                                batch.extend_from_slice(next.as_bytes());
+                                batch.push(b'\n');
+                            }
+                            if let Err(e) = async { stdin.write_all(&batch).await?; stdin.flush().await }.await {
                                 close_tx.send_if_modified(|c| set_reason(c, format!("writing to the server failed: {e}")));
                                 break;
                             }
@@ -378,14 +391,18 @@ impl Transport for Connection {
             lock(&self.pending).remove(&id);
             return Err(self.closed_error());
         }
-        let never = CancellationToken::new();
-        let cancel = cancel.unwrap_or(&never);
+        let cancelled = async {
+            match cancel {
+                Some(cancel) => cancel.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
         let outcome = tokio::select! {
             r = rx => r,
             _ = tokio::time::sleep(timeout) => {
                 return Err(ClientError::Timeout { method: method.into(), after: timeout });
             }
-            _ = cancel.cancelled() => return Err(ClientError::Cancelled { method: method.into() }),
+            _ = cancelled => return Err(ClientError::Cancelled { method: method.into() }),
         };
         guard.armed = false;
         match outcome {
