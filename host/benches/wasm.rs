@@ -37,6 +37,7 @@ struct Fixture {
     scope: ProjectScope,
     native_echo: clat_host::registry::Registry,
     plugin: Arc<WasmPlugin>,
+    runtime: Arc<WasmRuntime>,
     run: RunContext,
 }
 
@@ -61,7 +62,7 @@ fn fixture() -> Fixture {
         .register_native("echo", "echo", json!({ "type": "object" }), Effect::Read, Arc::new(NativeEcho))
         .unwrap();
     let run = RunContext::builder().mode(PermissionMode::Ask).events(Arc::new(NullSink)).start();
-    Fixture { dir, rt, scope, native_echo, plugin, run }
+    Fixture { dir, rt, scope, native_echo, plugin, runtime, run }
 }
 
 fn guest_echo(f: &Fixture) {
@@ -148,16 +149,18 @@ fn summary(f: &Fixture) {
     let cold = per_call(3, || cold_compile(f));
     let warm = per_call(20, || cached_load(f));
     println!(
-        "summary: guest echo call {:.1} µs vs native echo {:.1} µs (guest overhead {:.1} µs, {:.1}x); \
-         guest→host read_file {:.1} µs vs native read_file {:.1} µs; instantiate per call {:.1} µs; \
-         cold compile+load {:.2} ms vs cached load {:.2} ms ({:.1}x faster)",
+        "summary: allocator {}; guest echo call {:.1} µs (goal <= 10 µs) vs native echo {:.1} µs (guest overhead \
+         {:.1} µs, {:.1}x); instantiate per call {:.1} µs (goal <= 15 µs); guest→host read_file {:.1} µs vs native \
+         read_file {:.1} µs ({:.2}x, goal <= 2x); cold compile+load {:.2} ms vs cached load {:.2} ms ({:.1}x faster)",
+        f.runtime.allocator(),
         us(guest),
         us(native),
         us(guest) - us(native),
         guest.as_secs_f64() / native.as_secs_f64(),
+        us(inst),
         us(guest_read_t),
         us(native_read_t),
-        us(inst),
+        guest_read_t.as_secs_f64() / native_read_t.as_secs_f64(),
         cold.as_secs_f64() * 1e3,
         warm.as_secs_f64() * 1e3,
         cold.as_secs_f64() / warm.as_secs_f64()
