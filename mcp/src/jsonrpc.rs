@@ -83,8 +83,80 @@ fn id_of(value: &Value) -> Result<Option<RequestId>, Malformed> {
     }
 }
 
+/// A message as read in one pass: the members typed, the payload (`params`,
+/// `result`, `error`) parsed straight into values, so a frame is never built
+/// as a whole object first. A member present as `null` is `Some(Null)`, not
+/// absent.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow)]
+    jsonrpc: Option<&'a str>,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Value>,
+    #[serde(default, borrow, deserialize_with = "present_str")]
+    method: Option<&'a str>,
+    #[serde(default, deserialize_with = "present")]
+    params: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    result: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    error: Option<Value>,
+}
+
+/// A member that is present, whatever its value (`null` included).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+/// A string member (a `null` one is refused, as is a string with escapes:
+/// the long way reads those).
+fn present_str<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de str>, D::Error> {
+    <&str>::deserialize(d).map(Some)
+}
+
 /// Parse one message (one line of stdio, or one JSON body).
 pub fn parse(text: &[u8]) -> Result<Message, Malformed> {
+    // Most frames are well formed: read them in one pass. Anything that pass
+    // does not take (not an object, a duplicate member, a member of the wrong
+    // type) goes the long way, which names what is wrong.
+    match serde_json::from_slice::<Envelope>(text) {
+        Ok(envelope) => from_envelope(envelope),
+        Err(_) => parse_value(text),
+    }
+}
+
+fn from_envelope(envelope: Envelope) -> Result<Message, Malformed> {
+    if envelope.jsonrpc != Some("2.0") {
+        return Err(Malformed("`jsonrpc` must be \"2.0\"".into()));
+    }
+    let id = match &envelope.id {
+        Some(id) => id_of(id)?,
+        None => None,
+    };
+    if let Some(method) = envelope.method {
+        let (method, params) = (method.to_string(), envelope.params);
+        return Ok(match id {
+            Some(id) => Message::Request { id, method, params },
+            None => Message::Notification { method, params },
+        });
+    }
+    if let Some(error) = envelope.error {
+        let error: WireError =
+            serde_json::from_value(error).map_err(|e| Malformed(format!("bad error object: {e}")))?;
+        return Ok(match id {
+            Some(id) => Message::Response { id, result: Err(error) },
+            None => Message::OrphanError(error),
+        });
+    }
+    if let Some(result) = envelope.result {
+        let id = id.ok_or_else(|| Malformed("a result needs an id".into()))?;
+        return Ok(Message::Response { id, result: Ok(result) });
+    }
+    Err(Malformed("neither a request, a notification nor a response".into()))
+}
+
+/// The long way: the whole frame as a `Value`, each part checked in turn.
+fn parse_value(text: &[u8]) -> Result<Message, Malformed> {
     let value: Value = serde_json::from_slice(text).map_err(|e| Malformed(format!("not JSON: {e}")))?;
     let Value::Object(mut obj) = value else {
         return Err(Malformed("a message must be a JSON object".into()));
@@ -165,6 +237,20 @@ struct Outgoing<'a> {
 /// Serialize a message compactly (no newlines, as stdio framing requires),
 /// without copying its parts.
 pub fn encode(message: &Message) -> String {
+    let mut out = Vec::with_capacity(128);
+    write_message(&mut out, message);
+    String::from_utf8(out).expect("serde_json writes UTF-8")
+}
+
+/// `encode`, ending in the `\n` that frames it on stdio.
+pub fn encode_line(message: &Message) -> String {
+    let mut out = Vec::with_capacity(128);
+    write_message(&mut out, message);
+    out.push(b'\n');
+    String::from_utf8(out).expect("serde_json writes UTF-8")
+}
+
+fn write_message(to: &mut Vec<u8>, message: &Message) {
     let mut out = Outgoing { jsonrpc: "2.0", id: None, method: None, params: None, result: None, error: None };
     match message {
         Message::Request { id, method, params } => {
@@ -175,7 +261,7 @@ pub fn encode(message: &Message) -> String {
         Message::Response { id, result: Err(error) } => (out.id, out.error) = (Some(Some(id)), Some(error)),
         Message::OrphanError(error) => (out.id, out.error) = (Some(None), Some(error)),
     }
-    serde_json::to_string(&out).expect("a message serializes: its keys are strings")
+    serde_json::to_writer(to, &out).expect("a message serializes: its keys are strings")
 }
 
 #[cfg(test)]
@@ -232,6 +318,37 @@ mod tests {
         assert_eq!(parse(encode(&m).as_bytes()).unwrap(), m);
         let e = parse(br#"{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"nope"}}"#).unwrap();
         assert!(matches!(e, Message::Response { result: Err(WireError { code: -32601, .. }), .. }));
+    }
+
+    #[test]
+    fn the_one_pass_reading_agrees_with_the_long_way() {
+        for line in [
+            &br#"{"jsonrpc":"2.0","id":1,"result":null}"#[..],
+            br#"{"jsonrpc":"2.0","id":2,"method":"tools\/call","params":{"a":1}}"#,
+            br#"{"jsonrpc":"2.0","id":3,"id":4,"result":{}}"#,
+            br#"{"jsonrpc":"2.0","method":"notifications/x","params":null}"#,
+            br#"{"jsonrpc":"2.0","id":null,"error":{"code":-1,"message":"m"}}"#,
+            br#"{"jsonrpc":"2.0","id":5,"result":{"b":[1,"x",{"c":true}]},"extra":0}"#,
+        ] {
+            let text = String::from_utf8_lossy(line);
+            assert_eq!(parse(line), parse_value(line), "{text}");
+            assert!(parse(line).is_ok(), "{text}");
+        }
+        // A present null is not an absent member; a null method is no method.
+        assert_eq!(
+            parse(br#"{"jsonrpc":"2.0","id":1,"result":null}"#).unwrap(),
+            Message::Response { id: RequestId::Number(1), result: Ok(Value::Null) }
+        );
+        assert!(
+            parse(br#"{"jsonrpc":"2.0","id":1,"method":null}"#).unwrap_err().0.contains("`method` must be a string")
+        );
+        // A later duplicate wins, as in the long way.
+        assert!(matches!(
+            parse(br#"{"jsonrpc":"2.0","id":3,"id":4,"result":{}}"#).unwrap(),
+            Message::Response { id: RequestId::Number(4), .. }
+        ));
+        // Valid syntax, but no value can hold it.
+        assert!(parse(br#"{"jsonrpc":"2.0","id":6,"result":1e400}"#).unwrap_err().0.contains("not JSON"));
     }
 
     #[test]
