@@ -37,7 +37,10 @@ pub async fn route_frames(frames: &[&[u8]]) -> Routed {
         pending.lock().unwrap().insert(id.clone(), tx);
         receivers.push((id.clone(), rx));
     }
-    let (outgoing, mut written_rx) = mpsc::channel::<String>(crate::limits::WRITER_QUEUE);
+    let (queue, mut written_rx) = mpsc::channel::<String>(crate::limits::WRITER_QUEUE);
+    // No pipe: every line the router sends waits in the queue, where it is read back here.
+    let (close_tx, _closed) = tokio::sync::watch::channel(None);
+    let outgoing = Arc::new(crate::stdio::Outbox::new(queue, None, Arc::new(close_tx)));
     let handler: Arc<dyn ServerRequests> = Arc::new(NoServerRequests);
     let in_flight = inbound_limit();
     let mut written = Vec::new();
@@ -46,13 +49,13 @@ pub async fn route_frames(frames: &[&[u8]]) -> Routed {
         // Let the tasks serving requests answer, and keep the writer queue drained.
         tokio::task::yield_now().await;
         while let Ok(line) = written_rx.try_recv() {
-            written.push(line);
+            written.push(line.trim_end_matches('\n').to_string());
         }
     }
     drop(outgoing);
     // Every request task answers without waiting on anything but the queue.
     while let Some(line) = written_rx.recv().await {
-        written.push(line);
+        written.push(line.trim_end_matches('\n').to_string());
     }
     let mut routed = Routed { written, ..Routed::default() };
     for (id, mut rx) in receivers {

@@ -1,5 +1,6 @@
 //! The stdio transport: one MCP server subprocess, in its own process group,
-//! with one bounded writer queue, one dedicated reader that routes responses by
+//! with one bounded writer queue (a line goes straight into the pipe when
+//! nothing waits there: `outbox.rs`), one dedicated reader that routes responses by
 //! id in any order, and server-initiated requests handled concurrently up to
 //! `INBOUND_REQUEST_QUEUE` at a time — a request beyond that is refused at once
 //! with a diagnostic, so a flood never blocks response progress. Frames are one
@@ -22,15 +23,18 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ClientError;
-use crate::jsonrpc::{Message, RequestId, WireError, encode, parse, recover_response_id};
+use crate::jsonrpc::{Message, RequestId, WireError, encode_line, parse, recover_response_id};
 use crate::limits::{CLOSE_GRACE, EXIT_REPORT_WAIT, EXIT_STDERR_DRAIN_WAIT, STDIO_FRAME_MAX_BYTES, WRITER_QUEUE};
 use crate::transport::{ServerRequests, Transport, dispatch_request, inbound_limit};
+
+mod outbox;
+pub(crate) use outbox::Outbox;
 
 /// The writer gathers queued messages into one write up to about this many bytes.
 const WRITE_BATCH_BYTES: usize = 64 * 1024;
@@ -78,7 +82,7 @@ pub(crate) type Pending = Arc<Mutex<HashMap<RequestId, oneshot::Sender<Reply>>>>
 
 /// One live stdio connection.
 pub struct Connection {
-    outgoing: mpsc::Sender<String>,
+    outgoing: Arc<Outbox>,
     pending: Pending,
     next_id: AtomicI64,
     closed: watch::Receiver<Option<String>>,
@@ -125,20 +129,27 @@ impl Connection {
         let mut child =
             command.spawn().map_err(|source| ClientError::Spawn { command: spec.command.clone(), source })?;
         let pgid = child.id().map(|p| p as i32).unwrap_or(0);
-        let mut stdin = child.stdin.take().expect("stdin is piped");
+        let stdin = child.stdin.take().expect("stdin is piped");
+        let stdin = stdin
+            .into_owned_fd()
+            .and_then(tokio::net::unix::pipe::Sender::from_owned_fd)
+            .map_err(|source| ClientError::Spawn { command: spec.command.clone(), source })?;
+        let stdin = Arc::new(stdin);
         let stdout = child.stdout.take().expect("stdout is piped");
         let mut stderr = child.stderr.take().expect("stderr is piped");
 
-        let (outgoing, mut outgoing_rx) = mpsc::channel::<String>(WRITER_QUEUE);
+        let (queue, mut outgoing_rx) = mpsc::channel::<String>(WRITER_QUEUE);
         let (close_tx, closed) = watch::channel::<Option<String>>(None);
         let close_tx = Arc::new(close_tx);
+        let outgoing = Arc::new(Outbox::new(queue, Some(Arc::clone(&stdin)), Arc::clone(&close_tx)));
         let pending: Pending = Arc::default();
         let mut tasks = Vec::new();
 
-        // The one writer.
+        // The one writer of queued lines.
         {
             let close_tx = Arc::clone(&close_tx);
             let mut closed = closed.clone();
+            let outbox = Arc::clone(&outgoing);
             tasks.push(tokio::spawn(async move {
                 let mut batch = Vec::with_capacity(8 * 1024);
                 loop {
@@ -152,21 +163,22 @@ impl Connection {
                             // cost one system call per batch, not per message).
                             batch.clear();
                             batch.extend_from_slice(line.as_bytes());
-                            batch.push(b'\n');
+                            let mut lines = 1;
                             while batch.len() < WRITE_BATCH_BYTES {
                                 let Ok(next) = outgoing_rx.try_recv() else { break };
                                 batch.extend_from_slice(next.as_bytes());
-                                batch.push(b'\n');
+                                lines += 1;
                             }
-                            if let Err(e) = async { stdin.write_all(&batch).await?; stdin.flush().await }.await {
+                            if let Err(e) = outbox::write_all(&stdin, &batch).await {
                                 close_tx.send_if_modified(|c| set_reason(c, format!("writing to the server failed: {e}")));
                                 break;
                             }
+                            outbox.written(lines);
                         }
                         _ = closed.changed() => break,
                     }
                 }
-                // Dropping stdin closes it: the server sees end of input.
+                // Dropping stdin here and in the outbox closes it: the server sees end of input.
             }));
         }
 
@@ -239,15 +251,17 @@ impl Connection {
             }));
         }
 
-        // When the connection closes, every waiting request learns why.
+        // When the connection closes, every waiting request learns why, and
+        // nothing more is written inline.
         {
-            let (pending, mut closed) = (Arc::clone(&pending), closed.clone());
+            let (pending, mut closed, outbox) = (Arc::clone(&pending), closed.clone(), Arc::clone(&outgoing));
             tasks.push(tokio::spawn(async move {
                 while closed.borrow().is_none() {
                     if closed.changed().await.is_err() {
                         break;
                     }
                 }
+                outbox.close();
                 lock(&pending).clear();
             }));
         }
@@ -318,7 +332,7 @@ impl Drop for PendingGuard<'_> {
                 method: "notifications/cancelled".into(),
                 params: Some(json!({ "requestId": self.id, "reason": "cancelled by the client" })),
             };
-            let _ = self.conn.outgoing.try_send(encode(&note));
+            self.conn.outgoing.try_send(encode_line(&note));
         }
     }
 }
@@ -327,7 +341,7 @@ impl Drop for PendingGuard<'_> {
 pub(crate) fn route(
     line: &[u8],
     pending: &Pending,
-    outgoing: &mpsc::Sender<String>,
+    outgoing: &Arc<Outbox>,
     handler: &Arc<dyn ServerRequests>,
     in_flight: &Arc<Semaphore>,
 ) {
@@ -353,11 +367,11 @@ pub(crate) fn route(
         Message::OrphanError(e) => tracing::warn!("the server sent an error without an id: {e}"),
         Message::Notification { method, params } => handler.notification(&method, params.as_ref()),
         Message::Request { id, method, params } => {
-            let outgoing = outgoing.clone();
+            let outgoing = Arc::clone(outgoing);
             // One stream carries every request: which call this one belongs to cannot be told.
             dispatch_request(handler, in_flight, id, method, params, None, move |response| {
                 Box::pin(async move {
-                    let _ = outgoing.send(encode(&response)).await;
+                    let _ = outgoing.send(encode_line(&response)).await;
                 })
             });
         }
@@ -385,7 +399,7 @@ impl Transport for Connection {
         let (tx, rx) = oneshot::channel();
         lock(&self.pending).insert(id.clone(), tx);
         let mut guard = PendingGuard { conn: self, id: id.clone(), method, armed: true };
-        let line = encode(&Message::Request { id: id.clone(), method: method.into(), params });
+        let line = encode_line(&Message::Request { id: id.clone(), method: method.into(), params });
         if self.outgoing.send(line).await.is_err() {
             guard.armed = false;
             lock(&self.pending).remove(&id);
@@ -416,7 +430,7 @@ impl Transport for Connection {
     }
 
     async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), ClientError> {
-        let line = encode(&Message::Notification { method: method.into(), params });
+        let line = encode_line(&Message::Notification { method: method.into(), params });
         self.outgoing.send(line).await.map_err(|_| self.closed_error())
     }
 

@@ -326,6 +326,28 @@ async fn sixty_four_concurrent_calls_answered_out_of_order_reach_their_callers()
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lines_written_inline_and_queued_arrive_whole_and_each_answer_reaches_its_caller() {
+    // Around the size a pipe takes atomically (a line written straight from the
+    // caller) and past it (a line left to the writer task), at once on two threads.
+    let (s, _) = session(&[]).await;
+    let s = Arc::new(s);
+    let mut calls = Vec::new();
+    for i in 0..96usize {
+        let s = s.clone();
+        let size = [8, 4000, 4200, 70_000][i % 4] + i;
+        calls.push(tokio::spawn(async move {
+            let message = "x".repeat(size);
+            let result = s.call_tool("echo", json!({ "message": message }), LONG, None).await.unwrap();
+            (message, text_of(&result))
+        }));
+    }
+    for call in calls {
+        let (message, echoed) = call.await.unwrap();
+        assert_eq!(echoed, json!({ "message": message }).to_string());
+    }
+}
+
 #[tokio::test]
 async fn closing_kills_grandchildren_in_the_servers_group() {
     let dir = tempfile::tempdir().unwrap();
