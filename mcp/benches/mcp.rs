@@ -1,12 +1,15 @@
 //! MCP client costs, next to their floors and to the official Rust SDK (rmcp,
-//! pinned, a dev-dependency of this benchmark only), all against the same
-//! test server in one run:
+//! pinned, a dev-dependency of this benchmark only), all in one run:
 //! - a stdio `tools/call` round trip vs rmcp's vs a raw pipe echo (`cat`) of
 //!   the same bytes, with client and server on one CPU (the thread and the
 //!   processes it starts pinned to CPU 0), so the time is the CPU both sides
-//!   spend plus the switches between them;
+//!   spend plus the switches between them; both clients drive the smallest
+//!   server (`clat-echo-mcp-server`, optimised), so what is left over is the
+//!   client's cost;
 //! - 64 calls in flight on one connection, ours vs rmcp's vs the raw pipe,
-//!   scheduled freely on every CPU;
+//!   scheduled freely on every CPU, against the same smallest server;
+//! - the same round trip against the test server (a debug build with every
+//!   scenario), for comparison with earlier figures;
 //! - connecting 20 servers in parallel vs the slowest single start;
 //! - a Streamable HTTP `tools/call` round trip on a kept-alive connection vs a
 //!   raw HTTP echo of the same bytes from the same server.
@@ -30,16 +33,23 @@ impl StderrSink for Ignore {
     fn write(&self, _bytes: &[u8]) {}
 }
 
+/// The test server, with every scenario (a debug build, as the tests run it).
 const SERVER: &str = clat_test_server_artifact::MCP_TEST_SERVER;
+/// The smallest server (one `echo` tool, optimised): the peer of the client-cost figures.
+const ECHO_SERVER: &str = clat_test_server_artifact::MCP_ECHO_SERVER;
 const LONG: Duration = Duration::from_secs(30);
 
-fn spec() -> StdioSpec {
-    StdioSpec { command: SERVER.into(), args: vec![], env: vec![], clear_env: false, cwd: std::env::temp_dir() }
+fn spec(server: &str) -> StdioSpec {
+    StdioSpec { command: server.into(), args: vec![], env: vec![], clear_env: false, cwd: std::env::temp_dir() }
 }
 
 async fn connect() -> Session {
+    connect_to(SERVER).await
+}
+
+async fn connect_to(server: &str) -> Session {
     let client = ClientInfo { name: "bench".into(), version: "0".into() };
-    Session::connect(&spec(), Arc::new(NoServerRequests), Arc::new(Ignore), &client, json!({})).await.unwrap()
+    Session::connect(&spec(server), Arc::new(NoServerRequests), Arc::new(Ignore), &client, json!({})).await.unwrap()
 }
 
 /// A `cat` process: the floor for one line out and back through two pipes.
@@ -74,8 +84,8 @@ impl RawEcho {
 /// The same server driven by rmcp's client.
 type RmcpClient = RunningService<RoleClient, ()>;
 
-async fn rmcp_connect() -> RmcpClient {
-    let transport = rmcp::transport::TokioChildProcess::builder(tokio::process::Command::new(SERVER))
+async fn rmcp_connect(server: &str) -> RmcpClient {
+    let transport = rmcp::transport::TokioChildProcess::builder(tokio::process::Command::new(server))
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap()
@@ -155,14 +165,60 @@ fn per_run(n: u32, f: &mut dyn FnMut()) -> Duration {
     )
 }
 
-/// Sequential round trips with the client, the server and `cat` on CPU 0:
-/// (ours, rmcp's, the raw pipe's), and whether pinning worked.
-fn pinned_round_trips() -> (Duration, Duration, Duration, bool) {
-    std::thread::spawn(|| {
+/// The CPU time the calling thread has used (user and system).
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid timespec for the call to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Batches of each contender, interleaved round by round so that a slow
+/// moment of the machine weighs on all of them alike.
+const ROUNDS: usize = 9;
+
+/// One contender's figures, one per round: wall time and the CPU time its
+/// thread spent, per run.
+#[derive(Clone, Default)]
+struct Rounds {
+    wall: Vec<Duration>,
+    cpu: Vec<Duration>,
+}
+
+/// The median over rounds of `a`'s figure over `b`'s, measured in the same round.
+fn ratio(a: &[Duration], b: &[Duration]) -> f64 {
+    let mut r: Vec<f64> = a.iter().zip(b).map(|(a, b)| a.as_secs_f64() / b.as_secs_f64()).collect();
+    r.sort_by(f64::total_cmp);
+    r[r.len() / 2]
+}
+
+/// `ROUNDS` rounds, each a batch of `n` runs of every contender in turn:
+/// per contender, the wall and thread CPU time per run of each round.
+fn interleaved(n: u32, contenders: &mut [&mut dyn FnMut()]) -> Vec<Rounds> {
+    let mut figures = vec![Rounds::default(); contenders.len()];
+    for _ in 0..ROUNDS {
+        for (f, rounds) in contenders.iter_mut().zip(figures.iter_mut()) {
+            let (t, c) = (Instant::now(), thread_cpu());
+            for _ in 0..n {
+                f();
+            }
+            rounds.wall.push(t.elapsed() / n);
+            rounds.cpu.push((thread_cpu() - c) / n);
+        }
+    }
+    figures
+}
+
+/// Sequential round trips on a current-thread runtime (so a client's whole
+/// cost is its thread's CPU time), with the client, `server` and `cat` on
+/// CPU 0, interleaved: ours, rmcp's and the raw pipe's figures per round, and
+/// whether pinning worked.
+fn pinned_round_trips(server: &'static str) -> (Vec<Rounds>, bool) {
+    std::thread::spawn(move || {
         let pinned = pin_to_cpu0();
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        let ours = rt.block_on(connect());
-        let theirs = rt.block_on(rmcp_connect());
+        let ours = rt.block_on(connect_to(server));
+        let theirs = rt.block_on(rmcp_connect(server));
         let mut raw = rt.block_on(async { RawEcho::start() });
         let line = request_line();
         let mut ours_call = || {
@@ -177,10 +233,10 @@ fn pinned_round_trips() -> (Duration, Duration, Duration, bool) {
             theirs_call();
             raw_call();
         }
-        let (a, b, c) = (per_run(1000, &mut ours_call), per_run(1000, &mut theirs_call), per_run(1000, &mut raw_call));
+        let figures = interleaved(1000, &mut [&mut ours_call, &mut theirs_call, &mut raw_call]);
         rt.block_on(ours.connection.close());
         let _ = rt.block_on(theirs.cancel());
-        (a, b, c, pinned)
+        (figures, pinned)
     })
     .join()
     .unwrap()
@@ -254,6 +310,7 @@ impl Drop for HttpServer {
 fn benches(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let session = Arc::new(rt.block_on(connect()));
+    let echo_session = Arc::new(rt.block_on(connect_to(ECHO_SERVER)));
     let mut raw = rt.block_on(async { RawEcho::start() });
     let line = request_line();
     let http = HttpServer::start();
@@ -283,26 +340,32 @@ fn benches(c: &mut Criterion) {
     });
     g.bench_function("raw_http_echo_same_bytes", |b| b.iter(raw_http_echo));
     g.bench_function("stdio_tools_call_round_trip", |b| {
+        b.iter(|| rt.block_on(echo_session.call_tool("echo", json!({ "message": "hello" }), LONG, None)).unwrap())
+    });
+    g.bench_function("stdio_tools_call_round_trip_test_server", |b| {
         b.iter(|| rt.block_on(session.call_tool("echo", json!({ "message": "hello" }), LONG, None)).unwrap())
     });
     g.bench_function("raw_pipe_echo_same_bytes", |b| b.iter(|| rt.block_on(raw.round_trip(&line))));
     {
-        let rmcp = rt.block_on(rmcp_connect());
+        let rmcp = rt.block_on(rmcp_connect(ECHO_SERVER));
         g.bench_function("rmcp_stdio_tools_call_round_trip", |b| b.iter(|| rt.block_on(rmcp_call(&rmcp))));
         g.bench_function("rmcp_sixty_four_calls_in_flight", |b| b.iter(|| rt.block_on(rmcp_sixty_four(&rmcp))));
         let _ = rt.block_on(rmcp.cancel());
     }
-    g.bench_function("sixty_four_calls_in_flight", |b| b.iter(|| rt.block_on(sixty_four(&session))));
+    g.bench_function("sixty_four_calls_in_flight", |b| b.iter(|| rt.block_on(sixty_four(&echo_session))));
     g.sample_size(10);
     g.bench_function("connect_one_server", |b| b.iter(|| rt.block_on(connect_many(1))));
     g.bench_function("connect_twenty_servers_in_parallel", |b| b.iter(|| rt.block_on(connect_many(20))));
     g.finish();
 
     let per = |n: u32, f: &mut dyn FnMut()| per_run(n, f);
-    let batch = per(20, &mut || rt.block_on(sixty_four(&session)));
-    let rmcp = rt.block_on(rmcp_connect());
-    let rmcp_batch = per(20, &mut || rt.block_on(rmcp_sixty_four(&rmcp)));
-    let raw_batch = per(20, &mut || rt.block_on(raw.sixty_four(&line)));
+    let rmcp = rt.block_on(rmcp_connect(ECHO_SERVER));
+    let flight = interleaved(
+        10,
+        &mut [&mut || rt.block_on(sixty_four(&echo_session)), &mut || rt.block_on(rmcp_sixty_four(&rmcp)), &mut || {
+            rt.block_on(raw.sixty_four(&line))
+        }],
+    );
     let _ = rt.block_on(rmcp.cancel());
     let singles: Vec<Duration> = (0..5).map(|_| rt.block_on(connect_many(1))).collect();
     let slowest_single = *singles.iter().max().unwrap();
@@ -311,37 +374,52 @@ fn benches(c: &mut Criterion) {
         rt.block_on(http_session.call_tool("echo", json!({ "message": "hello" }), LONG, None)).unwrap();
     });
     let http_raw = per(300, &mut || raw_http_echo());
-    let (call, rmcp_call_t, pipe, pinned) = pinned_round_trips();
+    let (echo, pinned) = pinned_round_trips(ECHO_SERVER);
+    let (debug_server, _) = pinned_round_trips(SERVER);
     let us = |d: Duration| d.as_secs_f64() * 1e6;
-    let rate = |d: Duration| 64.0 / d.as_secs_f64();
+    let med = |v: &Vec<Duration>| median(v.clone());
     println!(
         "summary: HTTP tools/call round trip {:.1} µs vs raw HTTP echo of the same bytes {:.1} µs ({:.1}x), kept-alive",
         us(http_call),
         us(http_raw),
         http_call.as_secs_f64() / http_raw.as_secs_f64()
     );
+    let [ours, rmcp, raw] = &echo[..] else { unreachable!("three contenders") };
     println!(
-        "summary: stdio tools/call round trip{} {:.1} µs vs rmcp {:.1} µs vs raw pipe echo {:.1} µs: {:.2}x the raw \
-         pipe (goal <= 2x), {:.2}x rmcp (goal <= 0.5x)",
+        "summary: stdio tools/call round trip{} with the echo server (medians of {ROUNDS} interleaved rounds): \
+         client CPU per call {:.1} µs vs rmcp {:.1} µs vs raw pipe echo {:.1} µs: {:.2}x the raw pipe (goal <= 2x), \
+         {:.2}x rmcp (goal <= 0.5x); wall time {:.1} µs vs rmcp {:.1} µs vs raw {:.1} µs ({:.2}x the raw pipe, \
+         {:.2}x rmcp); with the debug-built test server: wall {:.1} µs vs rmcp {:.1} µs",
         if pinned { ", client and server on CPU 0," } else { " (could not pin to one CPU)" },
-        us(call),
-        us(rmcp_call_t),
-        us(pipe),
-        call.as_secs_f64() / pipe.as_secs_f64(),
-        call.as_secs_f64() / rmcp_call_t.as_secs_f64()
+        us(med(&ours.cpu)),
+        us(med(&rmcp.cpu)),
+        us(med(&raw.cpu)),
+        ratio(&ours.cpu, &raw.cpu),
+        ratio(&ours.cpu, &rmcp.cpu),
+        us(med(&ours.wall)),
+        us(med(&rmcp.wall)),
+        us(med(&raw.wall)),
+        ratio(&ours.wall, &raw.wall),
+        ratio(&ours.wall, &rmcp.wall),
+        us(med(&debug_server[0].wall)),
+        us(med(&debug_server[1].wall)),
     );
+    let rate = |v: &Vec<Duration>| 64.0 / med(v).as_secs_f64();
+    let [ours, rmcp, raw] = &flight[..] else { unreachable!("three contenders") };
     println!(
-        "summary: 64 calls in flight {:.0} calls/s vs rmcp {:.0} calls/s vs raw pipe {:.0} lines/s: {:.2}x rmcp \
-         (goal >= 2x); connect 20 servers in parallel {:.1} ms vs slowest single start {:.1} ms ({:.2}x)",
-        rate(batch),
-        rate(rmcp_batch),
-        rate(raw_batch),
-        rmcp_batch.as_secs_f64() / batch.as_secs_f64(),
+        "summary: 64 calls in flight (medians of {ROUNDS} interleaved rounds) {:.0} calls/s vs rmcp {:.0} calls/s vs \
+         raw pipe {:.0} lines/s: {:.2}x rmcp (goal >= 2x); connect 20 servers in parallel {:.1} ms vs slowest single \
+         start {:.1} ms ({:.2}x)",
+        rate(&ours.wall),
+        rate(&rmcp.wall),
+        rate(&raw.wall),
+        ratio(&rmcp.wall, &ours.wall),
         twenty.as_secs_f64() * 1e3,
         slowest_single.as_secs_f64() * 1e3,
         twenty.as_secs_f64() / slowest_single.as_secs_f64()
     );
     rt.block_on(session.connection.close());
+    rt.block_on(echo_session.connection.close());
     rt.block_on(http_session.connection.close());
 }
 
