@@ -120,6 +120,23 @@ async fn read_file_ranges_caps_and_binaries() {
 }
 
 #[tokio::test]
+async fn files_at_and_just_past_the_inline_read_size_read_the_same() {
+    // At most INLINE_READ_MAX_BYTES: read on the calling thread; one byte more: on the blocking pool.
+    let env = project();
+    let inline = clat_host::native::INLINE_READ_MAX_BYTES as usize;
+    for (name, size) in [("at.txt", inline), ("past.txt", inline + 1)] {
+        let body: String =
+            (0..size).map(|i| if i % 64 == 63 { '\n' } else { (b'a' + (i % 26) as u8) as char }).collect();
+        env.write(name, &body);
+        let out = call(&env, "read_file", json!({ "path": name })).await;
+        assert!(!out.is_error, "{name}: {}", text(&out));
+        assert_eq!(text(&out), body, "{name}");
+        let out = call(&env, "read_file", json!({ "path": name, "start_line": 1024, "end_line": 1024 })).await;
+        assert_eq!(text(&out), body.lines().nth(1023).map(|l| format!("{l}\n")).unwrap_or_default(), "{name}");
+    }
+}
+
+#[tokio::test]
 async fn search_skips_files_over_its_size_limit_and_says_so() {
     let env = TestEnv::trusted();
     let limit = clat_host::limits::SEARCH_MAX_FILE_BYTES as usize;

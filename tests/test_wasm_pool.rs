@@ -2,7 +2,8 @@
 //! serves calls one after another (each on a fresh instance), a second guest
 //! instance while the slot is taken fails only that call with the pool's
 //! reason, and the slot is free again once the first call ends; without a
-//! pool (on-demand) calls work the same.
+//! pool (on-demand) calls work the same; and a `clat` whose address space
+//! cannot hold the pool falls back to on-demand, says why, and still answers.
 
 mod support;
 
@@ -76,4 +77,36 @@ async fn without_a_pool_the_engine_runs_on_demand_and_calls_work_the_same() {
     let (run, _) = run_in(PermissionMode::Ask);
     let out = scope.registry().call("wasm_t_echo", json!({ "a": 1 }), &run).await.unwrap();
     assert_eq!(text(&out), r#"{"a":1}"#);
+}
+
+#[test]
+fn clat_falls_back_to_on_demand_where_the_address_space_cannot_hold_the_pool() {
+    use std::os::unix::process::CommandExt;
+    let env = TestEnv::trusted();
+    let out = env.clat(&["plugin", "install", guests::HELLO_PACKAGE]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // About 23 GiB: room for everything clat does, not for the pool's reservation.
+    const ADDRESS_SPACE_BYTES: u64 = 24_000_000 * 1024;
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_clat"));
+    command
+        .arg("--home")
+        .arg(&env.home)
+        .arg("--project")
+        .arg(&env.project)
+        .args(["call", "wasm_hello_greet", r#"{"name":"Ada"}"#])
+        .env_remove("CLAT_HOME")
+        .env_remove(clat_host::wasm::ALLOCATOR_ENV)
+        .stdin(std::process::Stdio::null());
+    // SAFETY: setrlimit is async-signal-safe, and the closure touches nothing else.
+    unsafe {
+        command.pre_exec(|| {
+            let limit = libc::rlimit { rlim_cur: ADDRESS_SPACE_BYTES, rlim_max: ADDRESS_SPACE_BYTES };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
+        });
+    }
+    let out = command.output().expect("run clat");
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.starts_with("Hello, Ada!"), "{stdout}\n{stderr}");
+    assert!(stderr.contains("on-demand allocator") && stderr.contains("could not be reserved"), "{stderr}");
 }

@@ -108,8 +108,9 @@ impl PathFence {
         Ok(real)
     }
 
-    /// Read a whole file (bounded by the caller via metadata if needed).
-    pub fn open_file(&self, path: &str) -> Result<(PathBuf, cap_std::fs::File), FenceError> {
+    /// Open a file for reading: its path relative to the root, the file, and
+    /// its size when opened (the caller bounds its read by it if needed).
+    pub fn open_file(&self, path: &str) -> Result<(PathBuf, cap_std::fs::File, u64), FenceError> {
         let rel = self.relative(path)?;
         let file = self.dir.open(&rel).map_err(|e| self.io_error(path, &rel, e))?;
         let meta = file.metadata().map_err(|e| self.io_error(path, &rel, e))?;
@@ -119,7 +120,7 @@ impl PathFence {
                 source: io::Error::new(io::ErrorKind::IsADirectory, "is a directory, not a file"),
             });
         }
-        Ok((rel, file))
+        Ok((rel, file, meta.len()))
     }
 
     /// Write `contents` to `path` atomically: a temporary file next to it, synced,

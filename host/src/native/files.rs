@@ -102,10 +102,8 @@ pub fn open_read(fence: &PathFence, args: ReadFileArgs) -> Result<OpenedRead, Na
     {
         return Err(NativeFailure::Invalid(format!("end_line {end} is before start_line {start}")));
     }
-    let (_, file) = fence.open_file(&args.path)?;
-    let file = file.into_std();
-    let len = file.metadata().map_err(|e| io_failure(&args.path, e))?.len();
-    Ok(OpenedRead { args, file, len })
+    let (_, file, len) = fence.open_file(&args.path)?;
+    Ok(OpenedRead { args, file: file.into_std(), len })
 }
 
 impl OpenedRead {
@@ -191,7 +189,7 @@ pub fn edit_file(fence: &PathFence, args: EditFileArgs) -> Result<String, Native
     if args.old_string == args.new_string {
         return Err(NativeFailure::Invalid("old_string and new_string are the same; nothing to change".into()));
     }
-    let (_, file) = fence.open_file(&args.path)?;
+    let (_, file, _) = fence.open_file(&args.path)?;
     let mut text = String::new();
     file.into_std()
         .take(WRITE_FILE_MAX_BYTES as u64 + 1)

@@ -44,8 +44,8 @@ pub fn search(fence: &PathFence, args: SearchArgs) -> Result<String, NativeFailu
         }
         let shown = display_path(fence, entry.path());
         // Re-open through the fence: the walker's path is only a name.
-        let Ok((_, file)) = fence.open_file(&shown) else { continue };
-        if file.metadata().map(|m| m.len()).unwrap_or(0) > SEARCH_MAX_FILE_BYTES {
+        let Ok((_, file, len)) = fence.open_file(&shown) else { continue };
+        if len > SEARCH_MAX_FILE_BYTES {
             skipped_large += 1;
             continue;
         }

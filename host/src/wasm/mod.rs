@@ -41,7 +41,7 @@ use crate::run::RunContext;
 use crate::services::HostServices;
 use cache::{CacheOutcome, CacheSweep, CompileObserver, ComponentCache};
 use engine::GuestEngine;
-pub use engine::{Allocator, EngineOptions};
+pub use engine::{ALLOCATOR_ENV, Allocator, EngineOptions};
 use http::{Egress, NameLookup};
 use stdio::SharedTail;
 use store::{GuestState, StoreTemplate, TemplateSpec};
