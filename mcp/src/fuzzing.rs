@@ -3,7 +3,6 @@
 //! event-stream decoder, driven exactly as the transports drive them, with
 //! what they produced returned so a target can check it.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use futures_util::{FutureExt, StreamExt};
@@ -30,7 +29,7 @@ pub struct Routed {
 pub async fn route_frames(frames: &[&[u8]]) -> Routed {
     let ids: Vec<RequestId> =
         (0..4).map(RequestId::Number).chain(std::iter::once(RequestId::String("s".into()))).collect();
-    let pending: crate::stdio::Pending = Arc::new(Mutex::new(HashMap::new()));
+    let pending: crate::stdio::Pending = Arc::new(Mutex::new(Default::default()));
     let mut receivers = Vec::new();
     for id in &ids {
         let (tx, rx) = oneshot::channel();

@@ -14,7 +14,7 @@
 //! process group is killed and the child reaped. A response frame that fails
 //! to parse but whose id can be read fails that request with a protocol error.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -78,7 +78,9 @@ pub(crate) enum Reply {
     Malformed(String),
 }
 
-pub(crate) type Pending = Arc<Mutex<HashMap<RequestId, oneshot::Sender<Reply>>>>;
+/// The requests waiting for their answers, by id. Ordered, not hashed: ids are
+/// our own small counters, compared in a few instructions.
+pub(crate) type Pending = Arc<Mutex<BTreeMap<RequestId, oneshot::Sender<Reply>>>>;
 
 /// One live stdio connection.
 pub struct Connection {
