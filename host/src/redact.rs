@@ -46,6 +46,46 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
     ]
 });
 
+/// Every match of every rule contains one of these, compared case-insensitively
+/// (each rule's literal part, or a key word its key alternatives share). Text
+/// with none of them cannot match, so it is returned without running, or
+/// compiling, the rules: most diagnostics ("not needed", "exited with status 1")
+/// never pay for the regexes.
+const RULE_TRIGGERS: [&str; 21] = [
+    "bearer",
+    "basic",
+    "token",
+    "key",
+    "secret",
+    "password",
+    "passwd",
+    "credential",
+    "auth",
+    "sk-",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "xox",
+    "akia",
+    "aiza",
+    "glpat-",
+    "eyj",
+];
+
+/// Whether any rule could match `text`. Text that is not all ASCII always
+/// may: the rules' case-insensitive matching folds some other letters onto
+/// ASCII ones (the Kelvin sign onto `k`).
+fn may_match_a_rule(text: &str) -> bool {
+    if !text.is_ascii() {
+        return true;
+    }
+    let lower = text.to_ascii_lowercase();
+    RULE_TRIGGERS.iter().any(|t| lower.contains(t))
+}
+
 /// Values this process holds as secrets wherever they appear (the values of
 /// the environment variables granted to WASM plugins), longest first.
 static PROCESS_SECRETS: std::sync::RwLock<Vec<String>> = std::sync::RwLock::new(Vec::new());
@@ -65,6 +105,9 @@ pub fn redact(text: &str) -> String {
         if out.contains(secret.as_str()) {
             out = out.replace(secret.as_str(), REDACTED);
         }
+    }
+    if !may_match_a_rule(&out) {
+        return out;
     }
     for rule in RULES.iter() {
         if rule.pattern.is_match(&out) {
@@ -182,6 +225,36 @@ impl OutputTail {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_no_rule_can_match_skips_the_rules_and_every_key_shape_still_trips_the_filter() {
+        for plain in ["not needed", "the server exited (status 1)", "", "ok: 12 files"] {
+            assert!(!may_match_a_rule(plain), "{plain}");
+            assert_eq!(redact(plain), plain);
+        }
+        for shaped in [
+            "Authorization: Bearer abcdefghijkl",
+            "BASIC dXNlcjpwYXNzd29yZA==",
+            "MY_API_KEY=abcd1234",
+            "\"client_secret\": \"abcd1234\"",
+            "PASSWD=hunter22",
+            "credentials: abcd1234",
+            "OAUTH=abcd1234",
+            "sk-ant-abcdefghijklmnopqrstuvwxyz",
+            "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+            "github_pat_abcdefghijklmnopqrstuvwxyz0123456789",
+            "xoxb-abcdefghijkl",
+            "AKIAABCDEFGHIJKLMNOP",
+            "AIzaabcdefghijklmnopqrstuvwxyz012345678",
+            "glpat-abcdefghijklmnopqrstuvwxyz",
+            "eyJabcdefghijkl.abcdefghijkl.abcdefghijkl",
+        ] {
+            assert!(may_match_a_rule(shaped), "{shaped}");
+            assert!(redact(shaped).contains(REDACTED), "{shaped} → {}", redact(shaped));
+        }
+        // Text that is not all ASCII always goes to the rules.
+        assert!(may_match_a_rule("\u{212A}EY=abcd1234"));
+    }
 
     #[test]
     fn key_shapes_are_redacted() {
