@@ -120,6 +120,25 @@ async fn read_file_ranges_caps_and_binaries() {
 }
 
 #[tokio::test]
+async fn every_native_tools_schema_compiles_when_it_is_first_called() {
+    // Native schemas are compiled at a tool's first call, not at mount: each must compile.
+    let env = project();
+    let scope = env.mount();
+    let (run, _) = run_in(PermissionMode::ReadOnly);
+    let natives: Vec<_> =
+        scope.registry().list().into_iter().filter(|t| t.source == clat_host::registry::ToolSource::Native).collect();
+    assert_eq!(natives.len(), 6);
+    for tool in natives {
+        match scope.registry().call(&tool.name, json!(7), &run).await {
+            Err(clat_host::registry::CallError::InvalidArguments { reason, .. }) => {
+                assert!(!reason.contains("does not compile") && reason.contains("object"), "{}: {reason}", tool.name);
+            }
+            other => panic!("{}: arguments that are not an object are refused by the schema: {other:?}", tool.name),
+        }
+    }
+}
+
+#[tokio::test]
 async fn files_at_and_just_past_the_inline_read_size_read_the_same() {
     // At most INLINE_READ_MAX_BYTES: read on the calling thread; one byte more: on the blocking pool.
     let env = project();

@@ -120,7 +120,10 @@ pub struct ToolEntry {
     effect: Effect,
     description: String,
     input_schema: Value,
-    validator: jsonschema::Validator,
+    /// Compiled at registration for an extension's tool (a schema that does
+    /// not compile refuses the tool); for a native tool, whose schema is ours,
+    /// at its first call, so a command pays only for the tools it calls.
+    validator: std::sync::OnceLock<Result<jsonschema::Validator, String>>,
     handler: Arc<dyn ToolHandler>,
     /// The owner's lease (`None` for native tools, which are never withdrawn).
     lease: Option<Arc<Lease>>,
@@ -345,13 +348,17 @@ impl Registry {
         if self.is_frozen() {
             return Err(self.report(RegistrationError::Frozen { name, source_label }));
         }
-        let validator = match jsonschema::options().with_retriever(NeverFetch).build(&input_schema) {
-            Ok(v) => v,
-            Err(e) => {
-                let reason = e.to_string();
-                return Err(self.report(RegistrationError::InvalidSchema { name, source_label, reason }));
+        let validator = std::sync::OnceLock::new();
+        if !matches!(source, ToolSource::Native) {
+            match compile_schema(&input_schema) {
+                Ok(v) => {
+                    let _ = validator.set(Ok(v));
+                }
+                Err(reason) => {
+                    return Err(self.report(RegistrationError::InvalidSchema { name, source_label, reason }));
+                }
             }
-        };
+        }
         let source_lease = entry_lease(&self.leases, &source);
         let mut tools = self.tools.write().unwrap_or_else(|p| p.into_inner());
         // Checked again under the write lock: freeze() takes it too.
@@ -468,6 +475,18 @@ impl Registry {
 /// Schemas come from extensions: a `$ref` to another document is never
 /// fetched (no network, no file). It validates as `true`, so those values
 /// pass to the tool, which checks them itself.
+/// A tool's input schema as a validator (never fetching a remote reference).
+fn compile_schema(schema: &Value) -> Result<jsonschema::Validator, String> {
+    jsonschema::options().with_retriever(NeverFetch).build(schema).map_err(|e| e.to_string())
+}
+
+impl ToolEntry {
+    /// The input schema's validator, compiled now if it was not at registration.
+    fn validator(&self) -> Result<&jsonschema::Validator, &str> {
+        self.validator.get_or_init(|| compile_schema(&self.input_schema)).as_ref().map_err(String::as_str)
+    }
+}
+
 struct NeverFetch;
 
 impl jsonschema::Retrieve for NeverFetch {

@@ -60,8 +60,10 @@ fn validate_arguments(entry: &ToolEntry, arguments: &Value) -> Result<(), CallEr
     if size > TOOL_ARGUMENTS_MAX_BYTES {
         return Err(invalid(format!("{size} bytes of arguments exceed the {TOOL_ARGUMENTS_MAX_BYTES}-byte limit")));
     }
-    let errors: Vec<String> = entry
-        .validator
+    let validator = entry
+        .validator()
+        .map_err(|why| invalid(format!("the tool's input schema does not compile ({why}); it cannot be called")))?;
+    let errors: Vec<String> = validator
         .iter_errors(arguments)
         .take(5)
         .map(|e| {
