@@ -156,6 +156,15 @@ fn offers_our_version(error: &WireError) -> bool {
             .is_some_and(|v| v.iter().any(|s| s == MODERN_VERSION))
 }
 
+/// The params of `tools/call` (or `prompts/get`): the arguments are moved in,
+/// not copied (`json!` would serialize them into a new value).
+fn call_params(name: &str, arguments: Value) -> Value {
+    let mut params = serde_json::Map::with_capacity(2);
+    params.insert("name".into(), Value::String(name.into()));
+    params.insert("arguments".into(), arguments);
+    Value::Object(params)
+}
+
 /// The tools a server listed, within the limits.
 #[derive(Debug, Clone, Default)]
 pub struct ToolListing {
@@ -396,7 +405,7 @@ impl Session {
 
     /// `prompts/get` for one prompt with its arguments (string values).
     pub async fn get_prompt(&self, name: &str, arguments: Value) -> Result<Value, ClientError> {
-        let params = json!({ "name": name, "arguments": arguments });
+        let params = call_params(name, arguments);
         self.request("prompts/get", params, TOOLS_LIST_PAGE_TIMEOUT, None).await
     }
 
@@ -463,7 +472,7 @@ impl Session {
         cancel: Option<&CancellationToken>,
         tag: Option<u64>,
     ) -> Result<Value, ClientError> {
-        let original = json!({ "name": name, "arguments": arguments });
+        let original = call_params(name, arguments);
         if self.era == Era::Legacy {
             // One round, never retried (input_required and header checks are modern).
             return match self.request_rounds("tools/call", original, timeout, cancel, tag).await? {

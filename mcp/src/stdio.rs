@@ -413,7 +413,10 @@ impl Transport for Connection {
                 None => std::future::pending().await,
             }
         };
+        // Biased: an answer that is already there wins over a deadline or a
+        // cancel that came at the same moment (and no random branch order is drawn).
         let outcome = tokio::select! {
+            biased;
             r = rx => r,
             _ = tokio::time::sleep(timeout) => {
                 return Err(ClientError::Timeout { method: method.into(), after: timeout });
