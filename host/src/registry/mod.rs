@@ -350,7 +350,7 @@ impl Registry {
         }
         let validator = std::sync::OnceLock::new();
         if !matches!(source, ToolSource::Native) {
-            match compile_schema(&input_schema) {
+            match compile_schema(&input_schema, false) {
                 Ok(v) => {
                     let _ = validator.set(Ok(v));
                 }
@@ -476,14 +476,23 @@ impl Registry {
 /// fetched (no network, no file). It validates as `true`, so those values
 /// pass to the tool, which checks them itself.
 /// A tool's input schema as a validator (never fetching a remote reference).
-fn compile_schema(schema: &Value) -> Result<jsonschema::Validator, String> {
-    jsonschema::options().with_retriever(NeverFetch).build(schema).map_err(|e| e.to_string())
+/// A native tool's schema is ours and uses only keywords every draft shares:
+/// it is read as draft 7, whose meta-schema (which every schema is checked
+/// against first, built once per process) costs a fraction of 2020-12's, so a
+/// command that calls only native tools never builds the bigger one.
+fn compile_schema(schema: &Value, native: bool) -> Result<jsonschema::Validator, String> {
+    let mut options = jsonschema::options().with_retriever(NeverFetch);
+    if native {
+        options = options.with_draft(jsonschema::Draft::Draft7);
+    }
+    options.build(schema).map_err(|e| e.to_string())
 }
 
 impl ToolEntry {
     /// The input schema's validator, compiled now if it was not at registration.
     fn validator(&self) -> Result<&jsonschema::Validator, &str> {
-        self.validator.get_or_init(|| compile_schema(&self.input_schema)).as_ref().map_err(String::as_str)
+        let native = matches!(self.source, ToolSource::Native);
+        self.validator.get_or_init(|| compile_schema(&self.input_schema, native)).as_ref().map_err(String::as_str)
     }
 }
 
