@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::{CallError, InFlight, Registry, ToolEntry};
-use crate::contract::json::{content_block_to_json, tool_output_to_json};
+use crate::contract::json::{content_block_to_json, tool_output_json_len_bound, tool_output_to_json};
 use crate::contract::{ContentBlock, ToolOutput};
 use crate::limits::{
     HOST_REQUEST_EXTENSION_MAX, HOST_REQUEST_EXTENSION_STEP, TOOL_ARGUMENTS_MAX_BYTES, TOOL_CALL_TIMEOUT,
@@ -216,6 +216,11 @@ fn json_len(value: &Value) -> usize {
 /// dropped whole, and a final text block says what was cut and how many bytes
 /// were dropped. Only a result of which nothing fits becomes an error.
 pub fn enforce_result_limit(output: ToolOutput) -> ToolOutput {
+    // Most results are text far below the limit: that is known without
+    // copying them into JSON to measure it.
+    if tool_output_json_len_bound(&output).is_some_and(|bound| bound <= TOOL_RESULT_MAX_BYTES) {
+        return output;
+    }
     let size = json_len(&tool_output_to_json(&output));
     if size <= TOOL_RESULT_MAX_BYTES {
         return output;

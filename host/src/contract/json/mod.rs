@@ -74,6 +74,26 @@ mod tests {
     }
 
     #[test]
+    fn the_json_length_bound_of_a_text_output_is_never_below_its_json_length() {
+        let texts = ["", "plain", "quote \" and \\ backslash", "tab\tnew\nline\r\u{1}\u{1f}\u{7f}", "héllo ✓ 𝄞"];
+        for is_error in [false, true] {
+            for n in 0..=texts.len() {
+                let output = ToolOutput {
+                    content: texts[..n].iter().map(|t| ContentBlock::Text(t.to_string())).collect(),
+                    structured: None,
+                    is_error,
+                };
+                let exact = tool_output_to_json(&output).to_string().len();
+                let bound = tool_output_json_len_bound(&output).expect("text blocks only");
+                assert!(bound >= exact, "{bound} < {exact} for {:?}", &texts[..n]);
+                assert!(bound <= exact + 6 * 16 + 2, "a loose bound: {bound} for {exact}");
+            }
+        }
+        let with_structured = ToolOutput { content: vec![], structured: Some("{\"a\":1}".into()), is_error: false };
+        assert_eq!(tool_output_json_len_bound(&with_structured), None);
+    }
+
+    #[test]
     fn tool_output_round_trips_through_mcp_json() {
         let mcp = json!({
             "content": [

@@ -110,6 +110,33 @@ pub fn tool_output_to_json(output: &ToolOutput) -> Value {
     v
 }
 
+/// An upper bound on the length of `tool_output_to_json(output)` serialized,
+/// found without building it, for an output of text blocks only (`None`
+/// otherwise: the caller measures the JSON itself). A text block is
+/// `{"type":"text","text":…}` and a separator; a byte of its text takes at
+/// most 6 bytes escaped (a control character), `"` and `\` take 2.
+pub fn tool_output_json_len_bound(output: &ToolOutput) -> Option<usize> {
+    const ENVELOPE: usize = r#"{"content":[],"isError":false}"#.len();
+    const TEXT_BLOCK: usize = r#"{"type":"text","text":""},"#.len();
+    if output.structured.is_some() {
+        return None;
+    }
+    output.content.iter().try_fold(ENVELOPE, |total, block| match block {
+        ContentBlock::Text(text) => {
+            let escaped: usize = text
+                .bytes()
+                .map(|b| match b {
+                    b'"' | b'\\' => 2,
+                    0..=0x1f | 0x7f => 6,
+                    _ => 1,
+                })
+                .sum();
+            Some(total + TEXT_BLOCK + escaped)
+        }
+        _ => None,
+    })
+}
+
 /// MCP tool `annotations` → contract (absent object → all hints absent).
 pub fn tool_annotations_from_json(value: Option<&Value>) -> Result<ToolAnnotations, ShapeError> {
     const WHAT: &str = "tool annotations";
