@@ -16,74 +16,59 @@ use crate::limits::{STDERR_TAIL_LINE_MAX_CHARS, STDERR_TAIL_LINES};
 /// What a redacted value is replaced with.
 pub const REDACTED: &str = "[REDACTED]";
 
+/// One redaction rule: every match of `pattern` holds one of `triggers`
+/// (compared case-insensitively: the rule's literal part, or a key word its
+/// alternatives share), so text holding none of them is never run through it.
+/// Most diagnostics ("not needed", "exited with status 1") hold no trigger at
+/// all and never pay for compiling the patterns.
 struct Rule {
-    pattern: Regex,
+    triggers: &'static [&'static str],
+    pattern: &'static str,
     replacement: &'static str,
 }
 
-static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
-    let rule = |pattern: &str, replacement: &'static str| Rule {
-        pattern: Regex::new(pattern).expect("redaction patterns are valid"),
-        replacement,
-    };
-    vec![
-        // Authorization headers and bearer tokens.
-        rule(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9\-._~+/]{8,}=*", "$1 [REDACTED]"),
-        // key=value / key: value / "key": "value" where the key names a secret.
-        rule(
-            r#"(?i)("?[A-Za-z0-9_\-]*(?:api[_\-]?key|apikey|secret|token|password|passwd|credential|auth)[A-Za-z0-9_\-]*"?\s*[:=]\s*"?)((?:bearer\s+|basic\s+|token\s+)?)([^\s"',;]{4,})"#,
-            "${1}${2}[REDACTED]",
-        ),
-        // Well-known key shapes.
-        rule(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}", "[REDACTED]"),
-        rule(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}", "[REDACTED]"),
-        rule(r"\bgithub_pat_[A-Za-z0-9_]{30,}", "[REDACTED]"),
-        rule(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", "[REDACTED]"),
-        rule(r"\bAKIA[0-9A-Z]{16}\b", "[REDACTED]"),
-        rule(r"\bAIza[0-9A-Za-z\-_]{35}\b", "[REDACTED]"),
-        rule(r"\bglpat-[A-Za-z0-9\-_]{20,}", "[REDACTED]"),
-        rule(r"\beyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}", "[REDACTED]"),
-    ]
-});
-
-/// Every match of every rule contains one of these, compared case-insensitively
-/// (each rule's literal part, or a key word its key alternatives share). Text
-/// with none of them cannot match, so it is returned without running, or
-/// compiling, the rules: most diagnostics ("not needed", "exited with status 1")
-/// never pay for the regexes.
-const RULE_TRIGGERS: [&str; 21] = [
-    "bearer",
-    "basic",
-    "token",
-    "key",
-    "secret",
-    "password",
-    "passwd",
-    "credential",
-    "auth",
-    "sk-",
-    "ghp_",
-    "gho_",
-    "ghu_",
-    "ghs_",
-    "ghr_",
-    "github_pat_",
-    "xox",
-    "akia",
-    "aiza",
-    "glpat-",
-    "eyj",
+const RULES: [Rule; 10] = [
+    // Authorization headers and bearer tokens.
+    Rule {
+        triggers: &["bearer", "basic", "token"],
+        pattern: r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9\-._~+/]{8,}=*",
+        replacement: "$1 [REDACTED]",
+    },
+    // key=value / key: value / "key": "value" where the key names a secret.
+    Rule {
+        triggers: &["key", "secret", "token", "password", "passwd", "credential", "auth"],
+        pattern: r#"(?i)("?[A-Za-z0-9_\-]*(?:api[_\-]?key|apikey|secret|token|password|passwd|credential|auth)[A-Za-z0-9_\-]*"?\s*[:=]\s*"?)((?:bearer\s+|basic\s+|token\s+)?)([^\s"',;]{4,})"#,
+        replacement: "${1}${2}[REDACTED]",
+    },
+    // Well-known key shapes.
+    Rule { triggers: &["sk-"], pattern: r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}", replacement: REDACTED },
+    Rule {
+        triggers: &["ghp_", "gho_", "ghu_", "ghs_", "ghr_"],
+        pattern: r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}",
+        replacement: REDACTED,
+    },
+    Rule { triggers: &["github_pat_"], pattern: r"\bgithub_pat_[A-Za-z0-9_]{30,}", replacement: REDACTED },
+    Rule { triggers: &["xox"], pattern: r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", replacement: REDACTED },
+    Rule { triggers: &["akia"], pattern: r"\bAKIA[0-9A-Z]{16}\b", replacement: REDACTED },
+    Rule { triggers: &["aiza"], pattern: r"\bAIza[0-9A-Za-z\-_]{35}\b", replacement: REDACTED },
+    Rule { triggers: &["glpat-"], pattern: r"\bglpat-[A-Za-z0-9\-_]{20,}", replacement: REDACTED },
+    Rule {
+        triggers: &["eyj"],
+        pattern: r"\beyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}",
+        replacement: REDACTED,
+    },
 ];
 
-/// Whether any rule could match `text`. Text that is not all ASCII always
-/// may: the rules' case-insensitive matching folds some other letters onto
-/// ASCII ones (the Kelvin sign onto `k`).
-fn may_match_a_rule(text: &str) -> bool {
-    if !text.is_ascii() {
-        return true;
-    }
-    let lower = text.to_ascii_lowercase();
-    RULE_TRIGGERS.iter().any(|t| lower.contains(t))
+/// The rules' patterns, compiled the first time a text may match one.
+static PATTERNS: LazyLock<Vec<Regex>> =
+    LazyLock::new(|| RULES.iter().map(|r| Regex::new(r.pattern).expect("redaction patterns are valid")).collect());
+
+/// Which rules may match `text`. Text that is not all ASCII may match every
+/// rule: case-insensitive matching folds some other letters onto ASCII ones
+/// (the Kelvin sign onto `k`).
+fn rules_that_may_match(text: &str) -> [bool; RULES.len()] {
+    let lower = text.is_ascii().then(|| text.to_ascii_lowercase());
+    RULES.map(|rule| lower.as_ref().is_none_or(|lower| rule.triggers.iter().any(|t| lower.contains(t))))
 }
 
 /// Values this process holds as secrets wherever they appear (the values of
@@ -106,12 +91,13 @@ pub fn redact(text: &str) -> String {
             out = out.replace(secret.as_str(), REDACTED);
         }
     }
-    if !may_match_a_rule(&out) {
+    let may_match = rules_that_may_match(&out);
+    if !may_match.contains(&true) {
         return out;
     }
-    for rule in RULES.iter() {
-        if rule.pattern.is_match(&out) {
-            out = rule.pattern.replace_all(&out, rule.replacement).into_owned();
+    for ((rule, pattern), may) in RULES.iter().zip(PATTERNS.iter()).zip(may_match) {
+        if may && pattern.is_match(&out) {
+            out = pattern.replace_all(&out, rule.replacement).into_owned();
         }
     }
     out
@@ -229,7 +215,7 @@ mod tests {
     #[test]
     fn text_no_rule_can_match_skips_the_rules_and_every_key_shape_still_trips_the_filter() {
         for plain in ["not needed", "the server exited (status 1)", "", "ok: 12 files"] {
-            assert!(!may_match_a_rule(plain), "{plain}");
+            assert!(!rules_that_may_match(plain).contains(&true), "{plain}");
             assert_eq!(redact(plain), plain);
         }
         for shaped in [
@@ -249,11 +235,11 @@ mod tests {
             "glpat-abcdefghijklmnopqrstuvwxyz",
             "eyJabcdefghijkl.abcdefghijkl.abcdefghijkl",
         ] {
-            assert!(may_match_a_rule(shaped), "{shaped}");
+            assert!(rules_that_may_match(shaped).contains(&true), "{shaped}");
             assert!(redact(shaped).contains(REDACTED), "{shaped} → {}", redact(shaped));
         }
         // Text that is not all ASCII always goes to the rules.
-        assert!(may_match_a_rule("\u{212A}EY=abcd1234"));
+        assert!(rules_that_may_match("\u{212A}EY=abcd1234").iter().all(|&may| may));
     }
 
     #[test]
