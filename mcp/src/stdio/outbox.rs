@@ -12,6 +12,8 @@ use std::sync::{Arc, Mutex};
 use tokio::net::unix::pipe;
 use tokio::sync::{mpsc, watch};
 
+use super::{lock, set_reason};
+
 /// The longest line written inline: a pipe write of at most this many bytes is atomic.
 const INLINE_LINE_MAX_BYTES: usize = nix::libc::PIPE_BUF;
 
@@ -36,10 +38,6 @@ pub(crate) struct Outbox {
     queue: mpsc::Sender<String>,
     wire: Mutex<Wire>,
     close_tx: Arc<watch::Sender<Option<String>>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Takes a queued line back off the count if its sender gives up before the queue took it.
@@ -110,8 +108,7 @@ impl Outbox {
                     Ok(n) => format!("wrote {n} of {} bytes of an atomic pipe write", line.len()),
                     Err(e) => e.to_string(),
                 };
-                self.close_tx
-                    .send_if_modified(|c| super::set_reason(c, format!("writing to the server failed: {why}")));
+                self.close_tx.send_if_modified(|c| set_reason(c, format!("writing to the server failed: {why}")));
                 wire.pipe = None;
                 Inline::Failed
             }
