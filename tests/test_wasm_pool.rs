@@ -87,16 +87,8 @@ fn clat_falls_back_to_on_demand_where_the_address_space_cannot_hold_the_pool() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     // About 23 GiB: room for everything clat does, not for the pool's reservation.
     const ADDRESS_SPACE_BYTES: u64 = 24_000_000 * 1024;
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_clat"));
-    command
-        .arg("--home")
-        .arg(&env.home)
-        .arg("--project")
-        .arg(&env.project)
-        .args(["call", "wasm_hello_greet", r#"{"name":"Ada"}"#])
-        .env_remove("CLAT_HOME")
-        .env_remove(clat_host::wasm::ALLOCATOR_ENV)
-        .stdin(std::process::Stdio::null());
+    let mut command = env.clat_command(&["call", "wasm_hello_greet", r#"{"name":"Ada"}"#]);
+    command.env_remove(clat_host::wasm::ALLOCATOR_ENV);
     // SAFETY: setrlimit is async-signal-safe, and the closure touches nothing else.
     unsafe {
         command.pre_exec(|| {

@@ -84,17 +84,22 @@ impl TestEnv {
 
     /// `clat` with extra environment variables.
     pub fn clat_with_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_clat"))
-            .envs(env.iter().copied())
+        self.clat_command(args).envs(env.iter().copied()).output().expect("run clat")
+    }
+
+    /// The `clat` command with this home and project, not started yet (for a
+    /// test that sets more on it: limits, a working directory).
+    pub fn clat_command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_clat"));
+        command
             .arg("--home")
             .arg(&self.home)
             .arg("--project")
             .arg(&self.project)
             .args(args)
             .env_remove("CLAT_HOME")
-            .stdin(std::process::Stdio::null())
-            .output()
-            .expect("run clat")
+            .stdin(std::process::Stdio::null());
+        command
     }
 }
 
