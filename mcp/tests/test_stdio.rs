@@ -348,6 +348,53 @@ async fn lines_written_inline_and_queued_arrive_whole_and_each_answer_reaches_it
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_writer_queue_senders_wait_for_a_server_that_stopped_reading_and_lose_nothing() {
+    use clat_mcp::Transport;
+    use clat_mcp::limits::WRITER_QUEUE;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    // The server sleeps 3 s in `initialize` without reading its input: the
+    // pipe fills, then the writer's hands, then the queue; later senders wait.
+    let stderr = Arc::new(Captured::default());
+    let conn = Arc::new(
+        Connection::spawn(&spec(&["--delay-initialize", "3000"]), Arc::new(NoServerRequests), stderr.clone())
+            .await
+            .unwrap(),
+    );
+    let init = {
+        let conn = Arc::clone(&conn);
+        tokio::spawn(async move {
+            let params = json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "0" } });
+            conn.request("initialize", Some(params), LONG, None, None).await
+        })
+    };
+    const SENT: usize = 300;
+    let done = Arc::new(AtomicUsize::new(0));
+    let sender = {
+        let (conn, done) = (Arc::clone(&conn), Arc::clone(&done));
+        tokio::spawn(async move {
+            for i in 0..SENT {
+                // 8 KiB each: past what is written inline, so each one queues.
+                conn.notify("notifications/padding", Some(json!({ "i": i, "pad": "x".repeat(8192) }))).await.unwrap();
+                done.fetch_add(1, Ordering::SeqCst);
+            }
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let while_stalled = done.load(Ordering::SeqCst);
+    assert!(while_stalled >= WRITER_QUEUE, "the queue fills first: {while_stalled} sent");
+    assert!(while_stalled < SENT, "past the queue, senders wait: all {SENT} went while the server read nothing");
+    sender.await.unwrap();
+    assert_eq!(done.load(Ordering::SeqCst), SENT);
+    assert!(init.await.unwrap().is_ok(), "the request queued behind the stall is answered");
+    // The server reads its lines in order: an answer to a later call means it
+    // has read every padding line, and none of them arrived broken.
+    let echoed = conn.request("tools/call", Some(json!({ "name": "echo", "arguments": {} })), LONG, None, None).await;
+    assert!(echoed.is_ok(), "{echoed:?}");
+    assert!(!stderr.text().contains("bad line"), "{}", stderr.text());
+    conn.close().await;
+}
+
 #[tokio::test]
 async fn closing_kills_grandchildren_in_the_servers_group() {
     let dir = tempfile::tempdir().unwrap();
