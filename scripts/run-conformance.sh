@@ -2,9 +2,10 @@
 # The official MCP conformance suite (@modelcontextprotocol/conformance
 # 0.2.0-alpha.12, client mode, on the Node 22 installed next to it) against
 # clat-mcp-conformance-client, for the 2025-11-25 and 2026-07-28 requirement
-# sets. The OAuth scenarios are expected failures (tests/conformance/baseline-*.yml);
-# every other client scenario the suite lists for the set (scored, or run and
-# reported) must pass, and tests/conformance/check.py, which takes that list
+# sets. No scenario is an expected failure (tests/conformance/baseline-*.yml):
+# every client scenario the suite lists for the set (scored, or run and
+# reported, but the auth extensions CLAT does not implement) must pass, the
+# OAuth ones included, and tests/conformance/check.py, which takes that list
 # from the suite itself, makes sure each one really produced its checks. The suite's mock servers bind every
 # interface, so the runs happen in a loopback-only network namespace when the
 # machine allows one.

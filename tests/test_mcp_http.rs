@@ -215,6 +215,7 @@ async fn credentials_and_redirects_fail_clearly_without_leaking_headers() {
     let wrong = HttpSpec {
         url: server.url.clone(),
         headers: vec![("Authorization".into(), "Bearer wrong-token-abcdef-987654".into())],
+        auth: None,
     };
     let err = Session::connect_http(&wrong, Arc::new(NoServerRequests), &client(), json!({})).await.unwrap_err();
     assert!(err.to_string().contains("wrong bearer token: [REDACTED]"), "{err}");
@@ -222,6 +223,7 @@ async fn credentials_and_redirects_fail_clearly_without_leaking_headers() {
     let with_token = HttpSpec {
         url: server.url.clone(),
         headers: vec![("Authorization".into(), "Bearer sekrit-token-123456".into())],
+        auth: None,
     };
     let s = Session::connect_http(&with_token, Arc::new(NoServerRequests), &client(), json!({})).await.unwrap();
     assert_eq!(text_of(&s.call_tool("echo", json!({}), LONG, None).await.unwrap()), "{}");
@@ -231,6 +233,7 @@ async fn credentials_and_redirects_fail_clearly_without_leaking_headers() {
     let tls = HttpSpec {
         url: server.url.replace("http://", "https://"),
         headers: vec![("Authorization".into(), "Bearer sekrit-token-123456".into())],
+        auth: None,
     };
     let err = Session::connect_http(&tls, Arc::new(NoServerRequests), &client(), json!({})).await.unwrap_err();
     assert!(matches!(&err, ClientError::Http(m) if m.contains("https://127.0.0.1")), "{err}");

@@ -462,7 +462,7 @@ fn the_python_server_over_http_also_speaks_legacy_and_asks_for_input_when_modern
     let _serial = serial();
     let py = HttpPeer::python();
     runtime().block_on(async {
-        let spec = clat_mcp::HttpSpec { url: py.url.clone(), headers: vec![] };
+        let spec = clat_mcp::HttpSpec { url: py.url.clone(), headers: vec![], auth: None };
         let client = ClientInfo { name: "clat-test".into(), version: "0".into() };
         let s = Session::initialize_http(&spec, Arc::new(NoServerRequests), &client, json!({})).await.unwrap();
         assert_eq!((s.era, s.protocol_version.as_str()), (Era::Legacy, "2025-11-25"));

@@ -316,7 +316,7 @@ fn benches(c: &mut Criterion) {
     let http = HttpServer::start();
     let http_session = rt.block_on(async {
         let client = ClientInfo { name: "bench".into(), version: "0".into() };
-        let spec = HttpSpec { url: format!("{}/mcp", http.1), headers: vec![] };
+        let spec = HttpSpec { url: format!("{}/mcp", http.1), headers: vec![], auth: None };
         Session::connect_http(&spec, Arc::new(NoServerRequests), &client, json!({})).await.unwrap()
     });
     let raw_http = reqwest::Client::new();

@@ -141,6 +141,8 @@ async fn probe(connection: &dyn Transport, client: &ClientInfo, capabilities: &V
                 "the server speaks the modern era but none of its versions ({supported}); CLAT speaks {MODERN_VERSION}"
             )))
         }
+        // An authorization that failed fails the legacy handshake too.
+        Err(e @ ClientError::Auth { .. }) => Err(e),
         Err(other) => Ok(Probe::Legacy(other.to_string())),
     }
 }

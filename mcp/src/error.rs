@@ -29,4 +29,7 @@ pub enum ClientError {
     /// a connection or TLS error. The text never carries configured headers.
     #[error("HTTP: {0}")]
     Http(String),
+    /// The server needs OAuth and it failed (or needs a login this command cannot run).
+    #[error("OAuth for {server}: {error}")]
+    Auth { server: String, error: crate::auth::AuthError },
 }

@@ -4,8 +4,10 @@
 //!
 //! The JSON-RPC core, two transports behind one `Transport` trait (stdio
 //! subprocesses and Streamable HTTP), both protocol eras on each, tools and
-//! prompts, modern `input_required` rounds, and `mcp.json` parsing.
+//! prompts, modern `input_required` rounds, OAuth for HTTP servers (`auth`),
+//! and `mcp.json` parsing.
 
+pub mod auth;
 pub mod client;
 pub mod config;
 pub mod error;

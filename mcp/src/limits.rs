@@ -48,3 +48,15 @@ pub const HTTP_GET_STREAM_DEFAULT_RETRY: Duration = Duration::from_secs(1);
 pub const HTTP_SSE_FIELD_OVERHEAD_BYTES: usize = 1024;
 /// Streamable HTTP: characters of an error response's text kept in a diagnostic.
 pub const HTTP_ERROR_TEXT_MAX_CHARS: usize = 300;
+/// OAuth: one metadata, registration or token request.
+pub const AUTH_HTTP_TIMEOUT: Duration = Duration::from_secs(30);
+/// OAuth: a metadata, registration or token answer.
+pub const AUTH_BODY_MAX_BYTES: usize = 256 * 1024;
+/// OAuth: how long a browser login may take, from opening the page to the redirect.
+pub const AUTH_LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
+/// OAuth: a token this close to its expiry is refreshed before it is sent.
+pub const AUTH_REFRESH_SKEW: Duration = Duration::from_secs(30);
+/// OAuth: what the loopback redirect listener reads of one request.
+pub const AUTH_CALLBACK_REQUEST_MAX_BYTES: usize = 16 * 1024;
+/// OAuth: authorizations (refreshes, logins, step-ups) one request may cause before it fails.
+pub const AUTH_ATTEMPTS_MAX: usize = 3;

@@ -241,7 +241,7 @@ impl HttpServer {
     }
 
     pub fn spec(&self) -> clat_mcp::HttpSpec {
-        clat_mcp::HttpSpec { url: self.url.clone(), headers: vec![] }
+        clat_mcp::HttpSpec { url: self.url.clone(), headers: vec![], auth: None }
     }
 }
 

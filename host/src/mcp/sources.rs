@@ -213,5 +213,9 @@ pub fn user_stdio_spec(home: &Path, entry: &ServerEntry, env: &dyn Fn(&str) -> O
 /// A remote server's target from its `mcp.json` entry (headers stay in memory).
 pub fn http_spec(entry: &ServerEntry) -> Option<HttpSpec> {
     let EntryTransport::Http { url, headers } = &entry.transport else { return None };
-    Some(HttpSpec { url: url.clone(), headers: headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect() })
+    Some(HttpSpec {
+        url: url.clone(),
+        headers: headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        auth: None,
+    })
 }

@@ -6,17 +6,25 @@
 //! `MCP_CONFORMANCE_CONTEXT`, then does what a user of `clat-mcp` would: open a
 //! session, list, call. Server requests are answered like CLAT's host does in
 //! shape: elicitation forms are accepted with their defaults, sampling gets a
-//! fixed text, roots are empty. OAuth is not implemented: the `auth/*`
-//! scenarios only list and call, and are expected to fail.
+//! fixed text, roots are empty. For the `auth/*` scenarios the session runs
+//! on `clat_mcp::auth` as CLAT's would, with tokens kept in memory, the suite's
+//! Client ID Metadata Document URL, the pre-registered client or client
+//! credentials the suite passes in `MCP_CONFORMANCE_CONTEXT`, and a scripted
+//! browser that delivers the authorization server's (automatic) redirect to
+//! the loopback listener.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use clat_mcp::auth::{Authorizer, Grant, MemoryStore, OAuthSettings, ScriptedBrowser};
 use clat_mcp::{ClientError, ClientInfo, HttpSpec, ServerRequests, Session, WireError};
 use serde_json::{Map, Value, json};
 
 const TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The Client ID Metadata Document URL the suite's `auth/basic-cimd` expects.
+const CIMD_URL: &str = "https://conformance-test.local/client-metadata.json";
 
 /// Answers what the mock servers ask.
 struct Answers;
@@ -61,8 +69,39 @@ fn form_defaults(params: &Value) -> Value {
     Value::Object(content)
 }
 
+/// The suite's per-scenario context (`MCP_CONFORMANCE_CONTEXT`), or null.
+fn context() -> Value {
+    std::env::var("MCP_CONFORMANCE_CONTEXT").ok().and_then(|c| serde_json::from_str(&c).ok()).unwrap_or(Value::Null)
+}
+
+/// OAuth for an `auth/*` scenario, as CLAT configures it from an `oauth` entry.
+fn authorizer(url: &str, scenario: &str) -> Result<Option<Arc<Authorizer>>, ClientError> {
+    if !scenario.starts_with("auth/") {
+        return Ok(None);
+    }
+    let context = context();
+    let text = |key: &str| context.get(key).and_then(Value::as_str).map(str::to_string);
+    let grant = if scenario.starts_with("auth/client-credentials") {
+        Grant::ClientCredentials
+    } else {
+        Grant::AuthorizationCode
+    };
+    let settings = OAuthSettings {
+        client_id: text("client_id"),
+        client_secret: text("client_secret"),
+        client_metadata_url: Some(CIMD_URL.into()),
+        grant,
+        client_name: Some("clat-mcp-conformance-client".into()),
+        ..OAuthSettings::default()
+    };
+    let browser = ScriptedBrowser::new().map_err(ClientError::Http)?;
+    let auth = Authorizer::new("conformance", url, settings, Arc::new(MemoryStore::default()), Some(Arc::new(browser)))
+        .map_err(|error| ClientError::Auth { server: "conformance".into(), error })?;
+    Ok(Some(Arc::new(auth)))
+}
+
 async fn run(url: &str, scenario: &str, version: &str) -> Result<(), ClientError> {
-    let spec = HttpSpec { url: url.to_string(), headers: vec![] };
+    let spec = HttpSpec { url: url.to_string(), headers: vec![], auth: authorizer(url, scenario)? };
     let client = ClientInfo { name: "clat-mcp-conformance-client".into(), version: env!("CARGO_PKG_VERSION").into() };
     let capabilities = json!({ "roots": {}, "sampling": {}, "elicitation": {} });
     let handler = Arc::new(Answers);
@@ -106,10 +145,7 @@ async fn run(url: &str, scenario: &str, version: &str) -> Result<(), ClientError
             }
             "http-custom-headers" => {
                 session.list_tools().await?;
-                let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
-                    .ok()
-                    .and_then(|c| serde_json::from_str(&c).ok())
-                    .unwrap_or(Value::Null);
+                let context = context();
                 for planned in context.get("toolCalls").and_then(Value::as_array).cloned().unwrap_or_default() {
                     let name = planned.get("name").and_then(Value::as_str).unwrap_or_default();
                     let arguments = planned.get("arguments").cloned().unwrap_or(json!({}));

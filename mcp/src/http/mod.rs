@@ -50,11 +50,13 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::{AuthError, Authorizer, Challenge};
 use crate::error::ClientError;
 use crate::jsonrpc::{Message, RequestId, WireError, encode, parse};
 use crate::limits::{
-    CLOSE_GRACE, HTTP_BODY_MAX_BYTES, HTTP_CONNECT_TIMEOUT, HTTP_ERROR_BODY_MAX_BYTES, HTTP_ERROR_TEXT_MAX_CHARS,
-    HTTP_GET_STREAM_DEFAULT_RETRY, HTTP_ONE_WAY_TIMEOUT, HTTP_SSE_DEFAULT_RETRY, HTTP_SSE_RESUMES_MAX,
+    AUTH_ATTEMPTS_MAX, CLOSE_GRACE, HTTP_BODY_MAX_BYTES, HTTP_CONNECT_TIMEOUT, HTTP_ERROR_BODY_MAX_BYTES,
+    HTTP_ERROR_TEXT_MAX_CHARS, HTTP_GET_STREAM_DEFAULT_RETRY, HTTP_ONE_WAY_TIMEOUT, HTTP_SSE_DEFAULT_RETRY,
+    HTTP_SSE_RESUMES_MAX,
 };
 use crate::transport::{ServerRequests, Transport, dispatch_request, inbound_limit};
 
@@ -64,12 +66,19 @@ pub struct HttpSpec {
     pub url: String,
     /// Sent with every request; kept only in memory.
     pub headers: Vec<(String, String)>,
+    /// OAuth for this server: its token goes on every request, and a 401 or a
+    /// 403 `insufficient_scope` is answered by refreshing or logging in.
+    pub auth: Option<Arc<Authorizer>>,
 }
 
 impl std::fmt::Debug for HttpSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let names: Vec<&str> = self.headers.iter().map(|(name, _)| name.as_str()).collect();
-        f.debug_struct("HttpSpec").field("url", &self.url).field("header_names", &names).finish()
+        f.debug_struct("HttpSpec")
+            .field("url", &self.url)
+            .field("header_names", &names)
+            .field("oauth", &self.auth.is_some())
+            .finish()
     }
 }
 
@@ -105,6 +114,7 @@ struct Inner {
     reopening: tokio::sync::Mutex<()>,
     /// The configured header values (and their tokens), scrubbed from error text.
     secrets: Vec<String>,
+    auth: Option<Arc<Authorizer>>,
 }
 
 /// One connection to a Streamable HTTP server.
@@ -178,6 +188,7 @@ impl HttpConnection {
                 tasks: Mutex::default(),
                 reopening: tokio::sync::Mutex::new(()),
                 secrets,
+                auth: spec.auth.clone(),
             }),
         })
     }
@@ -207,6 +218,38 @@ enum Streamed {
 impl Inner {
     fn is_closed(&self) -> Option<String> {
         lock(&self.closed).clone()
+    }
+
+    /// Send the request `build` makes, with the server's token when it has
+    /// OAuth; a 401 (or a 403 asking for more scope) is answered by the
+    /// authorizer and the request sent again, at most `AUTH_ATTEMPTS_MAX` times.
+    async fn send(&self, build: impl Fn() -> reqwest::RequestBuilder) -> Result<reqwest::Response, ClientError> {
+        let Some(auth) = &self.auth else {
+            return build().send().await.map_err(http_error);
+        };
+        let mut attempts = 0;
+        loop {
+            let mut builder = build();
+            let bearer = auth.bearer().await;
+            if let Some((_, value)) = &bearer
+                && let Ok(mut value) = HeaderValue::from_str(value)
+            {
+                value.set_sensitive(true);
+                builder = builder.header(reqwest::header::AUTHORIZATION, value);
+            }
+            let response = builder.send().await.map_err(http_error)?;
+            let status = response.status().as_u16();
+            let challenge = Challenge::from_headers(response.headers());
+            if status != 401 && !(status == 403 && challenge.is_insufficient_scope()) {
+                return Ok(response);
+            }
+            let failed = |error: AuthError| ClientError::Auth { server: auth.server().to_string(), error };
+            if attempts >= AUTH_ATTEMPTS_MAX {
+                return Err(failed(AuthError::StillRefused { status }));
+            }
+            attempts += 1;
+            auth.challenged(bearer.map(|(generation, _)| generation), status, &challenge).await.map_err(failed)?;
+        }
     }
 
     /// A failure status as an error; a server that echoes a configured header
@@ -267,7 +310,7 @@ impl Inner {
 
     /// POST a message that expects no answer (a notification, our response): 2xx.
     async fn send_one_way(&self, message: &Message) -> Result<(), ClientError> {
-        let response = self.post(message).timeout(HTTP_ONE_WAY_TIMEOUT).send().await.map_err(http_error)?;
+        let response = self.send(|| self.post(message).timeout(HTTP_ONE_WAY_TIMEOUT)).await?;
         if response.status().is_success() { Ok(()) } else { Err(self.status_error(response).await) }
     }
 
@@ -330,13 +373,13 @@ impl Inner {
 
     /// Resume a stream with GET + `Last-Event-ID`.
     async fn resume(&self, last_event_id: &str) -> Result<reqwest::Response, ClientError> {
-        let mut builder = self
-            .client
-            .get(self.url.clone())
-            .headers(self.headers.clone())
-            .header(ACCEPT, "text/event-stream")
-            .header("last-event-id", last_event_id);
-        {
+        let build = || {
+            let mut builder = self
+                .client
+                .get(self.url.clone())
+                .headers(self.headers.clone())
+                .header(ACCEPT, "text/event-stream")
+                .header("last-event-id", last_event_id);
             let state = lock(&self.state);
             if let Some(session) = &state.session_id {
                 builder = builder.header(SESSION_HEADER, session);
@@ -344,8 +387,9 @@ impl Inner {
             if let Some(version) = &state.legacy_version {
                 builder = builder.header(VERSION_HEADER, version);
             }
-        }
-        let response = builder.send().await.map_err(http_error)?;
+            builder
+        };
+        let response = self.send(build).await?;
         if !response.status().is_success() {
             return Err(self.status_error(response).await);
         }
@@ -422,7 +466,7 @@ impl Inner {
         let mut reopened = false;
         loop {
             let sent_session = lock(&self.state).session_id.clone();
-            let response = self.post(&message).send().await.map_err(http_error)?;
+            let response = self.send(|| self.post(&message)).await?;
             if response.status() == reqwest::StatusCode::NOT_FOUND
                 && sent_session.is_some()
                 && !reopened
@@ -458,7 +502,7 @@ impl Inner {
             .ok_or_else(|| ClientError::Protocol("the session expired before it was initialized".into()))?;
         let id = RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed));
         let message = Message::Request { id: id.clone(), method: "initialize".into(), params: Some(params) };
-        let response = self.post(&message).send().await.map_err(http_error)?;
+        let response = self.send(|| self.post(&message)).await?;
         if let Some(session) = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
             lock(&self.state).session_id = Some(session.to_string());
         }
@@ -479,9 +523,9 @@ impl Inner {
         // only streams that carried nothing count against the bound.
         let mut empty_streams = 0;
         while empty_streams <= HTTP_SSE_RESUMES_MAX {
-            let mut builder =
-                self.client.get(self.url.clone()).headers(self.headers.clone()).header(ACCEPT, "text/event-stream");
-            {
+            let build = || {
+                let mut builder =
+                    self.client.get(self.url.clone()).headers(self.headers.clone()).header(ACCEPT, "text/event-stream");
                 let state = lock(&self.state);
                 if let Some(session) = &state.session_id {
                     builder = builder.header(SESSION_HEADER, session);
@@ -489,11 +533,12 @@ impl Inner {
                 if let Some(version) = &state.legacy_version {
                     builder = builder.header(VERSION_HEADER, version);
                 }
-            }
-            if let Some(last) = &last_event_id {
-                builder = builder.header("last-event-id", last);
-            }
-            let sent = builder.send().await;
+                if let Some(last) = &last_event_id {
+                    builder = builder.header("last-event-id", last);
+                }
+                builder
+            };
+            let sent = self.send(build).await;
             if let Some(opened) = opened.take() {
                 let _ = opened.send(());
             }
@@ -634,12 +679,20 @@ impl Transport for HttpConnection {
         }
         let session = lock(&self.inner.state).session_id.clone();
         if let Some(session) = session {
-            let delete = self
+            let mut delete = self
                 .inner
                 .client
                 .delete(self.inner.url.clone())
                 .headers(self.inner.headers.clone())
                 .header(SESSION_HEADER, session);
+            // The current token, if any; closing never starts a login.
+            if let Some(auth) = &self.inner.auth
+                && let Some((_, bearer)) = auth.bearer().await
+                && let Ok(mut value) = HeaderValue::from_str(&bearer)
+            {
+                value.set_sensitive(true);
+                delete = delete.header(reqwest::header::AUTHORIZATION, value);
+            }
             let _ = tokio::time::timeout(CLOSE_GRACE, delete.send()).await;
         }
     }

@@ -1,0 +1,77 @@
+//! The loopback redirect of a browser login (RFC 8252 §7.3): a listener on
+//! 127.0.0.1 (a configured port, or one the system picks) that waits for the
+//! authorization server's redirect to `/callback`, answers the browser with a
+//! short page, and hands back the redirect's query parameters. It reads at
+//! most `AUTH_CALLBACK_REQUEST_MAX_BYTES` of a request, answers anything other
+//! than `GET /callback` with 404, and ends when the login's wait ends.
+
+use std::collections::HashMap;
+
+use reqwest::Url;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+use crate::limits::AUTH_CALLBACK_REQUEST_MAX_BYTES;
+
+const CALLBACK_PATH: &str = "/callback";
+
+/// A bound redirect listener.
+pub struct Loopback {
+    listener: TcpListener,
+    redirect_uri: Url,
+}
+
+impl Loopback {
+    /// Listen on 127.0.0.1:`port` (0: any free port).
+    pub async fn bind(port: u16) -> Result<Loopback, String> {
+        let listener = TcpListener::bind(("127.0.0.1", port)).await.map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AddrInUse {
+                format!("the callback port 127.0.0.1:{port} is already in use (set another `callback_port`)")
+            } else {
+                format!("cannot listen on 127.0.0.1:{port} for the login's redirect: {e}")
+            }
+        })?;
+        let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+        let redirect_uri = Url::parse(&format!("http://127.0.0.1:{port}{CALLBACK_PATH}")).map_err(|e| e.to_string())?;
+        Ok(Loopback { listener, redirect_uri })
+    }
+
+    pub fn redirect_uri(&self) -> &Url {
+        &self.redirect_uri
+    }
+
+    /// The query parameters of the first `GET /callback`.
+    pub async fn wait(&self) -> Result<HashMap<String, String>, String> {
+        loop {
+            let (mut stream, _) =
+                self.listener.accept().await.map_err(|e| format!("the redirect listener failed: {e}"))?;
+            let mut head = Vec::new();
+            let mut buffer = [0u8; 1024];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < AUTH_CALLBACK_REQUEST_MAX_BYTES {
+                match stream.read(&mut buffer).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => head.extend_from_slice(&buffer[..n.min(AUTH_CALLBACK_REQUEST_MAX_BYTES - head.len())]),
+                }
+            }
+            let line = String::from_utf8_lossy(&head).lines().next().unwrap_or_default().to_string();
+            let target = match line.split(' ').collect::<Vec<_>>().as_slice() {
+                ["GET", target, _] => target.to_string(),
+                _ => String::new(),
+            };
+            let url = Url::parse(&format!("http://127.0.0.1{target}")).ok().filter(|u| u.path() == CALLBACK_PATH);
+            let Some(url) = url else {
+                let _ =
+                    stream.write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n").await;
+                continue;
+            };
+            let body = "<!doctype html><title>CLAT</title><p>You can close this tab and return to CLAT.</p>";
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(answer.as_bytes()).await;
+            let _ = stream.shutdown().await;
+            return Ok(url.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect());
+        }
+    }
+}

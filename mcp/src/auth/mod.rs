@@ -1,0 +1,833 @@
+//! OAuth for Streamable HTTP servers, as the MCP authorization spec describes
+//! it. An `Authorizer` belongs to one configured server: it holds the
+//! server's current token, puts it on every request, and reacts when the
+//! server answers 401 (refresh, else log in) or 403 `insufficient_scope`
+//! (log in again for more scope). Logging in is discovery (`discovery.rs`),
+//! a client identity (a pre-registered client, a Client ID Metadata Document,
+//! or dynamic registration, in that order), then either the authorization
+//! code grant with PKCE (S256) and the `resource` parameter through a browser
+//! and a loopback redirect (`loopback.rs`), or the client-credentials grant.
+//! The `oauth2` crate builds and parses the token requests; what is written
+//! here is the MCP-specific discovery and the choices between its steps.
+//!
+//! The crate stays host-agnostic: the host stores tokens through
+//! `CredentialStore` and shows the user the login page through `Browser`.
+//! Without a browser (a headless command) a login that is needed fails at
+//! once with `AuthError::LoginRequired`, never waits. Tokens never appear in
+//! an error or a `Debug` form, and a token is only ever put on requests to the
+//! resource it was issued for.
+
+mod challenge;
+mod discovery;
+mod http;
+mod loopback;
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use oauth2::{
+    AuthType, AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, PkceCodeChallenge, RedirectUrl,
+    RefreshToken, Scope, TokenResponse, TokenUrl,
+};
+use reqwest::Url;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+pub use challenge::{Challenge, parse_bearer};
+pub use discovery::{ResourceMetadata, ServerMetadata, canonical_resource};
+pub use http::AuthHttp;
+pub use loopback::Loopback;
+
+use crate::limits::{AUTH_LOGIN_TIMEOUT, AUTH_REFRESH_SKEW};
+
+/// The step of a login or refresh that failed, named in its error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    ResourceMetadata,
+    ServerMetadata,
+    Registration,
+    Authorization,
+    Redirect,
+    Token,
+    Refresh,
+    Storage,
+}
+
+impl std::fmt::Display for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Step::ResourceMetadata => "protected-resource metadata discovery",
+            Step::ServerMetadata => "authorization-server metadata discovery",
+            Step::Registration => "client registration",
+            Step::Authorization => "authorization",
+            Step::Redirect => "the login redirect",
+            Step::Token => "the token request",
+            Step::Refresh => "the token refresh",
+            Step::Storage => "storing the token",
+        })
+    }
+}
+
+/// Why a server could not be authorized. The text never holds a token or secret.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuthError {
+    /// A browser login is needed and this command cannot run one.
+    #[error("it needs a login")]
+    LoginRequired,
+    #[error("{step} failed: {reason}")]
+    Failed { step: Step, reason: String },
+    /// The server refused a token it was just given.
+    #[error("it still answers {status} after a fresh authorization")]
+    StillRefused { status: u16 },
+}
+
+impl AuthError {
+    pub(crate) fn failed(step: Step, reason: impl Into<String>) -> AuthError {
+        AuthError::Failed { step, reason: reason.into() }
+    }
+}
+
+/// Which grant gets a token.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Grant {
+    /// A user logs in through a browser (authorization code with PKCE).
+    #[default]
+    AuthorizationCode,
+    /// The client itself is the principal (machine-to-machine, needs a client secret).
+    ClientCredentials,
+}
+
+/// What the user configured for a server's OAuth (the `oauth` of its entry).
+#[derive(Clone, Default)]
+pub struct OAuthSettings {
+    /// A client registered with the authorization server beforehand.
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+    /// Scopes to ask for when the server's challenge names none.
+    pub scopes: Vec<String>,
+    /// The loopback port of the redirect (0 or none: any free port).
+    pub callback_port: Option<u16>,
+    /// An https URL of this client's Client ID Metadata Document, used as the
+    /// client id where the authorization server supports such documents.
+    pub client_metadata_url: Option<String>,
+    pub grant: Grant,
+    /// The name the client registers under.
+    pub client_name: Option<String>,
+}
+
+impl std::fmt::Debug for OAuthSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthSettings")
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret.as_ref().map(|_| "[REDACTED]"))
+            .field("scopes", &self.scopes)
+            .field("callback_port", &self.callback_port)
+            .field("client_metadata_url", &self.client_metadata_url)
+            .field("grant", &self.grant)
+            .finish()
+    }
+}
+
+/// How the client authenticates at the token endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientAuth {
+    ClientSecretBasic,
+    ClientSecretPost,
+    None,
+}
+
+impl ClientAuth {
+    fn name(self) -> &'static str {
+        match self {
+            ClientAuth::ClientSecretBasic => "client_secret_basic",
+            ClientAuth::ClientSecretPost => "client_secret_post",
+            ClientAuth::None => "none",
+        }
+    }
+}
+
+/// Who the client is to the authorization server.
+#[derive(Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ClientIdentity {
+    pub client_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+    pub auth: ClientAuth,
+}
+
+/// A server's tokens, as stored between commands.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct Credentials {
+    /// The resource (the server's canonical URL) the token was issued for; it is sent nowhere else.
+    pub resource: String,
+    pub issuer: String,
+    pub token_endpoint: String,
+    pub client: ClientIdentity,
+    pub grant: Grant,
+    pub access_token: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_token: Option<String>,
+    /// Seconds since the Unix epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<u64>,
+    #[serde(default)]
+    pub scopes: Vec<String>,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("resource", &self.resource)
+            .field("issuer", &self.issuer)
+            .field("client_id", &self.client.client_id)
+            .field("scopes", &self.scopes)
+            .field("expires_at", &self.expires_at)
+            .field("refresh_token", &self.refresh_token.as_ref().map(|_| "[REDACTED]"))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Credentials {
+    /// The token expires within `AUTH_REFRESH_SKEW` (or has).
+    pub fn expiring(&self) -> bool {
+        self.expires_at.is_some_and(|at| at <= now_secs() + AUTH_REFRESH_SKEW.as_secs())
+    }
+
+    /// The secrets in these credentials, for a host's redaction.
+    pub fn secrets(&self) -> Vec<String> {
+        let mut secrets = vec![self.access_token.clone()];
+        secrets.extend(self.refresh_token.clone());
+        secrets.extend(self.client.client_secret.clone());
+        secrets
+    }
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+/// Where a server's credentials live between commands (the host's files, or memory).
+pub trait CredentialStore: Send + Sync {
+    fn load(&self) -> Result<Option<Credentials>, String>;
+    fn save(&self, credentials: &Credentials) -> Result<(), String>;
+    fn remove(&self) -> Result<(), String>;
+}
+
+/// Credentials kept only for the life of the process.
+#[derive(Default)]
+pub struct MemoryStore(Mutex<Option<Credentials>>);
+
+impl CredentialStore for MemoryStore {
+    fn load(&self) -> Result<Option<Credentials>, String> {
+        Ok(lock(&self.0).clone())
+    }
+    fn save(&self, credentials: &Credentials) -> Result<(), String> {
+        *lock(&self.0) = Some(credentials.clone());
+        Ok(())
+    }
+    fn remove(&self) -> Result<(), String> {
+        *lock(&self.0) = None;
+        Ok(())
+    }
+}
+
+/// Shows the user the authorization page; the answer arrives at the loopback redirect.
+#[async_trait]
+pub trait Browser: Send + Sync {
+    async fn open(&self, url: &Url) -> Result<(), String>;
+}
+
+/// A browser for tests and the conformance suite: it asks for the page
+/// without following redirects and delivers the redirect the authorization
+/// server answers with (an automatic approval) to the loopback listener.
+pub struct ScriptedBrowser {
+    http: AuthHttp,
+}
+
+impl ScriptedBrowser {
+    pub fn new() -> Result<ScriptedBrowser, String> {
+        Ok(ScriptedBrowser { http: AuthHttp::new().map_err(|e| e.0)? })
+    }
+}
+
+#[async_trait]
+impl Browser for ScriptedBrowser {
+    async fn open(&self, url: &Url) -> Result<(), String> {
+        let page = self.http.client().get(url.clone()).send().await.map_err(|e| e.to_string())?;
+        let location = page
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .ok_or_else(|| format!("the authorization page answered {} without a redirect", page.status()))?;
+        let target = url.join(location).map_err(|e| format!("a bad redirect: {e}"))?;
+        if !matches!(target.host_str(), Some("127.0.0.1" | "localhost")) {
+            return Err(format!(
+                "the authorization page redirected to {}, not to the loopback",
+                target.origin().ascii_serialization()
+            ));
+        }
+        self.http.client().get(target).send().await.map_err(|e| e.to_string())?;
+        Ok(())
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The token on the requests, with the generation it was set at (a 401 for an
+/// older generation is answered by the newer token, not by another login).
+struct Current {
+    generation: u64,
+    credentials: Credentials,
+}
+
+/// What `clat mcp` shows of a server's login, never the token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthStatus {
+    pub issuer: String,
+    pub client_id: String,
+    pub scopes: Vec<String>,
+    pub expires_at: Option<u64>,
+    pub refreshable: bool,
+}
+
+/// One server's OAuth state.
+pub struct Authorizer {
+    server: String,
+    url: Url,
+    resource: Url,
+    settings: OAuthSettings,
+    store: std::sync::Arc<dyn CredentialStore>,
+    browser: Option<std::sync::Arc<dyn Browser>>,
+    http: AuthHttp,
+    current: Mutex<Option<Current>>,
+    generation: AtomicU64,
+    /// Held while refreshing or logging in, so concurrent 401s cause one.
+    flow: tokio::sync::Mutex<()>,
+}
+
+impl std::fmt::Debug for Authorizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Authorizer").field("server", &self.server).field("resource", &self.resource.as_str()).finish()
+    }
+}
+
+impl Authorizer {
+    /// The authorizer of server `server` at `url`, starting from the stored
+    /// token if it was issued for this resource. `browser`: how to show a
+    /// login page; `None` for a command that must not wait on a user.
+    pub fn new(
+        server: &str,
+        url: &str,
+        settings: OAuthSettings,
+        store: std::sync::Arc<dyn CredentialStore>,
+        browser: Option<std::sync::Arc<dyn Browser>>,
+    ) -> Result<Authorizer, AuthError> {
+        let url = Url::parse(url).map_err(|e| AuthError::failed(Step::ResourceMetadata, format!("a bad URL: {e}")))?;
+        let resource = canonical_resource(&url);
+        let http = AuthHttp::new().map_err(|e| AuthError::failed(Step::ResourceMetadata, e.0))?;
+        let stored = store.load().map_err(|e| AuthError::failed(Step::Storage, e))?;
+        let current = stored
+            .filter(|c| {
+                Url::parse(&c.resource).is_ok_and(|r| r.origin() == resource.origin() && is_under(&r, &resource))
+            })
+            .map(|credentials| Current { generation: 1, credentials });
+        Ok(Authorizer {
+            server: server.to_string(),
+            url,
+            resource,
+            settings,
+            store,
+            browser,
+            http,
+            current: Mutex::new(current),
+            generation: AtomicU64::new(1),
+            flow: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// The login state, if there is a token.
+    pub fn status(&self) -> Option<AuthStatus> {
+        lock(&self.current).as_ref().map(|c| AuthStatus {
+            issuer: c.credentials.issuer.clone(),
+            client_id: c.credentials.client.client_id.clone(),
+            scopes: c.credentials.scopes.clone(),
+            expires_at: c.credentials.expires_at,
+            refreshable: c.credentials.refresh_token.is_some(),
+        })
+    }
+
+    /// The `Authorization` value for the next request and its generation,
+    /// refreshing first a token that is about to expire.
+    pub async fn bearer(&self) -> Option<(u64, String)> {
+        let expiring = lock(&self.current)
+            .as_ref()
+            .map(|c| (c.generation, c.credentials.expiring() && c.credentials.refresh_token.is_some()));
+        if let Some((generation, true)) = expiring {
+            let _flow = self.flow.lock().await;
+            if self.generation() == generation
+                && let Err(e) = self.refresh().await
+            {
+                tracing::info!("{}: refreshing the expiring token failed: {e}", self.server);
+            }
+        }
+        lock(&self.current).as_ref().map(|c| (c.generation, format!("Bearer {}", c.credentials.access_token)))
+    }
+
+    fn generation(&self) -> u64 {
+        lock(&self.current).as_ref().map_or(0, |c| c.generation)
+    }
+
+    /// React to a 401, or a 403 with `insufficient_scope`, of a request that
+    /// carried the token of generation `used`: when `Ok`, send it again.
+    pub async fn challenged(&self, used: Option<u64>, status: u16, challenge: &Challenge) -> Result<(), AuthError> {
+        let _flow = self.flow.lock().await;
+        let step_up = status == 403 && challenge.is_insufficient_scope();
+        if !step_up && used.is_some() && used != Some(self.generation()) {
+            return Ok(()); // another request refreshed it meanwhile
+        }
+        if step_up {
+            let mut scopes = lock(&self.current).as_ref().map(|c| c.credentials.scopes.clone()).unwrap_or_default();
+            for scope in challenge.scope.iter().flatten() {
+                if !scopes.contains(scope) {
+                    scopes.push(scope.clone());
+                }
+            }
+            return self.authorize(challenge, Some(scopes)).await;
+        }
+        let refreshable = lock(&self.current).as_ref().is_some_and(|c| c.credentials.refresh_token.is_some());
+        if refreshable && used.is_some() {
+            match self.refresh().await {
+                Ok(()) => return Ok(()),
+                Err(e) => tracing::info!("{}: the refresh failed ({e}); logging in again", self.server),
+            }
+        }
+        self.authorize(challenge, None).await
+    }
+
+    /// Log in now (`clat mcp login`): discovery starts from the challenge of
+    /// an unauthenticated request to the server.
+    pub async fn login(&self) -> Result<AuthStatus, AuthError> {
+        let _flow = self.flow.lock().await;
+        let challenge = self.probe().await?;
+        self.authorize(&challenge, None).await?;
+        self.status().ok_or(AuthError::LoginRequired)
+    }
+
+    /// Forget the server's token.
+    pub fn logout(&self) -> Result<bool, AuthError> {
+        let had = lock(&self.current).take().is_some();
+        self.store.remove().map_err(|e| AuthError::failed(Step::Storage, e))?;
+        Ok(had)
+    }
+
+    /// The challenge an unauthenticated POST gets (or none when the server does not ask).
+    async fn probe(&self) -> Result<Challenge, AuthError> {
+        let body = json!({ "jsonrpc": "2.0", "id": 0, "method": "ping" });
+        let response = self
+            .http
+            .client()
+            .post(self.url.clone())
+            .header(reqwest::header::ACCEPT, "application/json, text/event-stream")
+            .json(&body)
+            .timeout(crate::limits::AUTH_HTTP_TIMEOUT)
+            .send()
+            .await
+            .map_err(|e| AuthError::failed(Step::ResourceMetadata, format!("the server did not answer: {e}")))?;
+        Ok(Challenge::from_headers(response.headers()))
+    }
+
+    /// Refresh the current token (the caller holds `flow`).
+    async fn refresh(&self) -> Result<(), AuthError> {
+        let credentials =
+            lock(&self.current).as_ref().map(|c| c.credentials.clone()).ok_or(AuthError::LoginRequired)?;
+        let refresh_token = credentials.refresh_token.clone().ok_or(AuthError::LoginRequired)?;
+        let token_url = TokenUrl::new(credentials.token_endpoint.clone())
+            .map_err(|e| AuthError::failed(Step::Refresh, e.to_string()))?;
+        let client = oauth_client(&credentials.client).set_token_uri(token_url);
+        let refresh_token = RefreshToken::new(refresh_token);
+        let answer = client
+            .exchange_refresh_token(&refresh_token)
+            .add_extra_param("resource", credentials.resource.clone())
+            .request_async(&self.http)
+            .await;
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(e) => {
+                // A refresh token the server no longer honours is of no more use.
+                if matches!(e, oauth2::RequestTokenError::ServerResponse(_)) {
+                    *lock(&self.current) = None;
+                    let _ = self.store.remove();
+                }
+                return Err(AuthError::failed(Step::Refresh, token_error(&e)));
+            }
+        };
+        let mut refreshed = credentials.clone();
+        apply(&mut refreshed, &answer);
+        if refreshed.refresh_token.is_none() {
+            refreshed.refresh_token = credentials.refresh_token;
+        }
+        self.keep(refreshed)
+    }
+
+    fn keep(&self, credentials: Credentials) -> Result<(), AuthError> {
+        self.store.save(&credentials).map_err(|e| AuthError::failed(Step::Storage, e))?;
+        let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
+        *lock(&self.current) = Some(Current { generation, credentials });
+        Ok(())
+    }
+
+    /// Discover, register and get a token (the caller holds `flow`).
+    async fn authorize(&self, challenge: &Challenge, scopes: Option<Vec<String>>) -> Result<(), AuthError> {
+        let grant = self.settings.grant;
+        if grant == Grant::AuthorizationCode && self.browser.is_none() {
+            return Err(AuthError::LoginRequired);
+        }
+        let prm = discovery::resource_metadata(&self.http, &self.url, challenge.resource_metadata.as_deref()).await?;
+        let (resource, metadata) = match &prm {
+            Some(prm) => {
+                let issuer = &prm.authorization_servers[0];
+                (prm.resource_id.clone(), discovery::authorization_server(&self.http, issuer).await?)
+            }
+            None => (self.resource.to_string(), discovery::legacy_authorization_server(&self.http, &self.url).await?),
+        };
+        let mut scopes = scopes
+            .or_else(|| challenge.scope.clone())
+            .or_else(|| (!self.settings.scopes.is_empty()).then(|| self.settings.scopes.clone()))
+            .or_else(|| prm.as_ref().and_then(|p| p.scopes_supported.clone()))
+            .unwrap_or_default();
+        let offers_offline =
+            metadata.scopes_supported.as_ref().is_some_and(|s| s.iter().any(|s| s == "offline_access"));
+        if grant == Grant::AuthorizationCode && offers_offline && !scopes.iter().any(|s| s == "offline_access") {
+            scopes.push("offline_access".into());
+        }
+        let credentials = match grant {
+            Grant::ClientCredentials => self.client_credentials(&metadata, &resource, &scopes).await?,
+            Grant::AuthorizationCode => self.authorization_code(&metadata, &resource, &scopes).await?,
+        };
+        self.keep(credentials)
+    }
+
+    /// The client-credentials grant with the configured client.
+    async fn client_credentials(
+        &self,
+        metadata: &ServerMetadata,
+        resource: &str,
+        scopes: &[String],
+    ) -> Result<Credentials, AuthError> {
+        let (Some(client_id), Some(secret)) = (&self.settings.client_id, &self.settings.client_secret) else {
+            return Err(AuthError::failed(
+                Step::Registration,
+                "the client-credentials grant needs a configured client_id and client_secret",
+            ));
+        };
+        let auth = pick_auth(metadata, true);
+        let client = ClientIdentity { client_id: client_id.clone(), client_secret: Some(secret.clone()), auth };
+        let token_url = TokenUrl::new(metadata.token_endpoint.to_string())
+            .map_err(|e| AuthError::failed(Step::Token, e.to_string()))?;
+        let oauth = oauth_client(&client).set_token_uri(token_url);
+        let answer = oauth
+            .exchange_client_credentials()
+            .add_scopes(scopes.iter().cloned().map(Scope::new))
+            .add_extra_param("resource", resource.to_string())
+            .request_async(&self.http)
+            .await
+            .map_err(|e| AuthError::failed(Step::Token, token_error(&e)))?;
+        Ok(credentials_from(&answer, resource, metadata, client, Grant::ClientCredentials, scopes))
+    }
+
+    /// The authorization code grant through the browser and the loopback redirect.
+    async fn authorization_code(
+        &self,
+        metadata: &ServerMetadata,
+        resource: &str,
+        scopes: &[String],
+    ) -> Result<Credentials, AuthError> {
+        let browser = self.browser.clone().ok_or(AuthError::LoginRequired)?;
+        // PKCE with S256 is required; metadata that does not offer it (or does
+        // not say, outside the 2025-03-26 defaults) is refused.
+        let pkce_ok = match &metadata.code_challenge_methods_supported {
+            Some(methods) => methods.iter().any(|m| m == "S256"),
+            None => metadata.defaulted,
+        };
+        if !pkce_ok {
+            return Err(AuthError::failed(
+                Step::Authorization,
+                "the authorization server does not offer PKCE with S256; refusing to log in without it",
+            ));
+        }
+        let loopback = Loopback::bind(self.settings.callback_port.unwrap_or(0))
+            .await
+            .map_err(|e| AuthError::failed(Step::Redirect, e))?;
+        let redirect = loopback.redirect_uri().clone();
+        let client = self.client_identity(metadata, &redirect, scopes).await?;
+        let auth_url = AuthUrl::new(metadata.authorization_endpoint.to_string())
+            .map_err(|e| AuthError::failed(Step::Authorization, e.to_string()))?;
+        let token_url = TokenUrl::new(metadata.token_endpoint.to_string())
+            .map_err(|e| AuthError::failed(Step::Token, e.to_string()))?;
+        let oauth = oauth_client(&client)
+            .set_auth_uri(auth_url)
+            .set_token_uri(token_url)
+            .set_redirect_uri(RedirectUrl::from_url(redirect.clone()));
+        let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+        let (page, state) = oauth
+            .authorize_url(CsrfToken::new_random)
+            .add_scopes(scopes.iter().cloned().map(Scope::new))
+            .set_pkce_challenge(challenge)
+            .add_extra_param("resource", resource.to_string())
+            .url();
+        tracing::info!("{}: logging in at {}", self.server, metadata.authorization_endpoint);
+        // The browser and the listener run together: a scripted browser's
+        // request to the redirect is only answered once the listener reads it.
+        let answer = async {
+            let waiting = loopback.wait();
+            tokio::pin!(waiting);
+            tokio::select! {
+                query = &mut waiting => query.map_err(|e| AuthError::failed(Step::Redirect, e)),
+                opened = browser.open(&page) => {
+                    opened.map_err(|e| AuthError::failed(Step::Authorization, e))?;
+                    waiting.await.map_err(|e| AuthError::failed(Step::Redirect, e))
+                }
+            }
+        };
+        let query = tokio::time::timeout(AUTH_LOGIN_TIMEOUT, answer).await.map_err(|_| {
+            AuthError::failed(Step::Redirect, format!("no redirect arrived within {} s", AUTH_LOGIN_TIMEOUT.as_secs()))
+        })??;
+        let code = check_redirect(&query, state.secret(), metadata)?;
+        let answer = oauth
+            .exchange_code(AuthorizationCode::new(code))
+            .set_pkce_verifier(verifier)
+            .add_extra_param("resource", resource.to_string())
+            .request_async(&self.http)
+            .await
+            .map_err(|e| AuthError::failed(Step::Token, token_error(&e)))?;
+        Ok(credentials_from(&answer, resource, metadata, client, Grant::AuthorizationCode, scopes))
+    }
+
+    /// The client id to log in with: the configured one, else this client's
+    /// metadata document where the server supports it, else a registration.
+    async fn client_identity(
+        &self,
+        metadata: &ServerMetadata,
+        redirect: &Url,
+        scopes: &[String],
+    ) -> Result<ClientIdentity, AuthError> {
+        if let Some(client_id) = &self.settings.client_id {
+            let secret = self.settings.client_secret.clone();
+            return Ok(ClientIdentity {
+                client_id: client_id.clone(),
+                auth: pick_auth(metadata, secret.is_some()),
+                client_secret: secret,
+            });
+        }
+        // A client registered before keeps its identity (and its secret).
+        if let Some(current) = lock(&self.current).as_ref()
+            && current.credentials.issuer == metadata.issuer
+            && !current.credentials.client.client_id.starts_with("https://")
+        {
+            return Ok(current.credentials.client.clone());
+        }
+        if metadata.client_id_metadata_document_supported
+            && let Some(document) = &self.settings.client_metadata_url
+        {
+            return Ok(ClientIdentity { client_id: document.clone(), client_secret: None, auth: ClientAuth::None });
+        }
+        let Some(endpoint) = &metadata.registration_endpoint else {
+            return Err(AuthError::failed(
+                Step::Registration,
+                "the authorization server offers no registration; configure a pre-registered `oauth.client_id`",
+            ));
+        };
+        let auth = pick_auth(metadata, false);
+        let requested = match metadata.token_endpoint_auth_methods_supported.as_deref() {
+            Some(methods) if !methods.iter().any(|m| m == "none") => {
+                if methods.iter().any(|m| m == "client_secret_basic") {
+                    ClientAuth::ClientSecretBasic
+                } else {
+                    ClientAuth::ClientSecretPost
+                }
+            }
+            _ => auth,
+        };
+        let mut body = json!({
+            "client_name": self.settings.client_name.clone().unwrap_or_else(|| "CLAT".into()),
+            "redirect_uris": [redirect.as_str()],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": requested.name(),
+            // A command-line client with a loopback redirect (SEP-837, OpenID DCR §2).
+            "application_type": "native",
+        });
+        if !scopes.is_empty() {
+            body["scope"] = json!(scopes.join(" "));
+        }
+        let request = oauth2::http::Request::builder()
+            .method(oauth2::http::Method::POST)
+            .uri(endpoint.as_str())
+            .header(oauth2::http::header::CONTENT_TYPE, "application/json")
+            .header(oauth2::http::header::ACCEPT, "application/json")
+            .body(serde_json::to_vec(&body).unwrap_or_default())
+            .map_err(|e| AuthError::failed(Step::Registration, e.to_string()))?;
+        let answer = self.http.send(request).await.map_err(|e| AuthError::failed(Step::Registration, e.0))?;
+        if !answer.status().is_success() {
+            return Err(AuthError::failed(
+                Step::Registration,
+                format!("{endpoint} answered {}: {}", answer.status(), short_text(answer.body())),
+            ));
+        }
+        let registered: Value = serde_json::from_slice(answer.body())
+            .map_err(|e| AuthError::failed(Step::Registration, format!("the answer is not JSON: {e}")))?;
+        let client_id = registered
+            .get("client_id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| AuthError::failed(Step::Registration, "the answer names no client_id"))?
+            .to_string();
+        let client_secret = registered.get("client_secret").and_then(Value::as_str).map(str::to_string);
+        let auth = match registered.get("token_endpoint_auth_method").and_then(Value::as_str) {
+            Some("client_secret_basic") if client_secret.is_some() => ClientAuth::ClientSecretBasic,
+            Some("client_secret_post") if client_secret.is_some() => ClientAuth::ClientSecretPost,
+            Some("none") => ClientAuth::None,
+            _ => pick_auth(metadata, client_secret.is_some()),
+        };
+        Ok(ClientIdentity { client_id, client_secret, auth })
+    }
+}
+
+fn is_under(resource: &Url, server: &Url) -> bool {
+    let base = resource.path().trim_end_matches('/');
+    let path = server.path().trim_end_matches('/');
+    base.is_empty() || path == base || path.starts_with(&format!("{base}/"))
+}
+
+/// How to authenticate at the token endpoint, from what the server supports
+/// (RFC 8414: `client_secret_basic` when it does not say).
+fn pick_auth(metadata: &ServerMetadata, has_secret: bool) -> ClientAuth {
+    if !has_secret {
+        return ClientAuth::None;
+    }
+    match metadata.token_endpoint_auth_methods_supported.as_deref() {
+        None => ClientAuth::ClientSecretBasic,
+        Some(methods) if methods.iter().any(|m| m == "client_secret_basic") => ClientAuth::ClientSecretBasic,
+        Some(methods) if methods.iter().any(|m| m == "client_secret_post") => ClientAuth::ClientSecretPost,
+        Some(methods) if methods.iter().any(|m| m == "none") => ClientAuth::None,
+        Some(_) => ClientAuth::ClientSecretBasic,
+    }
+}
+
+type OAuthClient = oauth2::basic::BasicClient;
+
+fn oauth_client(identity: &ClientIdentity) -> OAuthClient {
+    let mut client = oauth2::basic::BasicClient::new(ClientId::new(identity.client_id.clone()));
+    match (identity.auth, &identity.client_secret) {
+        (ClientAuth::ClientSecretBasic, Some(secret)) => {
+            client = client.set_client_secret(ClientSecret::new(secret.clone())).set_auth_type(AuthType::BasicAuth);
+        }
+        (ClientAuth::ClientSecretPost, Some(secret)) => {
+            client = client.set_client_secret(ClientSecret::new(secret.clone())).set_auth_type(AuthType::RequestBody);
+        }
+        _ => client = client.set_auth_type(AuthType::RequestBody),
+    }
+    client
+}
+
+/// The redirect's `code`, after its `state` and (RFC 9207) `iss` are checked.
+fn check_redirect(
+    query: &HashMap<String, String>,
+    state: &str,
+    metadata: &ServerMetadata,
+) -> Result<String, AuthError> {
+    let step = Step::Redirect;
+    if query.get("state").map(String::as_str) != Some(state) {
+        return Err(AuthError::failed(step, "the redirect's state is not this login's; ignoring it"));
+    }
+    match query.get("iss") {
+        Some(iss) if iss != &metadata.issuer => {
+            return Err(AuthError::failed(
+                step,
+                format!("the redirect names the issuer {iss:?}, not {:?}; refusing it", metadata.issuer),
+            ));
+        }
+        None if metadata.iss_parameter_supported => {
+            return Err(AuthError::failed(
+                step,
+                "the authorization server promises an `iss` in its redirect and sent none; refusing it",
+            ));
+        }
+        _ => {}
+    }
+    if let Some(error) = query.get("error") {
+        let description =
+            query.get("error_description").map(|d| format!(": {}", short_text(d.as_bytes()))).unwrap_or_default();
+        return Err(AuthError::failed(
+            Step::Authorization,
+            format!("the authorization server answered {error}{description}"),
+        ));
+    }
+    query.get("code").cloned().ok_or_else(|| AuthError::failed(step, "the redirect carries no code"))
+}
+
+fn credentials_from(
+    answer: &oauth2::basic::BasicTokenResponse,
+    resource: &str,
+    metadata: &ServerMetadata,
+    client: ClientIdentity,
+    grant: Grant,
+    requested: &[String],
+) -> Credentials {
+    let mut credentials = Credentials {
+        resource: resource.to_string(),
+        issuer: metadata.issuer.clone(),
+        token_endpoint: metadata.token_endpoint.to_string(),
+        client,
+        grant,
+        access_token: String::new(),
+        refresh_token: None,
+        expires_at: None,
+        scopes: requested.to_vec(),
+    };
+    apply(&mut credentials, answer);
+    credentials
+}
+
+fn apply(credentials: &mut Credentials, answer: &oauth2::basic::BasicTokenResponse) {
+    credentials.access_token = answer.access_token().secret().clone();
+    if let Some(refresh) = answer.refresh_token() {
+        credentials.refresh_token = Some(refresh.secret().clone());
+    }
+    credentials.expires_at = answer.expires_in().map(|d: Duration| now_secs() + d.as_secs());
+    if let Some(scopes) = answer.scopes() {
+        credentials.scopes = scopes.iter().map(|s| s.to_string()).collect();
+    }
+}
+
+/// A token endpoint's failure, without the request (which holds secrets).
+fn token_error<E: std::error::Error>(
+    error: &oauth2::RequestTokenError<E, oauth2::basic::BasicErrorResponse>,
+) -> String {
+    match error {
+        oauth2::RequestTokenError::ServerResponse(response) => {
+            let mut text = response.error().to_string();
+            if let Some(description) = response.error_description() {
+                text.push_str(&format!(": {}", short_text(description.as_bytes())));
+            }
+            format!("the token endpoint refused: {text}")
+        }
+        oauth2::RequestTokenError::Request(e) => format!("the token endpoint could not be reached: {e}"),
+        oauth2::RequestTokenError::Parse(e, _) => format!("the token endpoint's answer is not a token: {e}"),
+        oauth2::RequestTokenError::Other(e) => e.clone(),
+    }
+}
+
+fn short_text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).chars().take(crate::limits::HTTP_ERROR_TEXT_MAX_CHARS).collect()
+}
