@@ -25,7 +25,7 @@ use serde_json::value::RawValue;
 pub const WRAPPER_KEY: &str = "mcpServers";
 
 /// Every key an entry may have.
-pub const ENTRY_KEYS: [&str; 14] = [
+pub const ENTRY_KEYS: [&str; 15] = [
     "type",
     "command",
     "args",
@@ -34,6 +34,7 @@ pub const ENTRY_KEYS: [&str; 14] = [
     "env_inherit",
     "url",
     "headers",
+    "oauth",
     "enabled",
     "disabled",
     "startup_timeout_sec",
@@ -56,7 +57,56 @@ pub enum EntryTransport {
     Http {
         url: String,
         headers: BTreeMap<String, String>,
+        /// How to log in when the server asks for OAuth; `None`: discovery
+        /// and registration decide everything.
+        oauth: Option<OAuthEntry>,
     },
+}
+
+/// An HTTP entry's `"oauth"`: a pre-registered client, the scopes to ask
+/// for, the loopback port of the login redirect, and the grant.
+#[derive(Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OAuthEntry {
+    pub client_id: Option<String>,
+    /// Usually `${VAR}`: a secret.
+    pub client_secret: Option<String>,
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    pub callback_port: Option<u16>,
+    /// The https URL of a Client ID Metadata Document describing this client.
+    pub client_metadata_url: Option<String>,
+    /// `"authorization_code"` (a browser login, the default) or `"client_credentials"`.
+    #[serde(default)]
+    pub grant: crate::auth::Grant,
+}
+
+/// The secret is never shown.
+impl std::fmt::Debug for OAuthEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthEntry")
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret.as_ref().map(|_| "[REDACTED]"))
+            .field("scopes", &self.scopes)
+            .field("callback_port", &self.callback_port)
+            .field("grant", &self.grant)
+            .finish()
+    }
+}
+
+impl OAuthEntry {
+    /// The settings `clat_mcp::auth` logs in with.
+    pub fn settings(&self) -> crate::auth::OAuthSettings {
+        crate::auth::OAuthSettings {
+            client_id: self.client_id.clone(),
+            client_secret: self.client_secret.clone(),
+            scopes: self.scopes.clone(),
+            callback_port: self.callback_port,
+            client_metadata_url: self.client_metadata_url.clone(),
+            grant: self.grant,
+            client_name: None,
+        }
+    }
 }
 
 /// Names only: `env` values and `headers` values may be secrets.
@@ -71,10 +121,11 @@ impl std::fmt::Debug for EntryTransport {
                 .field("cwd", cwd)
                 .field("env_inherit", env_inherit)
                 .finish(),
-            EntryTransport::Http { url, headers } => f
+            EntryTransport::Http { url, headers, oauth } => f
                 .debug_struct("Http")
                 .field("url", url)
                 .field("header_names", &headers.keys().collect::<Vec<_>>())
+                .field("oauth", oauth)
                 .finish(),
         }
     }
@@ -172,6 +223,7 @@ struct RawEntry {
     env_inherit: Option<bool>,
     url: Option<String>,
     headers: Option<BTreeMap<String, String>>,
+    oauth: Option<OAuthEntry>,
     enabled: Option<bool>,
     disabled: Option<bool>,
     startup_timeout_sec: Option<f64>,
@@ -253,6 +305,9 @@ fn entry(raw: RawEntry, bounds: &TimeoutBounds) -> Result<ServerEntry, String> {
             if raw.headers.is_some() {
                 return Err("`headers` applies to `url` entries only".into());
             }
+            if raw.oauth.is_some() {
+                return Err("`oauth` applies to `url` entries only".into());
+            }
             if command.is_empty() {
                 return Err("`command` must be a non-empty string".into());
             }
@@ -277,7 +332,24 @@ fn entry(raw: RawEntry, bounds: &TimeoutBounds) -> Result<ServerEntry, String> {
             if !url.contains("${") && !is_http_url(&url) {
                 return Err(format!("`url` must be an http:// or https:// URL, not {url:?}"));
             }
-            EntryTransport::Http { url, headers: raw.headers.unwrap_or_default() }
+            if let Some(oauth) = &raw.oauth {
+                if oauth.grant == crate::auth::Grant::ClientCredentials
+                    && (oauth.client_id.is_none() || oauth.client_secret.is_none())
+                {
+                    return Err("`oauth.grant` \"client_credentials\" needs `client_id` and `client_secret`".into());
+                }
+                if oauth.scopes.iter().any(|s| s.is_empty() || s.contains(char::is_whitespace)) {
+                    return Err(
+                        "`oauth.scopes` holds an empty scope or one with spaces; give one scope per item".into()
+                    );
+                }
+                if let Some(url) = &oauth.client_metadata_url
+                    && !url.starts_with("https://")
+                {
+                    return Err("`oauth.client_metadata_url` must be an https:// URL".into());
+                }
+            }
+            EntryTransport::Http { url, headers: raw.headers.unwrap_or_default(), oauth: raw.oauth }
         }
     };
     let enabled = match (raw.enabled, raw.disabled) {
@@ -455,7 +527,8 @@ fn expand_text(
 
 impl ServerEntry {
     /// The entry with its variables expanded from `lookup` (CLAT's environment)
-    /// in `command`, `args`, `env` values, `cwd`, `url` and `headers` values.
+    /// in `command`, `args`, `env` values, `cwd`, `url`, `headers` values and
+    /// `oauth`'s `client_id` and `client_secret`.
     pub fn expand(&self, lookup: &dyn Fn(&str) -> Option<String>) -> Result<Expanded, ExpandError> {
         let mut substituted = Vec::new();
         let mut one = |text: &str, field: String| expand_text(text, &field, lookup, &mut substituted);
@@ -467,7 +540,7 @@ impl ServerEntry {
                 cwd: cwd.as_deref().map(|c| one(c, "cwd".into())).transpose()?,
                 env_inherit: *env_inherit,
             },
-            EntryTransport::Http { url, headers } => {
+            EntryTransport::Http { url, headers, oauth } => {
                 let url = one(url, "url".into())?;
                 if !is_http_url(&url) {
                     return Err(ExpandError::NotHttp);
@@ -476,7 +549,19 @@ impl ServerEntry {
                     .iter()
                     .map(|(k, v)| Ok((k.clone(), one(v, format!("headers.{k}"))?)))
                     .collect::<Result<_, _>>()?;
-                EntryTransport::Http { url, headers }
+                let oauth = match oauth {
+                    Some(oauth) => Some(OAuthEntry {
+                        client_id: oauth.client_id.as_deref().map(|v| one(v, "oauth.client_id".into())).transpose()?,
+                        client_secret: oauth
+                            .client_secret
+                            .as_deref()
+                            .map(|v| one(v, "oauth.client_secret".into()))
+                            .transpose()?,
+                        ..oauth.clone()
+                    }),
+                    None => None,
+                };
+                EntryTransport::Http { url, headers, oauth }
             }
         };
         Ok(Expanded { entry: ServerEntry { transport, ..self.clone() }, substituted })
@@ -492,6 +577,36 @@ mod tests {
 
     fn parse(text: &str) -> Result<McpConfig, ConfigError> {
         parse_config("mcp.json", text, &BOUNDS)
+    }
+
+    #[test]
+    fn an_http_entry_may_carry_oauth_and_its_secret_is_expanded() {
+        let c = parse(
+            r#"{ "gh": { "url": "https://mcp.example/mcp",
+                         "oauth": { "client_id": "cid", "client_secret": "${GH_SECRET}", "scopes": ["repo", "read:org"], "callback_port": 8765 } },
+                 "cc": { "url": "https://m.example/mcp", "oauth": { "grant": "client_credentials" } },
+                 "odd": { "url": "https://o.example/mcp", "oauth": { "clientid": "x" } },
+                 "stdio": { "command": "x", "oauth": {} } }"#,
+        )
+        .unwrap();
+        let env = |k: &str| (k == "GH_SECRET").then(|| "gh-secret-value-123".to_string());
+        let gh = c.servers["gh"].expand(&env).unwrap();
+        let EntryTransport::Http { oauth: Some(oauth), .. } = &gh.entry.transport else { panic!() };
+        assert_eq!(oauth.client_secret.as_deref(), Some("gh-secret-value-123"));
+        assert_eq!(oauth.scopes, ["repo", "read:org"]);
+        assert_eq!(oauth.callback_port, Some(8765));
+        assert!(gh.substituted.contains(&"gh-secret-value-123".to_string()), "the secret is redacted");
+        assert!(!format!("{:?}", gh.entry).contains("gh-secret-value-123"));
+        let errors: Vec<String> = c.errors.iter().map(|e| e.to_string()).collect();
+        assert!(
+            errors.iter().any(|e| e.contains("\"cc\"") && e.contains("needs `client_id` and `client_secret`")),
+            "{errors:?}"
+        );
+        assert!(errors.iter().any(|e| e.contains("\"odd\"") && e.contains("clientid")), "{errors:?}");
+        assert!(
+            errors.iter().any(|e| e.contains("\"stdio\"") && e.contains("`oauth` applies to `url` entries only")),
+            "{errors:?}"
+        );
     }
 
     #[test]
@@ -600,7 +715,7 @@ mod tests {
         assert_eq!(cwd.as_deref(), Some("work"));
         assert!(s.substituted.contains(&"sk-secret-value-123".to_string()));
         let h = c.servers["h"].expand(&env).unwrap();
-        assert!(matches!(&h.entry.transport, EntryTransport::Http { url, headers }
+        assert!(matches!(&h.entry.transport, EntryTransport::Http { url, headers, .. }
             if url == "http://127.0.0.1:9/mcp" && headers["Authorization"] == "Bearer sk-secret-value-123"));
         let err = c.servers["missing"].expand(&env).unwrap_err();
         assert_eq!(err.to_string(), "`headers.X-Key` uses ${NOPE}, which is not set and has no default");

@@ -26,7 +26,8 @@
 //! (`x-mcp-header: Region`), `bad_header` (an invalid `x-mcp-header`) and `ask_input
 //! {requests}` (answers `input_required` with `requests` as `inputRequests` once, then
 //! completes with the `inputResponses` it got as JSON text); `--host-services`
-//! advertises `io.artec.clat/hostServices` (modern).
+//! advertises `io.artec.clat/hostServices` (modern). `--oauth` (and its flags,
+//! `oauth.rs`) protects the server with OAuth, its own authorization server beside it.
 
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -63,6 +64,9 @@ struct Server {
     replay: Mutex<HashMap<String, String>>,
     next_ask: AtomicU64,
     mismatched: AtomicBool,
+    oauth: Option<crate::oauth::OAuth>,
+    /// `http://127.0.0.1:PORT`.
+    origin: Mutex<String>,
 }
 
 struct Request {
@@ -96,9 +100,12 @@ pub fn run(args: &[String]) {
         replay: Mutex::default(),
         next_ask: AtomicU64::new(0),
         mismatched: AtomicBool::new(false),
+        oauth: crate::oauth::OAuth::new(args),
+        origin: Mutex::default(),
     });
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    *server.origin.lock().unwrap() = format!("http://{}", listener.local_addr().unwrap());
     match value("--port-file") {
         Some(path) => std::fs::write(path, &url).expect("write the port file"),
         None => println!("{url}"),
@@ -209,6 +216,35 @@ impl Server {
     fn handle(&self, stream: &mut TcpStream, request: Request) -> bool {
         self.log(&format!("REQUEST {} {}", request.method, request.path));
         let header = |name: &str| request.headers.get(name).cloned();
+        if let Some(oauth) = &self.oauth {
+            let origin = self.origin.lock().unwrap().clone();
+            if request.path.starts_with("/as/token") {
+                let form = crate::oauth::query(&String::from_utf8_lossy(&request.body));
+                self.log(&format!("TOKEN grant={}", form.get("grant_type").cloned().unwrap_or_default()));
+            }
+            let answer = match oauth.endpoint(&origin, &request.method, &request.path, &request.body) {
+                Some(answer) => Some(answer),
+                None if request.method == "POST" => {
+                    let tool = serde_json::from_slice::<Value>(&request.body)
+                        .ok()
+                        .filter(|m| m.get("method").and_then(Value::as_str) == Some("tools/call"))
+                        .and_then(|m| m.pointer("/params/name").and_then(Value::as_str).map(str::to_string));
+                    oauth.admit(&origin, header("authorization").as_deref(), tool.as_deref()).err()
+                }
+                None => None,
+            };
+            match answer {
+                Some(crate::oauth::Answer::Json(status, extra, body)) => {
+                    let extra: Vec<(&str, String)> = extra.into_iter().collect();
+                    return write_json(stream, status, &extra, &body);
+                }
+                Some(crate::oauth::Answer::Redirect(to)) => {
+                    write_plain(stream, "302 Found", "text/plain", &[("Location", to)], "");
+                    return true;
+                }
+                None => {}
+            }
+        }
         if let Some(token) = &self.opts.require_auth
             && header("authorization") != Some(format!("Bearer {token}"))
         {
@@ -384,6 +420,9 @@ impl Server {
             // A modern server never sends requests on a stream.
             names.retain(|n| *n != "ask_host");
         }
+        if self.oauth.is_some() {
+            names.push("write_note");
+        }
         let mut tools: Vec<Value> = names
             .into_iter()
             .map(|n| json!({ "name": n, "description": "an HTTP test tool", "inputSchema": { "type": "object" } }))
@@ -451,6 +490,8 @@ impl Server {
         let args = params.get("arguments").cloned().unwrap_or(json!({}));
         match name {
             "echo" => self.answer(stream, &[], response(id, complete(text(args.to_string())))),
+            // `--oauth`: needs the scope mcp:write (the step-up case).
+            "write_note" => self.answer(stream, &[], response(id, complete(text("noted".to_string())))),
             "region" => self.answer(stream, &[], response(id, complete(text(format!("region {}", args["region"]))))),
             "ask_input" => match params.get("inputResponses") {
                 Some(responses) => self.answer(stream, &[], response(id, complete(text(responses.to_string())))),

@@ -34,6 +34,7 @@
 
 mod contract;
 mod http;
+mod oauth;
 
 use std::io::{BufRead, Write};
 use std::sync::{Arc, Mutex};

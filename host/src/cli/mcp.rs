@@ -5,7 +5,10 @@
 
 use std::path::PathBuf;
 
+use std::sync::Arc;
+
 use clap::Subcommand;
+use clat_mcp::auth::{AuthStatus, Authorizer, Browser};
 use serde_json::{Map, Value, json};
 
 use super::exit::{Exit, Failure};
@@ -64,6 +67,94 @@ pub(crate) enum McpCommand {
         /// The server's name.
         name: String,
     },
+    /// Log in to an HTTP server that asks for OAuth: the login page opens in
+    /// $BROWSER or the system's browser (its URL is printed too), the answer
+    /// comes back to 127.0.0.1, and the token is kept in $CLAT_HOME/credentials/.
+    Login {
+        /// The server's name.
+        name: String,
+    },
+    /// Forget an HTTP server's OAuth token.
+    Logout {
+        /// The server's name.
+        name: String,
+    },
+}
+
+/// Shows the login page: prints its URL, and opens it with `$BROWSER` (a
+/// command and its arguments) or the system's opener when there is one.
+struct SystemBrowser;
+
+#[async_trait::async_trait]
+impl Browser for SystemBrowser {
+    async fn open(&self, url: &reqwest::Url) -> Result<(), String> {
+        eprintln!("Log in on this page (it opens in your browser if there is one):\n  {url}");
+        let opener: Option<Vec<String>> = match std::env::var("BROWSER").ok().filter(|b| !b.trim().is_empty()) {
+            Some(browser) => Some(browser.split_whitespace().map(str::to_string).collect()),
+            None => ["xdg-open", "open"]
+                .iter()
+                .find(|tool| {
+                    std::env::var_os("PATH")
+                        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(tool).is_file()))
+                })
+                .map(|tool| vec![tool.to_string()]),
+        };
+        let Some((program, args)) = opener.as_ref().and_then(|o| o.split_first()) else { return Ok(()) };
+        let spawned = tokio::process::Command::new(program)
+            .args(args)
+            .arg(url.as_str())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+        match spawned {
+            // The opener is waited for (reaped) in the background; the login waits for the redirect.
+            Ok(mut child) => {
+                tokio::spawn(async move {
+                    let _ = child.wait().await;
+                });
+            }
+            Err(e) => eprintln!("(could not start {program}: {e}; open the page yourself)"),
+        }
+        Ok(())
+    }
+}
+
+/// The OAuth of the configured HTTP server `name`, with `browser`.
+fn server_oauth(home: &ClatHome, name: &str, browser: Option<Arc<dyn Browser>>) -> Result<Authorizer, Failure> {
+    let config = |m: String| Failure::new(Exit::Usage, "configuration", m);
+    let entry = crate::mcp::sources::user_entry(home, name, &|k| std::env::var(k).ok()).map_err(config)?;
+    match crate::mcp::credentials::authorizer(home, name, &entry, browser) {
+        Some(Ok(auth)) => Ok(auth),
+        Some(Err(e)) => Err(config(e)),
+        None if matches!(entry.transport, clat_mcp::config::EntryTransport::Stdio { .. }) => {
+            Err(config(format!("{name} is a stdio server; OAuth is for HTTP servers")))
+        }
+        None => Err(config(format!("{name} sends its own Authorization header (mcp.json); OAuth is off for it"))),
+    }
+}
+
+fn describe_login(status: &AuthStatus) -> String {
+    let scopes = if status.scopes.is_empty() { "no scopes".to_string() } else { status.scopes.join(" ") };
+    let expiry = match status.expires_at {
+        Some(at) => {
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+            if at > now { format!("expires in {} s", at - now) } else { "expired".to_string() }
+        }
+        None => "no expiry given".to_string(),
+    };
+    let refresh = if status.refreshable { ", refreshed automatically" } else { "" };
+    format!("at {} as client {} ({scopes}; {expiry}{refresh})", status.issuer, status.client_id)
+}
+
+fn login_json(status: &AuthStatus) -> Value {
+    json!({
+        "issuer": status.issuer,
+        "client_id": status.client_id,
+        "scopes": status.scopes,
+        "expires_at": status.expires_at,
+        "refreshable": status.refreshable,
+    })
 }
 
 /// `--env NAME=VALUE` and `--header 'NAME: VALUE'` into an object.
@@ -160,6 +251,31 @@ pub(crate) async fn mcp(
         Some(McpCommand::Disable { name }) => {
             file.set_enabled(&name, false)?;
             done(json, "disabled", &name, &path);
+            Ok(Exit::Ok)
+        }
+        Some(McpCommand::Login { name }) => {
+            let auth = server_oauth(home, &name, Some(Arc::new(SystemBrowser)))?;
+            let status = tokio::select! {
+                status = auth.login() => status.map_err(|e| {
+                    Failure::new(Exit::ServerFailed, "oauth", crate::redact::redact(&format!("logging in to {name} failed: {e}")))
+                })?,
+                _ = shutdown.token().cancelled() => return Err(runs::interrupted(shutdown)),
+            };
+            if json {
+                println!("{}", json!({ "logged_in": name, "oauth": login_json(&status) }));
+            } else {
+                println!("logged in to {name} {}", describe_login(&status));
+            }
+            Ok(Exit::Ok)
+        }
+        Some(McpCommand::Logout { name }) => {
+            let auth = server_oauth(home, &name, None)?;
+            let had = auth.logout().map_err(|e| Failure::new(Exit::ServerFailed, "oauth", e.to_string()))?;
+            match (json, had) {
+                (true, _) => println!("{}", json!({ "logged_out": name, "had_token": had })),
+                (false, true) => println!("logged out of {name}"),
+                (false, false) => println!("{name} had no login"),
+            }
             Ok(Exit::Ok)
         }
         Some(McpCommand::Get { name }) => {

@@ -196,6 +196,20 @@ pub(crate) fn resolve_tool_quietly(scope: &ProjectScope, name: &str) -> Result<S
             )));
         }
     }
+    // A tool of an extension that failed to start: say why it is missing
+    // (a server that needs a login says how to log in).
+    let failed = scope.extensions().into_iter().find(|e| {
+        e.state == crate::extension::ExtensionState::Failed
+            && crate::names::may_own(e.kind.external_kind(), &e.name, name)
+    });
+    if let Some(failed) = failed {
+        let why = failed.problems.first().cloned().unwrap_or_else(|| "it did not start".into());
+        return Err(Failure::new(
+            Exit::ServerFailed,
+            "extension_failed",
+            format!("{name:?} would be a tool of {}, which failed: {why}", failed.name),
+        ));
+    }
     let nearest = tools
         .iter()
         .map(|t| (strsim::jaro_winkler(&t.name, name), t.name.as_str()))

@@ -151,7 +151,8 @@ impl<'h> McpConfigFile<'h> {
 
 /// An entry as `clat mcp get` shows it: `env` and `headers` values that
 /// name variables are shown as written (key shapes redacted), literal ones
-/// are masked; the rest as written, key shapes redacted.
+/// are masked, and so is `oauth.client_secret`; the rest as written, key
+/// shapes redacted.
 pub fn masked_entry(entry: &Value) -> Value {
     fn mask_values(map: &Value) -> Value {
         match map {
@@ -183,7 +184,23 @@ pub fn masked_entry(entry: &Value) -> Value {
         Value::Object(map) => Value::Object(
             map.iter()
                 .map(|(k, v)| {
-                    let shown = if k == "env" || k == "headers" { mask_values(v) } else { redact_strings(v) };
+                    let shown = match (k.as_str(), v) {
+                        ("env" | "headers", _) => mask_values(v),
+                        ("oauth", Value::Object(oauth)) => Value::Object(
+                            oauth
+                                .iter()
+                                .map(|(k, v)| {
+                                    let shown = if k == "client_secret" {
+                                        mask_values(&serde_json::json!({ "s": v }))["s"].clone()
+                                    } else {
+                                        redact_strings(v)
+                                    };
+                                    (k.clone(), shown)
+                                })
+                                .collect(),
+                        ),
+                        _ => redact_strings(v),
+                    };
                     (k.clone(), shown)
                 })
                 .collect(),
@@ -195,6 +212,16 @@ pub fn masked_entry(entry: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_oauth_client_secret_is_masked_unless_it_names_a_variable() {
+        let entry =
+            serde_json::json!({ "url": "https://a", "oauth": { "client_id": "cid", "client_secret": "s3cr3t-value" } });
+        assert_eq!(masked_entry(&entry)["oauth"]["client_secret"], "****");
+        assert_eq!(masked_entry(&entry)["oauth"]["client_id"], "cid");
+        let entry = serde_json::json!({ "url": "https://a", "oauth": { "client_secret": "${SECRET}" } });
+        assert_eq!(masked_entry(&entry)["oauth"]["client_secret"], "${SECRET}");
+    }
 
     #[test]
     fn server_names_are_bounded_and_plain() {

@@ -80,6 +80,7 @@ pub fn pack_servers(plan: &CodingPlan) -> Vec<(String, ServerEntry)> {
         ServerEntry::new(EntryTransport::Http {
             url: format!("{}/api/mcp/{path}/mcp", plan.mcp_base),
             headers: BTreeMap::from([("Authorization".to_string(), format!("Bearer {}", plan.api_key))]),
+            oauth: None,
         })
     };
     let vision = ServerEntry::new(EntryTransport::Stdio {
@@ -129,7 +130,7 @@ mod tests {
         let servers = pack_servers(&plan);
         let names: Vec<&str> = servers.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, GLM_PACK_SERVERS);
-        let EntryTransport::Http { url, headers } = &servers[2].1.transport else { panic!() };
+        let EntryTransport::Http { url, headers, .. } = &servers[2].1.transport else { panic!() };
         assert_eq!(url, "https://open.bigmodel.cn/api/mcp/zread/mcp");
         assert_eq!(headers["Authorization"], "Bearer k1");
         let EntryTransport::Stdio { command, args, env, .. } = &servers[3].1.transport else { panic!() };

@@ -6,6 +6,8 @@
 //! - `sources.rs`: where servers come from (`mcp.json`, `mcp-stdio` packages,
 //!   the GLM pack in `glm.rs`) and where and how each one runs;
 //! - `config_file.rs`: editing `mcp.json` (`clat mcp add | remove | enable | disable`);
+//! - `credentials.rs`: the OAuth tokens of remote servers (`$CLAT_HOME/credentials/`)
+//!   and each HTTP server's `Authorizer` on them;
 //! - `server.rs`: one server (connect, stderr tail, context notifications, close);
 //! - `tools.rs`: its tools in the registry and the `tools/call` handler;
 //! - `prompts.rs`: its DSH system prompts;
@@ -17,6 +19,7 @@
 //! failures are isolated per server.
 
 pub mod config_file;
+pub mod credentials;
 pub mod glm;
 pub mod host_services;
 pub mod prompts;

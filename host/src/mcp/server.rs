@@ -220,7 +220,13 @@ pub(crate) async fn open_session(
 /// A connection failure with the server's last stderr lines (redacted).
 fn connect_failure(error: &ClientError, tail: &SharedTail) -> ConnectFailure {
     let tail = tail.lock().unwrap_or_else(|p| p.into_inner());
-    ConnectFailure { reason: tail.redactor().redact(&error.to_string()), stderr_tail: tail.lines() }
+    let reason = match error {
+        ClientError::Auth { server, error: clat_mcp::auth::AuthError::LoginRequired } => {
+            format!("it needs an OAuth login: run `clat mcp login {server}`")
+        }
+        other => other.to_string(),
+    };
+    ConnectFailure { reason: tail.redactor().redact(&reason), stderr_tail: tail.lines() }
 }
 
 #[async_trait::async_trait]

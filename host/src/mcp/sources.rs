@@ -126,12 +126,12 @@ pub fn configured_servers(
         }
         // Variables are the user's: the pack's entries below are used as they are.
         match entry.expand(env) {
-            Ok(expanded) => set.servers.push(configured(home.path(), name, &expanded.entry, expanded.substituted, env)),
+            Ok(expanded) => set.servers.push(configured(home, name, &expanded.entry, expanded.substituted, env)),
             Err(e) => set.statuses.push(failed(name, kind, format!("{}: entry {name:?}: {e}", file.display()))),
         }
     }
     for (name, entry) in &pack {
-        set.servers.push(configured(home.path(), name, entry, Vec::new(), env));
+        set.servers.push(configured(home, name, entry, Vec::new(), env));
     }
     if let Ok(packages) = PackageStore::new(home).list() {
         for p in packages.into_iter().filter(|p| p.manifest.kind == PackageKind::McpStdio) {
@@ -164,7 +164,7 @@ pub fn configured_servers(
 
 /// The server an (expanded) entry describes.
 fn configured(
-    home: &Path,
+    home: &ClatHome,
     name: &str,
     entry: &ServerEntry,
     substituted: Vec<String>,
@@ -172,11 +172,19 @@ fn configured(
 ) -> ConfiguredServer {
     let (target, mut secrets) = match &entry.transport {
         EntryTransport::Stdio { env: configured, .. } => (
-            ServerTarget::Stdio(user_stdio_spec(home, entry, env).expect("a stdio entry")),
+            ServerTarget::Stdio(user_stdio_spec(home.path(), entry, env).expect("a stdio entry")),
             configured.values().cloned().collect::<Vec<_>>(),
         ),
         EntryTransport::Http { headers, .. } => {
-            (ServerTarget::Http(http_spec(entry).expect("an HTTP entry")), headers.values().cloned().collect())
+            let mut spec = http_spec(entry).expect("an HTTP entry");
+            // Commands that use servers never wait on a browser: a server that
+            // needs a login fails with how to log in (`clat mcp login NAME`).
+            match super::credentials::authorizer(home, name, entry, None) {
+                Some(Ok(auth)) => spec.auth = Some(std::sync::Arc::new(auth)),
+                Some(Err(e)) => tracing::warn!("{e}"),
+                None => {}
+            }
+            (ServerTarget::Http(spec), headers.values().cloned().collect())
         }
     };
     secrets.extend(substituted);
@@ -210,9 +218,25 @@ pub fn user_stdio_spec(home: &Path, entry: &ServerEntry, env: &dyn Fn(&str) -> O
     Some(StdioSpec { command: command.clone(), args: args.clone(), env: vars, clear_env: !env_inherit, cwd })
 }
 
+/// The user's `mcp.json` entry `name`, its variables expanded from `env`.
+pub fn user_entry(home: &ClatHome, name: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<ServerEntry, String> {
+    let file = home.path().join(MCP_CONFIG_FILE);
+    let config = read_config(&file, &ENTRY_TIMEOUT_BOUNDS).map_err(|e| e.to_string())?;
+    if let Some(error) = config.errors.iter().find(|e| matches!(e, ConfigError::Entry { name: n, .. } if n == name)) {
+        return Err(error.to_string());
+    }
+    let entry = config
+        .servers
+        .get(name)
+        .ok_or_else(|| format!("no server named {name:?} is configured in {} (see `clat mcp`)", file.display()))?;
+    let expanded = entry.expand(env).map_err(|e| format!("{}: entry {name:?}: {e}", file.display()))?;
+    crate::redact::register_secrets(expanded.substituted);
+    Ok(expanded.entry)
+}
+
 /// A remote server's target from its `mcp.json` entry (headers stay in memory).
 pub fn http_spec(entry: &ServerEntry) -> Option<HttpSpec> {
-    let EntryTransport::Http { url, headers } = &entry.transport else { return None };
+    let EntryTransport::Http { url, headers, .. } = &entry.transport else { return None };
     Some(HttpSpec {
         url: url.clone(),
         headers: headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),

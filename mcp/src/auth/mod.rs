@@ -305,7 +305,9 @@ pub struct Authorizer {
     settings: OAuthSettings,
     store: std::sync::Arc<dyn CredentialStore>,
     browser: Option<std::sync::Arc<dyn Browser>>,
-    http: AuthHttp,
+    /// Made at the first authorization step (a command that never needs one
+    /// never builds an HTTP client for it).
+    http: std::sync::OnceLock<AuthHttp>,
     current: Mutex<Option<Current>>,
     generation: AtomicU64,
     /// Held while refreshing or logging in, so concurrent 401s cause one.
@@ -331,7 +333,6 @@ impl Authorizer {
     ) -> Result<Authorizer, AuthError> {
         let url = Url::parse(url).map_err(|e| AuthError::failed(Step::ResourceMetadata, format!("a bad URL: {e}")))?;
         let resource = canonical_resource(&url);
-        let http = AuthHttp::new().map_err(|e| AuthError::failed(Step::ResourceMetadata, e.0))?;
         let stored = store.load().map_err(|e| AuthError::failed(Step::Storage, e))?;
         let current = stored
             .filter(|c| {
@@ -345,7 +346,7 @@ impl Authorizer {
             settings,
             store,
             browser,
-            http,
+            http: std::sync::OnceLock::new(),
             current: Mutex::new(current),
             generation: AtomicU64::new(1),
             flow: tokio::sync::Mutex::new(()),
@@ -354,6 +355,14 @@ impl Authorizer {
 
     pub fn server(&self) -> &str {
         &self.server
+    }
+
+    fn http(&self) -> Result<&AuthHttp, AuthError> {
+        if let Some(http) = self.http.get() {
+            return Ok(http);
+        }
+        let made = AuthHttp::new().map_err(|e| AuthError::failed(Step::ResourceMetadata, e.0))?;
+        Ok(self.http.get_or_init(|| made))
     }
 
     /// The login state, if there is a token.
@@ -435,7 +444,7 @@ impl Authorizer {
     async fn probe(&self) -> Result<Challenge, AuthError> {
         let body = json!({ "jsonrpc": "2.0", "id": 0, "method": "ping" });
         let response = self
-            .http
+            .http()?
             .client()
             .post(self.url.clone())
             .header(reqwest::header::ACCEPT, "application/json, text/event-stream")
@@ -459,7 +468,7 @@ impl Authorizer {
         let answer = client
             .exchange_refresh_token(&refresh_token)
             .add_extra_param("resource", credentials.resource.clone())
-            .request_async(&self.http)
+            .request_async(self.http()?)
             .await;
         let answer = match answer {
             Ok(answer) => answer,
@@ -493,13 +502,13 @@ impl Authorizer {
         if grant == Grant::AuthorizationCode && self.browser.is_none() {
             return Err(AuthError::LoginRequired);
         }
-        let prm = discovery::resource_metadata(&self.http, &self.url, challenge.resource_metadata.as_deref()).await?;
+        let prm = discovery::resource_metadata(self.http()?, &self.url, challenge.resource_metadata.as_deref()).await?;
         let (resource, metadata) = match &prm {
             Some(prm) => {
                 let issuer = &prm.authorization_servers[0];
-                (prm.resource_id.clone(), discovery::authorization_server(&self.http, issuer).await?)
+                (prm.resource_id.clone(), discovery::authorization_server(self.http()?, issuer).await?)
             }
-            None => (self.resource.to_string(), discovery::legacy_authorization_server(&self.http, &self.url).await?),
+            None => (self.resource.to_string(), discovery::legacy_authorization_server(self.http()?, &self.url).await?),
         };
         let mut scopes = scopes
             .or_else(|| challenge.scope.clone())
@@ -540,7 +549,7 @@ impl Authorizer {
             .exchange_client_credentials()
             .add_scopes(scopes.iter().cloned().map(Scope::new))
             .add_extra_param("resource", resource.to_string())
-            .request_async(&self.http)
+            .request_async(self.http()?)
             .await
             .map_err(|e| AuthError::failed(Step::Token, token_error(&e)))?;
         Ok(credentials_from(&answer, resource, metadata, client, Grant::ClientCredentials, scopes))
@@ -608,7 +617,7 @@ impl Authorizer {
             .exchange_code(AuthorizationCode::new(code))
             .set_pkce_verifier(verifier)
             .add_extra_param("resource", resource.to_string())
-            .request_async(&self.http)
+            .request_async(self.http()?)
             .await
             .map_err(|e| AuthError::failed(Step::Token, token_error(&e)))?;
         Ok(credentials_from(&answer, resource, metadata, client, Grant::AuthorizationCode, scopes))
@@ -678,7 +687,7 @@ impl Authorizer {
             .header(oauth2::http::header::ACCEPT, "application/json")
             .body(serde_json::to_vec(&body).unwrap_or_default())
             .map_err(|e| AuthError::failed(Step::Registration, e.to_string()))?;
-        let answer = self.http.send(request).await.map_err(|e| AuthError::failed(Step::Registration, e.0))?;
+        let answer = self.http()?.send(request).await.map_err(|e| AuthError::failed(Step::Registration, e.0))?;
         if !answer.status().is_success() {
             return Err(AuthError::failed(
                 Step::Registration,

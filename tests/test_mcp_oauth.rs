@@ -1,0 +1,158 @@
+//! OAuth for remote MCP servers against the test server's `--oauth` mode (an
+//! OAuth-protected MCP server and its own authorization server, on
+//! 127.0.0.1): `clat mcp login` through a scripted browser, `clat call` with
+//! the kept token, refresh without the user, the headless failure that says
+//! how to log in, logout; and, on the library, step-up, a redirect with a
+//! wrong `state`, and a revoked refresh token. No token or secret reaches any
+//! output.
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt;
+use std::sync::Arc;
+
+use clat_mcp::auth::{AuthError, Authorizer, CredentialStore, MemoryStore, OAuthSettings, ScriptedBrowser, Step};
+use clat_mcp::{ClientError, ClientInfo, HttpSpec, NoServerRequests, Session};
+use serde_json::json;
+use support::{HttpServer, TestEnv};
+
+const BROWSER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/scripted-browser.py");
+
+fn text(out: &std::process::Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+fn credential_files(env: &TestEnv) -> Vec<std::path::PathBuf> {
+    match std::fs::read_dir(env.home.join("credentials")) {
+        Ok(dir) => dir.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect(),
+        Err(_) => vec![],
+    }
+}
+
+#[test]
+fn login_then_call_refreshes_without_the_user_and_logout_forgets() {
+    // Tokens live 1 s: every later command refreshes before it calls.
+    let server = HttpServer::start(&["--oauth", "--token-ttl", "1"]);
+    let env = TestEnv::trusted();
+    env.write_mcp_config(json!({ "web": { "url": server.url } }));
+    let mut outputs = Vec::new();
+
+    // Headless, before any login: the server fails at once, saying how to log in.
+    let out = env.clat(&["call", "mcp_web_echo", r#"{"a":1}"#, "--mode", "full-access"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(text(&out).contains("run `clat mcp login web`"), "{}", text(&out));
+    assert!(credential_files(&env).is_empty());
+    outputs.push(text(&out));
+
+    let out = env.clat_with_env(&["mcp", "login", "web"], &[("BROWSER", BROWSER)]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(said.contains("logged in to web at http://127.0.0.1:") && said.contains("/as as client client-"), "{said}");
+    assert!(said.contains("mcp:read"), "the challenge's scope was asked for: {said}");
+    outputs.push(text(&out));
+
+    // One 0600 file in a 0700 directory, holding the token.
+    let files = credential_files(&env);
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert_eq!(std::fs::metadata(&files[0]).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(std::fs::metadata(env.home.join("credentials")).unwrap().permissions().mode() & 0o777, 0o700);
+    let stored: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
+    let first_token = stored["access_token"].as_str().unwrap().to_string();
+    assert!(stored["refresh_token"].as_str().is_some_and(|t| t.starts_with("refresh-token-")));
+    assert_eq!(stored["resource"], server.url.as_str());
+
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let out = env.clat(&["call", "mcp_web_echo", r#"{"over":"oauth"}"#, "--mode", "full-access"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "{\"over\":\"oauth\"}\n");
+    outputs.push(text(&out));
+    assert!(server.log().iter().any(|l| l == "TOKEN grant=refresh_token"), "{:?}", server.log());
+    let refreshed: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
+    assert_ne!(refreshed["access_token"].as_str().unwrap(), first_token, "the refreshed token was kept");
+
+    // The server's state and tools, never the token.
+    let out = env.clat(&["mcp", "--json"]);
+    outputs.push(text(&out));
+
+    let out = env.clat(&["mcp", "logout", "web"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "logged out of web\n", "{}", text(&out));
+    assert!(credential_files(&env).is_empty());
+    let out = env.clat(&["call", "mcp_web_echo", "{}", "--mode", "full-access"]);
+    assert!(text(&out).contains("run `clat mcp login web`"), "{}", text(&out));
+    outputs.push(text(&out));
+
+    for token in [
+        first_token.as_str(),
+        refreshed["access_token"].as_str().unwrap(),
+        refreshed["refresh_token"].as_str().unwrap(),
+    ] {
+        for output in &outputs {
+            assert!(!output.contains(token), "a token reached an output: {output}");
+        }
+    }
+}
+
+fn client() -> ClientInfo {
+    ClientInfo { name: "oauth-test".into(), version: "0".into() }
+}
+
+fn authorizer(url: &str, store: Arc<dyn CredentialStore>, browser: bool) -> Arc<Authorizer> {
+    let browser: Option<Arc<dyn clat_mcp::auth::Browser>> =
+        if browser { Some(Arc::new(ScriptedBrowser::new().unwrap())) } else { None };
+    Arc::new(Authorizer::new("web", url, OAuthSettings::default(), store, browser).unwrap())
+}
+
+fn spec(url: &str, auth: &Arc<Authorizer>) -> HttpSpec {
+    HttpSpec { url: url.to_string(), headers: vec![], auth: Some(Arc::clone(auth)) }
+}
+
+#[tokio::test]
+async fn a_403_for_more_scope_logs_in_again_with_the_union_of_scopes() {
+    let server = HttpServer::start(&["--oauth"]);
+    let store = Arc::new(MemoryStore::default());
+    let auth = authorizer(&server.url, store.clone(), true);
+    let session = Session::connect_http(&spec(&server.url, &auth), Arc::new(NoServerRequests), &client(), json!({}))
+        .await
+        .unwrap();
+    assert_eq!(auth.status().unwrap().scopes, ["mcp:read"]);
+    let out = session.call_tool("write_note", json!({}), std::time::Duration::from_secs(20), None).await.unwrap();
+    assert!(out.to_string().contains("noted"), "{out}");
+    assert_eq!(auth.status().unwrap().scopes, ["mcp:read", "mcp:write"]);
+    let logins = server.log().iter().filter(|l| *l == "TOKEN grant=authorization_code").count();
+    assert_eq!(logins, 2, "{:?}", server.log());
+    session.connection.close().await;
+}
+
+#[tokio::test]
+async fn a_redirect_with_another_state_is_refused_and_nothing_is_stored() {
+    let server = HttpServer::start(&["--oauth", "--wrong-state"]);
+    let store = Arc::new(MemoryStore::default());
+    let auth = authorizer(&server.url, store.clone(), true);
+    let err = Session::connect_http(&spec(&server.url, &auth), Arc::new(NoServerRequests), &client(), json!({}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, ClientError::Auth { server, error: AuthError::Failed { step: Step::Redirect, .. } } if server == "web"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("state"), "{err}");
+    assert!(store.load().unwrap().is_none());
+    assert!(!server.log().iter().any(|l| l.starts_with("TOKEN")), "no code was exchanged");
+}
+
+#[tokio::test]
+async fn a_revoked_refresh_token_is_dropped_and_a_headless_command_asks_for_a_login() {
+    let server = HttpServer::start(&["--oauth", "--token-ttl", "1", "--revoke-refresh"]);
+    let store: Arc<MemoryStore> = Arc::new(MemoryStore::default());
+    let interactive = authorizer(&server.url, store.clone(), true);
+    interactive.login().await.unwrap();
+    assert!(store.load().unwrap().is_some());
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let headless = authorizer(&server.url, store.clone(), false);
+    let err = Session::connect_http(&spec(&server.url, &headless), Arc::new(NoServerRequests), &client(), json!({}))
+        .await
+        .unwrap_err();
+    assert!(matches!(&err, ClientError::Auth { error: AuthError::LoginRequired, .. }), "{err}");
+    assert!(store.load().unwrap().is_none(), "the revoked refresh token was forgotten");
+    assert!(server.log().iter().any(|l| l == "TOKEN grant=refresh_token"), "{:?}", server.log());
+}
