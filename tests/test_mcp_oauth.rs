@@ -70,8 +70,18 @@ fn login_then_call_refreshes_without_the_user_and_logout_forgets() {
     let refreshed: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
     assert_ne!(refreshed["access_token"].as_str().unwrap(), first_token, "the refreshed token was kept");
 
-    // The server's state and tools, never the token.
+    // The login shows in `clat mcp` and `clat mcp get`, never the token.
     let out = env.clat(&["mcp", "--json"]);
+    let status: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
+    let web = &status["servers"][0];
+    assert_eq!(web["state"], "ready", "{status}");
+    assert!(web["oauth"]["issuer"].as_str().unwrap().ends_with("/as"), "{status}");
+    assert_eq!(web["oauth"]["scopes"], json!(["mcp:read"]));
+    assert_eq!(web["oauth"]["refreshable"], true);
+    outputs.push(text(&out));
+    let out = env.clat(&["mcp", "get", "web"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("logged in at http://127.0.0.1:"), "{}", text(&out));
     outputs.push(text(&out));
 
     let out = env.clat(&["mcp", "logout", "web"]);
@@ -92,14 +102,57 @@ fn login_then_call_refreshes_without_the_user_and_logout_forgets() {
     }
 }
 
+#[test]
+fn a_pre_registered_client_logs_in_and_its_secret_reaches_no_output() {
+    let server = HttpServer::start(&["--oauth"]);
+    let env = TestEnv::trusted();
+    env.write_mcp_config(json!({ "web": { "url": server.url,
+        "oauth": { "client_id": "pre-client", "client_secret": "${WEB_SECRET}", "scopes": ["mcp:read"] } } }));
+    let secret = ("WEB_SECRET", "sekrit-client-secret-4242");
+    let mut outputs = Vec::new();
+    let out = env.clat_with_env(&["mcp", "login", "web"], &[("BROWSER", BROWSER), secret]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("as client pre-client"), "{}", text(&out));
+    assert!(!server.log().iter().any(|l| l.contains("/as/register")), "a configured client is not registered again");
+    outputs.push(text(&out));
+    for args in [&["mcp", "get", "web"][..], &["mcp", "get", "web", "--json"], &["mcp", "--json"]] {
+        let out = env.clat_with_env(args, &[secret]);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out));
+        outputs.push(text(&out));
+    }
+    let out = env.clat_with_env(&["call", "mcp_web_echo", "{}", "--mode", "full-access"], &[secret]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    outputs.push(text(&out));
+    for output in &outputs {
+        assert!(!output.contains(secret.1), "the client secret reached an output: {output}");
+    }
+}
+
 fn client() -> ClientInfo {
     ClientInfo { name: "oauth-test".into(), version: "0".into() }
 }
 
 fn authorizer(url: &str, store: Arc<dyn CredentialStore>, browser: bool) -> Arc<Authorizer> {
+    authorizer_with(url, store, browser, OAuthSettings::default())
+}
+
+fn authorizer_with(
+    url: &str,
+    store: Arc<dyn CredentialStore>,
+    browser: bool,
+    settings: OAuthSettings,
+) -> Arc<Authorizer> {
     let browser: Option<Arc<dyn clat_mcp::auth::Browser>> =
         if browser { Some(Arc::new(ScriptedBrowser::new().unwrap())) } else { None };
-    Arc::new(Authorizer::new("web", url, OAuthSettings::default(), store, browser).unwrap())
+    Arc::new(Authorizer::new("web", url, settings, store, browser).unwrap())
+}
+
+/// Connecting through `auth` fails; the error, and what was stored.
+async fn connect_fails(url: &str, auth: &Arc<Authorizer>) -> ClientError {
+    Session::connect_http(&spec(url, auth), Arc::new(NoServerRequests), &client(), json!({}))
+        .await
+        .err()
+        .expect("it fails")
 }
 
 fn spec(url: &str, auth: &Arc<Authorizer>) -> HttpSpec {
@@ -155,4 +208,66 @@ async fn a_revoked_refresh_token_is_dropped_and_a_headless_command_asks_for_a_lo
     assert!(matches!(&err, ClientError::Auth { error: AuthError::LoginRequired, .. }), "{err}");
     assert!(store.load().unwrap().is_none(), "the revoked refresh token was forgotten");
     assert!(server.log().iter().any(|l| l == "TOKEN grant=refresh_token"), "{:?}", server.log());
+}
+
+#[tokio::test]
+async fn faults_name_the_server_and_the_step_and_store_nothing() {
+    // The token endpoint fails.
+    let server = HttpServer::start(&["--oauth", "--token-error"]);
+    let store = Arc::new(MemoryStore::default());
+    let err = connect_fails(&server.url, &authorizer(&server.url, store.clone(), true)).await;
+    assert!(matches!(&err, ClientError::Auth { error: AuthError::Failed { step: Step::Token, .. }, .. }), "{err}");
+    let text = err.to_string();
+    assert!(text.starts_with("OAuth for web: the token request failed") && text.contains("server_error"), "{text}");
+    assert!(store.load().unwrap().is_none());
+
+    // The authorization server's metadata names another issuer: nothing of it is used.
+    let server = HttpServer::start(&["--oauth", "--other-issuer"]);
+    let err = connect_fails(&server.url, &authorizer(&server.url, store.clone(), true)).await;
+    assert!(
+        matches!(&err, ClientError::Auth { error: AuthError::Failed { step: Step::ServerMetadata, .. }, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("names the issuer"), "{err}");
+    assert!(
+        !server.log().iter().any(|l| l.contains("/as/register") || l.contains("/as/authorize")),
+        "{:?}",
+        server.log()
+    );
+    assert!(store.load().unwrap().is_none());
+
+    // The configured callback port is taken.
+    let server = HttpServer::start(&["--oauth"]);
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let settings =
+        OAuthSettings { callback_port: Some(taken.local_addr().unwrap().port()), ..OAuthSettings::default() };
+    let err = connect_fails(&server.url, &authorizer_with(&server.url, store.clone(), true, settings)).await;
+    assert!(matches!(&err, ClientError::Auth { error: AuthError::Failed { step: Step::Redirect, .. }, .. }), "{err}");
+    assert!(err.to_string().contains("already in use"), "{err}");
+    assert!(store.load().unwrap().is_none());
+
+    // A server that refuses even a fresh token: bounded, then a clear error.
+    let server = HttpServer::start(&["--oauth", "--refuse-tokens"]);
+    let err = connect_fails(&server.url, &authorizer(&server.url, Arc::new(MemoryStore::default()), true)).await;
+    assert!(matches!(&err, ClientError::Auth { error: AuthError::StillRefused { status: 401 }, .. }), "{err}");
+    let grants = server.log().iter().filter(|l| l.starts_with("TOKEN")).count();
+    assert!((1..=clat_mcp::limits::AUTH_ATTEMPTS_MAX).contains(&grants), "{:?}", server.log());
+}
+
+#[tokio::test]
+async fn a_401_mid_session_refreshes_and_the_session_goes_on() {
+    // The second call finds its token forgotten (as after the server restarted its token store).
+    let server = HttpServer::start(&["--oauth", "--forget-tokens-at", "2"]);
+    let auth = authorizer(&server.url, Arc::new(MemoryStore::default()), true);
+    let session = Session::connect_http(&spec(&server.url, &auth), Arc::new(NoServerRequests), &client(), json!({}))
+        .await
+        .unwrap();
+    let long = std::time::Duration::from_secs(20);
+    session.call_tool("echo", json!({ "n": 1 }), long, None).await.unwrap();
+    let out = session.call_tool("echo", json!({ "n": 2 }), long, None).await.unwrap();
+    assert_eq!(out.pointer("/content/0/text"), Some(&json!(r#"{"n":2}"#)), "{out}");
+    let log = server.log();
+    assert!(log.iter().any(|l| l == "TOKEN grant=refresh_token"), "{log:?}");
+    assert_eq!(log.iter().filter(|l| l.starts_with("POST initialize")).count(), 1, "the same session: {log:?}");
+    session.connection.close().await;
 }

@@ -155,6 +155,10 @@ pub struct ExtensionStatus {
     /// WASM plugins: the capabilities it holds (HTTP origins, environment names).
     #[serde(default, skip_serializing_if = "crate::capabilities::Capabilities::is_empty")]
     pub grants: crate::capabilities::Capabilities,
+    /// Remote MCP servers: the OAuth login it holds (issuer, client, scopes,
+    /// expiry; never a token), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<clat_mcp::auth::AuthStatus>,
 }
 
 impl ExtensionStatus {
@@ -171,6 +175,7 @@ impl ExtensionStatus {
             restarts: 0,
             last_stop: None,
             grants: Default::default(),
+            oauth: None,
         }
     }
 

@@ -11,8 +11,12 @@
 //! authorization code (PKCE verified) and refresh grants. Flags:
 //! `--token-ttl SECS` (the access tokens' lifetime, default 3600),
 //! `--revoke-refresh` (every refresh is refused with `invalid_grant`),
-//! `--wrong-state` (the redirect carries another state). Each token-endpoint
-//! request is logged as `TOKEN grant=…`.
+//! `--wrong-state` (the redirect carries another state), `--token-error` (the
+//! token endpoint answers 500), `--other-issuer` (the metadata names another
+//! issuer), `--refuse-tokens` (the MCP endpoint refuses every token, fresh ones
+//! too), `--forget-tokens-at N` (the Nth `tools/call` finds every access token
+//! forgotten, as after a server restart: a 401 mid-session). Each
+//! token-endpoint request is logged as `TOKEN grant=…`.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -26,6 +30,10 @@ pub struct OAuth {
     pub token_ttl: Duration,
     pub revoke_refresh: bool,
     pub wrong_state: bool,
+    pub token_error: bool,
+    pub other_issuer: bool,
+    pub refuse_tokens: bool,
+    pub forget_tokens_at: Option<usize>,
     state: Mutex<State>,
 }
 
@@ -38,6 +46,7 @@ struct State {
     tokens: HashMap<String, (Instant, String)>,
     /// refresh token → scopes
     refresh: HashMap<String, String>,
+    calls: usize,
 }
 
 /// What the OAuth part answers: `None` lets the MCP server handle the request.
@@ -87,6 +96,10 @@ impl OAuth {
             token_ttl: Duration::from_secs(value("--token-ttl").and_then(|v| v.parse().ok()).unwrap_or(3600)),
             revoke_refresh: has("--revoke-refresh"),
             wrong_state: has("--wrong-state"),
+            token_error: has("--token-error"),
+            other_issuer: has("--other-issuer"),
+            refuse_tokens: has("--refuse-tokens"),
+            forget_tokens_at: value("--forget-tokens-at").and_then(|v| v.parse().ok()),
             state: Mutex::default(),
         })
     }
@@ -106,7 +119,7 @@ impl OAuth {
                 "scopes_supported": ["mcp:read", "mcp:write"],
             })),
             ("GET", "/.well-known/oauth-authorization-server/as") => ok(json!({
-                "issuer": issuer,
+                "issuer": if self.other_issuer { format!("{origin}/elsewhere") } else { issuer.clone() },
                 "authorization_endpoint": format!("{issuer}/authorize"),
                 "token_endpoint": format!("{issuer}/token"),
                 "registration_endpoint": format!("{issuer}/register"),
@@ -149,6 +162,11 @@ impl OAuth {
                     encode(&issuer)
                 )))
             }
+            ("POST", "/as/token") if self.token_error => Some(Answer::Json(
+                "500 Internal Server Error",
+                vec![],
+                json!({ "error": "server_error", "error_description": "the token store is down" }).to_string(),
+            )),
             ("POST", "/as/token") => {
                 let form = query(&String::from_utf8_lossy(body));
                 let grant = form.get("grant_type").cloned().unwrap_or_default();
@@ -203,11 +221,17 @@ impl OAuth {
                 "Bearer resource_metadata=\"{origin}/.well-known/oauth-protected-resource/mcp\", scope=\"mcp:read\"{extra}"
             )
         };
-        let state = self.state.lock().unwrap();
+        let mut state = self.state.lock().unwrap();
+        if tool.is_some() {
+            state.calls += 1;
+            if Some(state.calls) == self.forget_tokens_at {
+                state.tokens.clear();
+            }
+        }
         let granted = authorization
             .and_then(|a| a.strip_prefix("Bearer "))
             .and_then(|token| state.tokens.get(token))
-            .filter(|(expiry, _)| Instant::now() < *expiry)
+            .filter(|(expiry, _)| Instant::now() < *expiry && !self.refuse_tokens)
             .map(|(_, scopes)| scopes.clone());
         let Some(scopes) = granted else {
             return Err(Answer::Json(

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Subcommand;
-use clat_mcp::auth::{AuthStatus, Authorizer, Browser};
+use clat_mcp::auth::{Authorizer, Browser};
 use serde_json::{Map, Value, json};
 
 use super::exit::{Exit, Failure};
@@ -134,29 +134,6 @@ fn server_oauth(home: &ClatHome, name: &str, browser: Option<Arc<dyn Browser>>) 
     }
 }
 
-fn describe_login(status: &AuthStatus) -> String {
-    let scopes = if status.scopes.is_empty() { "no scopes".to_string() } else { status.scopes.join(" ") };
-    let expiry = match status.expires_at {
-        Some(at) => {
-            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-            if at > now { format!("expires in {} s", at - now) } else { "expired".to_string() }
-        }
-        None => "no expiry given".to_string(),
-    };
-    let refresh = if status.refreshable { ", refreshed automatically" } else { "" };
-    format!("at {} as client {} ({scopes}; {expiry}{refresh})", status.issuer, status.client_id)
-}
-
-fn login_json(status: &AuthStatus) -> Value {
-    json!({
-        "issuer": status.issuer,
-        "client_id": status.client_id,
-        "scopes": status.scopes,
-        "expires_at": status.expires_at,
-        "refreshable": status.refreshable,
-    })
-}
-
 /// `--env NAME=VALUE` and `--header 'NAME: VALUE'` into an object.
 fn pairs(items: &[String], separator: char, flag: &str) -> Result<Map<String, Value>, Failure> {
     items
@@ -262,9 +239,9 @@ pub(crate) async fn mcp(
                 _ = shutdown.token().cancelled() => return Err(runs::interrupted(shutdown)),
             };
             if json {
-                println!("{}", json!({ "logged_in": name, "oauth": login_json(&status) }));
+                println!("{}", json!({ "logged_in": name, "oauth": status }));
             } else {
-                println!("logged in to {name} {}", describe_login(&status));
+                println!("logged in to {name} {}", status::describe_login(&status));
             }
             Ok(Exit::Ok)
         }

@@ -13,6 +13,20 @@ fn transport(kind: ExtensionKind) -> &'static str {
     if kind == ExtensionKind::McpHttp { "streamable-http" } else { "stdio" }
 }
 
+/// An OAuth login in words: where, as which client, what scopes, until when.
+pub(crate) fn describe_login(login: &clat_mcp::auth::AuthStatus) -> String {
+    let scopes = if login.scopes.is_empty() { "no scopes".to_string() } else { login.scopes.join(" ") };
+    let expiry = match login.expires_at {
+        Some(at) => {
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+            if at > now { format!("expires in {} s", at - now) } else { "expired".to_string() }
+        }
+        None => "no expiry given".to_string(),
+    };
+    let refresh = if login.refreshable { ", refreshed automatically" } else { "" };
+    format!("at {} as client {} ({scopes}; {expiry}{refresh})", login.issuer, login.client_id)
+}
+
 /// The /mcp surface: counts, then each server's transport, state, protocol,
 /// tool count, restarts, problems and (redacted) stderr tail.
 pub(crate) fn print_mcp(servers: &[ExtensionStatus], json: bool) {
@@ -32,6 +46,7 @@ pub(crate) fn print_mcp(servers: &[ExtensionStatus], json: bool) {
                     "system_prompts": s.system_prompts,
                     "restarts": s.restarts,
                     "last_stop": s.last_stop,
+                    "oauth": s.oauth,
                     "problems": s.problems,
                     "stderr_tail": s.output_tail,
                 })
@@ -64,6 +79,9 @@ pub(crate) fn print_mcp(servers: &[ExtensionStatus], json: bool) {
         }
         if !s.system_prompts.is_empty() {
             println!("    system prompts: {}", s.system_prompts.join(", "));
+        }
+        if let Some(login) = &s.oauth {
+            println!("    logged in {}", describe_login(login));
         }
         for p in &s.problems {
             println!("    problem: {p}");
@@ -151,6 +169,7 @@ pub(crate) fn print_server(
             "transport": server.map(|s| transport(s.kind)),
             "state": server.map(|s| s.state),
             "protocol": server.and_then(|s| s.protocol.clone()),
+            "oauth": server.and_then(|s| s.oauth.clone()),
             "problems": server.map_or(vec![], |s| s.problems.clone()),
             "stderr_tail": server.map_or(vec![], |s| s.output_tail.clone()),
             "tools": list,
@@ -176,6 +195,9 @@ pub(crate) fn print_server(
         }
     }
     if let Some(s) = server {
+        if let Some(login) = &s.oauth {
+            println!("  logged in {}", describe_login(login));
+        }
         for p in &s.problems {
             println!("  problem: {p}");
         }

@@ -56,6 +56,18 @@ pub async fn start_server(
     registry: &Arc<Registry>,
     project_root: &Path,
 ) -> (ExtensionStatus, Option<Arc<McpServer>>) {
+    let (mut status, server) = connect_and_register(configured, services, registry, project_root).await;
+    // Whether it got there or not, the login it holds now (a refresh or login may have happened).
+    status.oauth = configured.target.oauth_status();
+    (status, server)
+}
+
+async fn connect_and_register(
+    configured: &ConfiguredServer,
+    services: &Arc<HostServices>,
+    registry: &Arc<Registry>,
+    project_root: &Path,
+) -> (ExtensionStatus, Option<Arc<McpServer>>) {
     let ConfiguredServer { name, target, options } = configured;
     let mut status = ExtensionStatus::new(name, target.kind(), ExtensionState::Ready, None);
     let deadline = options.startup_timeout.map(|t| tokio::time::Instant::now() + t);

@@ -44,6 +44,14 @@ impl ServerTarget {
             ServerTarget::Http(_) => crate::extension::ExtensionKind::McpHttp,
         }
     }
+
+    /// An HTTP server's OAuth login, if it holds one (never the token).
+    pub fn oauth_status(&self) -> Option<clat_mcp::auth::AuthStatus> {
+        match self {
+            ServerTarget::Http(spec) => spec.auth.as_ref()?.status(),
+            ServerTarget::Stdio(_) => None,
+        }
+    }
 }
 
 /// Why a server could not be connected, with the last lines it wrote (redacted).

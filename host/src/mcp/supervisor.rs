@@ -173,6 +173,7 @@ impl McpServer {
             status.state = state;
         }
         status.restarts = shown.restarts;
+        status.oauth = self.target.oauth_status();
         status.last_stop = shown.last_reason.map(|r| self.redact(&r));
         if let Some(given_up) = shown.given_up.map(|g| self.redact(&g))
             && !status.problems.contains(&given_up)

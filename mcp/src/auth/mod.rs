@@ -288,7 +288,7 @@ struct Current {
 }
 
 /// What `clat mcp` shows of a server's login, never the token.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AuthStatus {
     pub issuer: String,
     pub client_id: String,
