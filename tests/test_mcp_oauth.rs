@@ -149,10 +149,10 @@ fn authorizer_with(
 
 /// Connecting through `auth` fails; the error, and what was stored.
 async fn connect_fails(url: &str, auth: &Arc<Authorizer>) -> ClientError {
-    Session::connect_http(&spec(url, auth), Arc::new(NoServerRequests), &client(), json!({}))
-        .await
-        .err()
-        .expect("it fails")
+    match Session::connect_http(&spec(url, auth), Arc::new(NoServerRequests), &client(), json!({})).await {
+        Ok(_) => panic!("connecting to {url} was expected to fail"),
+        Err(e) => e,
+    }
 }
 
 fn spec(url: &str, auth: &Arc<Authorizer>) -> HttpSpec {
