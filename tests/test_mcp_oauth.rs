@@ -271,3 +271,32 @@ async fn a_401_mid_session_refreshes_and_the_session_goes_on() {
     assert_eq!(log.iter().filter(|l| l.starts_with("POST initialize")).count(), 1, "the same session: {log:?}");
     session.connection.close().await;
 }
+
+/// A user who takes a while in the browser.
+struct SlowBrowser(ScriptedBrowser);
+
+#[async_trait::async_trait]
+impl clat_mcp::auth::Browser for SlowBrowser {
+    async fn open(&self, url: &reqwest::Url) -> Result<(), String> {
+        tokio::time::sleep(clat_mcp::limits::MODERN_PROBE_TIMEOUT + std::time::Duration::from_secs(1)).await;
+        self.0.open(url).await
+    }
+}
+
+#[tokio::test]
+async fn a_login_longer_than_the_first_request_s_timeout_does_not_cut_it_short() {
+    // The modern probe (3 s) is the request that meets the 401: the login inside it does not count.
+    let server = HttpServer::start(&["--oauth", "--modern"]);
+    let browser: Arc<dyn clat_mcp::auth::Browser> = Arc::new(SlowBrowser(ScriptedBrowser::new().unwrap()));
+    let auth = Arc::new(
+        Authorizer::new("web", &server.url, OAuthSettings::default(), Arc::new(MemoryStore::default()), Some(browser))
+            .unwrap(),
+    );
+    let session = Session::connect_http(&spec(&server.url, &auth), Arc::new(NoServerRequests), &client(), json!({}))
+        .await
+        .unwrap();
+    assert_eq!(session.era, clat_mcp::Era::Modern, "the probe was not cut short into the legacy fallback");
+    let logins = server.log().iter().filter(|l| l.starts_with("REQUEST GET /as/authorize")).count();
+    assert_eq!(logins, 1, "{:?}", server.log());
+    session.connection.close().await;
+}

@@ -25,6 +25,12 @@
 //!
 //! Its parts: `sse.rs` (reading event streams), `headers.rs` (modern headers).
 //!
+//! With OAuth (`HttpSpec::auth`, `crate::auth`), every request carries the
+//! server's token, and a 401 or a 403 `insufficient_scope` is answered by the
+//! authorizer (refresh, login, step-up) and the request sent again, at most
+//! `AUTH_ATTEMPTS_MAX` times; the time spent authorizing does not count
+//! against the request's timeout.
+//!
 //! Redirects are followed only to the same origin. Configured headers are sent
 //! and never written anywhere: errors name the status and a short body, not the
 //! request.
@@ -115,6 +121,47 @@ struct Inner {
     /// The configured header values (and their tokens), scrubbed from error text.
     secrets: Vec<String>,
     auth: Option<Arc<Authorizer>>,
+}
+
+/// The time one request spent on its server's authorization (a login in a
+/// browser, token requests): it does not count against the request's timeout,
+/// so a login the first request of a session needs is not cut short by it.
+#[derive(Clone, Default)]
+struct AuthClock(Arc<Mutex<AuthTime>>);
+
+#[derive(Default)]
+struct AuthTime {
+    spent: Duration,
+    since: Option<std::time::Instant>,
+    /// What the request's deadline was already moved by.
+    credited: Duration,
+}
+
+impl AuthClock {
+    fn start(&self) {
+        lock(&self.0).since = Some(std::time::Instant::now());
+    }
+
+    fn stop(&self) {
+        let mut time = lock(&self.0);
+        if let Some(since) = time.since.take() {
+            time.spent += since.elapsed();
+        }
+    }
+
+    /// Authorization time (ongoing included) the deadline was not moved by yet.
+    fn uncredited(&self) -> Duration {
+        let mut time = lock(&self.0);
+        let total = time.spent + time.since.map_or(Duration::ZERO, |since| since.elapsed());
+        let extra = total.saturating_sub(time.credited);
+        time.credited = total;
+        extra
+    }
+}
+
+tokio::task_local! {
+    /// The clock of the request this task is exchanging (none in background tasks).
+    static AUTH_CLOCK: AuthClock;
 }
 
 /// One connection to a Streamable HTTP server.
@@ -248,7 +295,15 @@ impl Inner {
                 return Err(failed(AuthError::StillRefused { status }));
             }
             attempts += 1;
-            auth.challenged(bearer.map(|(generation, _)| generation), status, &challenge).await.map_err(failed)?;
+            let clock = AUTH_CLOCK.try_with(AuthClock::clone).ok();
+            if let Some(clock) = &clock {
+                clock.start();
+            }
+            let authorized = auth.challenged(bearer.map(|(generation, _)| generation), status, &challenge).await;
+            if let Some(clock) = &clock {
+                clock.stop();
+            }
+            authorized.map_err(failed)?;
         }
     }
 
@@ -639,16 +694,28 @@ impl Transport for HttpConnection {
             CancelOnDrop { inner: Arc::clone(&self.inner), id: id.clone(), armed: !modern && method != "initialize" };
         let never = CancellationToken::new();
         let cancel = cancel.unwrap_or(&never);
-        let exchange = self.inner.exchange(id, tag, method, params);
-        tokio::select! {
-            r = exchange => {
-                if matches!(r, Ok(_) | Err(ClientError::Wire(_))) {
-                    guard.armed = false;
+        let clock = AuthClock::default();
+        let exchange = AUTH_CLOCK.scope(clock.clone(), self.inner.exchange(id, tag, method, params));
+        tokio::pin!(exchange);
+        let mut deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            tokio::select! {
+                r = &mut exchange => {
+                    if matches!(r, Ok(_) | Err(ClientError::Wire(_))) {
+                        guard.armed = false;
+                    }
+                    return r;
                 }
-                r
+                _ = tokio::time::sleep_until(deadline) => {
+                    // Time spent authorizing moves the deadline; past it the request times out.
+                    let extra = clock.uncredited();
+                    if extra.is_zero() {
+                        return Err(ClientError::Timeout { method: method.into(), after: timeout });
+                    }
+                    deadline += extra;
+                }
+                _ = cancel.cancelled() => return Err(ClientError::Cancelled { method: method.into() }),
             }
-            _ = tokio::time::sleep(timeout) => Err(ClientError::Timeout { method: method.into(), after: timeout }),
-            _ = cancel.cancelled() => Err(ClientError::Cancelled { method: method.into() }),
         }
     }
 
