@@ -300,3 +300,57 @@ async fn a_login_longer_than_the_first_request_s_timeout_does_not_cut_it_short()
     assert_eq!(logins, 1, "{:?}", server.log());
     session.connection.close().await;
 }
+
+#[tokio::test]
+async fn a_token_endpoint_that_never_answers_fails_after_the_auth_http_timeout() {
+    let server = HttpServer::start(&["--oauth", "--token-hang"]);
+    let store = Arc::new(MemoryStore::default());
+    let started = std::time::Instant::now();
+    let err = connect_fails(&server.url, &authorizer(&server.url, store.clone(), true)).await;
+    assert!(matches!(&err, ClientError::Auth { error: AuthError::Failed { step: Step::Token, .. }, .. }), "{err}");
+    assert!(err.to_string().contains("no answer in time"), "{err}");
+    assert!(started.elapsed() >= clat_mcp::limits::AUTH_HTTP_TIMEOUT, "it waited the whole bound");
+    assert!(store.load().unwrap().is_none());
+}
+
+#[tokio::test]
+async fn metadata_past_the_auth_body_bound_is_refused() {
+    let server = HttpServer::start(&["--oauth", "--huge-metadata"]);
+    let err = connect_fails(&server.url, &authorizer(&server.url, Arc::new(MemoryStore::default()), true)).await;
+    assert!(
+        matches!(&err, ClientError::Auth { error: AuthError::Failed { step: Step::ResourceMetadata, .. }, .. }),
+        "{err}"
+    );
+    let bound = clat_mcp::limits::AUTH_BODY_MAX_BYTES;
+    assert!(err.to_string().contains(&format!("more than {bound} bytes")), "{err}");
+}
+
+#[tokio::test]
+async fn the_redirect_listener_reads_a_bounded_head_and_waits_for_its_callback() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let loopback = clat_mcp::auth::Loopback::bind(0).await.unwrap();
+    let address = format!("127.0.0.1:{}", loopback.redirect_uri().port().unwrap());
+    let waiting = tokio::spawn(async move { loopback.wait().await });
+    // A request far past the bound (no end of head in sight), then another path: neither is the callback.
+    let mut flood = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let huge = format!(
+        "GET /callback?code={} HTTP/1.1\r\n",
+        "x".repeat(clat_mcp::limits::AUTH_CALLBACK_REQUEST_MAX_BYTES * 2)
+    );
+    let _ = flood.write_all(huge.as_bytes()).await;
+    // Answered 404 after the bound, or reset for the unread rest: either way not taken for the callback.
+    let mut answer = String::new();
+    let _ = flood.read_to_string(&mut answer).await;
+    assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 404"), "{answer}");
+    let mut other = tokio::net::TcpStream::connect(&address).await.unwrap();
+    other.write_all(b"GET /favicon.ico HTTP/1.1\r\n\r\n").await.unwrap();
+    let mut answer = String::new();
+    other.read_to_string(&mut answer).await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
+    assert!(!waiting.is_finished());
+    let mut callback = tokio::net::TcpStream::connect(&address).await.unwrap();
+    callback.write_all(b"GET /callback?code=abc&state=s%201 HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+    let query = waiting.await.unwrap().unwrap();
+    assert_eq!(query["code"], "abc");
+    assert_eq!(query["state"], "s 1");
+}

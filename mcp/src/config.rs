@@ -81,16 +81,10 @@ pub struct OAuthEntry {
     pub grant: crate::auth::Grant,
 }
 
-/// The secret is never shown.
+/// The secret is never shown (the settings' `Debug` masks it).
 impl std::fmt::Debug for OAuthEntry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OAuthEntry")
-            .field("client_id", &self.client_id)
-            .field("client_secret", &self.client_secret.as_ref().map(|_| "[REDACTED]"))
-            .field("scopes", &self.scopes)
-            .field("callback_port", &self.callback_port)
-            .field("grant", &self.grant)
-            .finish()
+        std::fmt::Debug::fmt(&self.settings(), f)
     }
 }
 

@@ -15,7 +15,9 @@
 //! token endpoint answers 500), `--other-issuer` (the metadata names another
 //! issuer), `--refuse-tokens` (the MCP endpoint refuses every token, fresh ones
 //! too), `--forget-tokens-at N` (the Nth `tools/call` finds every access token
-//! forgotten, as after a server restart: a 401 mid-session). Each
+//! forgotten, as after a server restart: a 401 mid-session), `--token-hang`
+//! (the token endpoint never answers), `--huge-metadata` (the resource
+//! metadata is 300 KiB). Each
 //! token-endpoint request is logged as `TOKEN grant=…`.
 
 use std::collections::HashMap;
@@ -34,6 +36,8 @@ pub struct OAuth {
     pub other_issuer: bool,
     pub refuse_tokens: bool,
     pub forget_tokens_at: Option<usize>,
+    pub token_hang: bool,
+    pub huge_metadata: bool,
     state: Mutex<State>,
 }
 
@@ -100,6 +104,8 @@ impl OAuth {
             other_issuer: has("--other-issuer"),
             refuse_tokens: has("--refuse-tokens"),
             forget_tokens_at: value("--forget-tokens-at").and_then(|v| v.parse().ok()),
+            token_hang: has("--token-hang"),
+            huge_metadata: has("--huge-metadata"),
             state: Mutex::default(),
         })
     }
@@ -113,6 +119,11 @@ impl OAuth {
             Some(Answer::Json(status, vec![], json!({ "error": error }).to_string()))
         };
         match (method, path) {
+            ("GET", "/.well-known/oauth-protected-resource/mcp") if self.huge_metadata => ok(json!({
+                "resource": format!("{origin}/mcp"),
+                "authorization_servers": [issuer],
+                "padding": "x".repeat(300 * 1024),
+            })),
             ("GET", "/.well-known/oauth-protected-resource/mcp") => ok(json!({
                 "resource": format!("{origin}/mcp"),
                 "authorization_servers": [issuer],
@@ -161,6 +172,10 @@ impl OAuth {
                     encode(&returned),
                     encode(&issuer)
                 )))
+            }
+            ("POST", "/as/token") if self.token_hang => {
+                std::thread::sleep(std::time::Duration::from_secs(600));
+                None
             }
             ("POST", "/as/token") if self.token_error => Some(Answer::Json(
                 "500 Internal Server Error",
