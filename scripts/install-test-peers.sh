@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Install the real MCP servers the tests talk to, pinned: the npm reference
 # servers (from tests/peers/package-lock.json) and the Python SDK (mcp 2.x) in a
-# virtual environment. Idempotent; registries only.
+# virtual environment; and a real OS keyring for the OAuth token tests
+# (gnome-keyring's Secret Service, run by the tests on a private D-Bus session).
+# Idempotent; registries only.
 set -euo pipefail
 cd "$(dirname "$0")/../tests/peers"
 
@@ -15,5 +17,10 @@ if ! .venv/bin/python -c "import mcp.server.mcpserver" 2>/dev/null; then
   python3 -m venv .venv
   .venv/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
 fi
+if ! command -v gnome-keyring-daemon >/dev/null || ! command -v dbus-run-session >/dev/null; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y --no-install-recommends gnome-keyring dbus-daemon >/dev/null \
+    || { apt-get update >/dev/null && apt-get install -y --no-install-recommends gnome-keyring dbus-daemon >/dev/null; }
+fi
 # Importing the SDK once also warms the caches, so the first test start stays well inside the 3 s modern probe.
-echo "test peers: node $(node --version), $(.venv/bin/python -c 'import importlib.metadata as m, mcp.server.mcpserver; print("mcp", m.version("mcp"))')"
+echo "test peers: node $(node --version), $(.venv/bin/python -c 'import importlib.metadata as m, mcp.server.mcpserver; print("mcp", m.version("mcp"))'), $(gnome-keyring-daemon --version | head -n 1)"

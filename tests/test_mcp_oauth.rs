@@ -128,6 +128,90 @@ fn a_pre_registered_client_logs_in_and_its_secret_reaches_no_output() {
     }
 }
 
+/// Run `clat` commands one after another on a private D-Bus session with a
+/// fresh gnome-keyring (its data under `dir`): the OS keyring as a desktop has
+/// it, never the user's. Each command's exit code and output land in `dir`.
+fn in_private_keyring(env: &TestEnv, dir: &std::path::Path, commands: &[(&str, &[&str])]) {
+    let keyring_daemon = ["gnome-keyring-daemon", "dbus-run-session"];
+    for tool in keyring_daemon {
+        assert!(
+            std::process::Command::new("sh")
+                .args(["-c", &format!("command -v {tool}")])
+                .output()
+                .unwrap()
+                .status
+                .success(),
+            "{tool} is missing: scripts/install-test-peers.sh installs it"
+        );
+    }
+    let run = dir.join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let mut script =
+        String::from("printf keyring-test-password | gnome-keyring-daemon --unlock --components=secrets >/dev/null\n");
+    for (label, args) in commands {
+        let command = env.clat_command(args);
+        let words: Vec<String> = std::iter::once(command.get_program())
+            .chain(command.get_args())
+            .map(|w| format!("'{}'", w.to_string_lossy().replace('\'', "'\\''")))
+            .collect();
+        script.push_str(&format!("{} > \"$OUT/{label}.out\" 2>&1; echo $? > \"$OUT/{label}.rc\"\n", words.join(" ")));
+    }
+    let session = std::process::Command::new("dbus-run-session")
+        .args(["--", "sh", "-c", &script])
+        .env("HOME", dir)
+        .env("XDG_DATA_HOME", dir.join("data"))
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env("XDG_RUNTIME_DIR", &run)
+        .env("OUT", dir)
+        .env("BROWSER", BROWSER)
+        .env("CLAT_CREDENTIAL_STORE", "keyring")
+        .env_remove("CLAT_HOME")
+        .output()
+        .unwrap();
+    assert!(session.status.success(), "{}", String::from_utf8_lossy(&session.stderr));
+}
+
+fn ran(dir: &std::path::Path, label: &str) -> (i32, String) {
+    let rc = std::fs::read_to_string(dir.join(format!("{label}.rc"))).unwrap_or_default();
+    (rc.trim().parse().unwrap_or(-1), std::fs::read_to_string(dir.join(format!("{label}.out"))).unwrap_or_default())
+}
+
+#[test]
+fn with_an_os_keyring_the_token_lives_there_and_no_file_is_written() {
+    let server = HttpServer::start(&["--oauth"]);
+    let env = TestEnv::trusted();
+    env.write_mcp_config(json!({ "web": { "url": server.url } }));
+    let dir = tempfile::tempdir().unwrap();
+    let call = ["call", "mcp_web_echo", r#"{"k":1}"#, "--mode", "full-access"];
+    in_private_keyring(
+        &env,
+        dir.path(),
+        &[
+            ("login", &["mcp", "login", "web"]),
+            ("call", &call),
+            ("status", &["mcp", "--json"]),
+            ("logout", &["mcp", "logout", "web"]),
+            ("after", &call),
+        ],
+    );
+    let (rc, out) = ran(dir.path(), "login");
+    assert_eq!(rc, 0, "{out}");
+    assert!(out.contains("logged in to web at http://127.0.0.1:"), "{out}");
+    assert!(credential_files(&env).is_empty(), "the keyring holds the token; no file is written");
+    let (rc, out) = ran(dir.path(), "call");
+    assert_eq!((rc, out.as_str()), (0, "{\"k\":1}\n"));
+    let (rc, out) = ran(dir.path(), "status");
+    assert_eq!(rc, 0, "{out}");
+    assert!(out.contains("\"refreshable\":true"), "{out}");
+    assert!(!out.contains("access-token-"), "{out}");
+    assert_eq!(ran(dir.path(), "logout"), (0, "logged out of web\n".to_string()));
+    let (rc, out) = ran(dir.path(), "after");
+    assert_ne!(rc, 0);
+    assert!(out.contains("run `clat mcp login web`"), "the keyring entry is gone: {out}");
+    assert!(credential_files(&env).is_empty());
+}
+
 fn client() -> ClientInfo {
     ClientInfo { name: "oauth-test".into(), version: "0".into() }
 }

@@ -98,6 +98,9 @@ impl TestEnv {
             .arg(&self.project)
             .args(args)
             .env_remove("CLAT_HOME")
+            // OAuth tokens go to the test's home, never to the user's OS keyring
+            // (test_mcp_oauth.rs runs its keyring test on a private one).
+            .env("CLAT_CREDENTIAL_STORE", "file")
             .stdin(std::process::Stdio::null());
         command
     }

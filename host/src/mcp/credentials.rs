@@ -1,10 +1,13 @@
-//! Where the OAuth tokens of remote MCP servers live between commands:
-//! `$CLAT_HOME/credentials/`, a 0700 directory with one 0600 file per server
-//! and resource (`<server>-<16 hex digits of the resource's SHA-256>.json`),
-//! each written whole under the home's lock for that file (a temporary file,
-//! synced, renamed). Every token and client secret read or written here is
-//! registered with `redact`, so no diagnostic of this process shows it. The
-//! OS keyring is not used yet: the file is the store.
+//! Where the OAuth tokens of remote MCP servers live between commands: the
+//! OS keyring when there is one (the Secret Service on Linux, the Keychain on
+//! macOS), one entry per server, resource and home; else, or when
+//! `CLAT_CREDENTIAL_STORE=file`, `$CLAT_HOME/credentials/`, a 0700 directory
+//! with one 0600 file per server and resource (`<server>-<16 hex digits of
+//! the resource's SHA-256>.json`), each written whole under the home's lock
+//! for that file (a temporary file, synced, renamed). A token saved to the
+//! keyring leaves no file behind. Every token and client secret read or
+//! written here is registered with `redact`, so no diagnostic of this process
+//! shows it.
 //!
 //! `authorizer` gives a configured HTTP server its `clat_mcp::auth::Authorizer`
 //! on these files: OAuth is on for every HTTP entry that does not configure
@@ -23,6 +26,104 @@ use crate::trust::ClatHome;
 
 /// The credentials directory inside the home.
 pub const CREDENTIALS_DIR: &str = "credentials";
+/// Where tokens are kept: `keyring` (the OS keyring, or an error), `file`, or
+/// `auto` (the default: the keyring when there is one, else the file).
+pub const CREDENTIAL_STORE_ENV: &str = "CLAT_CREDENTIAL_STORE";
+/// The keyring service CLAT's OAuth entries are kept under.
+pub const KEYRING_SERVICE: &str = "io.artec.clat.mcp-oauth";
+
+/// Credentials from their stored text; secrets are registered for redaction.
+fn parse_credentials(text: &[u8], from: &str) -> Option<Credentials> {
+    match serde_json::from_slice::<Credentials>(text) {
+        Ok(credentials) => {
+            crate::redact::register_secrets(credentials.secrets());
+            Some(credentials)
+        }
+        // A damaged or hand-edited entry is no login.
+        Err(e) => {
+            tracing::warn!("ignoring {from}: it does not hold credentials ({e})");
+            None
+        }
+    }
+}
+
+fn short_hash(text: &[u8]) -> String {
+    sha2::Sha256::digest(text).iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+/// A server's credentials in the OS keyring, else in its file.
+pub struct CredentialVault {
+    file: CredentialFile,
+    keyring: Option<keyring::Entry>,
+    /// `CLAT_CREDENTIAL_STORE=keyring`: a keyring failure is an error, not a fallback.
+    keyring_only: bool,
+}
+
+impl CredentialVault {
+    /// The vault for server `server` at `url` in `home`.
+    pub fn new(home: &ClatHome, server: &str, url: &str) -> CredentialVault {
+        let file = CredentialFile::new(home, server, url);
+        let mode = std::env::var(CREDENTIAL_STORE_ENV).unwrap_or_default();
+        if !matches!(mode.as_str(), "" | "auto" | "file" | "keyring") {
+            tracing::warn!("{CREDENTIAL_STORE_ENV}={mode} is not keyring, file or auto; using auto");
+        }
+        // The entry names the home too: two homes never share a login.
+        let user = format!("{}@{}", file.stem(), short_hash(home.path().as_os_str().as_encoded_bytes()));
+        let keyring = match mode.as_str() {
+            "file" => None,
+            _ => keyring::Entry::new(KEYRING_SERVICE, &user)
+                .map_err(|e| tracing::debug!("no keyring entry for {user}: {e}"))
+                .ok(),
+        };
+        CredentialVault { file, keyring, keyring_only: mode == "keyring" }
+    }
+
+    /// A keyring failure: an error when the keyring is required, else the file is used.
+    fn keyring_failed(&self, what: &str, error: keyring::Error) -> Result<(), String> {
+        if self.keyring_only {
+            return Err(format!("the OS keyring could not {what}: {error}"));
+        }
+        tracing::debug!("the OS keyring could not {what} ({error}); using {}", self.file.path().display());
+        Ok(())
+    }
+}
+
+impl CredentialStore for CredentialVault {
+    fn load(&self) -> Result<Option<Credentials>, String> {
+        if let Some(entry) = &self.keyring {
+            match entry.get_password() {
+                Ok(text) => return Ok(parse_credentials(text.as_bytes(), "the OS keyring's entry")),
+                // Not in the keyring: a file from before, or from a fallback.
+                Err(keyring::Error::NoEntry) => {}
+                Err(e) => self.keyring_failed("be read", e)?,
+            }
+        }
+        self.file.load()
+    }
+
+    fn save(&self, credentials: &Credentials) -> Result<(), String> {
+        crate::redact::register_secrets(credentials.secrets());
+        if let Some(entry) = &self.keyring {
+            let text = serde_json::to_string(credentials).map_err(|e| e.to_string())?;
+            match entry.set_password(&text) {
+                // No plaintext copy is left behind.
+                Ok(()) => return self.file.remove(),
+                Err(e) => self.keyring_failed("keep the token", e)?,
+            }
+        }
+        self.file.save(credentials)
+    }
+
+    fn remove(&self) -> Result<(), String> {
+        if let Some(entry) = &self.keyring {
+            match entry.delete_credential() {
+                Ok(()) | Err(keyring::Error::NoEntry) => {}
+                Err(e) => self.keyring_failed("forget the token", e)?,
+            }
+        }
+        self.file.remove()
+    }
+}
 
 /// One server's credentials file.
 pub struct CredentialFile {
@@ -34,11 +135,15 @@ pub struct CredentialFile {
 impl CredentialFile {
     /// The file for server `server` at `url`.
     pub fn new(home: &ClatHome, server: &str, url: &str) -> CredentialFile {
-        let digest = sha2::Sha256::digest(url.as_bytes());
-        let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
         let safe: String =
             server.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
-        CredentialFile { home: home.clone(), rel: format!("{CREDENTIALS_DIR}/{safe}-{hex}.json") }
+        let stem = format!("{safe}-{}", short_hash(url.as_bytes()));
+        CredentialFile { home: home.clone(), rel: format!("{CREDENTIALS_DIR}/{stem}.json") }
+    }
+
+    /// `<server>-<hash of the URL>`: the file's name without `.json`.
+    fn stem(&self) -> &str {
+        self.rel.trim_start_matches(CREDENTIALS_DIR).trim_start_matches('/').trim_end_matches(".json")
     }
 
     pub fn path(&self) -> PathBuf {
@@ -64,17 +169,7 @@ impl CredentialStore for CredentialFile {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
         };
-        // A file that is not credentials (damaged, hand-edited) is no login.
-        match serde_json::from_slice::<Credentials>(&text) {
-            Ok(credentials) => {
-                crate::redact::register_secrets(credentials.secrets());
-                Ok(Some(credentials))
-            }
-            Err(e) => {
-                tracing::warn!("ignoring {}: it does not hold credentials ({e})", path.display());
-                Ok(None)
-            }
-        }
+        Ok(parse_credentials(&text, &path.display().to_string()))
     }
 
     fn save(&self, credentials: &Credentials) -> Result<(), String> {
@@ -131,6 +226,6 @@ pub fn authorizer(
         return None;
     }
     let settings = oauth.as_ref().map(|o| o.settings()).unwrap_or_default();
-    let store = Arc::new(CredentialFile::new(home, name, url));
+    let store = Arc::new(CredentialVault::new(home, name, url));
     Some(Authorizer::new(name, url, settings, store, browser).map_err(|e| format!("OAuth for {name}: {e}")))
 }
