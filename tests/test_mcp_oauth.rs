@@ -438,3 +438,41 @@ async fn the_redirect_listener_reads_a_bounded_head_and_waits_for_its_callback()
     assert_eq!(query["code"], "abc");
     assert_eq!(query["state"], "s 1");
 }
+
+#[tokio::test]
+async fn malformed_metadata_fails_discovery_before_anything_is_registered() {
+    let server = HttpServer::start(&["--oauth", "--malformed-metadata"]);
+    let store = Arc::new(MemoryStore::default());
+    let err = connect_fails(&server.url, &authorizer(&server.url, store.clone(), true)).await;
+    assert!(
+        matches!(&err, ClientError::Auth { error: AuthError::Failed { step: Step::ResourceMetadata, .. }, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("did not answer JSON"), "{err}");
+    assert!(!server.log().iter().any(|l| l.contains("/as/")), "{:?}", server.log());
+    assert!(store.load().unwrap().is_none());
+}
+
+#[tokio::test]
+async fn a_bearer_request_is_never_redirected_to_another_origin() {
+    let elsewhere = HttpServer::start(&[]);
+    let server = HttpServer::start(&["--oauth", "--redirect", &elsewhere.url]);
+    let auth = authorizer(&server.url, Arc::new(MemoryStore::default()), true);
+    let err = connect_fails(&server.url, &auth).await;
+    assert!(err.to_string().contains("follows redirects only to the same origin"), "{err}");
+    assert!(auth.status().is_some(), "it logged in, and its token went nowhere else");
+    assert!(elsewhere.log().is_empty(), "the other origin got a request: {:?}", elsewhere.log());
+}
+
+#[test]
+fn a_401_without_any_oauth_metadata_points_at_the_headers_not_only_at_a_login() {
+    // A server that wants an API key (a plain 401, no challenge, no metadata).
+    let server = HttpServer::start(&["--require-auth", "the-api-key-123456"]);
+    let env = TestEnv::trusted();
+    env.write_mcp_config(json!({ "keyed": { "url": server.url } }));
+    let out = env.clat(&["call", "mcp_keyed_echo", "{}", "--mode", "full-access"]);
+    assert_ne!(out.status.code(), Some(0));
+    let said = text(&out);
+    assert!(said.contains("401 Unauthorized") && said.contains("publishes no OAuth metadata"), "{said}");
+    assert!(said.contains("mcp.json `headers`"), "{said}");
+}

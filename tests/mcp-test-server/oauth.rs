@@ -17,7 +17,7 @@
 //! too), `--forget-tokens-at N` (the Nth `tools/call` finds every access token
 //! forgotten, as after a server restart: a 401 mid-session), `--token-hang`
 //! (the token endpoint never answers), `--huge-metadata` (the resource
-//! metadata is 300 KiB). Each
+//! metadata is 300 KiB), `--malformed-metadata` (it is not JSON). Each
 //! token-endpoint request is logged as `TOKEN grant=…`.
 
 use std::collections::HashMap;
@@ -38,6 +38,7 @@ pub struct OAuth {
     pub forget_tokens_at: Option<usize>,
     pub token_hang: bool,
     pub huge_metadata: bool,
+    pub malformed_metadata: bool,
     state: Mutex<State>,
 }
 
@@ -106,6 +107,7 @@ impl OAuth {
             forget_tokens_at: value("--forget-tokens-at").and_then(|v| v.parse().ok()),
             token_hang: has("--token-hang"),
             huge_metadata: has("--huge-metadata"),
+            malformed_metadata: has("--malformed-metadata"),
             state: Mutex::default(),
         })
     }
@@ -119,6 +121,9 @@ impl OAuth {
             Some(Answer::Json(status, vec![], json!({ "error": error }).to_string()))
         };
         match (method, path) {
+            ("GET", "/.well-known/oauth-protected-resource/mcp") if self.malformed_metadata => {
+                Some(Answer::Json("200 OK", vec![], "{\"resource\": ".into()))
+            }
             ("GET", "/.well-known/oauth-protected-resource/mcp") if self.huge_metadata => ok(json!({
                 "resource": format!("{origin}/mcp"),
                 "authorization_servers": [issuer],

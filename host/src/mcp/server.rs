@@ -232,6 +232,10 @@ fn connect_failure(error: &ClientError, tail: &SharedTail) -> ConnectFailure {
         ClientError::Auth { server, error: clat_mcp::auth::AuthError::LoginRequired } => {
             format!("it needs an OAuth login: run `clat mcp login {server}`")
         }
+        ClientError::Auth { server, error: clat_mcp::auth::AuthError::NotOAuth } => format!(
+            "it refused the request (401 Unauthorized) and publishes no OAuth metadata: give its credentials in \
+             mcp.json `headers`, or run `clat mcp login {server}` if it uses OAuth"
+        ),
         other => other.to_string(),
     };
     ConnectFailure { reason: tail.redactor().redact(&reason), stderr_tail: tail.lines() }

@@ -77,6 +77,11 @@ pub enum AuthError {
     /// A browser login is needed and this command cannot run one.
     #[error("it needs a login")]
     LoginRequired,
+    /// The server refused the request (401) and says nothing of OAuth: no
+    /// metadata named in its challenge, none published. Its credentials are
+    /// more likely missing from the configuration than a login.
+    #[error("it refused the request (401) and publishes no OAuth metadata")]
+    NotOAuth,
     #[error("{step} failed: {reason}")]
     Failed { step: Step, reason: String },
     /// The server refused a token it was just given.
@@ -500,7 +505,10 @@ impl Authorizer {
     async fn authorize(&self, challenge: &Challenge, scopes: Option<Vec<String>>) -> Result<(), AuthError> {
         let grant = self.settings.grant;
         if grant == Grant::AuthorizationCode && self.browser.is_none() {
-            return Err(AuthError::LoginRequired);
+            // Only a server that says it uses OAuth is worth a login.
+            let says_oauth = challenge.resource_metadata.is_some()
+                || matches!(discovery::resource_metadata(self.http()?, &self.url, None).await, Ok(Some(_)));
+            return Err(if says_oauth { AuthError::LoginRequired } else { AuthError::NotOAuth });
         }
         let prm = discovery::resource_metadata(self.http()?, &self.url, challenge.resource_metadata.as_deref()).await?;
         let (resource, metadata) = match &prm {
