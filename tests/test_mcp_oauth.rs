@@ -476,3 +476,32 @@ fn a_401_without_any_oauth_metadata_points_at_the_headers_not_only_at_a_login() 
     assert!(said.contains("401 Unauthorized") && said.contains("publishes no OAuth metadata"), "{said}");
     assert!(said.contains("mcp.json `headers`"), "{said}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_401s_cause_one_refresh_and_every_call_is_answered() {
+    // The first call finds every token forgotten; the calls beside it meet the same 401.
+    let server = HttpServer::start(&["--oauth", "--forget-tokens-at", "1"]);
+    let auth = authorizer(&server.url, Arc::new(MemoryStore::default()), true);
+    let session = Arc::new(
+        Session::connect_http(&spec(&server.url, &auth), Arc::new(NoServerRequests), &client(), json!({}))
+            .await
+            .unwrap(),
+    );
+    let mut calls = tokio::task::JoinSet::new();
+    for n in 0..8 {
+        let session = Arc::clone(&session);
+        calls.spawn(async move {
+            let answer = session.call_tool("echo", json!({ "n": n }), std::time::Duration::from_secs(20), None).await;
+            (n, answer)
+        });
+    }
+    while let Some(joined) = calls.join_next().await {
+        let (n, answer) = joined.unwrap();
+        let answer = answer.unwrap_or_else(|e| panic!("call {n}: {e}"));
+        assert_eq!(answer.pointer("/content/0/text"), Some(&json!(format!("{{\"n\":{n}}}"))));
+    }
+    let log = server.log();
+    assert_eq!(log.iter().filter(|l| *l == "TOKEN grant=refresh_token").count(), 1, "{log:?}");
+    assert_eq!(log.iter().filter(|l| *l == "TOKEN grant=authorization_code").count(), 1, "{log:?}");
+    session.connection.close().await;
+}

@@ -407,8 +407,10 @@ impl Authorizer {
     pub async fn challenged(&self, used: Option<u64>, status: u16, challenge: &Challenge) -> Result<(), AuthError> {
         let _flow = self.flow.lock().await;
         let step_up = status == 403 && challenge.is_insufficient_scope();
-        if !step_up && used.is_some() && used != Some(self.generation()) {
-            return Ok(()); // another request refreshed it meanwhile
+        let current = self.generation();
+        if !step_up && current != 0 && used != Some(current) {
+            // Another request refreshed or logged in meanwhile: send this one with that token.
+            return Ok(());
         }
         if step_up {
             let mut scopes = lock(&self.current).as_ref().map(|c| c.credentials.scopes.clone()).unwrap_or_default();
