@@ -58,5 +58,7 @@ pub const AUTH_LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
 pub const AUTH_REFRESH_SKEW: Duration = Duration::from_secs(30);
 /// OAuth: what the loopback redirect listener reads of one request.
 pub const AUTH_CALLBACK_REQUEST_MAX_BYTES: usize = 16 * 1024;
+/// OAuth: how long the loopback redirect listener waits for one connection's request.
+pub const AUTH_CALLBACK_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// OAuth: authorizations (refreshes, logins, step-ups) one request may cause before it fails.
 pub const AUTH_ATTEMPTS_MAX: usize = 3;
