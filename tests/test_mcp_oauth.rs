@@ -512,3 +512,15 @@ async fn concurrent_401s_cause_one_refresh_and_every_call_is_answered() {
     assert_eq!(log.iter().filter(|l| *l == "TOKEN grant=authorization_code").count(), 1, "{log:?}");
     session.connection.close().await;
 }
+
+#[test]
+fn logging_in_to_a_server_that_does_not_ask_for_oauth_says_so() {
+    let server = HttpServer::start(&[]);
+    let env = TestEnv::trusted();
+    env.write_mcp_config(json!({ "open": { "url": server.url } }));
+    let out = env.clat_with_env(&["mcp", "login", "open"], &[("BROWSER", BROWSER)]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(text(&out).contains("the server does not ask for OAuth"), "{}", text(&out));
+    assert!(credential_files(&env).is_empty());
+    assert!(!server.log().iter().any(|l| l.contains("register") || l.contains("authorize")), "{:?}", server.log());
+}

@@ -435,7 +435,20 @@ impl Authorizer {
     /// an unauthenticated request to the server.
     pub async fn login(&self) -> Result<AuthStatus, AuthError> {
         let _flow = self.flow.lock().await;
-        let challenge = self.probe().await?;
+        let (status, challenge) = self.probe().await?;
+        // A server that neither asks (401) nor publishes OAuth metadata has nothing to log in to.
+        if status != 401
+            && challenge.resource_metadata.is_none()
+            && discovery::resource_metadata(self.http()?, &self.url, None).await?.is_none()
+        {
+            return Err(AuthError::failed(
+                Step::ResourceMetadata,
+                format!(
+                    "the server does not ask for OAuth: it answered a request without a token with {status} and \
+                     publishes no OAuth metadata"
+                ),
+            ));
+        }
         self.authorize(&challenge, None).await?;
         self.status().ok_or(AuthError::LoginRequired)
     }
@@ -447,8 +460,8 @@ impl Authorizer {
         Ok(had)
     }
 
-    /// The challenge an unauthenticated POST gets (or none when the server does not ask).
-    async fn probe(&self) -> Result<Challenge, AuthError> {
+    /// The status and challenge an unauthenticated POST gets.
+    async fn probe(&self) -> Result<(u16, Challenge), AuthError> {
         let body = json!({ "jsonrpc": "2.0", "id": 0, "method": "ping" });
         let response = self
             .http()?
@@ -460,7 +473,7 @@ impl Authorizer {
             .send()
             .await
             .map_err(|e| AuthError::failed(Step::ResourceMetadata, format!("the server did not answer: {e}")))?;
-        Ok(Challenge::from_headers(response.headers()))
+        Ok((response.status().as_u16(), Challenge::from_headers(response.headers())))
     }
 
     /// Refresh the current token (the caller holds `flow`).
