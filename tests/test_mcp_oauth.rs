@@ -231,9 +231,14 @@ fn authorizer_with(
     Arc::new(Authorizer::new("web", url, settings, store, browser).unwrap())
 }
 
-/// Connecting through `auth` fails; the error, and what was stored.
+/// A session through `auth`, or why there is none.
+async fn connect(url: &str, auth: &Arc<Authorizer>) -> Result<Session, ClientError> {
+    Session::connect_http(&spec(url, auth), Arc::new(NoServerRequests), &client(), json!({})).await
+}
+
+/// Connecting through `auth` fails; the error.
 async fn connect_fails(url: &str, auth: &Arc<Authorizer>) -> ClientError {
-    match Session::connect_http(&spec(url, auth), Arc::new(NoServerRequests), &client(), json!({})).await {
+    match connect(url, auth).await {
         Ok(_) => panic!("connecting to {url} was expected to fail"),
         Err(e) => e,
     }
@@ -248,9 +253,7 @@ async fn a_403_for_more_scope_logs_in_again_with_the_union_of_scopes() {
     let server = HttpServer::start(&["--oauth"]);
     let store = Arc::new(MemoryStore::default());
     let auth = authorizer(&server.url, store.clone(), true);
-    let session = Session::connect_http(&spec(&server.url, &auth), Arc::new(NoServerRequests), &client(), json!({}))
-        .await
-        .unwrap();
+    let session = connect(&server.url, &auth).await.unwrap();
     assert_eq!(auth.status().unwrap().scopes, ["mcp:read"]);
     let out = session.call_tool("write_note", json!({}), std::time::Duration::from_secs(20), None).await.unwrap();
     assert!(out.to_string().contains("noted"), "{out}");
@@ -265,9 +268,7 @@ async fn a_redirect_with_another_state_is_refused_and_nothing_is_stored() {
     let server = HttpServer::start(&["--oauth", "--wrong-state"]);
     let store = Arc::new(MemoryStore::default());
     let auth = authorizer(&server.url, store.clone(), true);
-    let err = Session::connect_http(&spec(&server.url, &auth), Arc::new(NoServerRequests), &client(), json!({}))
-        .await
-        .unwrap_err();
+    let err = connect(&server.url, &auth).await.unwrap_err();
     assert!(
         matches!(&err, ClientError::Auth { server, error: AuthError::Failed { step: Step::Redirect, .. } } if server == "web"),
         "{err}"
@@ -286,9 +287,7 @@ async fn a_revoked_refresh_token_is_dropped_and_a_headless_command_asks_for_a_lo
     assert!(store.load().unwrap().is_some());
     std::thread::sleep(std::time::Duration::from_millis(1100));
     let headless = authorizer(&server.url, store.clone(), false);
-    let err = Session::connect_http(&spec(&server.url, &headless), Arc::new(NoServerRequests), &client(), json!({}))
-        .await
-        .unwrap_err();
+    let err = connect(&server.url, &headless).await.unwrap_err();
     assert!(matches!(&err, ClientError::Auth { error: AuthError::LoginRequired, .. }), "{err}");
     assert!(store.load().unwrap().is_none(), "the revoked refresh token was forgotten");
     assert!(server.log().iter().any(|l| l == "TOKEN grant=refresh_token"), "{:?}", server.log());
@@ -343,9 +342,7 @@ async fn a_401_mid_session_refreshes_and_the_session_goes_on() {
     // The second call finds its token forgotten (as after the server restarted its token store).
     let server = HttpServer::start(&["--oauth", "--forget-tokens-at", "2"]);
     let auth = authorizer(&server.url, Arc::new(MemoryStore::default()), true);
-    let session = Session::connect_http(&spec(&server.url, &auth), Arc::new(NoServerRequests), &client(), json!({}))
-        .await
-        .unwrap();
+    let session = connect(&server.url, &auth).await.unwrap();
     let long = std::time::Duration::from_secs(20);
     session.call_tool("echo", json!({ "n": 1 }), long, None).await.unwrap();
     let out = session.call_tool("echo", json!({ "n": 2 }), long, None).await.unwrap();
@@ -376,9 +373,7 @@ async fn a_login_longer_than_the_first_request_s_timeout_does_not_cut_it_short()
         Authorizer::new("web", &server.url, OAuthSettings::default(), Arc::new(MemoryStore::default()), Some(browser))
             .unwrap(),
     );
-    let session = Session::connect_http(&spec(&server.url, &auth), Arc::new(NoServerRequests), &client(), json!({}))
-        .await
-        .unwrap();
+    let session = connect(&server.url, &auth).await.unwrap();
     assert_eq!(session.era, clat_mcp::Era::Modern, "the probe was not cut short into the legacy fallback");
     let logins = server.log().iter().filter(|l| l.starts_with("REQUEST GET /as/authorize")).count();
     assert_eq!(logins, 1, "{:?}", server.log());
@@ -489,11 +484,7 @@ async fn concurrent_401s_cause_one_refresh_and_every_call_is_answered() {
     // The first call finds every token forgotten; the calls beside it meet the same 401.
     let server = HttpServer::start(&["--oauth", "--forget-tokens-at", "1"]);
     let auth = authorizer(&server.url, Arc::new(MemoryStore::default()), true);
-    let session = Arc::new(
-        Session::connect_http(&spec(&server.url, &auth), Arc::new(NoServerRequests), &client(), json!({}))
-            .await
-            .unwrap(),
-    );
+    let session = Arc::new(connect(&server.url, &auth).await.unwrap());
     let mut calls = tokio::task::JoinSet::new();
     for n in 0..8 {
         let session = Arc::clone(&session);

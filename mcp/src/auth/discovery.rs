@@ -142,14 +142,18 @@ fn parse_resource_metadata(document: &Value) -> Result<ResourceMetadata, String>
     })
 }
 
-/// The metadata's `resource` must be the server (RFC 9728 §3.3, §7.3): the
-/// same origin, and the server's path at or under the resource's path.
+/// Whether `resource` is `server` as RFC 9728 §3.3 and §7.3 mean it: the
+/// same origin, and the server's path at or under the resource's path. A
+/// token is only ever sent where this holds.
+pub fn covers(resource: &Url, server: &Url) -> bool {
+    let base = resource.path().trim_end_matches('/');
+    let path = server.path().trim_end_matches('/');
+    resource.origin() == server.origin() && (base.is_empty() || path == base || path.starts_with(&format!("{base}/")))
+}
+
+/// The metadata's `resource` must be the server (see `covers`).
 fn check_resource(server: &Url, resource: &Url) -> Result<(), String> {
-    let under = |base: &str, path: &str| {
-        let base = base.trim_end_matches('/');
-        path == base || path.starts_with(&format!("{base}/")) || base.is_empty()
-    };
-    if resource.origin() == server.origin() && under(resource.path(), server.path().trim_end_matches('/')) {
+    if covers(resource, server) {
         Ok(())
     } else {
         Err(format!(

@@ -6,9 +6,9 @@
 
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use serde_json::Value;
 
+use crate::http::{BodyError, error_text, read_limited};
 use crate::limits::{AUTH_BODY_MAX_BYTES, AUTH_HTTP_TIMEOUT, HTTP_CONNECT_TIMEOUT};
 
 /// Why one authorization request failed, without the request's secrets.
@@ -29,7 +29,7 @@ impl AuthHttp {
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(HTTP_CONNECT_TIMEOUT)
             .build()
-            .map_err(|e| FetchError(describe(&e)))?;
+            .map_err(|e| FetchError(error_text(&e)))?;
         Ok(AuthHttp { client, timeout: AUTH_HTTP_TIMEOUT })
     }
 
@@ -47,7 +47,7 @@ impl AuthHttp {
             .timeout(self.timeout)
             .send()
             .await
-            .map_err(|e| FetchError(describe(&e)))?;
+            .map_err(|e| FetchError(error_text(&e)))?;
         let status = response.status();
         if status.is_client_error() {
             return Ok(None);
@@ -76,7 +76,7 @@ impl AuthHttp {
             .timeout(self.timeout)
             .send()
             .await
-            .map_err(|e| FetchError(describe(&e)))?;
+            .map_err(|e| FetchError(error_text(&e)))?;
         let status = response.status();
         let headers = response.headers().clone();
         let body = read_bounded(response).await?;
@@ -100,29 +100,8 @@ impl<'c> oauth2::AsyncHttpClient<'c> for AuthHttp {
 
 /// A body, failing past `AUTH_BODY_MAX_BYTES`.
 async fn read_bounded(response: reqwest::Response) -> Result<Vec<u8>, FetchError> {
-    let too_large = || FetchError(format!("an answer of more than {AUTH_BODY_MAX_BYTES} bytes"));
-    if response.content_length().is_some_and(|n| n as usize > AUTH_BODY_MAX_BYTES) {
-        return Err(too_large());
-    }
-    let mut body = Vec::new();
-    let mut stream = response.bytes_stream();
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| FetchError(describe(&e)))?;
-        if body.len() + chunk.len() > AUTH_BODY_MAX_BYTES {
-            return Err(too_large());
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
-}
-
-/// reqwest's error with its causes; it names the URL, never headers or bodies.
-fn describe(e: &reqwest::Error) -> String {
-    let mut text = if e.is_timeout() { format!("{e} (no answer in time)") } else { e.to_string() };
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        text.push_str(&format!(": {s}"));
-        source = s.source();
-    }
-    text
+    read_limited(response, AUTH_BODY_MAX_BYTES).await.map_err(|e| match e {
+        BodyError::TooLarge(limit) => FetchError(format!("an answer of more than {limit} bytes")),
+        BodyError::Broken(e) => FetchError(error_text(&e)),
+    })
 }

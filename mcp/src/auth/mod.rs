@@ -313,7 +313,10 @@ pub struct Authorizer {
     /// Made at the first authorization step (a command that never needs one
     /// never builds an HTTP client for it).
     http: std::sync::OnceLock<AuthHttp>,
+    /// The stored token, read from the store at first use (a command that
+    /// never talks to the server never reads it); see `state`.
     current: Mutex<Option<Current>>,
+    loaded: std::sync::OnceLock<()>,
     generation: AtomicU64,
     /// Held while refreshing or logging in, so concurrent 401s cause one.
     flow: tokio::sync::Mutex<()>,
@@ -326,9 +329,9 @@ impl std::fmt::Debug for Authorizer {
 }
 
 impl Authorizer {
-    /// The authorizer of server `server` at `url`, starting from the stored
-    /// token if it was issued for this resource. `browser`: how to show a
-    /// login page; `None` for a command that must not wait on a user.
+    /// The authorizer of server `server` at `url`; it reads its stored token
+    /// (if issued for this resource) at first use, not here. `browser`: how to
+    /// show a login page; `None` for a command that must not wait on a user.
     pub fn new(
         server: &str,
         url: &str,
@@ -338,12 +341,6 @@ impl Authorizer {
     ) -> Result<Authorizer, AuthError> {
         let url = Url::parse(url).map_err(|e| AuthError::failed(Step::ResourceMetadata, format!("a bad URL: {e}")))?;
         let resource = canonical_resource(&url);
-        let stored = store.load().map_err(|e| AuthError::failed(Step::Storage, e))?;
-        let current = stored
-            .filter(|c| {
-                Url::parse(&c.resource).is_ok_and(|r| r.origin() == resource.origin() && is_under(&r, &resource))
-            })
-            .map(|credentials| Current { generation: 1, credentials });
         Ok(Authorizer {
             server: server.to_string(),
             url,
@@ -352,7 +349,8 @@ impl Authorizer {
             store,
             browser,
             http: std::sync::OnceLock::new(),
-            current: Mutex::new(current),
+            current: Mutex::new(None),
+            loaded: std::sync::OnceLock::new(),
             generation: AtomicU64::new(1),
             flow: tokio::sync::Mutex::new(()),
         })
@@ -360,6 +358,20 @@ impl Authorizer {
 
     pub fn server(&self) -> &str {
         &self.server
+    }
+
+    /// The current token, loaded from the store the first time (only a
+    /// token issued for this resource is taken).
+    fn state(&self) -> std::sync::MutexGuard<'_, Option<Current>> {
+        self.loaded.get_or_init(|| match self.store.load() {
+            Ok(stored) => {
+                *lock(&self.current) = stored
+                    .filter(|c| Url::parse(&c.resource).is_ok_and(|r| discovery::covers(&r, &self.resource)))
+                    .map(|credentials| Current { generation: 1, credentials });
+            }
+            Err(e) => tracing::warn!("{}: cannot read its stored login ({e}); starting without one", self.server),
+        });
+        lock(&self.current)
     }
 
     fn http(&self) -> Result<&AuthHttp, AuthError> {
@@ -372,7 +384,7 @@ impl Authorizer {
 
     /// The login state, if there is a token.
     pub fn status(&self) -> Option<AuthStatus> {
-        lock(&self.current).as_ref().map(|c| AuthStatus {
+        self.state().as_ref().map(|c| AuthStatus {
             issuer: c.credentials.issuer.clone(),
             client_id: c.credentials.client.client_id.clone(),
             scopes: c.credentials.scopes.clone(),
@@ -384,7 +396,8 @@ impl Authorizer {
     /// The `Authorization` value for the next request and its generation,
     /// refreshing first a token that is about to expire.
     pub async fn bearer(&self) -> Option<(u64, String)> {
-        let expiring = lock(&self.current)
+        let expiring = self
+            .state()
             .as_ref()
             .map(|c| (c.generation, c.credentials.expiring() && c.credentials.refresh_token.is_some()));
         if let Some((generation, true)) = expiring {
@@ -395,11 +408,11 @@ impl Authorizer {
                 tracing::info!("{}: refreshing the expiring token failed: {e}", self.server);
             }
         }
-        lock(&self.current).as_ref().map(|c| (c.generation, format!("Bearer {}", c.credentials.access_token)))
+        self.state().as_ref().map(|c| (c.generation, format!("Bearer {}", c.credentials.access_token)))
     }
 
     fn generation(&self) -> u64 {
-        lock(&self.current).as_ref().map_or(0, |c| c.generation)
+        self.state().as_ref().map_or(0, |c| c.generation)
     }
 
     /// React to a 401, or a 403 with `insufficient_scope`, of a request that
@@ -413,7 +426,7 @@ impl Authorizer {
             return Ok(());
         }
         if step_up {
-            let mut scopes = lock(&self.current).as_ref().map(|c| c.credentials.scopes.clone()).unwrap_or_default();
+            let mut scopes = self.state().as_ref().map(|c| c.credentials.scopes.clone()).unwrap_or_default();
             for scope in challenge.scope.iter().flatten() {
                 if !scopes.contains(scope) {
                     scopes.push(scope.clone());
@@ -421,7 +434,7 @@ impl Authorizer {
             }
             return self.authorize(challenge, Some(scopes)).await;
         }
-        let refreshable = lock(&self.current).as_ref().is_some_and(|c| c.credentials.refresh_token.is_some());
+        let refreshable = self.state().as_ref().is_some_and(|c| c.credentials.refresh_token.is_some());
         if refreshable && used.is_some() {
             match self.refresh().await {
                 Ok(()) => return Ok(()),
@@ -455,7 +468,7 @@ impl Authorizer {
 
     /// Forget the server's token.
     pub fn logout(&self) -> Result<bool, AuthError> {
-        let had = lock(&self.current).take().is_some();
+        let had = self.state().take().is_some();
         self.store.remove().map_err(|e| AuthError::failed(Step::Storage, e))?;
         Ok(had)
     }
@@ -478,12 +491,9 @@ impl Authorizer {
 
     /// Refresh the current token (the caller holds `flow`).
     async fn refresh(&self) -> Result<(), AuthError> {
-        let credentials =
-            lock(&self.current).as_ref().map(|c| c.credentials.clone()).ok_or(AuthError::LoginRequired)?;
+        let credentials = self.state().as_ref().map(|c| c.credentials.clone()).ok_or(AuthError::LoginRequired)?;
         let refresh_token = credentials.refresh_token.clone().ok_or(AuthError::LoginRequired)?;
-        let token_url = TokenUrl::new(credentials.token_endpoint.clone())
-            .map_err(|e| AuthError::failed(Step::Refresh, e.to_string()))?;
-        let client = oauth_client(&credentials.client).set_token_uri(token_url);
+        let client = token_client(&credentials.client, &credentials.token_endpoint, Step::Refresh)?;
         let refresh_token = RefreshToken::new(refresh_token);
         let answer = client
             .exchange_refresh_token(&refresh_token)
@@ -495,7 +505,7 @@ impl Authorizer {
             Err(e) => {
                 // A refresh token the server no longer honours is of no more use.
                 if matches!(e, oauth2::RequestTokenError::ServerResponse(_)) {
-                    *lock(&self.current) = None;
+                    *self.state() = None;
                     let _ = self.store.remove();
                 }
                 return Err(AuthError::failed(Step::Refresh, token_error(&e)));
@@ -512,7 +522,7 @@ impl Authorizer {
     fn keep(&self, credentials: Credentials) -> Result<(), AuthError> {
         self.store.save(&credentials).map_err(|e| AuthError::failed(Step::Storage, e))?;
         let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
-        *lock(&self.current) = Some(Current { generation, credentials });
+        *self.state() = Some(Current { generation, credentials });
         Ok(())
     }
 
@@ -565,9 +575,7 @@ impl Authorizer {
         };
         let auth = pick_auth(metadata, true);
         let client = ClientIdentity { client_id: client_id.clone(), client_secret: Some(secret.clone()), auth };
-        let token_url = TokenUrl::new(metadata.token_endpoint.to_string())
-            .map_err(|e| AuthError::failed(Step::Token, e.to_string()))?;
-        let oauth = oauth_client(&client).set_token_uri(token_url);
+        let oauth = token_client(&client, metadata.token_endpoint.as_str(), Step::Token)?;
         let answer = oauth
             .exchange_client_credentials()
             .add_scopes(scopes.iter().cloned().map(Scope::new))
@@ -603,13 +611,9 @@ impl Authorizer {
             .map_err(|e| AuthError::failed(Step::Redirect, e))?;
         let redirect = loopback.redirect_uri().clone();
         let client = self.client_identity(metadata, &redirect, scopes).await?;
-        let auth_url = AuthUrl::new(metadata.authorization_endpoint.to_string())
-            .map_err(|e| AuthError::failed(Step::Authorization, e.to_string()))?;
-        let token_url = TokenUrl::new(metadata.token_endpoint.to_string())
-            .map_err(|e| AuthError::failed(Step::Token, e.to_string()))?;
-        let oauth = oauth_client(&client)
+        let auth_url = AuthUrl::from_url(metadata.authorization_endpoint.clone());
+        let oauth = token_client(&client, metadata.token_endpoint.as_str(), Step::Token)?
             .set_auth_uri(auth_url)
-            .set_token_uri(token_url)
             .set_redirect_uri(RedirectUrl::from_url(redirect.clone()));
         let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
         let (page, state) = oauth
@@ -663,7 +667,7 @@ impl Authorizer {
             });
         }
         // A client registered before keeps its identity (and its secret).
-        if let Some(current) = lock(&self.current).as_ref()
+        if let Some(current) = self.state().as_ref()
             && current.credentials.issuer == metadata.issuer
             && !current.credentials.client.client_id.starts_with("https://")
         {
@@ -735,12 +739,6 @@ impl Authorizer {
     }
 }
 
-fn is_under(resource: &Url, server: &Url) -> bool {
-    let base = resource.path().trim_end_matches('/');
-    let path = server.path().trim_end_matches('/');
-    base.is_empty() || path == base || path.starts_with(&format!("{base}/"))
-}
-
 /// How to authenticate at the token endpoint, from what the server supports
 /// (RFC 8414: `client_secret_basic` when it does not say).
 fn pick_auth(metadata: &ServerMetadata, has_secret: bool) -> ClientAuth {
@@ -756,9 +754,19 @@ fn pick_auth(metadata: &ServerMetadata, has_secret: bool) -> ClientAuth {
     }
 }
 
-type OAuthClient = oauth2::basic::BasicClient;
+/// An `oauth2` client that knows its token endpoint.
+type TokenClient = oauth2::basic::BasicClient<
+    oauth2::EndpointNotSet,
+    oauth2::EndpointNotSet,
+    oauth2::EndpointNotSet,
+    oauth2::EndpointNotSet,
+    oauth2::EndpointSet,
+>;
 
-fn oauth_client(identity: &ClientIdentity) -> OAuthClient {
+/// The client `identity` at `token_endpoint`, authenticating the way it was
+/// registered to (`step` names a bad endpoint URL).
+fn token_client(identity: &ClientIdentity, token_endpoint: &str, step: Step) -> Result<TokenClient, AuthError> {
+    let token_url = TokenUrl::new(token_endpoint.to_string()).map_err(|e| AuthError::failed(step, e.to_string()))?;
     let mut client = oauth2::basic::BasicClient::new(ClientId::new(identity.client_id.clone()));
     match (identity.auth, &identity.client_secret) {
         (ClientAuth::ClientSecretBasic, Some(secret)) => {
@@ -769,7 +777,7 @@ fn oauth_client(identity: &ClientIdentity) -> OAuthClient {
         }
         _ => client = client.set_auth_type(AuthType::RequestBody),
     }
-    client
+    Ok(client.set_token_uri(token_url))
 }
 
 /// The redirect's `code`, after its `state` and (RFC 9207) `iss` are checked.

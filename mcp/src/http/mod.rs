@@ -173,15 +173,20 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn http_error(e: reqwest::Error) -> ClientError {
-    // reqwest's text names the URL, never the headers.
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(&e);
+/// reqwest's error with its causes. Its text names the URL, never headers
+/// or bodies; a timeout says so in words.
+pub(crate) fn error_text(e: &reqwest::Error) -> String {
+    let mut text = if e.is_timeout() { format!("{e} (no answer in time)") } else { e.to_string() };
+    let mut source = std::error::Error::source(e);
     while let Some(s) = source {
         text.push_str(&format!(": {s}"));
         source = s.source();
     }
-    ClientError::Http(text)
+    text
+}
+
+fn http_error(e: reqwest::Error) -> ClientError {
+    ClientError::Http(error_text(&e))
 }
 
 impl HttpConnection {
@@ -625,21 +630,39 @@ impl Inner {
     }
 }
 
-/// Read a body, failing past `limit` bytes.
-async fn read_body(response: reqwest::Response, limit: usize) -> Result<Vec<u8>, ClientError> {
+/// Why a body could not be read whole.
+pub(crate) enum BodyError {
+    /// It is longer than the limit it was read with.
+    TooLarge(usize),
+    Broken(reqwest::Error),
+}
+
+/// Read a body, failing past `limit` bytes (the transport's answers, and the
+/// authorization steps' in `auth/http.rs`).
+pub(crate) async fn read_limited(response: reqwest::Response, limit: usize) -> Result<Vec<u8>, BodyError> {
     if response.content_length().is_some_and(|n| n as usize > limit) {
-        return Err(ClientError::Protocol(format!("the server sent a body of more than {limit} bytes")));
+        return Err(BodyError::TooLarge(limit));
     }
     let mut body = Vec::new();
     let mut stream = response.bytes_stream();
     while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(http_error)?;
+        let chunk = chunk.map_err(BodyError::Broken)?;
         if body.len() + chunk.len() > limit {
-            return Err(ClientError::Protocol(format!("the server sent a body of more than {limit} bytes")));
+            return Err(BodyError::TooLarge(limit));
         }
         body.extend_from_slice(&chunk);
     }
     Ok(body)
+}
+
+/// A server's body, failing past `limit` bytes.
+async fn read_body(response: reqwest::Response, limit: usize) -> Result<Vec<u8>, ClientError> {
+    read_limited(response, limit).await.map_err(|e| match e {
+        BodyError::TooLarge(limit) => {
+            ClientError::Protocol(format!("the server sent a body of more than {limit} bytes"))
+        }
+        BodyError::Broken(e) => http_error(e),
+    })
 }
 
 /// A non-success status: the JSON-RPC error in its body if there is one, else the status and a short body.
