@@ -180,6 +180,9 @@ pub struct Credentials {
     /// Seconds since the Unix epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<u64>,
+    /// When the token was received (seconds since the Unix epoch), for its lifetime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issued_at: Option<u64>,
     #[serde(default)]
     pub scopes: Vec<String>,
 }
@@ -198,9 +201,13 @@ impl std::fmt::Debug for Credentials {
 }
 
 impl Credentials {
-    /// The token expires within `AUTH_REFRESH_SKEW` (or has).
+    /// The token expires within `AUTH_REFRESH_SKEW`, or within half its
+    /// lifetime when that is shorter (a token that lives less than the skew
+    /// would otherwise be refreshed before every request), or has expired.
     pub fn expiring(&self) -> bool {
-        self.expires_at.is_some_and(|at| at <= now_secs() + AUTH_REFRESH_SKEW.as_secs())
+        let Some(at) = self.expires_at else { return false };
+        let lifetime = self.issued_at.map_or(u64::MAX, |issued| at.saturating_sub(issued));
+        at <= now_secs() + AUTH_REFRESH_SKEW.as_secs().min(lifetime / 2)
     }
 
     /// The secrets in these credentials, for a host's redaction.
@@ -833,6 +840,7 @@ fn credentials_from(
         access_token: String::new(),
         refresh_token: None,
         expires_at: None,
+        issued_at: None,
         scopes: requested.to_vec(),
     };
     apply(&mut credentials, answer);
@@ -844,7 +852,9 @@ fn apply(credentials: &mut Credentials, answer: &oauth2::basic::BasicTokenRespon
     if let Some(refresh) = answer.refresh_token() {
         credentials.refresh_token = Some(refresh.secret().clone());
     }
-    credentials.expires_at = answer.expires_in().map(|d: Duration| now_secs() + d.as_secs());
+    let now = now_secs();
+    credentials.issued_at = Some(now);
+    credentials.expires_at = answer.expires_in().map(|d: Duration| now + d.as_secs());
     if let Some(scopes) = answer.scopes() {
         credentials.scopes = scopes.iter().map(|s| s.to_string()).collect();
     }
@@ -870,4 +880,37 @@ fn token_error<E: std::error::Error>(
 
 fn short_text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).chars().take(crate::limits::HTTP_ERROR_TEXT_MAX_CHARS).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn expiring_in(lifetime: u64, left: u64) -> bool {
+        let now = now_secs();
+        let credentials = Credentials {
+            resource: "https://a.example/mcp".into(),
+            issuer: "https://as.example".into(),
+            token_endpoint: "https://as.example/token".into(),
+            client: ClientIdentity { client_id: "c".into(), client_secret: None, auth: ClientAuth::None },
+            grant: Grant::AuthorizationCode,
+            access_token: "t".into(),
+            refresh_token: Some("r".into()),
+            expires_at: Some(now + left),
+            issued_at: Some(now + left - lifetime),
+            scopes: vec![],
+        };
+        credentials.expiring()
+    }
+
+    #[test]
+    fn a_token_is_refreshed_within_the_skew_or_half_its_lifetime() {
+        let skew = AUTH_REFRESH_SKEW.as_secs();
+        assert!(!expiring_in(3600, skew + 5));
+        assert!(expiring_in(3600, skew - 5));
+        // A token that lives 10 s is refreshed in its last 5 s, not before every request.
+        assert!(!expiring_in(10, 8));
+        assert!(expiring_in(10, 4));
+        assert!(expiring_in(10, 0));
+    }
 }
