@@ -51,7 +51,7 @@ async fn legacy_sessions_echo_their_id_and_version_and_end_with_delete() {
                 .any(|l| l
                     == "POST notifications/initialized session=session-1 version=2025-11-25 mcp-method= mcp-name= ")
         );
-        assert!(log.iter().any(|l| l == "DELETE session=session-1"), "{log:?}");
+        assert!(log.iter().any(|l| l == "DELETE session=session-1 version=2025-11-25"), "{log:?}");
     }
 }
 
@@ -335,4 +335,16 @@ async fn url_entries_mount_beside_stdio_servers_and_a_failing_one_is_isolated() 
     let out = env.clat(&["call", "mcp_modern_web_region", r#"{"region":"ap"}"#, "--mode", "full-access"]);
     assert_eq!(stdout(&out), "region \"ap\"\n", "{}", stderr(&out));
     assert!(legacy.log().iter().any(|l| l.starts_with("DELETE")), "the session ends with the scope");
+}
+
+#[test]
+fn the_session_delete_after_a_call_carries_the_negotiated_version() {
+    let server = HttpServer::start(&[]);
+    let env = TestEnv::trusted();
+    env.write_mcp_config(json!({ "web": { "url": server.url } }));
+    let out = env.clat(&["call", "mcp_web_echo", r#"{"a":1}"#, "--mode", "full-access"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let log = server.log();
+    let delete = log.iter().find(|l| l.starts_with("DELETE ")).unwrap_or_else(|| panic!("no DELETE: {log:?}"));
+    assert!(delete.ends_with("version=2025-11-25"), "{delete}");
 }

@@ -10,9 +10,10 @@
 //!
 //! Malformed JSON is one error naming the file and position. A bad entry is an
 //! error naming the file, line, column, entry and key (an unknown key with the
-//! nearest known one) and never stops the others. `${VAR}`, `${VAR:-default}`
-//! and `$$` are kept as written here and expanded per server when it starts
-//! (`ServerEntry::expand`), so a missing variable fails only that server.
+//! nearest known one) and never stops the others. `${VAR}` and
+//! `${VAR:-default}` are kept as written here and expanded per server when it
+//! starts (`ServerEntry::expand`), so a missing variable fails only that
+//! server; every other `$` is kept byte for byte, and `$${` is a literal `${`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -193,7 +194,15 @@ pub enum ConfigError {
     #[error("cannot read {file}: {message}")]
     Unreadable { file: String, message: String },
     #[error("{file}:{line}:{column}: entry {name:?}: {message}")]
-    Entry { file: String, name: String, line: usize, column: usize, message: String },
+    Entry {
+        file: String,
+        name: String,
+        line: usize,
+        column: usize,
+        message: String,
+        /// Whether the entry names a `url` (or `type` http): a remote server's, though unusable.
+        remote: bool,
+    },
 }
 
 /// The entries of one file, each parsed on its own.
@@ -305,6 +314,10 @@ fn entry(raw: RawEntry, bounds: &TimeoutBounds) -> Result<ServerEntry, String> {
             if command.is_empty() {
                 return Err("`command` must be a non-empty string".into());
             }
+            // A cwd built from variables is checked once they are expanded.
+            if raw.cwd.as_deref().is_some_and(|cwd| !cwd.contains("${") && cwd_leaves_home(cwd)) {
+                return Err(CWD_LEAVES_HOME.into());
+            }
             EntryTransport::Stdio {
                 command,
                 args: raw.args.unwrap_or_default(),
@@ -366,6 +379,41 @@ fn entry(raw: RawEntry, bounds: &TimeoutBounds) -> Result<ServerEntry, String> {
 fn is_http_url(url: &str) -> bool {
     url.starts_with("http://") || url.starts_with("https://")
 }
+
+/// Whether a raw entry names a `url` or says `type` http (it is a remote server's, however malformed).
+fn names_a_url(raw: &RawValue) -> bool {
+    let Ok(keys) = serde_json::from_str::<BTreeMap<String, serde_json::Value>>(raw.get()) else { return false };
+    keys.contains_key("url")
+        || keys
+            .get("type")
+            .and_then(|t| t.as_str())
+            .is_some_and(|t| matches!(t, "http" | "streamable-http" | "streamableHttp" | "sse"))
+}
+
+/// Whether a relative `cwd` climbs out of the directory it resolves under
+/// (`..` past its start); an absolute one is the user's choice.
+pub fn cwd_leaves_home(cwd: &str) -> bool {
+    let path = Path::new(cwd);
+    if path.is_absolute() {
+        return false;
+    }
+    let mut depth = 0i32;
+    for component in path.components() {
+        match component {
+            std::path::Component::ParentDir => depth -= 1,
+            std::path::Component::Normal(_) => depth += 1,
+            _ => {}
+        }
+        if depth < 0 {
+            return true;
+        }
+    }
+    false
+}
+
+/// The error for a `cwd` that leaves CLAT's home.
+const CWD_LEAVES_HOME: &str = "`cwd` climbs out of CLAT's home with '..'; a relative cwd stays under it (give an \
+                               absolute path to run the server elsewhere)";
 
 /// One entry from its raw text: its keys, then their types, then their meaning.
 /// An error carries the byte offset (in `text`) it is about.
@@ -435,7 +483,8 @@ pub fn parse_config(file: &str, text: &str, bounds: &TimeoutBounds) -> Result<Mc
             }
             Err((offset, message)) => {
                 let (line, column) = position(text, offset);
-                config.errors.push(ConfigError::Entry { file: file.to_string(), name, line, column, message });
+                let remote = names_a_url(raw);
+                config.errors.push(ConfigError::Entry { file: file.to_string(), name, line, column, message, remote });
             }
         }
     }
@@ -458,10 +507,10 @@ pub fn read_config(path: &Path, bounds: &TimeoutBounds) -> Result<McpConfig, Con
 pub enum ExpandError {
     #[error("`{field}` uses ${{{variable}}}, which is not set and has no default")]
     Unset { field: String, variable: String },
-    #[error("`{field}` has a `${{` without a variable name and `}}`; write `$$` for a literal `$`")]
-    Syntax { field: String },
     #[error("`url` is not an http:// or https:// URL once its variables are expanded")]
     NotHttp,
+    #[error("{CWD_LEAVES_HOME}, once its variables are expanded")]
+    CwdLeavesHome,
 }
 
 /// An entry with its variables expanded, and the values that were
@@ -472,8 +521,25 @@ pub struct Expanded {
     pub substituted: Vec<String>,
 }
 
-/// Expands `${VAR}`, `${VAR:-default}` (the default when VAR is unset or
-/// empty) and `$$` (a literal `$`) in one field's text; any other `$` stays.
+/// A variable reference at the start of `text` (just after its `$`): `{NAME}`
+/// or `{NAME:-default}`, NAME an identifier. Returns the name, the default and
+/// the length of the reference.
+fn variable_at(text: &str) -> Option<(&str, Option<&str>, usize)> {
+    let inner = text.strip_prefix('{')?;
+    let end = inner.find('}')?;
+    let (name, default) = match inner[..end].split_once(":-") {
+        Some((name, default)) => (name, Some(default)),
+        None => (&inner[..end], None),
+    };
+    let identifier = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    identifier.then_some((name, default, end + 2))
+}
+
+/// Expands `${VAR}` and `${VAR:-default}` (the default when VAR is unset or
+/// empty) in one field's text, VAR an identifier. `$${` writes a literal
+/// `${`; every other `$` stays as written, byte for byte (`pa$$word`, a lone
+/// `${`, `$HOME`).
 fn expand_text(
     text: &str,
     field: &str,
@@ -485,21 +551,10 @@ fn expand_text(
     while let Some(at) = rest.find('$') {
         out.push_str(&rest[..at]);
         let after = &rest[at + 1..];
-        if let Some(tail) = after.strip_prefix('$') {
-            out.push('$');
+        if let Some(tail) = after.strip_prefix("${") {
+            out.push_str("${");
             rest = tail;
-        } else if let Some(inner) = after.strip_prefix('{') {
-            let syntax = || ExpandError::Syntax { field: field.to_string() };
-            let end = inner.find('}').ok_or_else(syntax)?;
-            let (name, default) = match inner[..end].split_once(":-") {
-                Some((name, default)) => (name, Some(default)),
-                None => (&inner[..end], None),
-            };
-            let valid = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-            if !valid {
-                return Err(syntax());
-            }
+        } else if let Some((name, default, len)) = variable_at(after) {
             let value = match (lookup(name).filter(|v| !v.is_empty() || default.is_none()), default) {
                 (Some(value), _) => value,
                 (None, Some(default)) => default.to_string(),
@@ -509,7 +564,7 @@ fn expand_text(
                 substituted.push(value.clone());
             }
             out.push_str(&value);
-            rest = &inner[end + 1..];
+            rest = &after[len..];
         } else {
             out.push('$');
             rest = after;
@@ -531,7 +586,10 @@ impl ServerEntry {
                 command: one(command, "command".into())?,
                 args: args.iter().enumerate().map(|(i, a)| one(a, format!("args[{i}]"))).collect::<Result<_, _>>()?,
                 env: env.iter().map(|(k, v)| Ok((k.clone(), one(v, format!("env.{k}"))?))).collect::<Result<_, _>>()?,
-                cwd: cwd.as_deref().map(|c| one(c, "cwd".into())).transpose()?,
+                cwd: match cwd.as_deref().map(|c| one(c, "cwd".into())).transpose()? {
+                    Some(cwd) if cwd_leaves_home(&cwd) => return Err(ExpandError::CwdLeavesHome),
+                    cwd => cwd,
+                },
                 env_inherit: *env_inherit,
             },
             EntryTransport::Http { url, headers, oauth } => {
@@ -688,7 +746,7 @@ mod tests {
     #[test]
     fn variables_expand_per_field_and_a_missing_one_names_itself_never_a_value() {
         let c = parse(
-            r#"{ "s": { "command": "run-${TOOL}", "args": ["--key=${KEY}", "$$HOME", "${UNSET:-fallback}", "$x"],
+            r#"{ "s": { "command": "run-${TOOL}", "args": ["--key=${KEY}", "$$HOME", "${UNSET:-fallback}", "$x", "pa$$word", "$${KEY}", "a ${ b", "${}", "${1X}", "$"],
                         "env": { "TOKEN": "${KEY}" }, "cwd": "${DIR:-work}" },
                  "h": { "url": "${BASE}/mcp", "headers": { "Authorization": "Bearer ${KEY}" } },
                  "missing": { "url": "https://a", "headers": { "X-Key": "${NOPE}" } },
@@ -704,7 +762,21 @@ mod tests {
         let s = c.servers["s"].expand(&env).unwrap();
         let EntryTransport::Stdio { command, args, env: vars, cwd, .. } = &s.entry.transport else { panic!() };
         assert_eq!(command, "run-server");
-        assert_eq!(args, &["--key=sk-secret-value-123", "$HOME", "fallback", "$x"]);
+        assert_eq!(
+            args,
+            &[
+                "--key=sk-secret-value-123",
+                "$$HOME",
+                "fallback",
+                "$x",
+                "pa$$word",
+                "${KEY}",
+                "a ${ b",
+                "${}",
+                "${1X}",
+                "$"
+            ]
+        );
         assert_eq!(vars["TOKEN"], "sk-secret-value-123");
         assert_eq!(cwd.as_deref(), Some("work"));
         assert!(s.substituted.contains(&"sk-secret-value-123".to_string()));
@@ -713,7 +785,15 @@ mod tests {
             if url == "http://127.0.0.1:9/mcp" && headers["Authorization"] == "Bearer sk-secret-value-123"));
         let err = c.servers["missing"].expand(&env).unwrap_err();
         assert_eq!(err.to_string(), "`headers.X-Key` uses ${NOPE}, which is not set and has no default");
-        assert!(matches!(c.servers["bad"].expand(&env), Err(ExpandError::Syntax { .. })));
+        let bad = c.servers["bad"].expand(&env).unwrap();
+        assert!(matches!(&bad.entry.transport, EntryTransport::Stdio { command, .. } if command == "${}"));
+        let climbing = parse(r#"{ "up": { "command": "x", "cwd": "a/../../etc" }, "ok": { "command": "x", "cwd": "a/../b" },
+                                 "var": { "command": "x", "cwd": "${UP}" }, "abs": { "command": "x", "cwd": "/srv/x" } }"#)
+        .unwrap();
+        assert!(climbing.errors[0].to_string().contains("`cwd` climbs out of CLAT's home"), "{:?}", climbing.errors);
+        assert_eq!(climbing.servers.keys().collect::<Vec<_>>(), ["abs", "ok", "var"]);
+        let up = |_: &str| Some("../..".to_string());
+        assert_eq!(climbing.servers["var"].expand(&up).unwrap_err(), ExpandError::CwdLeavesHome);
         let not_http = parse(r#"{ "u": { "url": "${BASE}" } }"#).unwrap();
         let err = not_http.servers["u"].expand(&|_| Some("ftp://x".into())).unwrap_err();
         assert!(!err.to_string().contains("ftp"), "never a value: {err}");

@@ -286,7 +286,8 @@ impl Server {
             }
             "DELETE" => {
                 let session = header("mcp-session-id").unwrap_or_default();
-                self.log(&format!("DELETE session={session}"));
+                let version = header("mcp-protocol-version").unwrap_or_default();
+                self.log(&format!("DELETE session={session} version={version}"));
                 self.sessions.lock().unwrap().remove(&session);
                 write_plain(stream, "200 OK", "text/plain", &[], "");
                 true

@@ -12,7 +12,9 @@
 //! `io.artec.clat/context/changed` as `context JSON`), `--prompts N` (advertise
 //! prompts: `p0`…`pN-1` marked as DSH system prompts, `p0` declaring a `cwd`
 //! argument, plus two unmarked ones), `--prompt-bytes B` (`p0` resolves to B
-//! bytes), `--prompt-fail NAME` (its `prompts/get` fails), `--contract` (serve
+//! bytes), `--prompt-fail NAME` (its `prompts/get` fails), `--prompt-hang NAME`
+//! (its `prompts/get` is never answered), `--host-services-version V` (advertise
+//! host services at version V instead of 0.1.0), `--contract` (serve
 //! the contract-test tools of `contract.rs` instead, with host services),
 //! `--read-only-tools`
 //! (annotate the `--tool-names` tools read-only and closed-world),
@@ -67,6 +69,8 @@ struct Options {
     prompts: Option<usize>,
     prompt_bytes: usize,
     prompt_fail: Option<String>,
+    prompt_hang: Option<String>,
+    host_services_version: Option<String>,
     delay_list: u64,
     tool_names: Option<Vec<String>>,
     tools_json: Option<Value>,
@@ -103,6 +107,8 @@ fn options() -> Options {
         prompts: value("--prompts").and_then(|v| v.parse().ok()),
         prompt_bytes: value("--prompt-bytes").and_then(|v| v.parse().ok()).unwrap_or(0),
         prompt_fail: value("--prompt-fail"),
+        prompt_hang: value("--prompt-hang"),
+        host_services_version: value("--host-services-version"),
         delay_list: value("--delay-list").and_then(|v| v.parse().ok()).unwrap_or(0),
         // `--tool-names-file F`: the names are read from F when the server starts (a restart may list others).
         tool_names: value("--tool-names")
@@ -219,8 +225,9 @@ fn main() {
         std::collections::HashMap::new();
     let mut next_ask = 0u64;
     let mut capabilities = json!({ "tools": { "listChanged": true } });
-    if opts.host_services || opts.contract {
-        capabilities["experimental"] = json!({ "io.artec.clat/hostServices": { "version": "0.1.0" } });
+    if opts.host_services || opts.contract || opts.host_services_version.is_some() {
+        let version = opts.host_services_version.as_deref().unwrap_or("0.1.0");
+        capabilities["experimental"] = json!({ "io.artec.clat/hostServices": { "version": version } });
     }
     if opts.prompts.is_some() {
         capabilities["prompts"] = json!({});
@@ -365,6 +372,9 @@ fn main() {
             "prompts/get" => {
                 let name = params["name"].as_str().unwrap_or("").to_string();
                 log(&opts, &format!("prompt {name} {}", params["arguments"]));
+                if opts.prompt_hang.as_deref() == Some(name.as_str()) {
+                    continue;
+                }
                 if opts.prompt_fail.as_deref() == Some(name.as_str()) {
                     let error = json!({ "code": -32603, "message": format!("prompt {name} is broken") });
                     send(&out, json!({ "jsonrpc": "2.0", "id": id, "error": error }));

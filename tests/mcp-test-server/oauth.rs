@@ -17,7 +17,9 @@
 //! too), `--forget-tokens-at N` (the Nth `tools/call` finds every access token
 //! forgotten, as after a server restart: a 401 mid-session), `--token-hang`
 //! (the token endpoint never answers), `--huge-metadata` (the resource
-//! metadata is 300 KiB), `--malformed-metadata` (it is not JSON). Each
+//! metadata is 300 KiB), `--malformed-metadata` (it is not JSON),
+//! `--authorization-endpoint URL` and `--token-endpoint URL` (the metadata
+//! names these instead of its own endpoints). Each
 //! token-endpoint request is logged as `TOKEN grant=…`.
 
 use std::collections::HashMap;
@@ -39,6 +41,8 @@ pub struct OAuth {
     pub token_hang: bool,
     pub huge_metadata: bool,
     pub malformed_metadata: bool,
+    pub authorization_endpoint: Option<String>,
+    pub token_endpoint: Option<String>,
     state: Mutex<State>,
 }
 
@@ -108,6 +112,8 @@ impl OAuth {
             token_hang: has("--token-hang"),
             huge_metadata: has("--huge-metadata"),
             malformed_metadata: has("--malformed-metadata"),
+            authorization_endpoint: value("--authorization-endpoint"),
+            token_endpoint: value("--token-endpoint"),
             state: Mutex::default(),
         })
     }
@@ -136,8 +142,8 @@ impl OAuth {
             })),
             ("GET", "/.well-known/oauth-authorization-server/as") => ok(json!({
                 "issuer": if self.other_issuer { format!("{origin}/elsewhere") } else { issuer.clone() },
-                "authorization_endpoint": format!("{issuer}/authorize"),
-                "token_endpoint": format!("{issuer}/token"),
+                "authorization_endpoint": self.authorization_endpoint.clone().unwrap_or(format!("{issuer}/authorize")),
+                "token_endpoint": self.token_endpoint.clone().unwrap_or(format!("{issuer}/token")),
                 "registration_endpoint": format!("{issuer}/register"),
                 "response_types_supported": ["code"],
                 "grant_types_supported": ["authorization_code", "refresh_token"],

@@ -47,6 +47,47 @@ pub struct ServerMetadata {
     pub defaulted: bool,
 }
 
+impl ServerMetadata {
+    /// Every endpoint a login uses must be `https:`, or `http:` on a loopback
+    /// host (a local server): a `file:`, `javascript:`, `smb:` or `ms-msdt:`
+    /// authorization endpoint never reaches the browser, and an authorization
+    /// code or client secret never crosses a network in cleartext.
+    pub fn check_endpoints(&self) -> Result<(), String> {
+        let endpoints = [
+            ("authorization_endpoint", Some(&self.authorization_endpoint)),
+            ("token_endpoint", Some(&self.token_endpoint)),
+            ("registration_endpoint", self.registration_endpoint.as_ref()),
+        ];
+        for (field, url) in endpoints {
+            let Some(url) = url else { continue };
+            let allowed = match url.scheme() {
+                "https" => true,
+                "http" => is_loopback_host(url),
+                _ => false,
+            };
+            if !allowed {
+                let scheme = url.scheme();
+                let host = url.host_str().unwrap_or("no host");
+                return Err(format!(
+                    "the authorization server's `{field}` is a {scheme}: URL ({host}); only https:// (or http:// on \
+                     this machine's loopback) is opened or sent to, so nothing was"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether a URL's host is this machine's loopback (`localhost`, 127.0.0.0/8, ::1).
+pub fn is_loopback_host(url: &Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
 /// The server's URL as the resource it is (RFC 8707): no fragment.
 pub fn canonical_resource(server: &Url) -> Url {
     let mut url = server.clone();
@@ -297,6 +338,41 @@ mod tests {
             "http://a.example/tenant/mcp",
         ] {
             assert!(check_resource(&server, &Url::parse(bad).unwrap()).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn endpoints_must_be_https_or_loopback_http() {
+        let metadata = |authorize: &str, token: &str| ServerMetadata {
+            issuer: "https://as.example".into(),
+            authorization_endpoint: Url::parse(authorize).unwrap(),
+            token_endpoint: Url::parse(token).unwrap(),
+            registration_endpoint: None,
+            scopes_supported: None,
+            grant_types_supported: None,
+            token_endpoint_auth_methods_supported: None,
+            code_challenge_methods_supported: None,
+            client_id_metadata_document_supported: false,
+            iss_parameter_supported: false,
+            defaulted: false,
+        };
+        for (authorize, token) in [
+            ("https://as.example/authorize", "https://as.example/token"),
+            ("http://127.0.0.1:9/authorize", "http://localhost:9/token"),
+            ("http://[::1]:9/authorize", "http://127.0.0.2/token"),
+        ] {
+            assert!(metadata(authorize, token).check_endpoints().is_ok(), "{authorize} {token}");
+        }
+        for (authorize, token, says) in [
+            ("file:///etc/passwd", "https://as.example/token", "`authorization_endpoint` is a file: URL"),
+            ("javascript:alert(1)", "https://as.example/token", "is a javascript: URL"),
+            ("smb://evil.example/share", "https://as.example/token", "is a smb: URL"),
+            ("ms-msdt:/id", "https://as.example/token", "is a ms-msdt: URL"),
+            ("https://as.example/authorize", "http://as.example/token", "`token_endpoint` is a http: URL (as.example)"),
+            ("http://10.0.0.1/authorize", "https://as.example/token", "is a http: URL (10.0.0.1)"),
+        ] {
+            let why = metadata(authorize, token).check_endpoints().unwrap_err();
+            assert!(why.contains(says), "{authorize} {token}: {why}");
         }
     }
 

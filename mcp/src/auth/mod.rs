@@ -550,6 +550,7 @@ impl Authorizer {
             }
             None => (self.resource.to_string(), discovery::legacy_authorization_server(self.http()?, &self.url).await?),
         };
+        metadata.check_endpoints().map_err(|why| AuthError::failed(Step::ServerMetadata, why))?;
         let mut scopes = scopes
             .or_else(|| challenge.scope.clone())
             .or_else(|| (!self.settings.scopes.is_empty()).then(|| self.settings.scopes.clone()))

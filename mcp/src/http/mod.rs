@@ -767,7 +767,10 @@ impl Transport for HttpConnection {
         for task in lock(&self.inner.tasks).drain(..) {
             task.abort();
         }
-        let session = lock(&self.inner.state).session_id.clone();
+        let (session, version) = {
+            let state = lock(&self.inner.state);
+            (state.session_id.clone(), state.legacy_version.clone())
+        };
         if let Some(session) = session {
             let mut delete = self
                 .inner
@@ -775,6 +778,10 @@ impl Transport for HttpConnection {
                 .delete(self.inner.url.clone())
                 .headers(self.inner.headers.clone())
                 .header(SESSION_HEADER, session);
+            // Every request after initialize carries the negotiated version, the DELETE too.
+            if let Some(version) = version {
+                delete = delete.header(VERSION_HEADER, version);
+            }
             // The current token, if any; closing never starts a login.
             if let Some(auth) = &self.inner.auth
                 && let Some((_, bearer)) = auth.bearer().await
