@@ -1,58 +1,129 @@
 //! Approvals a user chose to keep — "always for this tool" or "always for this
 //! server / plugin" at the interactive prompt — stored in
-//! `$CLAT_HOME/approvals.json`, keyed by the project root, the tool's
-//! extension (`mcp:NAME`, `wasm:NAME`, `native`) and registered name, and the
-//! effect the tool had when it was approved. A stored approval answers only the
-//! `ask` cell of the mode table (`registry/pipeline.rs` `decide`) and only for
-//! a tool whose effect is no stronger than the one approved, so it never widens;
-//! it never answers a `deny`, and sampling requests never consult it. Updates are
+//! `$CLAT_HOME/approvals.json`. Each is keyed by the project root, who asked
+//! (`agent` for the agent's own call, or the extension — `mcp:NAME`,
+//! `wasm:NAME` — that called a host tool), the tool's extension (`native`,
+//! `mcp:NAME`, `wasm:NAME`) and registered name, the effect the user was
+//! shown, and the identity of the extension involved (`identity.rs`: the
+//! tool's, or the asker's). So an approval given for the agent's own
+//! `run_command` never answers a server's host-tool call, and the reverse, and
+//! a name configured later with another command, URL or package inherits
+//! nothing: its kept approvals are stale (`clat approvals list` says so).
+//!
+//! A kept approval answers only the `ask` cell of the mode table
+//! (`registry/pipeline.rs` `decide`) and only for an effect that every mode
+//! orders at or below the approved one (`permissions::approval_covers`), so it
+//! never widens to an effect the user was not shown; it never answers a
+//! `deny`, and sampling requests never consult it. Updates are
 //! read-modify-write under the home's advisory lock, replaced atomically; a
-//! malformed file is an error, never read as empty.
+//! malformed file is an error, never read as empty. Version 1 files (before
+//! who-asked and identities were kept) are read as the agent's approvals bound
+//! to no identity: those of extensions are stale until approved again.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
 use crate::contract::Effect;
+use crate::identity::Identity;
+use crate::permissions::approval_covers;
 use crate::trust::{ClatHome, TrustError};
 
 /// The file, inside the home.
 pub const APPROVALS_FILE: &str = "approvals.json";
-const VERSION: u32 = 1;
+/// The version written; version 1 is still read.
+const VERSION: u32 = 2;
+/// Who asked, for the agent's own calls.
+pub const AGENT: &str = "agent";
+/// The extension of CLAT's own tools.
+pub const NATIVE: &str = "native";
+
+fn agent() -> String {
+    AGENT.to_string()
+}
+
+/// What one permission decision is about, as a kept approval keys it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalKey {
+    /// `agent`, or the extension that called a host tool (`mcp:srv`, `wasm:p`).
+    pub asked_by: String,
+    /// The tool's extension: `native`, `mcp:srv`, `wasm:p`.
+    pub extension: String,
+    /// The registered tool name.
+    pub tool: String,
+    /// The identity of the extension involved — the tool's for the agent's
+    /// calls, the asker's for host-tool calls; none for the agent's native calls.
+    pub identity: Option<Identity>,
+}
 
 /// One kept approval.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredApproval {
     /// The project's canonical root.
     pub project: PathBuf,
-    /// `mcp:NAME`, `wasm:NAME` or `native`.
+    /// `agent`, or the extension that called a host tool (`mcp:NAME`, `wasm:NAME`).
+    #[serde(default = "agent")]
+    pub asked_by: String,
+    /// The tool's extension: `mcp:NAME`, `wasm:NAME` or `native`.
     pub extension: String,
     /// The registered tool name; `None`: every tool of the extension.
     pub tool: Option<String>,
-    /// The strongest effect approved (`read` … `destructive`).
+    /// The effect the user was shown and approved (`read` … `destructive`).
     pub effect: String,
+    /// The identity of the extension involved when it was approved.
+    #[serde(default)]
+    pub identity: Option<Identity>,
 }
 
 impl StoredApproval {
-    fn covers(&self, project: &Path, extension: &str, tool: &str, effect: Effect) -> bool {
+    fn covers(&self, project: &Path, key: &ApprovalKey, effect: Effect) -> bool {
         self.project == project
-            && self.extension == extension
-            && self.tool.as_deref().is_none_or(|t| t == tool)
-            && strength(&self.effect).is_some_and(|approved| strength(effect.as_str()) <= Some(approved))
+            && self.asked_by == key.asked_by
+            && self.extension == key.extension
+            && self.tool.as_deref().is_none_or(|t| t == key.tool)
+            && self.identity == key.identity
+            && effect_named(&self.effect).is_some_and(|approved| approval_covers(approved, effect))
     }
 
-    /// Whether `name` names it: its tool, its extension (`mcp:srv`) or the extension's own name (`srv`).
+    /// Whether `name` names it: its tool, its extension or who asked (`mcp:srv`),
+    /// or their own names (`srv`).
     fn named(&self, name: &str) -> bool {
-        self.tool.as_deref() == Some(name)
-            || self.extension == name
-            || self.extension.split_once(':').is_some_and(|(_, own)| own == name)
+        let names = |key: &str| key == name || key.split_once(':').is_some_and(|(_, own)| own == name);
+        self.tool.as_deref() == Some(name) || names(&self.extension) || names(&self.asked_by)
+    }
+
+    /// The extension whose identity the approval is bound to: who asked, or the tool's.
+    pub fn bound_to(&self) -> &str {
+        if self.asked_by == AGENT { &self.extension } else { &self.asked_by }
+    }
+
+    /// Why it no longer applies, given the identities of the extensions
+    /// configured now (`mcp:NAME` / `wasm:NAME` → identity); `None` while it does.
+    pub fn stale(&self, current: &HashMap<String, Identity>) -> Option<String> {
+        let bound = self.bound_to();
+        if bound == NATIVE {
+            return None;
+        }
+        let Some(kept) = &self.identity else {
+            return Some(format!("kept before approvals were bound to what {bound} runs; approve it again to use it"));
+        };
+        match current.get(bound) {
+            None => Some(format!("no extension {bound} is configured or installed now")),
+            Some(now) if now != kept => Some(format!(
+                "{bound} now runs another command, URL or package ({}) than the one approved ({})",
+                now.short(),
+                kept.short()
+            )),
+            Some(_) => None,
+        }
     }
 }
 
-/// An effect's place from weakest (0) to strongest.
-fn strength(effect: &str) -> Option<usize> {
-    Effect::ALL.iter().position(|e| e.as_str() == effect)
+/// The effect with this stored name.
+fn effect_named(name: &str) -> Option<Effect> {
+    Effect::ALL.into_iter().find(|e| e.as_str() == name)
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -88,9 +159,10 @@ pub enum Remember {
 /// user chose to keep. `ApprovalStore` is the file-backed one.
 pub trait ApprovalMemory: Send + Sync {
     /// Whether a kept approval covers this call.
-    fn allows(&self, extension: &str, tool: &str, effect: Effect) -> bool;
-    /// Keep an approval.
-    fn remember(&self, extension: &str, tool: &str, effect: Effect, scope: Remember) -> Result<(), ApprovalsError>;
+    fn allows(&self, key: &ApprovalKey, effect: Effect) -> bool;
+    /// Keep an approval. `Remember::Extension` of a native tool (a host-tool
+    /// call) is kept for that tool only: "every tool" of CLAT is never one answer.
+    fn remember(&self, key: &ApprovalKey, effect: Effect, scope: Remember) -> Result<(), ApprovalsError>;
 }
 
 fn read_document(home: &ClatHome) -> Result<ApprovalsDocument, ApprovalsError> {
@@ -109,12 +181,14 @@ fn read_document(home: &ClatHome) -> Result<ApprovalsDocument, ApprovalsError> {
         column: e.column(),
         message: e.to_string(),
     })?;
-    if document.version != VERSION || document.approvals.iter().any(|a| strength(&a.effect).is_none()) {
+    if !(1..=VERSION).contains(&document.version)
+        || document.approvals.iter().any(|a| effect_named(&a.effect).is_none())
+    {
         return Err(ApprovalsError::Malformed {
             file,
             line: 1,
             column: 1,
-            message: format!("expected version {VERSION} and known effects"),
+            message: format!("expected version 1 to {VERSION} and known effects"),
         });
     }
     Ok(document)
@@ -128,6 +202,7 @@ fn update<T>(
     let _lock = home.lock(APPROVALS_FILE)?;
     let mut document = read_document(home)?;
     let out = change(&mut document.approvals);
+    document.version = VERSION;
     let text = serde_json::to_string_pretty(&document).expect("approvals serialize") + "\n";
     home.write_atomic(APPROVALS_FILE, text.as_bytes())?;
     Ok((out, document.approvals))
@@ -165,22 +240,33 @@ impl ApprovalStore {
 }
 
 impl ApprovalMemory for ApprovalStore {
-    fn allows(&self, extension: &str, tool: &str, effect: Effect) -> bool {
+    fn allows(&self, key: &ApprovalKey, effect: Effect) -> bool {
         let kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
-        kept.iter().any(|a| a.covers(&self.project, extension, tool, effect))
+        kept.iter().any(|a| a.covers(&self.project, key, effect))
     }
 
-    fn remember(&self, extension: &str, tool: &str, effect: Effect, scope: Remember) -> Result<(), ApprovalsError> {
+    fn remember(&self, key: &ApprovalKey, effect: Effect, scope: Remember) -> Result<(), ApprovalsError> {
+        let every_tool = scope == Remember::Extension && key.extension != NATIVE;
         let approval = StoredApproval {
             project: self.project.clone(),
-            extension: extension.to_string(),
-            tool: (scope == Remember::Tool).then(|| tool.to_string()),
+            asked_by: key.asked_by.clone(),
+            extension: key.extension.clone(),
+            tool: (!every_tool).then(|| key.tool.clone()),
             effect: effect.as_str().to_string(),
+            identity: key.identity.clone(),
         };
         let (_, all) = update(&self.home, |approvals| {
-            // A stronger approval of the same key replaces a weaker one.
+            // The new approval replaces those of the same key that it covers
+            // (an effect it answers too); one of an effect it does not order
+            // (write beside network) stays.
             approvals.retain(|a| {
-                !(a.project == approval.project && a.extension == approval.extension && a.tool == approval.tool)
+                let same_key = a.project == approval.project
+                    && a.asked_by == approval.asked_by
+                    && a.extension == approval.extension
+                    && a.tool == approval.tool;
+                !(same_key
+                    && (a.identity != approval.identity
+                        || effect_named(&a.effect).is_some_and(|old| approval_covers(effect, old))))
             });
             approvals.push(approval);
         })?;

@@ -3,7 +3,12 @@
 //! host or `*.`-suffix and port; `env` names), their validation (every bad
 //! entry named), whether a grant covers what a package asks for (an upgrade
 //! asking for more asks again), and the matching of one request's scheme,
-//! host and port against a grant. The WASM runtime enforces a grant
+//! host and port against a grant. Hosts, in grants and in requests alike, are
+//! parsed the WHATWG way (the `url` crate, as the HTTP client parses URLs), so
+//! `2130706433`, `0x7f000001`, `127.1` and `0177.0.0.1` are the address
+//! 127.0.0.1, never a name, and are shown in that canonical form. An
+//! internal address is reachable only through a grant that names it as an
+//! address, and prompts say it is internal. The WASM runtime enforces a grant
 //! (`wasm/http.rs`); the CLI asks for it (`cli/plugin.rs`). Nothing here
 //! performs I/O.
 
@@ -91,9 +96,10 @@ impl Capabilities {
         }
     }
 
-    /// One line per entry, for prompts and listings.
+    /// One line per entry, for prompts and listings: each origin in
+    /// canonical form, an internal address said to be one.
     pub fn describe(&self) -> Vec<String> {
-        let http = self.http.iter().map(|p| format!("HTTP requests to {p}"));
+        let http = self.http.iter().map(|p| format!("HTTP requests to {}", shown(p)));
         let env = self.env.iter().map(|n| format!("the environment variable {n}"));
         http.chain(env).collect()
     }
@@ -102,12 +108,29 @@ impl Capabilities {
     pub fn summary(&self) -> String {
         let mut parts = Vec::new();
         if !self.http.is_empty() {
-            parts.push(format!("http: {}", self.http.join(", ")));
+            let compact = |p: &String| match HttpPattern::parse(p) {
+                Ok(pattern) if pattern.is_internal() => format!("{pattern} (internal)"),
+                Ok(pattern) => pattern.to_string(),
+                Err(_) => p.clone(),
+            };
+            parts.push(format!("http: {}", self.http.iter().map(compact).collect::<Vec<_>>().join(", ")));
         }
         if !self.env.is_empty() {
             parts.push(format!("env: {}", self.env.join(", ")));
         }
         if parts.is_empty() { "none".to_string() } else { parts.join("; ") }
+    }
+}
+
+/// A grant entry as the user sees it: canonical, with a warning for an
+/// internal address (as written when it does not parse).
+fn shown(entry: &str) -> String {
+    match HttpPattern::parse(entry) {
+        Ok(pattern) if pattern.is_internal() => {
+            format!("{pattern} (an internal address: a service on this machine or its private network)")
+        }
+        Ok(pattern) => pattern.to_string(),
+        Err(_) => entry.to_string(),
     }
 }
 
@@ -233,6 +256,11 @@ impl HttpPattern {
         Ok(pattern)
     }
 
+    /// Whether the pattern names an internal address (loopback, private, link-local, …).
+    pub fn is_internal(&self) -> bool {
+        matches!(self.host, HostPattern::Address(ip) if is_internal_address(ip))
+    }
+
     /// Whether the pattern names a loopback host (`localhost` or a loopback address).
     pub fn is_loopback(&self) -> bool {
         match &self.host {
@@ -248,12 +276,10 @@ impl HttpPattern {
         if scheme != self.scheme || !matches!(self.port, PortPattern::Any) && self.port != PortPattern::One(port) {
             return false;
         }
-        let host = host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
-        let host = host.strip_suffix('.').unwrap_or(&host);
-        match (&self.host, host.parse::<IpAddr>()) {
-            (HostPattern::Address(granted), Ok(ip)) => canonical(*granted) == canonical(ip),
-            (HostPattern::Name(name), Err(_)) => name == host,
-            (HostPattern::Subdomains(suffix), Err(_)) => {
+        match (&self.host, canonical_host(host)) {
+            (HostPattern::Address(granted), Ok(Host::Address(ip))) => canonical(*granted) == canonical(ip),
+            (HostPattern::Name(name), Ok(Host::Name(host))) => *name == host,
+            (HostPattern::Subdomains(suffix), Ok(Host::Name(host))) => {
                 host.len() > suffix.len() + 1 && host.ends_with(suffix.as_str()) && {
                     let cut = host.len() - suffix.len();
                     host.as_bytes()[cut - 1] == b'.'
@@ -286,13 +312,34 @@ fn split_host_port(rest: &str) -> Result<(String, Option<&str>), String> {
     })
 }
 
+/// A host in canonical form: an address, or a lower-case name (IDNA applied).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Host {
+    Address(IpAddr),
+    Name(String),
+}
+
+/// Parse a host as written in a URL or a grant (an IPv6 address with or
+/// without its brackets, a trailing dot ignored), the WHATWG way: every
+/// numeric IPv4 form is an address.
+pub fn canonical_host(host: &str) -> Result<Host, String> {
+    let host = host.strip_suffix('.').unwrap_or(host);
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    if bare.contains(':') {
+        return bare.parse::<IpAddr>().map(Host::Address).map_err(|_| format!("{host:?} is not an IPv6 address"));
+    }
+    match url::Host::parse(host) {
+        Ok(url::Host::Ipv4(ip)) => Ok(Host::Address(IpAddr::V4(ip))),
+        Ok(url::Host::Ipv6(ip)) => Ok(Host::Address(IpAddr::V6(ip))),
+        Ok(url::Host::Domain(name)) => Ok(Host::Name(name.to_ascii_lowercase())),
+        Err(e) => Err(format!("{host:?} is not a host name ({e})")),
+    }
+}
+
 fn parse_host(host: &str) -> Result<HostPattern, String> {
     let host = host.to_ascii_lowercase();
     if host.is_empty() {
         return Err("the host is empty".into());
-    }
-    if let Ok(ip) = host.parse::<IpAddr>() {
-        return Ok(HostPattern::Address(ip));
     }
     let (wildcard, name) = match host.strip_prefix("*.") {
         Some(name) => (true, name),
@@ -303,6 +350,11 @@ fn parse_host(host: &str) -> Result<HostPattern, String> {
             "'*' may only stand for whole leading labels, as in *.example.org; a grant never matches every host".into(),
         );
     }
+    let name = match canonical_host(name)? {
+        Host::Address(ip) if !wildcard => return Ok(HostPattern::Address(ip)),
+        Host::Address(ip) => return Err(format!("*.{ip} is not a domain: a wildcard covers the names under a domain")),
+        Host::Name(name) => name,
+    };
     let labels: Vec<&str> = name.split('.').collect();
     let label_ok = |l: &&str| {
         !l.is_empty()
@@ -318,9 +370,9 @@ fn parse_host(host: &str) -> Result<HostPattern, String> {
         if labels.len() < 2 {
             return Err(format!("*.{name} is too broad: name at least a domain and its suffix, as in *.example.org"));
         }
-        return Ok(HostPattern::Subdomains(name.to_string()));
+        return Ok(HostPattern::Subdomains(name));
     }
-    Ok(HostPattern::Name(name.to_string()))
+    Ok(HostPattern::Name(name))
 }
 
 /// `localhost` and names under it resolve to loopback by definition (RFC 6761).
@@ -451,6 +503,35 @@ mod tests {
         assert_eq!(granted.missing_from(&more), caps(&["https://other.example.com"], &["SECRET"]));
         let declared = caps(&["https://API.example.com/"], &["TOKEN", "OTHER"]);
         assert_eq!(more.within(&declared), caps(&["https://api.example.com"], &["TOKEN"]));
+    }
+
+    #[test]
+    fn numeric_hosts_are_addresses_in_canonical_form_never_names() {
+        for form in ["2130706433", "0x7f000001", "127.1", "0177.0.0.1", "127.0.0.1", "0x7F.1"] {
+            let pattern = HttpPattern::parse(&format!("https://{form}:8443")).unwrap();
+            assert_eq!(pattern.host, HostPattern::Address("127.0.0.1".parse().unwrap()), "{form}");
+            assert_eq!(pattern.to_string(), "https://127.0.0.1:8443", "{form}");
+            assert!(pattern.is_internal() && pattern.is_loopback(), "{form}");
+            for request in ["2130706433", "0x7f000001", "127.1", "127.0.0.1"] {
+                assert!(pattern.matches(HttpScheme::Https, request, 8443), "{form} vs {request}");
+            }
+        }
+        // A name grant never matches an address, in whatever form the request writes it.
+        let name = HttpPattern::parse("https://api.example.com").unwrap();
+        for request in ["2130706433", "0x7f000001", "127.1"] {
+            assert!(!name.matches(HttpScheme::Https, request, 443), "{request}");
+        }
+        assert!(HttpPattern::parse("https://1.2.3.4.5").is_err(), "a name ending in a number that is no address");
+        assert!(HttpPattern::parse("https://*.10.0.0.1").unwrap_err().contains("not a domain"));
+        let granted = caps(&["https://2130706433:8443", "https://API.example.com"], &[]);
+        assert_eq!(
+            granted.describe(),
+            [
+                "HTTP requests to https://127.0.0.1:8443 (an internal address: a service on this machine or its private network)",
+                "HTTP requests to https://api.example.com",
+            ]
+        );
+        assert_eq!(granted.summary(), "http: https://127.0.0.1:8443 (internal), https://api.example.com");
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod contract;
 pub mod effects;
 pub mod elicitation;
 pub mod extension;
+pub mod identity;
 pub mod limits;
 pub mod mcp;
 pub mod model;

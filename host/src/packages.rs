@@ -92,9 +92,23 @@ pub struct Installed {
     /// What the user granted of the manifest's capabilities (none until granted).
     #[serde(default, skip_serializing_if = "Capabilities::is_empty")]
     pub grants: Capabilities,
+    /// The SHA-256 of the package's files (paths and contents), hex; empty in
+    /// an index written before it was kept (then the artifact directory's
+    /// name, which holds its first 16 digits, stands for it).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub digest: String,
 }
 
 impl Installed {
+    /// What the package is, for kept approvals: its artifact digest.
+    pub fn identity(&self) -> crate::identity::Identity {
+        if self.digest.is_empty() {
+            let dir = self.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            return crate::identity::Identity::package(dir.rsplit('-').next().unwrap_or(&dir));
+        }
+        crate::identity::Identity::package(&self.digest)
+    }
+
     /// The entry's path inside the artifact directory.
     pub fn entry_path(&self) -> PathBuf {
         self.dir.join(&self.manifest.entry)
@@ -304,9 +318,9 @@ impl PackageStore {
             hasher.update(std::fs::read(dir.join(rel)).map_err(io(format!("cannot read {}", rel.display())))?);
             hasher.update([0u8]);
         }
-        let digest: String = hasher.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect();
+        let digest: String = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
         let artifacts = self.home.path().join("plugins/artifacts");
-        let final_dir = artifacts.join(format!("{}-{}-{digest}", manifest.name, manifest.version));
+        let final_dir = artifacts.join(format!("{}-{}-{}", manifest.name, manifest.version, &digest[..16]));
         self.home.ensure()?;
         std::fs::create_dir_all(&artifacts).map_err(io(format!("cannot create {}", artifacts.display())))?;
         if !final_dir.exists() {
@@ -328,7 +342,7 @@ impl PackageStore {
         } else {
             validate(&manifest, &final_dir).map_err(|message| PackageError::Invalid { dir: dir.clone(), message })?;
         }
-        let installed = Installed { manifest: manifest.clone(), dir: final_dir, grants };
+        let installed = Installed { manifest: manifest.clone(), dir: final_dir, grants, digest };
         // Read, change, write the index under its lock: concurrent installs lose nothing.
         let _lock = self.home.lock(INDEX)?;
         let mut index = self.index()?;

@@ -14,8 +14,9 @@ use serde_json::Value;
 
 use crate::contract::{Effect, PermissionMode};
 
-/// What the mode table says for one (mode, effect).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// What the mode table says for one (mode, effect), ordered from the most
+/// permissive (`Allow`) to the least (`Deny`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Rule {
     /// Run without asking.
@@ -47,6 +48,16 @@ pub fn rule_for(mode: PermissionMode, effect: Effect) -> Rule {
     }
 }
 
+/// Whether an approval given for an `approved` effect also answers `effect`:
+/// only when every mode orders `effect` at or below it (its rule is never
+/// stricter than the approved effect's). Derived from the mode table, so
+/// `destructive` answers `write` and `network`, but `write` never answers
+/// `network` (auto-edit allows write and asks for network) nor the reverse
+/// (read-only asks for network and denies write).
+pub fn approval_covers(approved: Effect, effect: Effect) -> bool {
+    PermissionMode::ALL.into_iter().all(|mode| rule_for(mode, effect) <= rule_for(mode, approved))
+}
+
 /// Everything a person needs to decide: the tool, where it comes from, its
 /// effect and the complete arguments (never a shortened preview).
 #[derive(Debug, Clone, Serialize)]
@@ -55,6 +66,9 @@ pub struct ApprovalRequest {
     pub tool: String,
     /// Where the tool comes from (`native`, `mcp:server/tool`, `wasm:plugin/tool`).
     pub source: String,
+    /// Who asks: `None` for the agent's own call; the extension (`mcp:srv`,
+    /// `wasm:plugin`) that called a host tool.
+    pub asked_by: Option<String>,
     /// The tool's effect.
     pub effect: Effect,
     /// The complete arguments.
@@ -99,6 +113,15 @@ pub fn how_to_allow(effect: Effect) -> String {
     format!("run with --mode {mode} to allow {effect} tools without a prompt, or run interactively to approve it")
 }
 
+/// An extension as the prompt names it: `server srv`, `plugin p`.
+pub fn who_asks(extension: &str) -> String {
+    match extension.split_once(':') {
+        Some(("mcp", name)) => format!("server {name}"),
+        Some(("wasm", name)) => format!("plugin {name}"),
+        _ => extension.to_string(),
+    }
+}
+
 /// Headless runs: every `ask` is denied with a message that says how to allow.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct HeadlessApprover;
@@ -107,9 +130,10 @@ pub struct HeadlessApprover;
 impl Approver for HeadlessApprover {
     async fn approve(&self, request: &ApprovalRequest) -> Approval {
         Approval::Denied(format!(
-            "{} ({}) needs approval in mode {} and there is no interactive terminal; {}",
+            "{} ({}){} needs approval in mode {} and there is no interactive terminal; {}",
             request.tool,
             request.effect,
+            request.asked_by.as_deref().map(|who| format!(" asked for by {}", who_asks(who))).unwrap_or_default(),
             request.mode,
             how_to_allow(request.effect)
         ))
@@ -154,8 +178,12 @@ impl TerminalApprover {
                 request.source, request.mode
             );
         }
+        let question = match &request.asked_by {
+            Some(who) => format!("{} asks to run `{}`: allow it?", who_asks(who), request.tool),
+            None => "Allow tool call?".to_string(),
+        };
         format!(
-            "Allow tool call?\n  tool:   {}\n  source: {}\n  effect: {}\n  mode:   {}\n  arguments:\n{indented}\n",
+            "{question}\n  tool:   {}\n  source: {}\n  effect: {}\n  mode:   {}\n  arguments:\n{indented}\n",
             request.tool, request.source, request.effect, request.mode,
         )
     }

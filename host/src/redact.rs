@@ -20,55 +20,112 @@ pub const REDACTED: &str = "[REDACTED]";
 /// (compared case-insensitively: the rule's literal part, or a key word its
 /// alternatives share), so text holding none of them is never run through it.
 /// Most diagnostics ("not needed", "exited with status 1") hold no trigger at
-/// all and never pay for compiling the patterns.
+/// all and never pay for compiling the patterns. A rule whose pattern has a
+/// `value` group redacts a match only when that value is shaped like a key
+/// (`looks_like_key`), so the word after "token" in prose stays.
 struct Rule {
-    triggers: &'static [&'static str],
+    triggers: Triggers,
     pattern: &'static str,
     replacement: &'static str,
 }
 
-const RULES: [Rule; 10] = [
-    // Authorization headers and bearer tokens.
+/// What text must hold for a rule to be worth running.
+enum Triggers {
+    /// One of these, case-insensitively.
+    Words(&'static [&'static str]),
+    /// A cheap test of the text's shape (a rule with no literal part).
+    Shape(fn(&str) -> bool),
+}
+
+const RULES: [Rule; 12] = [
+    // Bearer tokens: what follows "Bearer" is a credential.
     Rule {
-        triggers: &["bearer", "basic", "token"],
-        pattern: r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9\-._~+/]{8,}=*",
+        triggers: Triggers::Words(&["bearer"]),
+        pattern: r"(?i)\b(bearer)\s+[A-Za-z0-9\-._~+/]{8,}=*",
+        replacement: "$1 [REDACTED]",
+    },
+    // Basic credentials and `token VALUE`, when the value is key-shaped
+    // ("the token endpoint could not be reached" is prose).
+    Rule {
+        triggers: Triggers::Words(&["basic", "token"]),
+        pattern: r"(?i)\b(basic|token)\s+(?P<value>[A-Za-z0-9\-._~+/]{8,}=*)",
         replacement: "$1 [REDACTED]",
     },
     // key=value / key: value / "key": "value" where the key names a secret.
     Rule {
-        triggers: &["key", "secret", "token", "password", "passwd", "credential", "auth"],
+        triggers: Triggers::Words(&["key", "secret", "token", "password", "passwd", "credential", "auth"]),
         pattern: r#"(?i)("?[A-Za-z0-9_\-]*(?:api[_\-]?key|apikey|secret|token|password|passwd|credential|auth)[A-Za-z0-9_\-]*"?\s*[:=]\s*"?)((?:bearer\s+|basic\s+|token\s+)?)([^\s"',;]{4,})"#,
         replacement: "${1}${2}[REDACTED]",
     },
     // Well-known key shapes.
-    Rule { triggers: &["sk-"], pattern: r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}", replacement: REDACTED },
     Rule {
-        triggers: &["ghp_", "gho_", "ghu_", "ghs_", "ghr_"],
+        triggers: Triggers::Words(&["sk-"]),
+        pattern: r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}",
+        replacement: REDACTED,
+    },
+    Rule {
+        triggers: Triggers::Words(&["ghp_", "gho_", "ghu_", "ghs_", "ghr_"]),
         pattern: r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}",
         replacement: REDACTED,
     },
-    Rule { triggers: &["github_pat_"], pattern: r"\bgithub_pat_[A-Za-z0-9_]{30,}", replacement: REDACTED },
-    Rule { triggers: &["xox"], pattern: r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", replacement: REDACTED },
-    Rule { triggers: &["akia"], pattern: r"\bAKIA[0-9A-Z]{16}\b", replacement: REDACTED },
-    Rule { triggers: &["aiza"], pattern: r"\bAIza[0-9A-Za-z\-_]{35}\b", replacement: REDACTED },
-    Rule { triggers: &["glpat-"], pattern: r"\bglpat-[A-Za-z0-9\-_]{20,}", replacement: REDACTED },
     Rule {
-        triggers: &["eyj"],
+        triggers: Triggers::Words(&["github_pat_"]),
+        pattern: r"\bgithub_pat_[A-Za-z0-9_]{30,}",
+        replacement: REDACTED,
+    },
+    Rule { triggers: Triggers::Words(&["xox"]), pattern: r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", replacement: REDACTED },
+    Rule { triggers: Triggers::Words(&["akia"]), pattern: r"\bAKIA[0-9A-Z]{16}\b", replacement: REDACTED },
+    Rule { triggers: Triggers::Words(&["aiza"]), pattern: r"\bAIza[0-9A-Za-z\-_]{35}\b", replacement: REDACTED },
+    Rule { triggers: Triggers::Words(&["glpat-"]), pattern: r"\bglpat-[A-Za-z0-9\-_]{20,}", replacement: REDACTED },
+    Rule {
+        triggers: Triggers::Words(&["eyj"]),
         pattern: r"\beyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}",
         replacement: REDACTED,
     },
+    // GLM (Zhipu / Z.ai) API keys: 32 hex digits, a dot, 16 letters and digits.
+    Rule {
+        triggers: Triggers::Shape(has_glm_key_shape),
+        pattern: r"\b[0-9a-fA-F]{32}\.[A-Za-z0-9]{16}\b",
+        replacement: REDACTED,
+    },
 ];
+
+/// Whether `text` holds 32 hex digits followed by a dot (the start of a GLM key).
+fn has_glm_key_shape(text: &str) -> bool {
+    let mut run = 0;
+    for byte in text.bytes() {
+        if byte == b'.' && run >= 32 {
+            return true;
+        }
+        run = if byte.is_ascii_hexdigit() { run + 1 } else { 0 };
+    }
+    false
+}
+
+/// Whether a value after "token" or "basic" is shaped like a credential: at
+/// least 8 characters (a final period aside) with a digit, a symbol, a capital
+/// letter past the first, or at least 32 of them. An English word has none.
+fn looks_like_key(value: &str) -> bool {
+    let value = value.trim_end_matches('.');
+    value.len() >= 8
+        && (value.len() >= 32
+            || value.chars().any(|c| c.is_ascii_digit() || "-._~+/=".contains(c))
+            || value.chars().skip(1).any(|c| c.is_ascii_uppercase()))
+}
 
 /// The rules' patterns, compiled the first time a text may match one.
 static PATTERNS: LazyLock<Vec<Regex>> =
     LazyLock::new(|| RULES.iter().map(|r| Regex::new(r.pattern).expect("redaction patterns are valid")).collect());
 
 /// Which rules may match `text`. Text that is not all ASCII may match every
-/// rule: case-insensitive matching folds some other letters onto ASCII ones
-/// (the Kelvin sign onto `k`).
+/// word rule: case-insensitive matching folds some other letters onto ASCII
+/// ones (the Kelvin sign onto `k`).
 fn rules_that_may_match(text: &str) -> [bool; RULES.len()] {
     let lower = text.is_ascii().then(|| text.to_ascii_lowercase());
-    RULES.map(|rule| lower.as_ref().is_none_or(|lower| rule.triggers.iter().any(|t| lower.contains(t))))
+    RULES.map(|rule| match rule.triggers {
+        Triggers::Words(words) => lower.as_ref().is_none_or(|lower| words.iter().any(|t| lower.contains(t))),
+        Triggers::Shape(test) => test(text),
+    })
 }
 
 /// Values this process holds as secrets wherever they appear (the values of
@@ -96,9 +153,19 @@ pub fn redact(text: &str) -> String {
         return out;
     }
     for ((rule, pattern), may) in RULES.iter().zip(PATTERNS.iter()).zip(may_match) {
-        if may && pattern.is_match(&out) {
-            out = pattern.replace_all(&out, rule.replacement).into_owned();
+        if !(may && pattern.is_match(&out)) {
+            continue;
         }
+        out = pattern
+            .replace_all(&out, |caps: &regex::Captures| match caps.name("value") {
+                Some(value) if !looks_like_key(value.as_str()) => caps[0].to_string(),
+                _ => {
+                    let mut replaced = String::new();
+                    caps.expand(rule.replacement, &mut replaced);
+                    replaced
+                }
+            })
+            .into_owned();
     }
     out
 }
@@ -214,7 +281,7 @@ mod tests {
 
     #[test]
     fn text_no_rule_can_match_skips_the_rules_and_every_key_shape_still_trips_the_filter() {
-        for plain in ["not needed", "the server exited (status 1)", "", "ok: 12 files"] {
+        for plain in ["not needed", "the server exited (status 1)", "", "ok: 12 files", "v1.2.3.4"] {
             assert!(!rules_that_may_match(plain).contains(&true), "{plain}");
             assert_eq!(redact(plain), plain);
         }
@@ -234,12 +301,14 @@ mod tests {
             "AIzaabcdefghijklmnopqrstuvwxyz012345678",
             "glpat-abcdefghijklmnopqrstuvwxyz",
             "eyJabcdefghijkl.abcdefghijkl.abcdefghijkl",
+            "0123456789abcdef0123456789abcdef.AbCdEfGh12345678",
         ] {
             assert!(rules_that_may_match(shaped).contains(&true), "{shaped}");
             assert!(redact(shaped).contains(REDACTED), "{shaped} → {}", redact(shaped));
         }
-        // Text that is not all ASCII always goes to the rules.
-        assert!(rules_that_may_match("\u{212A}EY=abcd1234").iter().all(|&may| may));
+        // Text that is not all ASCII always goes to the word rules.
+        let may = rules_that_may_match("\u{212A}EY=abcd1234");
+        assert!(RULES.iter().zip(may).all(|(rule, may)| may || matches!(rule.triggers, Triggers::Shape(_))));
     }
 
     #[test]
@@ -259,6 +328,29 @@ mod tests {
             assert!(!out.contains("abcdefghijklmnop1234") && !out.contains("hunter2") && !out.contains("correcthorse"));
         }
         assert_eq!(redact("plain text with no secrets"), "plain text with no secrets");
+        let glm = "key 0123456789abcdef0123456789abcdef.AbCdEfGh12345678 refused";
+        assert_eq!(redact(glm), "key [REDACTED] refused");
+    }
+
+    #[test]
+    fn prose_after_token_or_basic_stays_and_key_shaped_values_go() {
+        for prose in [
+            "the token endpoint could not be reached",
+            "the OAuth token expired.",
+            "Basic authentication is not offered",
+            "the token response was malformed",
+        ] {
+            assert_eq!(redact(prose), prose);
+        }
+        for (shaped, kept) in [
+            ("token abcd1234efgh", "token [REDACTED]"),
+            ("token ya29.a0AfH6SMBx", "token [REDACTED]"),
+            ("Basic dXNlcjpwYXNzd29yZA==", "Basic [REDACTED]"),
+            ("token AbcdefghIjklmnop", "token [REDACTED]"),
+            ("Bearer abcdefghijklmnop", "Bearer [REDACTED]"),
+        ] {
+            assert_eq!(redact(shaped), kept, "{shaped}");
+        }
     }
 
     #[test]

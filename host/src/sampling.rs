@@ -150,6 +150,7 @@ pub async fn create_message(
         let approval = ApprovalRequest {
             tool: SAMPLING_APPROVAL.into(),
             source: source.to_string(),
+            asked_by: Some(source.to_string()),
             effect: crate::contract::Effect::Network,
             arguments: approval_payload(request, &model),
             mode: run.mode(),

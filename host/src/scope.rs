@@ -177,12 +177,15 @@ impl ProjectScope {
                 continue;
             }
             let mut status = self.set_status(ExtensionStatus::new(name, ExtensionKind::Wasm, Starting, None));
-            let services = Arc::clone(&self.services);
+            let (services, entry) = (Arc::clone(&self.services), package.entry_path());
             let loaded = match self.wasm_runtime() {
-                Ok(rt) => rt
-                    .load_installed(name, &package.dir, &package.entry_path(), PluginSetup::of(&package), services)
-                    .await
-                    .map_err(|e| e.to_string()),
+                Ok(rt) => tokio::select! {
+                    loaded = rt.load_installed(name, &package.dir, &entry, PluginSetup::of(&package), services) => {
+                        loaded.map_err(|e| e.to_string())
+                    }
+                    // A load is in-process: dropping it leaves nothing behind.
+                    _ = self.closing.cancelled() => Err("the scope closed while it was starting".to_string()),
+                },
                 Err(e) => Err(format!("the WASM runtime could not start: {e:#}")),
             };
             match loaded {
@@ -235,16 +238,9 @@ impl ProjectScope {
             self.set_status(ExtensionStatus::new(&name, kind, ExtensionState::Starting, None));
             let (registry, services) = (Arc::clone(&self.registry), Arc::clone(&self.services));
             let (root, closing) = (self.root.clone(), self.closing.clone());
-            connecting.spawn(async move {
-                tokio::select! {
-                    started = crate::mcp::start_server(&server, &services, &registry, &root) => started,
-                    // Dropping a connection being made kills its process group.
-                    _ = closing.cancelled() => {
-                        let reason = "the scope closed while it was starting".to_string();
-                        (ExtensionStatus::new(&name, kind, ExtensionState::Closed, Some(reason)), None)
-                    }
-                }
-            });
+            // On close, each start ends by itself, in order: it is never dropped midway.
+            connecting
+                .spawn(async move { crate::mcp::start_server(&server, &services, &registry, &root, &closing).await });
         }
         while let Some(joined) = connecting.join_next().await {
             let Ok((status, server)) = joined else { continue };
@@ -272,11 +268,10 @@ impl ProjectScope {
         let (done, rx) = tokio::sync::watch::channel(false);
         *self.startup.lock().unwrap_or_else(|p| p.into_inner()) = Some(rx);
         let scope = Arc::clone(self);
+        // Not dropped on close: each extension's start watches `closing` and
+        // ends promptly, tearing down in order what it already started.
         tokio::spawn(async move {
-            tokio::select! {
-                _ = scope.load_extensions() => {}
-                _ = scope.closing.cancelled() => {}
-            }
+            scope.load_extensions().await;
             let _ = done.send(true);
         });
     }
@@ -327,8 +322,10 @@ impl ProjectScope {
     /// its whole process group, and join its I/O tasks.
     pub async fn close(&self) {
         self.closing.cancel();
-        // The worker ends promptly once `closing` is cancelled; after it, nothing joins the list.
-        self.wait_for_initial_surface(crate::limits::CLOSE_GRACE).await;
+        // The worker ends promptly once `closing` is cancelled (a server it
+        // had connected is torn down in order first, bounded by two graces);
+        // after it, nothing joins the list.
+        self.wait_for_initial_surface(crate::limits::CLOSE_GRACE * 3).await;
         let live: Vec<_> = self.live.lock().unwrap_or_else(|p| p.into_inner()).drain(..).collect();
         let mut teardown = tokio::task::JoinSet::new();
         for extension in live {
@@ -421,4 +418,23 @@ impl ProjectScope {
     pub fn snapshot(&self, run: Option<&RunContext>) -> ContextSnapshot {
         self.services.snapshot(run)
     }
+}
+
+/// The identity of every extension configured or installed in `home` now, by
+/// key (`mcp:NAME`, `wasm:NAME`), as a mount would start them (a same-named
+/// `mcp.json` entry over a package over the GLM pack's server); nothing is
+/// started or contacted. `clat approvals list` holds kept approvals against it.
+pub fn configured_identities(
+    home: &crate::trust::ClatHome,
+    glm_plan: Option<&crate::mcp::glm::CodingPlan>,
+) -> std::collections::HashMap<String, crate::identity::Identity> {
+    let env = |k: &str| std::env::var(k).ok();
+    let servers = crate::mcp::configured_servers(home, glm_plan, &env).identities;
+    let mut identities: std::collections::HashMap<_, _> =
+        servers.into_iter().map(|(name, identity)| (format!("mcp:{name}"), identity)).collect();
+    let packages = crate::packages::PackageStore::new(home).list().unwrap_or_default();
+    for p in packages.into_iter().filter(|p| p.manifest.kind == crate::packages::PackageKind::Wasm) {
+        identities.insert(format!("wasm:{}", p.manifest.name), p.identity());
+    }
+    identities
 }

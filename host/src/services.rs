@@ -15,9 +15,10 @@ use crate::contract::{
     ContextSnapshot, ElicitationForm, ElicitationResult, HostError, HostTool, LogLevel, RunSnapshot, SamplingRequest,
     SamplingResult, ToolOutput,
 };
+use crate::identity::Identity;
 use crate::limits::{PLUGIN_LOG_LINE_MAX_CHARS, SNAPSHOT_MAX_STRING_CHARS};
 use crate::redact::redact;
-use crate::registry::{CallError, Registry};
+use crate::registry::{CallError, Caller, Registry};
 use crate::run::{RunContext, RunEventKind};
 use crate::sampling::ModelProvider;
 
@@ -98,12 +99,15 @@ impl HostServices {
         }
     }
 
-    /// Call one of the six host tools for `source` in `run`.
+    /// Call one of the six host tools for the extension `source` (`mcp:srv`,
+    /// `wasm:plugin`) whose identity is `identity`, in `run`: the pipeline
+    /// judges it as that extension's call, never as the agent's.
     pub async fn call_tool(
         &self,
         tool: HostTool,
         arguments: &str,
         source: &str,
+        identity: &Identity,
         run: Option<&RunContext>,
     ) -> Result<ToolOutput, HostError> {
         let run = run.ok_or_else(no_run)?;
@@ -112,7 +116,8 @@ impl HostServices {
         let registry =
             self.registry.upgrade().ok_or_else(|| HostError::Failed("the project scope is closed".into()))?;
         run.emit(RunEventKind::HostToolCall { source: source.to_string(), tool: tool.tool_name().to_string() });
-        registry.call(tool.tool_name(), arguments, run).await.map_err(|e| match e {
+        let caller = Caller::Extension { key: source, identity };
+        registry.call_as(caller, tool.tool_name(), arguments, run).await.map_err(|e| match e {
             CallError::Denied { reason, .. } => HostError::Denied(reason),
             CallError::Cancelled { .. } => HostError::Cancelled,
             CallError::TimedOut { .. } => HostError::Timeout,

@@ -96,16 +96,28 @@ impl ClatHome {
 
     /// Write `contents` to `rel` (a path inside the home, e.g. `plugins/installed.json`)
     /// atomically: a temporary file in the same directory, synced, then renamed.
+    /// A file that exists keeps its mode and owner (an `mcp.json` the user made
+    /// 0600 stays 0600), and a symlink is written through: its target is
+    /// replaced, the link stays.
     pub fn write_atomic(&self, rel: &str, contents: &[u8]) -> Result<(), TrustError> {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
         self.ensure()?;
-        let target = self.path.join(rel);
+        let target = through_links(&self.path.join(rel));
         let dir = target.parent().unwrap_or(&self.path).to_path_buf();
         let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let tmp = dir.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
         let unwritable = |source| TrustError::HomeUnwritable { path: self.path.clone(), source };
         std::fs::create_dir_all(&dir).map_err(unwritable)?;
+        let existing = std::fs::metadata(&target).ok();
         let result = (|| {
             let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+            if let Some(meta) = &existing {
+                f.set_permissions(std::fs::Permissions::from_mode(meta.mode() & 0o7777))?;
+                let mine = f.metadata()?;
+                if (mine.uid(), mine.gid()) != (meta.uid(), meta.gid()) {
+                    std::os::unix::fs::fchown(&f, Some(meta.uid()), Some(meta.gid()))?;
+                }
+            }
             f.write_all(contents)?;
             f.sync_all()?;
             std::fs::rename(&tmp, &target)
@@ -116,6 +128,20 @@ impl ClatHome {
         }
         Ok(())
     }
+}
+
+/// The file a path names once its symlinks are followed (a dangling link: the
+/// path it points at), so a write replaces the target and keeps the link.
+fn through_links(path: &Path) -> PathBuf {
+    let mut path = path.to_path_buf();
+    // As many hops as the kernel follows before ELOOP.
+    for _ in 0..40 {
+        match std::fs::read_link(&path) {
+            Ok(next) => path = path.parent().map_or(next.clone(), |dir| dir.join(&next)),
+            Err(_) => break,
+        }
+    }
+    path
 }
 
 /// Holds a file's update lock in the home until dropped (closing the

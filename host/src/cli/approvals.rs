@@ -30,6 +30,20 @@ pub(crate) enum ApprovalsCommand {
     },
 }
 
+/// One kept approval as a line: the project, who asked and what, the effect,
+/// what it is bound to, and why it is stale when it is.
+fn describe(a: &approvals::StoredApproval, stale: Option<&str>) -> String {
+    let tool = a.tool.as_deref().unwrap_or("(every tool)");
+    let what = if a.asked_by == approvals::AGENT {
+        format!("agent → {} {tool}", a.extension)
+    } else {
+        format!("{} → host tool {tool}", a.asked_by)
+    };
+    let bound = a.identity.as_ref().map(|i| format!("  [{}]", i.short())).unwrap_or_default();
+    let stale = stale.map(|why| format!("  STALE: {why}")).unwrap_or_default();
+    format!("{}  {what}  up to {}{bound}{stale}", a.project.display(), a.effect)
+}
+
 pub(crate) fn approvals(
     home: &ClatHome,
     project: Option<PathBuf>,
@@ -39,14 +53,33 @@ pub(crate) fn approvals(
     match command {
         ApprovalsCommand::List => {
             let kept = approvals::list(home)?;
+            // The pack's servers count as configured when the session model is a Coding Plan.
+            let env = |k: &str| std::env::var(k).ok();
+            let model = crate::model::active_model(home, env).ok().flatten();
+            let glm_plan = crate::mcp::glm::coding_plan(model.as_ref(), env);
+            let current = crate::scope::configured_identities(home, glm_plan.as_ref());
             if json {
-                println!("{}", json!({ "approvals": kept }));
+                let listed: Vec<_> = kept
+                    .iter()
+                    .map(|a| {
+                        json!({
+                            "project": a.project,
+                            "asked_by": a.asked_by,
+                            "extension": a.extension,
+                            "tool": a.tool,
+                            "effect": a.effect,
+                            "identity": a.identity,
+                            "bound_to": (a.bound_to() != approvals::NATIVE).then(|| a.bound_to()),
+                            "stale": a.stale(&current),
+                        })
+                    })
+                    .collect();
+                println!("{}", json!({ "approvals": listed }));
             } else if kept.is_empty() {
                 println!("no kept approvals");
             } else {
                 for a in &kept {
-                    let tool = a.tool.as_deref().unwrap_or("(every tool)");
-                    println!("{}  {}  {tool}  up to {}", a.project.display(), a.extension, a.effect);
+                    println!("{}", describe(a, a.stale(&current).as_deref()));
                 }
             }
             Ok(Exit::Ok)

@@ -52,10 +52,13 @@ pub(crate) enum McpCommand {
         /// The server's name.
         name: String,
     },
-    /// Show one server: its entry (secret values masked), state, and tools with their effects.
+    /// Show one server: its entry (every env and header value masked), state, and tools with their effects.
     Get {
         /// The server's name.
         name: String,
+        /// Show env and header values (and the OAuth client secret) as written in mcp.json.
+        #[arg(long)]
+        show_secrets: bool,
     },
     /// Start a disabled server again at the next mount.
     Enable {
@@ -100,16 +103,23 @@ impl Browser for SystemBrowser {
                 .map(|tool| vec![tool.to_string()]),
         };
         let Some((program, args)) = opener.as_ref().and_then(|o| o.split_first()) else { return Ok(()) };
+        // The browser is the user's, not the command's: it runs in a process
+        // group of its own, which neither a signal to clat's group nor the
+        // sweep of clat's descendants at exit reaches.
         let spawned = tokio::process::Command::new(program)
             .args(args)
             .arg(url.as_str())
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
+            .process_group(0)
             .spawn();
         match spawned {
             // The opener is waited for (reaped) in the background; the login waits for the redirect.
             Ok(mut child) => {
+                if let Some(pid) = child.id() {
+                    super::shutdown::spare_process_group(pid as i32);
+                }
                 tokio::spawn(async move {
                     let _ = child.wait().await;
                 });
@@ -255,7 +265,7 @@ pub(crate) async fn mcp(
             }
             Ok(Exit::Ok)
         }
-        Some(McpCommand::Get { name }) => {
+        Some(McpCommand::Get { name, show_secrets }) => {
             let entry = file.entry(&name)?;
             let mut found = false;
             let failed =
@@ -263,7 +273,13 @@ pub(crate) async fn mcp(
                     let server = servers.iter().find(|s| s.name == name);
                     found = server.is_some() || entry.is_some();
                     if found {
-                        status::print_server(&name, entry.as_ref().map(masked_entry).as_ref(), server, tools, json);
+                        status::print_server(
+                            &name,
+                            entry.as_ref().map(|e| masked_entry(e, show_secrets)).as_ref(),
+                            server,
+                            tools,
+                            json,
+                        );
                     }
                 })
                 .await?;

@@ -11,7 +11,9 @@
 //! its process group (`setsid`, a daemonizing wrapper) is re-parented to
 //! `clat` rather than to init, and `kill_descendants` still finds it when
 //! the command ends. Elsewhere, only what stayed in an owned process group
-//! is killed.
+//! is killed. The one exception is what `clat` starts for the user rather
+//! than for itself — the browser of an OAuth login — which runs in a process
+//! group of its own that the sweep spares (`spare_process_group`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -93,13 +95,32 @@ pub fn become_subreaper() {
     }
 }
 
+/// Process groups the sweep leaves alone: programs started for the user.
+static SPARED_GROUPS: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
+
+/// Leave the process group `pgid` (and every descendant still in it) alive
+/// when the command ends: a browser opened for a login is the user's.
+pub fn spare_process_group(pgid: i32) {
+    SPARED_GROUPS.lock().unwrap_or_else(|p| p.into_inner()).push(pgid);
+}
+
+/// A process's group, from `/proc/PID/stat`.
+fn process_group_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // pid (comm) state ppid pgrp ...: comm may hold spaces; it ends at the last ')'.
+    stat[stat.rfind(')')? + 1..].split_whitespace().nth(2)?.parse().ok()
+}
+
 /// SIGKILL every live descendant of this process (found through `/proc`, so
-/// Linux only; elsewhere it does nothing). Returns how many were signalled.
+/// Linux only; elsewhere it does nothing), but those in a spared process
+/// group. Returns how many were signalled.
 pub fn kill_descendants() -> usize {
+    let spared = SPARED_GROUPS.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let mut killed = 0;
     // A few rounds: a process killed mid-fork may leave a child behind.
     for _ in 0..3 {
-        let found = descendants(std::process::id() as i32);
+        let mut found = descendants(std::process::id() as i32);
+        found.retain(|pid| !process_group_of(*pid).is_some_and(|group| spared.contains(&group)));
         if found.is_empty() {
             break;
         }

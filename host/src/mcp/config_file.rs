@@ -25,6 +25,10 @@ pub enum EditError {
         "server name {0:?} must be 1–{SERVER_NAME_MAX_CHARS} characters of letters, digits, '-' and '_', starting with a letter or digit"
     )]
     BadName(String),
+    #[error(
+        "{0:?} is reserved: it is the key of mcp.json's wrapper shape (`{{\"mcpServers\": {{...}}}}`); name the server otherwise"
+    )]
+    ReservedName(String),
     #[error("a server named {0:?} is already configured; use --force to replace it")]
     Exists(String),
     #[error("no server named {0:?} is configured in {1}")]
@@ -107,6 +111,9 @@ impl<'h> McpConfigFile<'h> {
         if !valid_server_name(name) {
             return Err(EditError::BadName(name.to_string()));
         }
+        if name.eq_ignore_ascii_case(WRAPPER_KEY) {
+            return Err(EditError::ReservedName(name.to_string()));
+        }
         self.edit(name, |entries| {
             if entries.contains_key(name) && !force {
                 return Err(EditError::Exists(name.to_string()));
@@ -149,27 +156,36 @@ impl<'h> McpConfigFile<'h> {
     }
 }
 
-/// An entry as `clat mcp get` shows it: `env` and `headers` values that
-/// name variables are shown as written (key shapes redacted), literal ones
-/// are masked, and so is `oauth.client_secret`; the rest as written, key
-/// shapes redacted.
-pub fn masked_entry(entry: &Value) -> Value {
+/// An entry as `clat mcp get` shows it: every `env` and `headers` value, and
+/// `oauth.client_secret`, is masked (`****`, followed by the names of the
+/// variables it uses, if any) unless `show_secrets`; the rest as written,
+/// key shapes redacted.
+pub fn masked_entry(entry: &Value, show_secrets: bool) -> Value {
+    if show_secrets {
+        return entry.clone();
+    }
+    fn mask(value: &Value) -> Value {
+        let Some(text) = value.as_str() else { return value.clone() };
+        let names: Vec<String> = text
+            .match_indices("${")
+            .filter_map(|(at, _)| {
+                let inner = &text[at + 2..];
+                let name = &inner[..inner.find(['}', ':'])?];
+                let identifier = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                identifier.then(|| format!("${{{name}}}"))
+            })
+            .collect();
+        if names.is_empty() {
+            Value::String("****".into())
+        } else {
+            Value::String(format!("**** (uses {})", names.join(", ")))
+        }
+    }
     fn mask_values(map: &Value) -> Value {
         match map {
-            Value::Object(values) => Value::Object(
-                values
-                    .iter()
-                    .map(|(k, v)| {
-                        let shown = match v.as_str() {
-                            Some(s) if s.contains("${") => Value::String(crate::redact::redact(s)),
-                            Some(_) => Value::String("****".into()),
-                            None => v.clone(),
-                        };
-                        (k.clone(), shown)
-                    })
-                    .collect(),
-            ),
-            other => other.clone(),
+            Value::Object(values) => Value::Object(values.iter().map(|(k, v)| (k.clone(), mask(v))).collect()),
+            other => mask(other),
         }
     }
     fn redact_strings(value: &Value) -> Value {
@@ -190,11 +206,7 @@ pub fn masked_entry(entry: &Value) -> Value {
                             oauth
                                 .iter()
                                 .map(|(k, v)| {
-                                    let shown = if k == "client_secret" {
-                                        mask_values(&serde_json::json!({ "s": v }))["s"].clone()
-                                    } else {
-                                        redact_strings(v)
-                                    };
+                                    let shown = if k == "client_secret" { mask(v) } else { redact_strings(v) };
                                     (k.clone(), shown)
                                 })
                                 .collect(),
@@ -214,13 +226,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_oauth_client_secret_is_masked_unless_it_names_a_variable() {
-        let entry =
-            serde_json::json!({ "url": "https://a", "oauth": { "client_id": "cid", "client_secret": "s3cr3t-value" } });
-        assert_eq!(masked_entry(&entry)["oauth"]["client_secret"], "****");
-        assert_eq!(masked_entry(&entry)["oauth"]["client_id"], "cid");
-        let entry = serde_json::json!({ "url": "https://a", "oauth": { "client_secret": "${SECRET}" } });
-        assert_eq!(masked_entry(&entry)["oauth"]["client_secret"], "${SECRET}");
+    fn every_secret_value_is_masked_unless_asked_for() {
+        let entry = serde_json::json!({ "url": "https://a",
+            "headers": { "Authorization": "Bearer sk-literal-1234 ${TOKEN:-}", "X-Plain": "plain-value" },
+            "oauth": { "client_id": "cid", "client_secret": "s3cr3t-value" } });
+        let shown = masked_entry(&entry, false);
+        assert_eq!(shown["headers"]["Authorization"], "**** (uses ${TOKEN})");
+        assert_eq!(shown["headers"]["X-Plain"], "****");
+        assert_eq!(shown["oauth"]["client_secret"], "****");
+        assert_eq!(shown["oauth"]["client_id"], "cid");
+        assert!(!shown.to_string().contains("literal") && !shown.to_string().contains("s3cr3t"), "{shown}");
+        assert_eq!(masked_entry(&entry, true), entry, "--show-secrets shows the entry as written");
+        let entry = serde_json::json!({ "command": "x", "env": { "K": "${SECRET}" } });
+        assert_eq!(masked_entry(&entry, false)["env"]["K"], "**** (uses ${SECRET})");
     }
 
     #[test]

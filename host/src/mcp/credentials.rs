@@ -169,6 +169,7 @@ impl CredentialStore for CredentialFile {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
         };
+        tighten(&path);
         Ok(parse_credentials(&text, &path.display().to_string()))
     }
 
@@ -204,6 +205,27 @@ impl CredentialStore for CredentialFile {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(format!("cannot remove {}: {e}", path.display())),
         }
+    }
+}
+
+/// A token file that others may read (a copy, a restore, a `chmod`) is made
+/// 0600 again, with a warning, as ssh warns of a key file's mode.
+fn tighten(path: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(meta) = std::fs::metadata(path) else { return };
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 == 0 {
+        return;
+    }
+    match std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)) {
+        Ok(()) => tracing::warn!(
+            "{} holds an OAuth token and was readable by others (mode {mode:04o}); its mode is now 0600",
+            path.display()
+        ),
+        Err(e) => tracing::warn!(
+            "{} holds an OAuth token and is readable by others (mode {mode:04o}), and could not be made 0600: {e}",
+            path.display()
+        ),
     }
 }
 

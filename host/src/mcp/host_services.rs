@@ -31,6 +31,7 @@ use crate::contract::json::{
     FormShapeError, context_snapshot_to_json, elicitation_form_from_json, elicitation_result_to_json,
     host_tool_call_from_json, sampling_request_from_json, sampling_result_to_json, tool_output_to_json,
 };
+use crate::identity::Identity;
 use crate::run::RunContext;
 use crate::services::{HostServices, HostWaits};
 
@@ -38,6 +39,9 @@ use crate::services::{HostServices, HostWaits};
 pub const HOST_SERVICES_CAPABILITY: &str = "io.artec.clat/hostServices";
 /// Its version.
 pub const HOST_SERVICES_VERSION: &str = "0.1.0";
+/// The versions of it this host implements: a server opts in only by
+/// advertising one of these.
+pub const HOST_SERVICES_VERSIONS: [&str; 1] = [HOST_SERVICES_VERSION];
 
 /// The first protocol version with elicitation.
 const ELICITATION_SINCE: &str = "2025-06-18";
@@ -89,6 +93,9 @@ pub fn host_error_to_wire(error: &HostError) -> WireError {
 pub(crate) struct ServerLink {
     /// `mcp:{name}`, the source in audits and events.
     pub(crate) source: String,
+    /// What the server is (its launch spec, URL or package): its host-tool
+    /// calls are judged as its own, bound to it.
+    pub(crate) identity: Identity,
     services: std::sync::Arc<HostServices>,
     pub(crate) list_changed: tokio::sync::Notify,
     /// This server's `tools/call`s in flight, oldest first: their run, and a
@@ -97,22 +104,26 @@ pub(crate) struct ServerLink {
     next_call: AtomicU64,
     /// Sampling and elicitation requests of this server waiting for the host.
     waits: HostWaits,
-    /// The server advertised `io.artec.clat/hostServices`.
+    /// The server advertised `io.artec.clat/hostServices` at a version this host implements.
     opted_in: AtomicBool,
+    /// Why a server that advertised the capability was not opted in.
+    declined: OnceLock<String>,
     /// The negotiated protocol version (set once connected).
     protocol_version: OnceLock<String>,
 }
 
 impl ServerLink {
-    pub(crate) fn new(name: &str, services: &std::sync::Arc<HostServices>) -> ServerLink {
+    pub(crate) fn new(name: &str, identity: &Identity, services: &std::sync::Arc<HostServices>) -> ServerLink {
         ServerLink {
             source: format!("mcp:{name}"),
+            identity: identity.clone(),
             services: std::sync::Arc::clone(services),
             list_changed: tokio::sync::Notify::new(),
             active: Mutex::default(),
             next_call: AtomicU64::new(0),
             waits: HostWaits::default(),
             opted_in: AtomicBool::new(false),
+            declined: OnceLock::new(),
             protocol_version: OnceLock::new(),
         }
     }
@@ -120,8 +131,25 @@ impl ServerLink {
     /// The session is open: what was negotiated decides what the server may ask.
     pub(crate) fn connected(&self, protocol_version: &str, server_capabilities: &Value) {
         let _ = self.protocol_version.set(protocol_version.to_string());
-        let opted_in = server_capabilities.pointer("/experimental").and_then(|e| e.get(HOST_SERVICES_CAPABILITY));
-        self.opted_in.store(opted_in.is_some_and(|c| !c.is_null()), Ordering::SeqCst);
+        let advertised = server_capabilities.pointer("/experimental").and_then(|e| e.get(HOST_SERVICES_CAPABILITY));
+        let Some(advertised) = advertised.filter(|c| !c.is_null()) else { return };
+        let version = advertised.get("version").and_then(Value::as_str);
+        match version {
+            Some(version) if HOST_SERVICES_VERSIONS.contains(&version) => self.opted_in.store(true, Ordering::SeqCst),
+            _ => {
+                let said = version.map_or("no version".to_string(), |v| format!("version {v:?}"));
+                let _ = self.declined.set(format!(
+                    "it advertises {HOST_SERVICES_CAPABILITY} with {said}, which this CLAT does not implement \
+                     (it implements {}); its host-service requests are refused",
+                    HOST_SERVICES_VERSIONS.join(", ")
+                ));
+            }
+        }
+    }
+
+    /// Why the server's host-services capability was not accepted, if it advertised one.
+    pub(crate) fn declined(&self) -> Option<&str> {
+        self.declined.get().map(String::as_str)
     }
 
     pub(crate) fn opted_in(&self) -> bool {
@@ -212,7 +240,8 @@ impl ServerLink {
             }
             "io.artec.clat/tools/call" if self.opted_in() => {
                 let (tool, arguments) = host_tool_call_from_json(&params).map_err(|e| invalid(e.to_string()))?;
-                let result = self.services.call_tool(tool, &arguments, &self.source, run.as_ref()).await;
+                let result =
+                    self.services.call_tool(tool, &arguments, &self.source, &self.identity, run.as_ref()).await;
                 result.map(|o| tool_output_to_json(&o)).map_err(|e| host_error_to_wire(&e))
             }
             _ => Err(WireError::new(METHOD_NOT_FOUND, format!("method not found: {method}"))),

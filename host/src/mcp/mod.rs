@@ -31,6 +31,8 @@ pub mod tools;
 use std::path::Path;
 use std::sync::Arc;
 
+use tokio_util::sync::CancellationToken;
+
 pub use host_services::{
     HOST_SERVICES_CAPABILITY, HOST_SERVICES_VERSION, client_capabilities, host_error_codes, host_error_to_wire,
 };
@@ -42,6 +44,7 @@ pub use sources::{
 };
 
 use crate::extension::{ExtensionState, ExtensionStatus};
+use crate::limits::CLOSE_GRACE;
 use crate::registry::Registry;
 use crate::services::HostServices;
 
@@ -49,17 +52,30 @@ use crate::services::HostServices;
 /// prompts. Returns its status and, when it is ready, the live server. A
 /// server that could contribute nothing because the registry froze first is
 /// closed at once (it would never be used in this scope). An entry's
-/// `startup_timeout_sec` bounds connecting and listing.
+/// `startup_timeout_sec` bounds connecting and listing. When `closing` is
+/// cancelled (the scope closes) while it starts, a connection being made is
+/// dropped (which kills its process group); a server already connected is
+/// torn down in the spec's order — its leases revoked, then closed — however
+/// far its registration got.
 pub async fn start_server(
     configured: &ConfiguredServer,
     services: &Arc<HostServices>,
     registry: &Arc<Registry>,
     project_root: &Path,
+    closing: &CancellationToken,
 ) -> (ExtensionStatus, Option<Arc<McpServer>>) {
-    let (mut status, server) = connect_and_register(configured, services, registry, project_root).await;
+    let (mut status, server) = connect_and_register(configured, services, registry, project_root, closing).await;
     // Whether it got there or not, the login it holds now (a refresh or login may have happened).
     status.oauth = configured.target.oauth_status();
     (status, server)
+}
+
+/// What stopped a server's start-up once it was connected.
+enum Stopped {
+    /// Its `startup_timeout_sec` passed.
+    TooSlow,
+    /// The scope began closing.
+    Closing,
 }
 
 async fn connect_and_register(
@@ -67,38 +83,57 @@ async fn connect_and_register(
     services: &Arc<HostServices>,
     registry: &Arc<Registry>,
     project_root: &Path,
+    closing: &CancellationToken,
 ) -> (ExtensionStatus, Option<Arc<McpServer>>) {
-    let ConfiguredServer { name, target, options } = configured;
+    let ConfiguredServer { name, target, options, .. } = configured;
     let mut status = ExtensionStatus::new(name, target.kind(), ExtensionState::Ready, None);
     let deadline = options.startup_timeout.map(|t| tokio::time::Instant::now() + t);
     let too_slow = || {
         let seconds = options.startup_timeout.unwrap_or_default().as_secs_f64();
         format!("it did not finish starting within {seconds} s (its startup_timeout_sec)")
     };
-    let server = match within(deadline, McpServer::connect(name, target, options, services)).await {
-        Some(Ok(server)) => server,
-        Some(Err(failure)) => {
+    let closed = |mut status: ExtensionStatus| {
+        status.state = ExtensionState::Closed;
+        status.problems.push("the scope closed while it was starting".into());
+        (status, None)
+    };
+    // Dropping a connection being made kills its process group.
+    let server = match until(deadline, closing, McpServer::connect(configured, services)).await {
+        Ok(Ok(server)) => server,
+        Ok(Err(failure)) => {
             status.fail(failure.reason);
             status.output_tail = failure.stderr_tail;
             return (status, None);
         }
-        // Dropping a connection being made kills its process group.
-        None => {
+        Err(Stopped::TooSlow) => {
             status.fail(too_slow());
             return (status, None);
         }
+        Err(Stopped::Closing) => return closed(status),
     };
     status.protocol = Some(server.protocol());
-    let registered = match within(deadline, server.register(registry)).await {
-        Some(registered) => registered,
-        None => Err(too_slow()),
+    let registered = match until(deadline, closing, server.register(registry)).await {
+        Ok(registered) => registered,
+        Err(Stopped::TooSlow) => Err(too_slow()),
+        Err(Stopped::Closing) => {
+            teardown(&server, registry).await;
+            return closed(status);
+        }
     };
     match registered {
         Ok((tools, problems)) => {
             status.tools = tools;
             status.problems = problems;
+            status.problems.extend(server.link.declined().map(str::to_string));
             // A prompt failure is reported and never costs the server its tools.
-            let (prompts, prompt_problems) = server.register_system_prompts(registry, project_root).await;
+            let prompts = tokio::select! {
+                prompts = server.register_system_prompts(registry, project_root) => prompts,
+                _ = closing.cancelled() => {
+                    teardown(&server, registry).await;
+                    return closed(status);
+                }
+            };
+            let (prompts, prompt_problems) = prompts;
             status.system_prompts = prompts;
             status.problems.extend(prompt_problems);
             status.output_tail = server.stderr_tail();
@@ -122,6 +157,27 @@ async fn connect_and_register(
             server.close().await;
             (status, None)
         }
+    }
+}
+
+/// The spec's teardown of a server that is not (yet) in the scope's list: its
+/// leases revoked (what it registered leaves; calls in flight are cancelled
+/// and waited for, bounded), then closed (stdin, grace, kill and reap).
+async fn teardown(server: &McpServer, registry: &Registry) {
+    let reason = format!("MCP server {} was closed with its project scope", server.name());
+    registry.withdraw(crate::names::ExternalKind::Mcp, server.name(), &reason, CLOSE_GRACE).await;
+    server.close().await;
+}
+
+/// `work`, unless `deadline` passes or `closing` is cancelled first.
+async fn until<T>(
+    deadline: Option<tokio::time::Instant>,
+    closing: &CancellationToken,
+    work: impl std::future::Future<Output = T>,
+) -> Result<T, Stopped> {
+    tokio::select! {
+        done = within(deadline, work) => done.ok_or(Stopped::TooSlow),
+        _ = closing.cancelled() => Err(Stopped::Closing),
     }
 }
 

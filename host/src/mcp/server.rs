@@ -12,7 +12,7 @@ use clat_mcp::{ClientError, ClientInfo, Era, HttpSpec, Session, StderrSink, Stdi
 use serde_json::{Value, json};
 
 use super::host_services::{ServerEvents, ServerLink, client_capabilities};
-use super::sources::ServerOptions;
+use super::sources::{ConfiguredServer, ServerOptions};
 use crate::contract::ContextSnapshot;
 use crate::contract::json::context_snapshot_to_json;
 use crate::limits::CONNECT_FAILURE_TAIL_WAIT;
@@ -85,14 +85,13 @@ impl McpServer {
     /// Spawn (or contact), initialize and keep a server; a failure carries the
     /// reason and the stderr tail.
     pub async fn connect(
-        name: &str,
-        target: &ServerTarget,
-        options: &ServerOptions,
+        configured: &ConfiguredServer,
         services: &Arc<HostServices>,
     ) -> Result<Arc<McpServer>, ConnectFailure> {
+        let ConfiguredServer { name, target, options, identity } = configured;
         let redactor = Redactor::with_secrets(options.secrets.iter().cloned());
         let tail: SharedTail = Arc::new(Mutex::new(OutputTail::with_redactor(redactor)));
-        let link = Arc::new(ServerLink::new(name, services));
+        let link = Arc::new(ServerLink::new(name, identity, services));
         let session = open_session(target, &link, &tail).await?;
         let (context, _) = tokio::sync::watch::channel(None);
         let server = Arc::new(McpServer {

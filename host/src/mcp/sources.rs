@@ -2,8 +2,10 @@
 //! `$CLAT_HOME/mcp.json` (user servers run in `$CLAT_HOME`, a relative `cwd`
 //! under it, never under the project), installed `mcp-stdio` packages (run in
 //! their read-only artifact directory), and the GLM Coding Plan pack (in
-//! memory). A same-named `mcp.json` entry wins over a package and over a pack
-//! server. A disabled entry is reported, not started; an entry's `${VAR}`s are
+//! memory). A same-named `mcp.json` entry, even a malformed one, wins over a
+//! package, and a package over a pack server. Each server carries its
+//! identity (`identity.rs`), what kept approvals are bound to. A disabled entry
+//! is reported, not started; an entry's `${VAR}`s are
 //! expanded from CLAT's environment here, so a missing variable fails only
 //! that server, and what they expanded to is redacted like its `env` and
 //! header values. Reading the sources starts nothing.
@@ -17,6 +19,7 @@ use clat_mcp::{HttpSpec, StdioSpec};
 use super::glm::{CodingPlan, pack_servers};
 use super::server::ServerTarget;
 use crate::extension::{ExtensionKind, ExtensionState, ExtensionStatus};
+use crate::identity::Identity;
 use crate::limits::{INITIAL_SURFACE_WAIT, TOOL_CALL_TIMEOUT};
 use crate::packages::{PackageKind, PackageStore};
 use crate::trust::ClatHome;
@@ -54,6 +57,17 @@ pub struct ConfiguredServer {
     pub name: String,
     pub target: ServerTarget,
     pub options: ServerOptions,
+    /// What it is: its launch spec or URL as configured, or its package's digest.
+    pub identity: Identity,
+}
+
+/// The identity of an `mcp.json` (or pack) entry: its command and arguments,
+/// or its URL, as written (before `${VAR}` expansion).
+pub fn entry_identity(entry: &ServerEntry) -> Identity {
+    match &entry.transport {
+        EntryTransport::Stdio { command, args, .. } => Identity::stdio(command, args),
+        EntryTransport::Http { url, .. } => Identity::http(url),
+    }
 }
 
 /// The servers a scope knows of.
@@ -64,12 +78,23 @@ pub struct ServerSet {
     /// Entries that are not started (malformed, disabled, a variable missing,
     /// or replaced by a same-named entry).
     pub statuses: Vec<ExtensionStatus>,
+    /// What each name stands for now, started or not (a disabled entry, one
+    /// whose variable is missing): the identity kept approvals are held against.
+    pub identities: std::collections::BTreeMap<String, Identity>,
 }
 
 fn kind_of(entry: &ServerEntry) -> ExtensionKind {
     match entry.transport {
         EntryTransport::Stdio { .. } => ExtensionKind::McpStdio,
         EntryTransport::Http { .. } => ExtensionKind::McpHttp,
+    }
+}
+
+/// The kind of a malformed entry: an HTTP server's when it names a `url`.
+fn kind_of_error(error: &ConfigError) -> ExtensionKind {
+    match error {
+        ConfigError::Entry { remote: true, .. } => ExtensionKind::McpHttp,
+        _ => ExtensionKind::McpStdio,
     }
 }
 
@@ -92,22 +117,31 @@ pub fn configured_servers(
             McpConfig::default()
         }
     };
-    // The GLM Coding Plan pack joins in memory; a same-named user entry wins,
-    // even a malformed one: it is the reported failure, and the pack's server
-    // (with the key) is not started behind the user's back.
+    // A malformed entry still claims its name: it is the reported failure, and
+    // neither a same-named package nor the pack's server (with the key)
+    // starts behind the user's back.
+    let malformed: std::collections::HashSet<String> = config
+        .errors
+        .iter()
+        .filter_map(|e| match e {
+            ConfigError::Entry { name, .. } => Some(name.clone()),
+            _ => None,
+        })
+        .collect();
+    let claimed_by_user = |name: &str| config.servers.contains_key(name) || malformed.contains(name);
+    let packages: Vec<_> = PackageStore::new(home)
+        .list()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|p| p.manifest.kind == PackageKind::McpStdio)
+        .collect();
+    // The GLM Coding Plan pack joins in memory; a same-named user entry or
+    // installed package wins over it.
     let mut pack = Vec::new();
     if let Some(plan) = glm_plan {
-        let malformed: std::collections::HashSet<&str> = config
-            .errors
-            .iter()
-            .filter_map(|e| match e {
-                ConfigError::Entry { name, .. } => Some(name.as_str()),
-                _ => None,
-            })
-            .collect();
         pack = pack_servers(plan)
             .into_iter()
-            .filter(|(name, _)| !malformed.contains(name.as_str()) && !config.servers.contains_key(name))
+            .filter(|(name, _)| !claimed_by_user(name) && !packages.iter().any(|p| &p.manifest.name == name))
             .collect();
     }
     for error in std::mem::take(&mut config.errors) {
@@ -115,10 +149,18 @@ pub fn configured_servers(
             ConfigError::Entry { name, .. } => name.clone(),
             _ => "(mcp.json)".into(),
         };
-        set.statuses.push(failed(&name, ExtensionKind::McpStdio, error.to_string()));
+        let mut status = failed(&name, kind_of_error(&error), error.to_string());
+        if packages.iter().any(|p| p.manifest.name == name) {
+            status.problems.push(format!(
+                "this entry replaces the installed mcp-stdio package {name}, which does not start until the entry \
+                 is fixed or removed"
+            ));
+        }
+        set.statuses.push(status);
     }
     for (name, entry) in &config.servers {
         let kind = kind_of(entry);
+        set.identities.insert(name.clone(), entry_identity(entry));
         if !entry.enabled {
             let why = format!("disabled in mcp.json (`clat mcp enable {name}` starts it again)");
             set.statuses.push(ExtensionStatus::new(name, kind, ExtensionState::Configured, Some(why)));
@@ -126,15 +168,19 @@ pub fn configured_servers(
         }
         // Variables are the user's: the pack's entries below are used as they are.
         match entry.expand(env) {
-            Ok(expanded) => set.servers.push(configured(home, name, &expanded.entry, expanded.substituted, env)),
+            Ok(expanded) => {
+                let identity = entry_identity(entry);
+                set.servers.push(configured(home, name, &expanded.entry, expanded.substituted, identity, env));
+            }
             Err(e) => set.statuses.push(failed(name, kind, format!("{}: entry {name:?}: {e}", file.display()))),
         }
     }
     for (name, entry) in &pack {
-        set.servers.push(configured(home, name, entry, Vec::new(), env));
+        set.identities.insert(name.clone(), entry_identity(entry));
+        set.servers.push(configured(home, name, entry, Vec::new(), entry_identity(entry), env));
     }
-    if let Ok(packages) = PackageStore::new(home).list() {
-        for p in packages.into_iter().filter(|p| p.manifest.kind == PackageKind::McpStdio) {
+    for p in packages {
+        if claimed_by_user(&p.manifest.name) {
             if config.servers.contains_key(&p.manifest.name) {
                 set.statuses.push(ExtensionStatus::new(
                     &p.manifest.name,
@@ -142,32 +188,35 @@ pub fn configured_servers(
                     ExtensionState::Configured,
                     Some("a same-named mcp.json entry replaces this package".into()),
                 ));
-                continue;
             }
-            let spec = StdioSpec {
-                command: p.entry_path().display().to_string(),
-                args: p.manifest.args.clone(),
-                env: p.manifest.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-                clear_env: false,
-                cwd: p.dir.clone(),
-            };
-            let options = ServerOptions { secrets: p.manifest.env.values().cloned().collect(), ..Default::default() };
-            set.servers.push(ConfiguredServer {
-                name: p.manifest.name.clone(),
-                target: ServerTarget::Stdio(spec),
-                options,
-            });
+            continue;
         }
+        let spec = StdioSpec {
+            command: p.entry_path().display().to_string(),
+            args: p.manifest.args.clone(),
+            env: p.manifest.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            clear_env: false,
+            cwd: p.dir.clone(),
+        };
+        let options = ServerOptions { secrets: p.manifest.env.values().cloned().collect(), ..Default::default() };
+        set.identities.insert(p.manifest.name.clone(), p.identity());
+        set.servers.push(ConfiguredServer {
+            name: p.manifest.name.clone(),
+            target: ServerTarget::Stdio(spec),
+            options,
+            identity: p.identity(),
+        });
     }
     set
 }
 
-/// The server an (expanded) entry describes.
+/// The server an (expanded) entry describes, with the identity of the entry as written.
 fn configured(
     home: &ClatHome,
     name: &str,
     entry: &ServerEntry,
     substituted: Vec<String>,
+    identity: Identity,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> ConfiguredServer {
     let (target, mut secrets) = match &entry.transport {
@@ -194,7 +243,7 @@ fn configured(
         tools: entry.tools.clone(),
         secrets,
     };
-    ConfiguredServer { name: name.to_string(), target, options }
+    ConfiguredServer { name: name.to_string(), target, options, identity }
 }
 
 /// Where and how a configured stdio server starts. User servers run in

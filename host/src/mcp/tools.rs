@@ -56,7 +56,8 @@ impl McpServer {
                 continue;
             }
             let handler = Arc::new(McpTool { server: Arc::clone(self), tool: spec.name.clone() });
-            match registry.register_external(ExternalKind::Mcp, &self.name, &spec, false, handler) {
+            match registry.register_external(ExternalKind::Mcp, &self.name, &self.link.identity, &spec, false, handler)
+            {
                 Ok(name) => {
                     self.registered.lock().unwrap_or_else(|p| p.into_inner()).insert(spec.name.clone());
                     names.push(name);

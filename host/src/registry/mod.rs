@@ -28,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::contract::{Effect, ToolOutput, ToolSpec};
 use crate::effects::{effect_from_annotations, with_network_grant};
+use crate::identity::Identity;
 use crate::limits::TOOL_CALL_TIMEOUT;
 use crate::names::{ExternalKind, external_tool_name};
 use crate::run::RunContext;
@@ -76,6 +77,18 @@ fn owner_key(kind: ExternalKind, owner: &str) -> String {
     }
 }
 
+/// Who makes a call: the agent itself, or an extension calling one of the six
+/// host tools through host services. The permission pipeline judges a call
+/// as *that caller* calling *that tool*: a kept approval of one never answers
+/// the other.
+#[derive(Debug, Clone, Copy)]
+pub enum Caller<'a> {
+    /// The agent (the model, a user's `clat call`).
+    Agent,
+    /// An extension's host-tool call: its key (`mcp:srv`, `wasm:plugin`) and identity.
+    Extension { key: &'a str, identity: &'a Identity },
+}
+
 /// A failure inside a tool's implementation (not a tool-level `is_error`
 /// result): the plugin crashed, the transport closed, a process could not start.
 #[derive(Debug, thiserror::Error)]
@@ -120,6 +133,9 @@ pub struct ToolEntry {
     effect: Effect,
     description: String,
     input_schema: Value,
+    /// The identity of the tool's extension (`None` for native tools), which
+    /// the agent's kept approvals of it are bound to.
+    identity: Option<Identity>,
     /// Compiled at registration for an extension's tool (a schema that does
     /// not compile refuses the tool); for a native tool, whose schema is ours,
     /// at its first call, so a command pays only for the tools it calls.
@@ -280,11 +296,13 @@ impl Registry {
         if !self.reserved.contains(&name) {
             return Err(self.report(RegistrationError::NotNative { name: name.to_string() }));
         }
-        self.insert(name.to_string(), ToolSource::Native, name, effect, description, input_schema, handler)
+        let tool = NewTool { name: name.to_string(), source: ToolSource::Native, original_name: name, identity: None };
+        self.insert(tool, effect, description, input_schema, handler)
     }
 
     /// Register a plugin's tool, as the plugin described it. Its name is built
-    /// from `owner` and the spec's name; its effect comes from the annotations
+    /// from `owner` and the spec's name; `identity` is the owner's (what the
+    /// agent's kept approvals of the tool are bound to); its effect comes from the annotations
     /// through the spec's table (never `Read`), raised to at least `Network`
     /// when `network_granted` (its plugin holds an HTTP grant); its input
     /// schema must be a JSON Schema object.
@@ -292,6 +310,7 @@ impl Registry {
         &self,
         kind: ExternalKind,
         owner: &str,
+        identity: &Identity,
         spec: &ToolSpec,
         network_granted: bool,
         handler: Arc<dyn ToolHandler>,
@@ -330,20 +349,19 @@ impl Registry {
             effect = with_network_grant(effect);
         }
         debug_assert_ne!(effect, Effect::Read);
-        self.insert(name, source, tool, effect, &spec.description, input_schema, handler)
+        let new = NewTool { name, source, original_name: tool, identity: Some(identity.clone()) };
+        self.insert(new, effect, &spec.description, input_schema, handler)
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn insert(
         &self,
-        name: String,
-        source: ToolSource,
-        original_name: &str,
+        tool: NewTool<'_>,
         effect: Effect,
         description: &str,
         input_schema: Value,
         handler: Arc<dyn ToolHandler>,
     ) -> Result<String, RegistrationError> {
+        let NewTool { name, source, original_name, identity } = tool;
         let source_label = source.label();
         if self.is_frozen() {
             return Err(self.report(RegistrationError::Frozen { name, source_label }));
@@ -378,6 +396,7 @@ impl Registry {
             effect,
             description: description.to_string(),
             input_schema,
+            identity,
             validator,
             handler,
             lease: source_lease,
@@ -470,6 +489,14 @@ impl Registry {
             })
             .collect()
     }
+}
+
+/// What names a tool being registered.
+struct NewTool<'a> {
+    name: String,
+    source: ToolSource,
+    original_name: &'a str,
+    identity: Option<Identity>,
 }
 
 /// Schemas come from extensions: a `$ref` to another document is never

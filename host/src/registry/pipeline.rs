@@ -3,7 +3,8 @@
 //! (size, JSON Schema), the cancel check, the permission decision (mode table,
 //! then the run's approver), the handler under the run's cancel token and the
 //! tool-call deadline (extended while the tool's extension waits on the host),
-//! the result size limit, and the run events around it.
+//! the result size limit, and the run events around it. A host-tool call is
+//! judged as the extension that makes it (`Caller`), never as the agent.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,7 +12,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::{CallError, InFlight, Registry, ToolEntry};
+use super::{CallError, Caller, InFlight, Registry, ToolEntry};
+use crate::approvals::{AGENT, ApprovalKey};
 use crate::contract::json::{content_block_to_json, tool_output_json_len_bound, tool_output_to_json};
 use crate::contract::{ContentBlock, ToolOutput};
 use crate::limits::{
@@ -27,8 +29,20 @@ impl Registry {
         tools.by_name.get(name).map(|&i| Arc::clone(&tools.entries[i]))
     }
 
-    /// Call a tool as part of `run`, through the whole pipeline.
+    /// The agent's call of a tool as part of `run`, through the whole pipeline.
     pub async fn call(&self, name: &str, arguments: Value, run: &RunContext) -> Result<ToolOutput, CallError> {
+        self.call_as(Caller::Agent, name, arguments, run).await
+    }
+
+    /// `caller`'s call of a tool as part of `run`, through the whole pipeline:
+    /// the permission decision and kept approvals are those of that caller.
+    pub async fn call_as(
+        &self,
+        caller: Caller<'_>,
+        name: &str,
+        arguments: Value,
+        run: &RunContext,
+    ) -> Result<ToolOutput, CallError> {
         let entry = self.lookup(name).ok_or_else(|| CallError::UnknownTool(name.to_string()))?;
         let call_id = run.next_call_id();
         let started = Instant::now();
@@ -38,7 +52,7 @@ impl Registry {
             source: entry.source.label(),
             effect: entry.effect.to_string(),
         });
-        let result = pipeline(&entry, call_id, arguments, run).await;
+        let result = pipeline(&entry, caller, call_id, arguments, run).await;
         let (is_error, error) = match &result {
             Ok(output) => (output.is_error, None),
             Err(e) => (true, Some(e.to_string())),
@@ -74,8 +88,25 @@ fn validate_arguments(entry: &ToolEntry, arguments: &Value) -> Result<(), CallEr
     if errors.is_empty() { Ok(()) } else { Err(invalid(errors.join("; "))) }
 }
 
-async fn decide(entry: &ToolEntry, call_id: u64, arguments: &Value, run: &RunContext) -> Result<(), CallError> {
+/// What a kept approval of this call is keyed by: who asks, the tool, and the
+/// identity of the extension involved (the asker's, else the tool's).
+fn approval_key(entry: &ToolEntry, caller: Caller<'_>) -> ApprovalKey {
+    let (asked_by, identity) = match caller {
+        Caller::Agent => (AGENT.to_string(), entry.identity.clone()),
+        Caller::Extension { key, identity } => (key.to_string(), Some(identity.clone())),
+    };
+    ApprovalKey { asked_by, extension: entry.source.extension(), tool: entry.name.clone(), identity }
+}
+
+async fn decide(
+    entry: &ToolEntry,
+    caller: Caller<'_>,
+    call_id: u64,
+    arguments: &Value,
+    run: &RunContext,
+) -> Result<(), CallError> {
     let rule = rule_for(run.mode(), entry.effect);
+    let key = || approval_key(entry, caller);
     let (allowed, decided_by, reason) = match rule {
         Rule::Allow => (true, "mode", None),
         Rule::Deny => (
@@ -83,16 +114,16 @@ async fn decide(entry: &ToolEntry, call_id: u64, arguments: &Value, run: &RunCon
             "mode",
             Some(format!("mode {} does not allow {} tools; {}", run.mode(), entry.effect, how_to_allow(entry.effect))),
         ),
-        // A kept approval answers only this cell, for an effect no stronger than approved.
-        Rule::Ask
-            if run.approvals().is_some_and(|m| m.allows(&entry.source.extension(), &entry.name, entry.effect)) =>
-        {
-            (true, "stored", None)
-        }
+        // A kept approval answers only this cell, for an effect every mode orders at or below the approved one.
+        Rule::Ask if run.approvals().is_some_and(|m| m.allows(&key(), entry.effect)) => (true, "stored", None),
         Rule::Ask => {
             let request = ApprovalRequest {
                 tool: entry.name.clone(),
                 source: entry.source.label(),
+                asked_by: match caller {
+                    Caller::Agent => None,
+                    Caller::Extension { key, .. } => Some(key.to_string()),
+                },
                 effect: entry.effect,
                 arguments: arguments.clone(),
                 mode: run.mode(),
@@ -108,7 +139,7 @@ async fn decide(entry: &ToolEntry, call_id: u64, arguments: &Value, run: &RunCon
                 Approval::Approved => (true, "approver", None),
                 Approval::Always(scope) => {
                     if let Some(memory) = run.approvals()
-                        && let Err(e) = memory.remember(&entry.source.extension(), &entry.name, entry.effect, scope)
+                        && let Err(e) = memory.remember(&key(), entry.effect, scope)
                     {
                         tracing::warn!("the approval of {} was given but could not be kept: {e}", entry.name);
                     }
@@ -136,14 +167,22 @@ async fn decide(entry: &ToolEntry, call_id: u64, arguments: &Value, run: &RunCon
 
 async fn pipeline(
     entry: &ToolEntry,
+    caller: Caller<'_>,
     call_id: u64,
     arguments: Value,
     run: &RunContext,
 ) -> Result<ToolOutput, CallError> {
     let _in_flight = InFlight::enter(entry.lease.as_deref());
-    let withdrawn = || CallError::Withdrawn {
-        tool: entry.name.clone(),
-        reason: entry.lease.as_ref().map(|l| l.reason()).unwrap_or_default(),
+    // A scope closing because its run was cancelled (a stop signal) ends the
+    // call as cancelled, whichever of the two the call noticed first.
+    let withdrawn = || {
+        if run.is_cancelled() {
+            return CallError::Cancelled { tool: entry.name.clone() };
+        }
+        CallError::Withdrawn {
+            tool: entry.name.clone(),
+            reason: entry.lease.as_ref().map(|l| l.reason()).unwrap_or_default(),
+        }
     };
     let never = CancellationToken::new();
     let revoked = entry.lease.as_ref().map_or(&never, |l| &l.revoked);
@@ -155,7 +194,7 @@ async fn pipeline(
         return Err(CallError::Cancelled { tool: entry.name.clone() });
     }
     tokio::select! {
-        r = decide(entry, call_id, &arguments, run) => r?,
+        r = decide(entry, caller, call_id, &arguments, run) => r?,
         _ = revoked.cancelled() => return Err(withdrawn()),
     }
     let mut deadline = run.call_deadline(entry.handler.call_timeout().min(TOOL_CALL_TIMEOUT));

@@ -25,7 +25,7 @@ impl host_services::Host for GuestState {
         tool: HostTool,
         arguments: String,
     ) -> wasmtime::Result<Result<ToolOutput, HostError>> {
-        Ok(self.services.call_tool(tool, &arguments, &self.source, self.run.as_ref()).await)
+        Ok(self.services.call_tool(tool, &arguments, &self.source, &self.identity, self.run.as_ref()).await)
     }
 
     async fn create_message(

@@ -27,7 +27,9 @@ use http_body_util::BodyExt;
 use tokio_util::sync::CancellationToken;
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
-use crate::capabilities::{HttpPattern, HttpScheme, grant_allows, is_internal_address, is_localhost};
+use crate::capabilities::{
+    Host, HttpPattern, HttpScheme, canonical_host, grant_allows, is_internal_address, is_localhost,
+};
 use crate::limits::{
     WASM_HTTP_CONNECT_TIMEOUT, WASM_HTTP_REDIRECTS_MAX, WASM_HTTP_REQUEST_BODY_MAX_BYTES, WASM_HTTP_REQUESTS_PER_CALL,
     WASM_HTTP_RESPONSE_BODY_MAX_BYTES,
@@ -106,9 +108,15 @@ struct Target {
 }
 
 impl Target {
+    /// The target of a guest's request, its host in canonical form (the grant
+    /// and the HTTP client see `2130706433` as 127.0.0.1; so do events).
     fn of_uri(uri: &http::Uri) -> Option<Target> {
         let scheme = HttpScheme::parse(uri.scheme_str()?)?;
-        let host = uri.host()?.to_ascii_lowercase();
+        let host = match canonical_host(uri.host()?).ok()? {
+            Host::Address(IpAddr::V6(ip)) => format!("[{ip}]"),
+            Host::Address(ip) => ip.to_string(),
+            Host::Name(name) => name,
+        };
         Some(Target { scheme, port: uri.port_u16().unwrap_or(scheme.default_port()), host, path: uri.path().into() })
     }
 

@@ -65,12 +65,14 @@ pub enum LoadError {
 }
 
 /// How one plugin is set up beyond its component: its memory cap, what its
-/// manifest declares and what the user granted of it.
+/// manifest declares, what the user granted of it, and its identity (an
+/// installed package's artifact digest; `None`: the component's path).
 #[derive(Debug, Clone, Default)]
 pub struct PluginSetup {
     pub memory_max: Option<usize>,
     pub declared: Capabilities,
     pub granted: Capabilities,
+    pub identity: Option<crate::identity::Identity>,
 }
 
 impl PluginSetup {
@@ -80,6 +82,7 @@ impl PluginSetup {
             memory_max: package.manifest.memory_max(),
             declared: package.manifest.capabilities.clone(),
             granted: package.grants.clone(),
+            identity: Some(package.identity()),
         }
     }
 
@@ -300,6 +303,7 @@ impl WasmRuntime {
             waits: waits.clone(),
             egress,
             env_grants: granted.env.clone(),
+            identity: setup.identity.clone().unwrap_or_else(|| crate::identity::Identity::file(entry)),
         })
         .map_err(LoadError::NotAComponent)?;
         let plugin = Arc::new(WasmPlugin {
@@ -492,7 +496,14 @@ impl WasmPlugin {
             .map(|spec| {
                 let handler = Arc::new(WasmTool { plugin: Arc::clone(self), tool: spec.name.clone() });
                 let network = !self.granted.http.is_empty();
-                registry.register_external(ExternalKind::Wasm, &self.name, spec, network, handler)
+                registry.register_external(
+                    ExternalKind::Wasm,
+                    &self.name,
+                    self.template.identity(),
+                    spec,
+                    network,
+                    handler,
+                )
             })
             .collect()
     }

@@ -24,6 +24,7 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::http::{Egress, GuestHttp};
 use super::stdio::{SharedTail, TailStream};
+use crate::identity::Identity;
 use crate::limits::{WASM_INSTANCES_MAX, WASM_TABLE_ELEMENTS_MAX};
 use crate::run::RunContext;
 use crate::services::{HostServices, HostWaits};
@@ -44,6 +45,8 @@ pub struct GuestState {
     pub(crate) run: Option<RunContext>,
     /// `wasm:{plugin}`, the source label in events and logs.
     pub(crate) source: Arc<str>,
+    /// The plugin's identity: its host-tool calls are judged as its own.
+    pub(crate) identity: Arc<Identity>,
     /// Log lines written in this call (capped).
     pub(crate) log_lines: u32,
     /// The plugin's host requests waiting on the host (its calls' deadlines extend meanwhile).
@@ -66,6 +69,7 @@ impl WasiHttpView for GuestState {
 /// What every store of one plugin shares, prepared when the plugin loads.
 pub struct StoreTemplate {
     source: Arc<str>,
+    identity: Arc<Identity>,
     plugin_dir: Option<Dir>,
     memory_max: usize,
     tail: SharedTail,
@@ -90,6 +94,8 @@ pub struct TemplateSpec<'a> {
     pub waits: HostWaits,
     pub egress: Option<Arc<Egress>>,
     pub env_grants: Vec<String>,
+    /// What the plugin is (its package's artifact digest).
+    pub identity: Identity,
 }
 
 impl StoreTemplate {
@@ -103,6 +109,7 @@ impl StoreTemplate {
         };
         Ok(StoreTemplate {
             source: format!("wasm:{}", spec.plugin).into(),
+            identity: Arc::new(spec.identity),
             plugin_dir,
             memory_max: spec.memory_max,
             tail: spec.tail,
@@ -111,6 +118,11 @@ impl StoreTemplate {
             egress: spec.egress,
             env_grants: spec.env_grants,
         })
+    }
+
+    /// The plugin's identity.
+    pub fn identity(&self) -> &Identity {
+        &self.identity
     }
 
     /// A fresh store for one call in `run` (or none), interrupted at
@@ -151,6 +163,7 @@ impl StoreTemplate {
             services: Arc::clone(&self.services),
             run,
             source: Arc::clone(&self.source),
+            identity: Arc::clone(&self.identity),
             log_lines: 0,
             waits: self.waits.clone(),
             deadline,
