@@ -186,7 +186,7 @@ fn installing_headless_needs_grant_and_an_upgrade_asking_for_more_asks_again() {
     let out = install(&env, &more, false);
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     let list = stdout(&env.clat(&["plugin", "list"]));
-    assert!(list.contains("grants: http: http://127.0.0.1:*; env: CLAT_TEST_GRANTED_TOKEN"), "{list}");
+    assert!(list.contains("grants: http: http://127.0.0.1:* (internal); env: CLAT_TEST_GRANTED_TOKEN"), "{list}");
     assert!(!list.contains("ANOTHER_TOKEN"), "the refused upgrade changed nothing: {list}");
     // A bad pattern or an unknown key is refused at install, naming the entry.
     let bad = package_with(&env, guests::HTTP_PROBE_PACKAGE, r#"http = ["https://*"]"#);
@@ -399,7 +399,7 @@ fn a_revoked_grant_fails_the_calls_that_need_it_and_can_be_granted_again() {
     assert_eq!(structured(&document)["outcomes"][0]["status"], 200, "{document}");
     let tools = stdout(&env.clat(&["tools"]));
     assert!(
-        tools.contains("plugin http-probe holds http: http://127.0.0.1:*; env: CLAT_TEST_GRANTED_TOKEN"),
+        tools.contains("plugin http-probe holds http: http://127.0.0.1:* (internal); env: CLAT_TEST_GRANTED_TOKEN"),
         "{tools}"
     );
 }
@@ -424,7 +424,7 @@ async fn load_probe(scope: &ProjectScope, http: Vec<String>, lookup: Option<Arc<
         runtime.set_name_lookup(lookup);
     }
     let grant = Capabilities { http, env: vec![] };
-    let setup = PluginSetup { memory_max: None, declared: grant.clone(), granted: grant };
+    let setup = PluginSetup { memory_max: None, declared: grant.clone(), granted: grant, identity: None };
     let entry = Path::new(guests::HTTP_PROBE_WASM);
     let plugin = runtime
         .load("probe", entry.parent().unwrap(), entry, setup, Arc::clone(scope.services()))
@@ -498,4 +498,45 @@ async fn cancelling_the_run_drops_a_request_in_flight() {
     let next = RunContext::builder().mode(PermissionMode::FullAccess).start();
     let out = scope.registry().call("wasm_probe_get", json!({ "url": server.url("/json") }), &next).await.unwrap();
     assert!(support::text(&out).contains("\"status\": 200"), "{}", support::text(&out));
+}
+
+#[test]
+fn a_numeric_host_is_an_internal_address_shown_in_canonical_form_and_never_a_name() {
+    let server = HttpServer::start();
+    let env = TestEnv::trusted();
+    // 2130706433 is 127.0.0.1 written as one number: the grant names the loopback address.
+    let grant = format!(r#"http = ["http://2130706433:{}"]"#, server.port);
+    let package = package_with(&env, guests::FETCH_JSON_PACKAGE, &grant);
+    let out = install(&env, &package, false);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    let asked = stderr(&out);
+    let canonical = format!("http://127.0.0.1:{}", server.port);
+    assert!(
+        asked.contains(&format!("HTTP requests to {canonical} (an internal address: a service on this machine")),
+        "the prompt names the address and says it is internal: {asked}"
+    );
+    assert!(!asked.contains("2130706433"), "{asked}");
+    assert!(install(&env, &package, true).status.success());
+    let list = stdout(&env.clat(&["plugin", "list"]));
+    assert!(list.contains(&format!("grants: http: {canonical} (internal)")), "{list}");
+    // Every numeric form of the address reaches it through the address grant, recorded canonically.
+    for form in ["2130706433", "0x7f000001", "127.1", "127.0.0.1"] {
+        let url = format!("http://{form}:{}/json", server.port);
+        let (code, document, events) =
+            call(&env, "wasm_fetch_json_fetch_json", json!({ "url": url }), "full-access", &[]);
+        assert_eq!(code, 0, "{form}: {document}");
+        assert_eq!(http_events(&events)[0]["host"], "127.0.0.1", "{form}: {events:?}");
+    }
+    // A name grant is never matched by an address, whatever form the request writes it in.
+    let env = TestEnv::trusted();
+    let grant = format!(r#"http = ["http://localhost:{}"]"#, server.port);
+    assert!(install(&env, &package_with(&env, guests::FETCH_JSON_PACKAGE, &grant), true).status.success());
+    let before = server.connections();
+    for form in ["2130706433", "0x7f000001", "127.1"] {
+        let url = format!("http://{form}:{}/json", server.port);
+        let (code, document, _) = call(&env, "wasm_fetch_json_fetch_json", json!({ "url": url }), "full-access", &[]);
+        assert_eq!(code, 1, "{form}: {document}");
+        assert!(document.to_string().contains("not in this plugin's http grant"), "{form}: {document}");
+    }
+    assert_eq!(server.connections(), before, "no connection was made");
 }

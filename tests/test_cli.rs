@@ -172,3 +172,40 @@ fn home_comes_from_clat_home_when_no_flag_is_given() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "the project defaults to the current directory");
 }
+
+/// The README's failure table (`--json` on failure) lists every error kind the
+/// code can print, each with the exit code the code gives it: a kind added
+/// without its row, or a row whose code drifted, fails here.
+#[test]
+fn every_error_kind_is_in_the_readme_failure_table_with_its_exit_code() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let exit_rs = std::fs::read_to_string(root.join("src/cli/exit.rs")).unwrap();
+    let codes: std::collections::HashMap<String, String> = regex::Regex::new(r"(?m)^\s*([A-Z][A-Za-z]+) = (\d+),$")
+        .unwrap()
+        .captures_iter(&exit_rs)
+        .map(|c| (c[1].to_string(), c[2].to_string()))
+        .collect();
+    let mut used = std::collections::BTreeMap::new();
+    let kind = regex::Regex::new(r#"Exit::([A-Za-z]+),\s*"([a-z_-]+)""#).unwrap();
+    let mut files = vec![root.join("src")];
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        } else if path.extension().is_some_and(|x| x == "rs") {
+            for c in kind.captures_iter(&std::fs::read_to_string(&path).unwrap()) {
+                used.insert(c[2].to_string(), codes[&c[1]].clone());
+            }
+        }
+    }
+    assert!(used.len() >= 15, "the scan found the kinds: {used:?}");
+    let readme = std::fs::read_to_string(root.join("../README.md")).unwrap();
+    let table = readme.split("#### `--json` on failure").nth(1).unwrap().split("\n\n|").nth(1).unwrap();
+    let rows: std::collections::BTreeMap<String, String> = regex::Regex::new(r"(?m)^\| `([a-z_-]+)` \| (\d+) \|")
+        .unwrap()
+        .captures_iter(&format!("|{table}"))
+        .map(|c| (c[1].to_string(), c[2].to_string()))
+        .collect();
+    for (kind, code) in &used {
+        assert_eq!(rows.get(kind), Some(code), "README failure table: kind `{kind}` (exit {code}); rows: {rows:?}");
+    }
+}

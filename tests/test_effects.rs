@@ -82,7 +82,16 @@ fn check_registered_effects(network_granted: bool, cases: &[(&str, ToolAnnotatio
             output_schema: None,
             annotations: annotations.clone(),
         };
-        registry.register_external(ExternalKind::Wasm, "p", &spec, network_granted, support::ok_tool()).unwrap();
+        registry
+            .register_external(
+                ExternalKind::Wasm,
+                "p",
+                &support::identity(),
+                &spec,
+                network_granted,
+                support::ok_tool(),
+            )
+            .unwrap();
     }
     for (info, (_, _, effect)) in registry.list().iter().zip(cases) {
         assert_eq!(info.effect, *effect, "{} (network granted: {network_granted})", info.name);

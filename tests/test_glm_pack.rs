@@ -144,3 +144,33 @@ fn a_malformed_same_named_entry_still_replaces_the_pack_server() {
     assert!(!log.iter().any(|l| l.contains("web_search_prime")), "the pack's glm-search was contacted: {log:?}");
     assert!(log.iter().any(|l| l.contains("web_reader")), "the rest of the pack still joins: {log:?}");
 }
+
+#[test]
+fn an_installed_package_named_like_a_pack_server_replaces_it() {
+    let env = TestEnv::trusted();
+    let bin = glm_env(&env);
+    let provider = HttpServer::start(&["--require-auth", KEY]);
+    let base = provider.url.trim_end_matches("/mcp").to_string();
+    let package = env.dir.path().join("pkg");
+    std::fs::create_dir_all(&package).unwrap();
+    std::fs::copy(SERVER, package.join("server")).unwrap();
+    std::fs::write(
+        package.join("clat-plugin.toml"),
+        "name = \"glm-search\"\nversion = \"1\"\nkind = \"mcp-stdio\"\nentry = \"server\"\nargs = [\"--tools\", \"1\"]\n",
+    )
+    .unwrap();
+    let out = env.clat(&["plugin", "install", package.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let path = path_with(&bin);
+    let vars = [("GLM_TEST_API_KEY", KEY), ("CLAT_GLM_MCP_BASE_URL", base.as_str()), ("PATH", path.as_str())];
+    let out = env.clat_with_env(&["mcp", "--json"], &vars);
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let rows: Vec<&Value> = v["servers"].as_array().unwrap().iter().filter(|s| s["name"] == "glm-search").collect();
+    assert_eq!(rows.len(), 1, "one glm-search, not the package beside the pack's: {v}");
+    assert_eq!((&rows[0]["transport"], &rows[0]["state"]), (&json!("stdio"), &json!("ready")), "{v}");
+    assert!(
+        !provider.log().iter().any(|l| l.contains("web_search_prime")),
+        "the pack's keyed server was contacted: {:?}",
+        provider.log()
+    );
+}

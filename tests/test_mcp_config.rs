@@ -179,6 +179,8 @@ fn mcp_add_refuses_bad_input_before_writing_and_keeps_the_shape_and_the_other_en
         (vec!["mcp", "add", "neither"], "COMMAND"),
         (vec!["mcp", "add", "env", "--env", "NOEQUALS", "--", "x"], "NAME=VALUE"),
         (vec!["mcp", "remove", "nobody"], "no server named \"nobody\""),
+        (vec!["mcp", "add", "mcpServers", "--", "x"], "\"mcpServers\" is reserved"),
+        (vec!["mcp", "add", "MCPSERVERS", "--url", "https://a.example/mcp"], "is reserved"),
     ] {
         let out = env.clat(&args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
@@ -212,11 +214,11 @@ fn mcp_add_refuses_bad_input_before_writing_and_keeps_the_shape_and_the_other_en
         json!({ "url": "https://example.com/mcp", "headers": { "Authorization": "Bearer ${WEB_KEY}" } })
     );
     assert_eq!(servers["first"], json!({ "command": "first-server", "args": ["--y"], "env": { "A": "1" } }));
-    // `get` masks literal values and shows variables as written.
+    // `get` masks every value, naming the variables it uses.
     let out = env.clat(&["mcp", "get", "first", "--json"]);
     assert_eq!(json_of(&out)["entry"]["env"]["A"], "****");
     let out = env.clat(&["mcp", "get", "web", "--json"]);
-    assert_eq!(json_of(&out)["entry"]["headers"]["Authorization"], "Bearer ${WEB_KEY}");
+    assert_eq!(json_of(&out)["entry"]["headers"]["Authorization"], "**** (uses ${WEB_KEY})");
     let out = env.clat(&["mcp", "remove", "first"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let config: Value = serde_json::from_str(&env.read_home("mcp.json")).unwrap();
@@ -266,4 +268,121 @@ fn concurrent_adds_and_removes_lose_nothing() {
     let mut left: Vec<&String> = config.as_object().unwrap().keys().collect();
     left.sort();
     assert_eq!(left, ["s4", "s5", "s6", "s7"]);
+}
+
+#[test]
+fn only_variables_expand_and_every_other_dollar_reaches_the_server_as_written() {
+    let env = TestEnv::trusted();
+    // A launcher that records what it was given, then runs the server.
+    let (launcher, record) = (env.dir.path().join("launcher"), env.dir.path().join("record"));
+    std::fs::write(
+        &launcher,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" \"$PASSWORD\" \"$OTHER\" > '{}'\nexec '{SERVER}'\n",
+            record.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&launcher, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    env.write_mcp_config(json!({ "literal": {
+        "command": launcher,
+        "args": ["pa$$word", "a ${ b", "$${HOME}", "${NAME:-dflt}", "$HOME", "${}", "${1X}", "end$"],
+        "env": { "PASSWORD": "pa$$word", "OTHER": "x${y" } } }));
+    let out = env.clat(&["mcp", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "a lone `${{` fails nothing: {}", stdout(&out));
+    assert_eq!(server(&json_of(&out), "literal")["state"], "ready");
+    let got: Vec<String> = std::fs::read_to_string(&record).unwrap().lines().map(str::to_string).collect();
+    assert_eq!(
+        got,
+        ["pa$$word", "a ${ b", "${HOME}", "dflt", "$HOME", "${}", "${1X}", "end$", "pa$$word", "x${y"],
+        "byte for byte, but for the variable and `$${{`"
+    );
+}
+
+#[test]
+fn edits_keep_the_files_mode_and_owner_and_write_through_a_link() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let env = TestEnv::trusted();
+    std::fs::create_dir_all(&env.home).unwrap();
+    // The user keeps mcp.json in their dotfiles, 0600 (its headers hold a key), linked into the home.
+    let dotfiles = env.dir.path().join("dotfiles");
+    std::fs::create_dir_all(&dotfiles).unwrap();
+    let real = dotfiles.join("mcp.json");
+    std::fs::write(
+        &real,
+        r#"{ "a": { "url": "https://a.example/mcp", "headers": { "Authorization": "Bearer k-1234567890" } } }"#,
+    )
+    .unwrap();
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o600)).unwrap();
+    // Owned by another user where the test may give it one (as root).
+    // SAFETY: geteuid has no preconditions.
+    let owner = if unsafe { libc::geteuid() } == 0 {
+        std::os::unix::fs::chown(&real, Some(4321), Some(4321)).unwrap();
+        (4321, 4321)
+    } else {
+        let meta = std::fs::metadata(&real).unwrap();
+        (meta.uid(), meta.gid())
+    };
+    let link = env.home.join("mcp.json");
+    std::os::unix::fs::symlink("../dotfiles/mcp.json", &link).unwrap();
+    for args in [
+        &["mcp", "add", "b", "--", "b-server"][..],
+        &["mcp", "disable", "b"],
+        &["mcp", "enable", "b"],
+        &["mcp", "add", "c", "--url", "https://c.example/mcp"],
+        &["mcp", "remove", "b"],
+    ] {
+        let out = env.clat(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "{args:?} replaced the link");
+        let meta = std::fs::metadata(&real).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600, "{args:?} widened the mode");
+        assert_eq!((meta.uid(), meta.gid()), owner, "{args:?} changed the owner");
+    }
+    let config: Value = serde_json::from_str(&std::fs::read_to_string(&real).unwrap()).unwrap();
+    assert_eq!(config.as_object().unwrap().keys().collect::<Vec<_>>(), ["a", "c"], "the target got every edit");
+    assert!(std::fs::read_dir(&env.home).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().ends_with(".tmp")));
+}
+
+#[test]
+fn mcp_get_masks_every_env_and_header_value_unless_asked_to_show_them() {
+    let env = TestEnv::trusted();
+    env.write_mcp_config(json!({
+        "web": { "url": "http://127.0.0.1:9/mcp",
+                 "headers": { "Authorization": "Bearer literal-secret-4711 ${EXTRA:-}", "X-Team": "team-blue" } },
+        "local": { "command": SERVER, "env": { "PLAIN": "plain-value-0815", "FROM": "${FROM_VAR:-x}" } } }));
+    for name in ["web", "local"] {
+        for args in [vec!["mcp", "get", name], vec!["mcp", "get", name, "--json"]] {
+            let out = env.clat(&args);
+            let shown = format!("{}{}", stdout(&out), stderr(&out));
+            for secret in ["literal-secret-4711", "team-blue", "plain-value-0815"] {
+                assert!(!shown.contains(secret), "{args:?} showed {secret}: {shown}");
+            }
+        }
+    }
+    let web = json_of(&env.clat(&["mcp", "get", "web", "--json"]));
+    assert_eq!(web["entry"]["headers"]["Authorization"], "**** (uses ${EXTRA})");
+    assert_eq!(web["entry"]["headers"]["X-Team"], "****");
+    let local = json_of(&env.clat(&["mcp", "get", "local", "--json"]));
+    assert_eq!(local["entry"]["env"]["FROM"], "**** (uses ${FROM_VAR})");
+    let shown = json_of(&env.clat(&["mcp", "get", "web", "--json", "--show-secrets"]));
+    assert_eq!(shown["entry"]["headers"]["Authorization"], "Bearer literal-secret-4711 ${EXTRA:-}");
+}
+
+#[test]
+fn a_relative_cwd_never_leaves_the_home() {
+    let env = TestEnv::trusted();
+    env.write_mcp_config(json!({
+        "up": { "command": SERVER, "cwd": "../outside" },
+        "var": { "command": SERVER, "cwd": "${UP_DIR}" },
+        "inside": { "command": SERVER, "cwd": "work/../work" } }));
+    std::fs::create_dir_all(env.home.join("work")).unwrap();
+    let out = env.clat_with_env(&["mcp", "--json"], &[("UP_DIR", "a/../../..")]);
+    let status = json_of(&out);
+    for name in ["up", "var"] {
+        let problem = server(&status, name)["problems"][0].as_str().unwrap_or_default().to_string();
+        assert_eq!(server(&status, name)["state"], "failed", "{status}");
+        assert!(problem.contains("`cwd` climbs out of CLAT's home"), "{name}: {problem}");
+    }
+    assert_eq!(server(&status, "inside")["state"], "ready", "{status}");
 }

@@ -344,3 +344,37 @@ fn clat_call_says_which_server_missed_the_initial_surface() {
         stderr(&out)
     );
 }
+
+#[test]
+fn a_malformed_entry_replaces_its_package_too_and_its_error_stays_in_view() {
+    let env = TestEnv::trusted();
+    let package = env.dir.path().join("pkg");
+    std::fs::create_dir_all(&package).unwrap();
+    std::fs::copy(SERVER, package.join("server")).unwrap();
+    std::fs::write(
+        package.join("clat-plugin.toml"),
+        "name = \"packaged\"\nversion = \"1\"\nkind = \"mcp-stdio\"\nentry = \"server\"\n",
+    )
+    .unwrap();
+    let out = env.clat(&["plugin", "install", package.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // The user means to replace the package and mistypes a key; a broken URL entry beside it.
+    env.write_mcp_config(
+        json!({ "packaged": { "command": SERVER, "timeout": 5 }, "remote": { "url": "ftp://x.example" } }),
+    );
+    let v = tools_json(&env);
+    let names: Vec<&str> = v["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(!names.iter().any(|n| n.starts_with("mcp_packaged_")), "the package started behind the entry: {names:?}");
+    let reports: Vec<&Value> = v["extensions"].as_array().unwrap().iter().filter(|e| e["name"] == "packaged").collect();
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    assert_eq!(reports[0]["state"], "failed", "{reports:?}");
+    let problems = reports[0]["problems"].to_string();
+    assert!(problems.contains("unknown key `timeout`"), "the entry's error is shown: {problems}");
+    assert!(problems.contains("replaces the installed mcp-stdio package packaged"), "{problems}");
+    let remote = v["extensions"].as_array().unwrap().iter().find(|e| e["name"] == "remote").unwrap();
+    assert_eq!(remote["kind"], "mcp-http", "a broken url entry is an HTTP server's: {remote}");
+    let out = env.clat(&["mcp", "--json"]);
+    let status: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let remote = status["servers"].as_array().unwrap().iter().find(|s| s["name"] == "remote").unwrap();
+    assert_eq!(remote["transport"], "streamable-http", "{remote}");
+}

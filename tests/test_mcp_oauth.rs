@@ -14,7 +14,7 @@ use std::sync::Arc;
 use clat_mcp::auth::{AuthError, Authorizer, CredentialStore, MemoryStore, OAuthSettings, ScriptedBrowser, Step};
 use clat_mcp::{ClientError, ClientInfo, HttpSpec, NoServerRequests, Session};
 use serde_json::json;
-use support::{HttpServer, TestEnv};
+use support::{HttpServer, TestEnv, stderr};
 
 const BROWSER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/scripted-browser.py");
 
@@ -514,4 +514,106 @@ fn logging_in_to_a_server_that_does_not_ask_for_oauth_says_so() {
     assert!(text(&out).contains("the server does not ask for OAuth"), "{}", text(&out));
     assert!(credential_files(&env).is_empty());
     assert!(!server.log().iter().any(|l| l.contains("register") || l.contains("authorize")), "{:?}", server.log());
+}
+
+/// A browser stand-in that records what it was asked to open (and opens nothing).
+fn recording_browser(env: &TestEnv) -> (String, std::path::PathBuf) {
+    let (script, opened) = (env.dir.path().join("recording-browser"), env.dir.path().join("opened"));
+    std::fs::write(&script, format!("#!/bin/sh\nprintf '%s\\n' \"$@\" >> '{}'\n", opened.display())).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (script.display().to_string(), opened)
+}
+
+#[test]
+fn a_login_page_that_is_not_https_never_reaches_the_browser() {
+    for (endpoint, scheme) in [
+        ("file:///etc/passwd", "file"),
+        ("javascript:alert(document.domain)", "javascript"),
+        ("smb://attacker.example/share", "smb"),
+        ("ms-msdt:/id%20PCWDiagnostic", "ms-msdt"),
+        ("http://attacker.example/authorize", "http"),
+    ] {
+        let server = HttpServer::start(&["--oauth", "--authorization-endpoint", endpoint]);
+        let env = TestEnv::trusted();
+        env.write_mcp_config(json!({ "web": { "url": server.url } }));
+        let (browser, opened) = recording_browser(&env);
+        let out = env.clat_with_env(&["mcp", "login", "web"], &[("BROWSER", browser.as_str())]);
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(7), "{endpoint}: {said}");
+        assert!(said.contains(&format!("`authorization_endpoint` is a {scheme}: URL")), "{endpoint}: {said}");
+        assert!(!opened.exists(), "{endpoint} reached the browser: {:?}", std::fs::read_to_string(&opened));
+        assert!(!said.contains("Log in on this page"), "no login page is shown: {said}");
+        assert!(!server.log().iter().any(|l| l.contains("/as/register")), "nothing was registered: {:?}", server.log());
+        assert!(credential_files(&env).is_empty());
+    }
+}
+
+#[test]
+fn a_token_endpoint_on_plain_http_off_loopback_gets_no_code() {
+    // A documentation address (RFC 5737): nothing is ever sent there.
+    let server = HttpServer::start(&["--oauth", "--token-endpoint", "http://192.0.2.7/as/token"]);
+    let env = TestEnv::trusted();
+    env.write_mcp_config(json!({ "web": { "url": server.url } }));
+    let (browser, opened) = recording_browser(&env);
+    let out = env.clat_with_env(&["mcp", "login", "web"], &[("BROWSER", browser.as_str())]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(7), "{said}");
+    assert!(said.contains("`token_endpoint` is a http: URL (192.0.2.7)"), "{said}");
+    assert!(!opened.exists(), "no login started, so no code exists to be sent");
+    assert!(!server.log().iter().any(|l| l.contains("/as/authorize")), "{:?}", server.log());
+}
+
+#[test]
+fn a_token_file_others_can_read_is_made_0600_again_with_a_warning() {
+    let server = HttpServer::start(&["--oauth"]);
+    let env = TestEnv::trusted();
+    env.write_mcp_config(json!({ "web": { "url": server.url } }));
+    let out = env.clat_with_env(&["mcp", "login", "web"], &[("BROWSER", BROWSER)]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let file = credential_files(&env).pop().unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = env.clat(&["call", "mcp_web_echo", r#"{"a":1}"#, "--mode", "full-access"]);
+    assert_eq!(out.status.code(), Some(0), "the token still works: {}", text(&out));
+    assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    let said = stderr(&out);
+    assert!(said.contains("was readable by others (mode 0644); its mode is now 0600"), "{said}");
+    assert!(said.contains(&file.display().to_string()), "the warning names the file: {said}");
+}
+
+#[test]
+fn the_browser_outlives_the_login_that_opened_it() {
+    let server = HttpServer::start(&["--oauth"]);
+    let env = TestEnv::trusted();
+    env.write_mcp_config(json!({ "web": { "url": server.url } }));
+    // Like a real opener: it leaves the browser running in the background and returns.
+    let (script, pid_file) = (env.dir.path().join("browser"), env.dir.path().join("browser.pid"));
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\nsleep 300 &\necho $! > '{}'\nexec '{BROWSER}' \"$@\"\n", pid_file.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = env.clat_with_env(&["mcp", "login", "web"], &[("BROWSER", script.to_str().unwrap())]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    // Running, not a zombie left by a kill.
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let alive = state.rfind(')').is_some_and(|i| !state[i + 1..].trim_start().starts_with('Z'));
+    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+    assert!(alive, "the browser's process was killed with the login's teardown");
+}
+
+#[test]
+fn an_unreachable_token_endpoint_is_said_in_words_not_redacted() {
+    // A loopback port nothing listens on: allowed, and unreachable.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let token = format!("http://{closed}/as/token");
+    let server = HttpServer::start(&["--oauth", "--token-endpoint", &token]);
+    let env = TestEnv::trusted();
+    env.write_mcp_config(json!({ "web": { "url": server.url } }));
+    let out = env.clat_with_env(&["mcp", "login", "web"], &[("BROWSER", BROWSER)]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(7), "{said}");
+    assert!(said.contains("the token endpoint could not be reached"), "{said}");
+    assert!(!said.contains("token [REDACTED]"), "{said}");
 }

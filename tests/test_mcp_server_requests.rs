@@ -535,3 +535,30 @@ async fn a_modern_http_server_reaches_host_services_through_input_required_under
     in_flight.await.unwrap().unwrap();
     scope.close().await;
 }
+
+#[test]
+fn only_a_host_services_version_this_host_implements_opts_a_server_in() {
+    let env = TestEnv::trusted();
+    let ask = json!({ "method": "io.artec.clat/tools/call",
+                      "params": { "name": "run_command", "arguments": { "command": "touch planted" } } })
+    .to_string();
+    for (version, opted_in) in [("9.9.9", false), ("0.1.0", true)] {
+        env.write_mcp_config(json!({ "srv": { "command": SERVER,
+            "args": ["--host-services-version", version, "--tool-names", "echo,ask_host"] } }));
+        let out = env.clat(&["call", "mcp_srv_ask_host", &ask, "--mode", "full-access"]);
+        let said = String::from_utf8_lossy(&out.stdout).to_string();
+        assert_eq!(out.status.code(), Some(0), "{said}");
+        assert_eq!(env.project.join("planted").exists(), opted_in, "version {version}: {said}");
+        if !opted_in {
+            assert!(said.contains("-32601"), "refused as an unknown method: {said}");
+            let out = env.clat(&["mcp", "--json"]);
+            let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+            let problems = status["servers"][0]["problems"].to_string();
+            assert!(
+                problems.contains("advertises io.artec.clat/hostServices with version \\\"9.9.9\\\"")
+                    && problems.contains("implements 0.1.0"),
+                "{problems}"
+            );
+        }
+    }
+}

@@ -84,3 +84,29 @@ async fn a_server_that_ignores_end_of_input_is_killed_after_the_grace() {
     let err = scope.registry().call("mcp_other_echo", json!({}), &run).await.unwrap_err();
     assert!(matches!(err, CallError::Withdrawn { .. }), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_closed_while_its_prompts_resolve_is_torn_down_in_order() {
+    let env = TestEnv::trusted();
+    let (log, pid_file) = (env.dir.path().join("srv.log"), env.dir.path().join("srv.pid"));
+    // Its tools register; its marked prompt p0 never resolves.
+    env.write_mcp_config(json!({ "slow": { "command": SERVER,
+        "args": ["--prompts", "1", "--prompt-hang", "p0", "--log-file", log, "--pid-file", pid_file] } }));
+    let scope = std::sync::Arc::new(env.mount());
+    scope.start_extensions();
+    wait_for_line(&log, "prompt p0").await;
+    assert!(scope.registry().list().iter().any(|t| t.name.starts_with("mcp_slow_")), "its tools registered first");
+
+    let started = Instant::now();
+    scope.close().await;
+    assert!(started.elapsed() < Duration::from_secs(30), "bounded: {:?}", started.elapsed());
+    assert!(!pid_alive(&pid_file), "the server outlived the scope's close");
+    // Ordered: its stdin was closed (the server saw end of input) after it was asked for the prompt.
+    let lines = log_lines(&log);
+    let asked = lines.iter().position(|l| l.starts_with("prompt p0"));
+    let eof = lines.iter().rposition(|l| l == "end of input");
+    assert!(asked.is_some() && eof > asked, "{lines:?}");
+    assert!(!scope.registry().list().iter().any(|t| t.name.starts_with("mcp_slow_")), "its tools were withdrawn");
+    let status = scope.extensions().into_iter().find(|e| e.name == "slow").unwrap();
+    assert_eq!(status.state, "closed", "{status:?}");
+}

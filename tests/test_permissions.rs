@@ -141,6 +141,7 @@ fn the_terminal_prompt_shows_tool_source_effect_and_complete_arguments() {
     let request = ApprovalRequest {
         tool: "mcp_fs_write".into(),
         source: "mcp:fs/write".into(),
+        asked_by: None,
         effect: Effect::Write,
         arguments: json!({ "path": "a.txt", "content": long }),
         mode: PermissionMode::Ask,

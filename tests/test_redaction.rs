@@ -49,3 +49,13 @@ fn a_configured_env_value_echoed_on_stderr_is_scrubbed_from_the_tail() {
     assert!(all.contains("config DATA_DIR=[REDACTED]"), "the tail is shown, scrubbed: {all}");
     assert!(!all.contains("plain-looking-value-42"), "{all}");
 }
+
+#[test]
+fn a_glm_key_is_redacted_though_no_entry_configured_it() {
+    let env = TestEnv::trusted();
+    let key = "0123456789abcdef0123456789abcdef.AbCdEfGh12345678";
+    env.write_mcp_config(json!({ "leaky": { "command": SERVER, "args": ["--list-error", format!("upstream said key {key} is out of credit")] } }));
+    let all = everything_printed(&env);
+    assert!(all.contains("upstream said key [REDACTED] is out of credit"), "{all}");
+    assert!(!all.contains(key), "{all}");
+}

@@ -310,7 +310,9 @@ async fn a_schema_reference_to_another_document_is_never_fetched() {
         output_schema: None,
         annotations: Default::default(),
     };
-    let name = registry.register_external(clat_host::names::ExternalKind::Mcp, "srv", &spec, false, ok_tool()).unwrap();
+    let name = registry
+        .register_external(clat_host::names::ExternalKind::Mcp, "srv", &support::identity(), &spec, false, ok_tool())
+        .unwrap();
     let (run, _) = run_in(PermissionMode::FullAccess);
     let ok = registry.call(&name, json!({ "id": "ada-1", "profile": { "anything": 1 } }), &run).await;
     assert!(ok.is_ok(), "the network reference accepts any value: {ok:?}");

@@ -169,6 +169,7 @@ fn the_sampling_prompt_is_its_own_and_shows_the_whole_payload() {
     let shown = clat_host::permissions::TerminalApprover::render(&ApprovalRequest {
         tool: clat_host::permissions::SAMPLING_APPROVAL.into(),
         source: "wasm:summarize".into(),
+        asked_by: Some("wasm:summarize".into()),
         effect: clat_host::contract::Effect::Network,
         arguments: clat_host::sampling::approval_payload(&req, "clat-offline-1"),
         mode: PermissionMode::Ask,

@@ -134,3 +134,33 @@ fn a_process_that_left_its_group_with_setsid_dies_when_clat_ends() {
     assert_eq!(out.status.code(), Some(0), "{}", support::stderr(&out));
     assert!(wait_pid_gone(&env.project.join("daemon.pid")), "the setsid'd process outlived clat");
 }
+
+#[test]
+fn a_stop_signal_during_a_servers_call_is_a_cancel_never_a_withdrawal() {
+    // The run's cancel and the scope's teardown both end the call; either way it is `cancelled`, exit 6.
+    for attempt in 0..3 {
+        let env = TestEnv::trusted();
+        let log = env.dir.path().join("srv.log");
+        env.write_mcp_config(
+            json!({ "srv": { "command": SERVER, "args": ["--tool-names", "echo,slow", "--log-file", log] } }),
+        );
+        let script = env.dir.path().join("script.jsonl");
+        std::fs::write(&script, format!("{}\n", json!({ "tool": "mcp_srv_slow", "arguments": { "ms": 60_000 } })))
+            .unwrap();
+        let clat = spawn_clat(&env, &["exec", script.to_str().unwrap(), "--mode", "full-access"]);
+        for _ in 0..2000 {
+            if std::fs::read_to_string(&log).is_ok_and(|l| l.contains("call slow")) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        signal(&clat, Signal::SIGTERM);
+        let out = clat.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(6), "attempt {attempt}: {stdout}");
+        assert!(
+            stdout.contains(r#""kind":"cancelled""#) && !stdout.contains("withdrawn"),
+            "attempt {attempt}: {stdout}"
+        );
+    }
+}

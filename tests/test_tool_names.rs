@@ -89,9 +89,13 @@ fn non_ascii_names_still_fit_the_limit() {
 #[test]
 fn a_collision_after_normalization_is_reported_and_skipped() {
     let registry = Registry::new(&NATIVE_TOOL_NAMES);
-    let first = registry.register_external(ExternalKind::Mcp, "srv", &spec("get-item"), false, ok_tool()).unwrap();
+    let first = registry
+        .register_external(ExternalKind::Mcp, "srv", &support::identity(), &spec("get-item"), false, ok_tool())
+        .unwrap();
     assert_eq!(first, "mcp_srv_get_item");
-    let err = registry.register_external(ExternalKind::Mcp, "srv", &spec("get.item"), false, ok_tool()).unwrap_err();
+    let err = registry
+        .register_external(ExternalKind::Mcp, "srv", &support::identity(), &spec("get.item"), false, ok_tool())
+        .unwrap_err();
     assert!(
         matches!(&err, RegistrationError::Collision { name, existing, .. }
         if name == "mcp_srv_get_item" && existing == "mcp:srv/get-item"),
@@ -117,11 +121,17 @@ fn an_external_tool_never_replaces_a_native_one() {
             ok_tool(),
         )
         .unwrap();
-    let err = registry.register_external(ExternalKind::Mcp, "fs", &spec("read-file"), false, ok_tool()).unwrap_err();
+    let err = registry
+        .register_external(ExternalKind::Mcp, "fs", &support::identity(), &spec("read-file"), false, ok_tool())
+        .unwrap_err();
     assert!(matches!(err, RegistrationError::Collision { .. }), "{err}");
     // Even before the native tool registers, its name is reserved.
     let registry = Registry::new(&["mcp_fs_read_file"]);
-    assert!(registry.register_external(ExternalKind::Mcp, "fs", &spec("read_file"), false, ok_tool()).is_err());
+    assert!(
+        registry
+            .register_external(ExternalKind::Mcp, "fs", &support::identity(), &spec("read_file"), false, ok_tool())
+            .is_err()
+    );
     assert!(registry.list().is_empty());
     // Only reserved names can be native.
     let err = registry
@@ -133,10 +143,14 @@ fn an_external_tool_never_replaces_a_native_one() {
 #[test]
 fn every_registration_after_freeze_is_rejected_and_reported() {
     let registry = Registry::new(&NATIVE_TOOL_NAMES);
-    registry.register_external(ExternalKind::Wasm, "p", &spec("early"), false, ok_tool()).unwrap();
+    registry
+        .register_external(ExternalKind::Wasm, "p", &support::identity(), &spec("early"), false, ok_tool())
+        .unwrap();
     registry.freeze();
     assert!(registry.is_frozen());
-    let err = registry.register_external(ExternalKind::Wasm, "p", &spec("late"), false, ok_tool()).unwrap_err();
+    let err = registry
+        .register_external(ExternalKind::Wasm, "p", &support::identity(), &spec("late"), false, ok_tool())
+        .unwrap_err();
     assert!(matches!(&err, RegistrationError::Frozen { name, .. } if name == "wasm_p_late"), "{err}");
     let err = registry
         .register_native("read_file", "x", json!({ "type": "object" }), clat_host::contract::Effect::Read, ok_tool())
@@ -152,12 +166,12 @@ fn invalid_schemas_are_reported_and_skipped() {
     let mut bad = spec("bad");
     bad.input_schema = "{not json".into();
     assert!(matches!(
-        registry.register_external(ExternalKind::Mcp, "s", &bad, false, ok_tool()),
+        registry.register_external(ExternalKind::Mcp, "s", &support::identity(), &bad, false, ok_tool()),
         Err(RegistrationError::InvalidSchema { .. })
     ));
     bad.input_schema = json!({ "type": 12 }).to_string();
     assert!(matches!(
-        registry.register_external(ExternalKind::Mcp, "s", &bad, false, ok_tool()),
+        registry.register_external(ExternalKind::Mcp, "s", &support::identity(), &bad, false, ok_tool()),
         Err(RegistrationError::InvalidSchema { .. })
     ));
     assert!(registry.list().is_empty());
@@ -169,7 +183,7 @@ fn listing_shows_source_original_name_effect_description_and_schema() {
     let mut s = spec("Fetch Page");
     s.annotations.read_only = Some(true);
     s.input_schema = json!({ "type": "object", "properties": { "url": { "type": "string" } } }).to_string();
-    registry.register_external(ExternalKind::Mcp, "web", &s, false, ok_tool()).unwrap();
+    registry.register_external(ExternalKind::Mcp, "web", &support::identity(), &s, false, ok_tool()).unwrap();
     let info = &registry.list()[0];
     assert_eq!(info.name, "mcp_web_Fetch_Page");
     assert_eq!(info.source, ToolSource::Mcp { server: "web".into(), tool: "Fetch Page".into() });

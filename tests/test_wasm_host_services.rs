@@ -214,7 +214,10 @@ async fn nothing_but_context_and_log_is_served_outside_a_run() {
     let env = TestEnv::trusted();
     let scope = env.mount();
     let services = scope.services();
-    let err = services.call_tool(HostTool::ReadFile, r#"{"path":"x"}"#, "wasm:t", None).await.unwrap_err();
+    let err = services
+        .call_tool(HostTool::ReadFile, r#"{"path":"x"}"#, "wasm:t", &support::identity(), None)
+        .await
+        .unwrap_err();
     assert_eq!(err, HostError::NoActiveRun);
     let form = clat_host::contract::ElicitationForm { message: String::new(), fields: vec![] };
     assert_eq!(services.elicit(&form, "wasm:t", None).await.unwrap_err(), HostError::NoActiveRun);

@@ -142,6 +142,11 @@ impl ToolHandler for SlowTool {
     }
 }
 
+/// The identity a test registers an extension's tools under.
+pub fn identity() -> clat_host::identity::Identity {
+    clat_host::identity::Identity::stdio("test-extension", &[])
+}
+
 /// An always-"ok" handler.
 pub fn ok_tool() -> Arc<dyn ToolHandler> {
     Arc::new(FnTool(|_| ToolOutput::text("ok")))

@@ -9,6 +9,37 @@ use serde_json::json;
 
 struct TestGuests;
 
+/// The length of the secret `plant_secret` writes and `scan_secret` looks for.
+const SECRET_LEN: usize = 64;
+
+/// `plant_secret {"secret": 64 bytes, "heap_mib": N}`: copies of the secret in
+/// static memory and across a heap grown to N MiB, each 8-byte aligned.
+fn plant_secret(args: &Args) -> Result<ToolOutput, String> {
+    let secret = args.required_str("secret")?.as_bytes().to_vec();
+    if secret.len() != SECRET_LEN {
+        return Err(format!("the secret must be {SECRET_LEN} bytes"));
+    }
+    let mut planted = PLANTED.lock().unwrap_or_else(|p| p.into_inner());
+    for chunk in planted.0.chunks_mut(SECRET_LEN) {
+        chunk.copy_from_slice(&secret);
+    }
+    let bytes = args.i64("heap_mib").unwrap_or(4) as usize * 1024 * 1024;
+    let mut heap: Vec<u64> = Vec::with_capacity(bytes / 8);
+    let words: Vec<u64> = secret.chunks(8).map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes"))).collect();
+    while heap.len() + words.len() <= bytes / 8 {
+        heap.extend_from_slice(&words);
+    }
+    std::hint::black_box(&heap);
+    // The heap is left as it is: its pages hold the secret after the call.
+    std::mem::forget(heap);
+    Ok(text(format!("planted {} copies", bytes / 8 / words.len() + planted.0.len() / SECRET_LEN)))
+}
+
+/// Static memory the planted secret also goes to (8-byte aligned).
+#[repr(align(8))]
+struct Planted([u8; 4096]);
+static PLANTED: std::sync::Mutex<Planted> = std::sync::Mutex::new(Planted([0; 4096]));
+
 fn open(name: &str) -> ToolSpec {
     tool(name, "test tool").read_only().closed_world().build()
 }
@@ -30,6 +61,8 @@ impl RawPlugin for TestGuests {
             "log_spam",
             "stdout_spam",
             "probe",
+            "plant_secret",
+            "scan_secret",
         ]
         .into_iter()
         .map(open)
@@ -186,6 +219,47 @@ impl RawPlugin for TestGuests {
                     })
                     .to_string(),
                 ))
+            }
+            "plant_secret" => plant_secret(&args),
+            "scan_secret" => {
+                // {"masked": [byte + 1, …], "heap_mib": N}: the secret, each byte
+                // plus one, so it never stands whole in this instance's memory.
+                // Grows linear memory past N MiB without writing to it, then
+                // counts the aligned copies of the secret in all of it. With
+                // "secret" too, it plants it first (the scan's own check).
+                if args.0.get("secret").is_some() {
+                    plant_secret(&args)?;
+                }
+                let masked: Vec<u8> = args.0["masked"]
+                    .as_array()
+                    .ok_or("masked: an array of bytes")?
+                    .iter()
+                    .map(|b| b.as_u64().unwrap_or(0) as u8)
+                    .collect();
+                if masked.len() != SECRET_LEN {
+                    return Err(format!("the secret must be {SECRET_LEN} bytes"));
+                }
+                let word = |i: usize| u64::from_le_bytes(std::array::from_fn(|j| masked[i * 8 + j].wrapping_sub(1)));
+                const PAGE: usize = 65536;
+                let wanted = (args.i64("heap_mib").unwrap_or(4) as usize * 1024 * 1024) / PAGE + 64;
+                let pages = core::arch::wasm32::memory_size(0);
+                if pages < wanted {
+                    core::arch::wasm32::memory_grow(0, wanted - pages);
+                }
+                let size = core::arch::wasm32::memory_size(0) * PAGE;
+                let first = word(0);
+                let mut found = 0u32;
+                // From 8: address 0 is never read.
+                let mut at = 8;
+                while at + SECRET_LEN <= size {
+                    // SAFETY: every address below `size` is this instance's linear memory.
+                    let read = |addr: usize| unsafe { core::ptr::read_volatile(addr as *const u64) };
+                    if read(at) == first && (1..SECRET_LEN / 8).all(|i| read(at + i * 8) == word(i)) {
+                        found += 1;
+                    }
+                    at += 8;
+                }
+                Ok(text(json!({ "found": found, "scanned_bytes": size }).to_string()))
             }
             other => Err(format!("no tool {other:?}")),
         }
