@@ -151,16 +151,7 @@ fn an_installed_package_named_like_a_pack_server_replaces_it() {
     let bin = glm_env(&env);
     let provider = HttpServer::start(&["--require-auth", KEY]);
     let base = provider.url.trim_end_matches("/mcp").to_string();
-    let package = env.dir.path().join("pkg");
-    std::fs::create_dir_all(&package).unwrap();
-    std::fs::copy(SERVER, package.join("server")).unwrap();
-    std::fs::write(
-        package.join("clat-plugin.toml"),
-        "name = \"glm-search\"\nversion = \"1\"\nkind = \"mcp-stdio\"\nentry = \"server\"\nargs = [\"--tools\", \"1\"]\n",
-    )
-    .unwrap();
-    let out = env.clat(&["plugin", "install", package.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    env.install_test_server_package("glm-search", &["--tools", "1"]);
     let path = path_with(&bin);
     let vars = [("GLM_TEST_API_KEY", KEY), ("CLAT_GLM_MCP_BASE_URL", base.as_str()), ("PATH", path.as_str())];
     let out = env.clat_with_env(&["mcp", "--json"], &vars);

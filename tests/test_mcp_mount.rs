@@ -101,16 +101,7 @@ fn a_malformed_mcp_json_is_reported_and_the_rest_still_works() {
 #[test]
 fn installed_mcp_stdio_packages_run_in_their_artifact_dir() {
     let env = TestEnv::trusted();
-    let package = env.dir.path().join("pkg");
-    std::fs::create_dir_all(&package).unwrap();
-    std::fs::copy(SERVER, package.join("server")).unwrap();
-    std::fs::write(
-        package.join("clat-plugin.toml"),
-        "name = \"packaged\"\nversion = \"1\"\nkind = \"mcp-stdio\"\nentry = \"server\"\nargs = [\"--tools\", \"2\"]\n",
-    )
-    .unwrap();
-    let out = env.clat(&["plugin", "install", package.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    env.install_test_server_package("packaged", &["--tools", "2"]);
     let out = env.clat(&["call", "mcp_packaged_cwd", "{}", "--mode", "full-access"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let cwd = stdout(&out).trim().to_string();
@@ -348,16 +339,7 @@ fn clat_call_says_which_server_missed_the_initial_surface() {
 #[test]
 fn a_malformed_entry_replaces_its_package_too_and_its_error_stays_in_view() {
     let env = TestEnv::trusted();
-    let package = env.dir.path().join("pkg");
-    std::fs::create_dir_all(&package).unwrap();
-    std::fs::copy(SERVER, package.join("server")).unwrap();
-    std::fs::write(
-        package.join("clat-plugin.toml"),
-        "name = \"packaged\"\nversion = \"1\"\nkind = \"mcp-stdio\"\nentry = \"server\"\n",
-    )
-    .unwrap();
-    let out = env.clat(&["plugin", "install", package.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    env.install_test_server_package("packaged", &[]);
     // The user means to replace the package and mistypes a key; a broken URL entry beside it.
     env.write_mcp_config(
         json!({ "packaged": { "command": SERVER, "timeout": 5 }, "remote": { "url": "ftp://x.example" } }),

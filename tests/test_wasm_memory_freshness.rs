@@ -22,7 +22,7 @@ use clat_host::wasm::{Allocator, EngineOptions, WasmRuntime, load_file};
 use serde_json::{Value, json};
 use support::{TestEnv, run_in, text};
 use wasm_encoder::{
-    CodeSection, ElementSection, Elements, ExportKind, ExportSection, Function, FunctionSection, HeapType,
+    BlockType, CodeSection, ElementSection, Elements, ExportKind, ExportSection, Function, FunctionSection, HeapType,
     Instruction as I, MemArg, MemorySection, MemoryType, Module, RefType, TableSection, TableType, TypeSection,
     ValType,
 };
@@ -105,6 +105,29 @@ async fn a_guest_never_sees_what_the_previous_call_left_in_its_memory() {
     eprintln!("{CALLS} calls, no secret found; madvise(MADV_PAGEOUT) accepted for {paged_out} mappings");
 }
 
+/// Grow the memory by `pages`, then run `body` for every 8-byte word of all of
+/// it, its address in local 1 (local 2 holds the end).
+fn over_memory<'a>(pages: u64, body: &[I<'a>]) -> Vec<I<'a>> {
+    let mut code = vec![
+        I::I32Const(pages as i32),
+        I::MemoryGrow(0),
+        I::Drop,
+        I::MemorySize(0),
+        I::I32Const(65536),
+        I::I32Mul,
+        I::LocalSet(2),
+        I::Block(BlockType::Empty),
+        I::Loop(BlockType::Empty),
+        I::LocalGet(1),
+        I::LocalGet(2),
+        I::I32GeU,
+        I::BrIf(1),
+    ];
+    code.extend_from_slice(body);
+    code.extend([I::LocalGet(1), I::I32Const(8), I::I32Add, I::LocalSet(1), I::Br(0), I::End, I::End]);
+    code
+}
+
 /// One core module with a memory (1 page, at most 512) and a funcref table
 /// (64 elements, at most 100,000), exporting `plant(secret: i64)` — grow the
 /// memory by HEAP_MIB and write the secret into every 8-byte word of it, set
@@ -150,30 +173,8 @@ fn freshness_module() -> Vec<u8> {
     let word = MemArg { offset: 0, align: 3, memory_index: 0 };
     // Locals after the parameter (0: secret): 1 address, 2 end, 3 count.
     let mut plant = Function::new([(2, ValType::I32)]);
-    for instruction in [
-        I::I32Const(pages as i32),
-        I::MemoryGrow(0),
-        I::Drop,
-        I::MemorySize(0),
-        I::I32Const(65536),
-        I::I32Mul,
-        I::LocalSet(2),
-        I::Block(wasm_encoder::BlockType::Empty),
-        I::Loop(wasm_encoder::BlockType::Empty),
-        I::LocalGet(1),
-        I::LocalGet(2),
-        I::I32GeU,
-        I::BrIf(1),
-        I::LocalGet(1),
-        I::LocalGet(0),
-        I::I64Store(word),
-        I::LocalGet(1),
-        I::I32Const(8),
-        I::I32Add,
-        I::LocalSet(1),
-        I::Br(0),
-        I::End,
-        I::End,
+    let write_secret = [I::LocalGet(1), I::LocalGet(0), I::I64Store(word)];
+    let fill_table = [
         I::I32Const(0),
         I::RefFunc(2),
         I::TableSize(0),
@@ -183,47 +184,23 @@ fn freshness_module() -> Vec<u8> {
         I::TableGrow(0),
         I::Drop,
         I::End,
-    ] {
-        plant.instruction(&instruction);
+    ];
+    for instruction in over_memory(pages, &write_secret).iter().chain(&fill_table) {
+        plant.instruction(instruction);
     }
     let mut scan = Function::new([(3, ValType::I32)]);
-    for instruction in [
-        I::I32Const(pages as i32),
-        I::MemoryGrow(0),
-        I::Drop,
-        I::MemorySize(0),
-        I::I32Const(65536),
-        I::I32Mul,
-        I::LocalSet(2),
-        I::Block(wasm_encoder::BlockType::Empty),
-        I::Loop(wasm_encoder::BlockType::Empty),
-        I::LocalGet(1),
-        I::LocalGet(2),
-        I::I32GeU,
-        I::BrIf(1),
-        I::LocalGet(1),
-        I::I64Load(word),
-        I::LocalGet(0),
-        I::I64Eq,
-        I::LocalGet(3),
-        I::I32Add,
-        I::LocalSet(3),
-        I::LocalGet(1),
-        I::I32Const(8),
-        I::I32Add,
-        I::LocalSet(1),
-        I::Br(0),
-        I::End,
-        I::End,
-        // The table: grow by as much (null), then count what is not null.
+    let count_secret =
+        [I::LocalGet(1), I::I64Load(word), I::LocalGet(0), I::I64Eq, I::LocalGet(3), I::I32Add, I::LocalSet(3)];
+    // The table: grow by as much (null), then count what is not null.
+    let count_table = [
         I::RefNull(HeapType::FUNC),
         I::I32Const(1000),
         I::TableGrow(0),
         I::Drop,
         I::I32Const(0),
         I::LocalSet(1),
-        I::Block(wasm_encoder::BlockType::Empty),
-        I::Loop(wasm_encoder::BlockType::Empty),
+        I::Block(BlockType::Empty),
+        I::Loop(BlockType::Empty),
         I::LocalGet(1),
         I::TableSize(0),
         I::I32GeU,
@@ -244,8 +221,9 @@ fn freshness_module() -> Vec<u8> {
         I::End,
         I::LocalGet(3),
         I::End,
-    ] {
-        scan.instruction(&instruction);
+    ];
+    for instruction in over_memory(pages, &count_secret).iter().chain(&count_table) {
+        scan.instruction(instruction);
     }
     let mut marker = Function::new([]);
     marker.instruction(&I::End);

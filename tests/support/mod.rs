@@ -72,6 +72,20 @@ impl TestEnv {
         std::fs::read_to_string(self.home.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
     }
 
+    /// Install the MCP test server as the `mcp-stdio` package `name`, started with `args`.
+    pub fn install_test_server_package(&self, name: &str, args: &[&str]) {
+        let package = self.dir.path().join(format!("pkg-{name}"));
+        std::fs::create_dir_all(&package).unwrap();
+        std::fs::copy(clat_test_server_artifact::MCP_TEST_SERVER, package.join("server")).unwrap();
+        let manifest = format!(
+            "name = \"{name}\"\nversion = \"1\"\nkind = \"mcp-stdio\"\nentry = \"server\"\nargs = {}\n",
+            serde_json::to_string(args).unwrap()
+        );
+        std::fs::write(package.join("clat-plugin.toml"), manifest).unwrap();
+        let out = self.clat(&["plugin", "install", package.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
+
     pub fn write_mcp_config(&self, config: Value) {
         std::fs::create_dir_all(&self.home).unwrap();
         std::fs::write(self.home.join("mcp.json"), config.to_string()).unwrap();
