@@ -349,7 +349,7 @@ fn mcp_get_masks_every_env_and_header_value_unless_asked_to_show_them() {
     let env = TestEnv::trusted();
     env.write_mcp_config(json!({
         "web": { "url": "http://127.0.0.1:9/mcp",
-                 "headers": { "Authorization": "Bearer literal-secret-4711 ${EXTRA:-}", "X-Team": "team-blue" } },
+                 "headers": { "Authorization": "Bearer literal-secret-4711 ${EXTRA:-}", "X-Team": "team-blue ${TEAM:-}" } },
         "local": { "command": SERVER, "env": { "PLAIN": "plain-value-0815", "FROM": "${FROM_VAR:-x}" } } }));
     for name in ["web", "local"] {
         for args in [vec!["mcp", "get", name], vec!["mcp", "get", name, "--json"]] {
@@ -362,7 +362,8 @@ fn mcp_get_masks_every_env_and_header_value_unless_asked_to_show_them() {
     }
     let web = json_of(&env.clat(&["mcp", "get", "web", "--json"]));
     assert_eq!(web["entry"]["headers"]["Authorization"], "**** (uses ${EXTRA})");
-    assert_eq!(web["entry"]["headers"]["X-Team"], "****");
+    // A value no key rule would catch, beside a variable: masked all the same.
+    assert_eq!(web["entry"]["headers"]["X-Team"], "**** (uses ${TEAM})");
     let local = json_of(&env.clat(&["mcp", "get", "local", "--json"]));
     assert_eq!(local["entry"]["env"]["FROM"], "**** (uses ${FROM_VAR})");
     let shown = json_of(&env.clat(&["mcp", "get", "web", "--json", "--show-secrets"]));

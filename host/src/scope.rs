@@ -158,7 +158,7 @@ impl ProjectScope {
     /// tools. A broken plugin is isolated: it contributes nothing, and its
     /// status says why.
     pub async fn load_plugins(&self) -> Vec<ExtensionStatus> {
-        use ExtensionState::{Configured, Failed, Ready, Starting};
+        use ExtensionState::{Closed, Configured, Failed, Ready, Starting};
         let installed = match PackageStore::new(&self.home).list() {
             Ok(list) => list,
             Err(e) => {
@@ -174,6 +174,11 @@ impl ProjectScope {
             if !self.start.wants(ExtensionKind::Wasm, name) {
                 let status = ExtensionStatus::new(name, ExtensionKind::Wasm, Configured, Some(NOT_NEEDED.into()));
                 statuses.push(self.set_status(status));
+                continue;
+            }
+            if self.closing.is_cancelled() {
+                let why = "the scope closed before it started".to_string();
+                statuses.push(self.set_status(ExtensionStatus::new(name, ExtensionKind::Wasm, Closed, Some(why))));
                 continue;
             }
             let mut status = self.set_status(ExtensionStatus::new(name, ExtensionKind::Wasm, Starting, None));

@@ -176,8 +176,10 @@ async fn until<T>(
     work: impl std::future::Future<Output = T>,
 ) -> Result<T, Stopped> {
     tokio::select! {
-        done = within(deadline, work) => done.ok_or(Stopped::TooSlow),
+        // A scope already closing starts nothing.
+        biased;
         _ = closing.cancelled() => Err(Stopped::Closing),
+        done = within(deadline, work) => done.ok_or(Stopped::TooSlow),
     }
 }
 
