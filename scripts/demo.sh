@@ -62,4 +62,8 @@ expect 0 -- mcp
 printf '%s\n' '{"tool":"wasm_hello_greet","arguments":{"name":"a script"}}' \
   '{"tool":"mcp_demo_server_echo","arguments":{"from":"a script"}}' '{"tool":"list_files"}' > "$work/script.jsonl"
 expect 0 -- exec "$work/script.jsonl" --mode full-access
+# The same platform as a library: the front door (`clat_host::Platform`) in a
+# minimal agent loop whose offline model calls a native, a WASM and an MCP tool.
+printf '\n$ cargo run -p clat-host --example agent -- --project <demo project> --mode full-access\n'
+cargo run --quiet -p clat-host --example agent -- --project "$project" --mode full-access 2>/dev/null
 printf '\ndemo finished: every step behaved as expected\n'

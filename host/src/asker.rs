@@ -21,17 +21,36 @@ pub struct ChoiceItem {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Question {
     /// Free text, with an optional default taken on an empty answer.
-    Text { prompt: String, default: Option<String> },
+    Text {
+        /// What is asked.
+        prompt: String,
+        /// The answer an empty reply gives.
+        default: Option<String>,
+    },
     /// Yes or no, with an optional default taken on an empty answer.
-    YesNo { prompt: String, default: Option<bool> },
+    YesNo {
+        /// What is asked.
+        prompt: String,
+        /// The answer an empty reply gives.
+        default: Option<bool>,
+    },
     /// One of the options (by index), with an optional default index.
-    Choice { prompt: String, options: Vec<ChoiceItem>, default: Option<usize> },
+    Choice {
+        /// What is asked.
+        prompt: String,
+        /// The options, in order.
+        options: Vec<ChoiceItem>,
+        /// The option an empty reply picks.
+        default: Option<usize>,
+    },
 }
 
 /// An answer to a question.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Answer {
+    /// The text given.
     Text(String),
+    /// Yes (`true`) or no.
     YesNo(bool),
     /// The index of the chosen option.
     Choice(usize),
@@ -54,6 +73,7 @@ pub enum AskError {
 /// Asks the user questions.
 #[async_trait]
 pub trait UserAsker: Send + Sync {
+    /// Ask one question; an error when nobody can answer or the user cancelled.
     async fn ask(&self, question: &Question) -> Result<Answer, AskError>;
 }
 

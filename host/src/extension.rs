@@ -55,6 +55,7 @@ pub enum ExtensionKind {
 }
 
 impl ExtensionKind {
+    /// The stable name (`wasm`, `mcp-stdio`, `mcp-http`).
     pub fn as_str(self) -> &'static str {
         match self {
             ExtensionKind::Wasm => "wasm",
@@ -108,6 +109,7 @@ pub enum ExtensionState {
 }
 
 impl ExtensionState {
+    /// The stable name (`configured`, `starting`, `ready`, …).
     pub fn as_str(self) -> &'static str {
         match self {
             ExtensionState::Configured => "configured",
@@ -135,8 +137,11 @@ impl PartialEq<&str> for ExtensionState {
 /// How one extension fared in this scope.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ExtensionStatus {
+    /// Its name: the server's in `mcp.json`, the plugin's in its manifest.
     pub name: String,
+    /// A WASM plugin, a stdio MCP server or an HTTP one.
     pub kind: ExtensionKind,
+    /// Where it is in its lifecycle.
     pub state: ExtensionState,
     /// The registered names of its tools.
     pub tools: Vec<String>,
@@ -192,6 +197,7 @@ impl ExtensionStatus {
 /// what is installed but unused: a native tool starts nothing.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum StartFilter {
+    /// Every extension.
     #[default]
     All,
     /// Only the extensions whose tool-name prefix can produce one of these names.

@@ -23,67 +23,156 @@ use crate::permissions::{Approver, HeadlessApprover, Rule};
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum RunEventKind {
     /// The run began.
-    RunStarted { mode: String },
+    RunStarted {
+        /// Its permission mode.
+        mode: String,
+    },
     /// A tool call was resolved and is about to pass the permission pipeline.
-    ToolStarted { call_id: u64, tool: String, source: String, effect: String },
+    ToolStarted {
+        /// The call's number in the run (1, 2, …).
+        call_id: u64,
+        /// The registered tool name.
+        tool: String,
+        /// Where the tool comes from (`native`, `mcp:server/tool`, `wasm:plugin/tool`).
+        source: String,
+        /// The tool's effect.
+        effect: String,
+    },
     /// The permission pipeline decided.
     Permission {
+        /// The call's number in the run.
         call_id: u64,
+        /// The registered tool name.
         tool: String,
+        /// The tool's effect.
         effect: String,
         /// What the mode table said: allow, ask or deny.
         rule: Rule,
         /// True when the call may go ahead.
         allowed: bool,
-        /// `mode` when the table decided, `approver` when someone was asked.
+        /// `mode` when the table decided, `stored` when a kept approval did,
+        /// `approver` when someone was asked.
         decided_by: String,
         /// Why it was denied, when it was.
         reason: Option<String>,
     },
     /// The tool call ended (successfully, with `is_error`, or with a pipeline error).
-    ToolFinished { call_id: u64, tool: String, duration_ms: u64, is_error: bool, error: Option<String> },
+    ToolFinished {
+        /// The call's number in the run.
+        call_id: u64,
+        /// The registered tool name.
+        tool: String,
+        /// How long it took.
+        duration_ms: u64,
+        /// Whether it ended as an error (a tool-level one, or the pipeline's).
+        is_error: bool,
+        /// The pipeline's error, when there was one.
+        error: Option<String>,
+    },
     /// The call's deadline moved out because its extension was waiting on the
-    /// host (sampling, elicitation); `extended_ms` is the total so far.
-    DeadlineExtended { call_id: u64, tool: String, extended_ms: u64 },
+    /// host (sampling, elicitation).
+    DeadlineExtended {
+        /// The call's number in the run.
+        call_id: u64,
+        /// The registered tool name.
+        tool: String,
+        /// The total extension so far.
+        extended_ms: u64,
+    },
     /// A process group owned by the run was killed.
-    ProcessKilled { pgid: i32, reason: String },
+    ProcessKilled {
+        /// The group.
+        pgid: i32,
+        /// Why (the run ended, was cancelled, a command timed out).
+        reason: String,
+    },
     /// A sampling request was reserved, reconciled or refused (used by the sampling gates).
-    Sampling { source: String, outcome: String, input_tokens: u64, output_tokens: u64 },
+    Sampling {
+        /// The extension that asked (`mcp:srv`, `wasm:plugin`).
+        source: String,
+        /// `reserved`, `completed`, `refused: …`, `failed: …`, `cancelled`.
+        outcome: String,
+        /// The tokens counted for what was sent.
+        input_tokens: u64,
+        /// The tokens counted for the answer.
+        output_tokens: u64,
+    },
     /// A plugin asked the user to fill in a form.
-    Elicitation { source: String, fields: u32, outcome: String },
+    Elicitation {
+        /// The extension that asked.
+        source: String,
+        /// How many fields the form has.
+        fields: u32,
+        /// `accepted`, `declined`, `cancelled`, or why it failed.
+        outcome: String,
+    },
     /// A plugin called a host tool through host services (the call itself
     /// follows as `tool_started` … `tool_finished`).
-    HostToolCall { source: String, tool: String },
-    /// A plugin wrote a log line through host services (bounded).
-    PluginLog { source: String, level: String, message: String },
-    /// An extension that had stopped was started again for a call of this run
-    /// (`restarts`: how many times in this scope so far).
-    ExtensionRestarted { extension: String, restarts: u32, reason: String },
-    /// A WASM plugin's outgoing HTTP request (under its grant), once it ended
-    /// or was refused: never headers, bodies or the query. `status` is absent
-    /// when no response came; `error` says why it was refused or failed.
-    HttpRequest {
+    HostToolCall {
+        /// The extension that called.
         source: String,
+        /// The host tool.
+        tool: String,
+    },
+    /// A plugin wrote a log line through host services (bounded).
+    PluginLog {
+        /// The plugin.
+        source: String,
+        /// `trace`, `debug`, `info`, `warn` or `error`.
+        level: String,
+        /// The line, redacted and cut.
+        message: String,
+    },
+    /// An extension that had stopped was started again for a call of this run.
+    ExtensionRestarted {
+        /// `mcp:srv`.
+        extension: String,
+        /// How many times in this scope so far.
+        restarts: u32,
+        /// Why it had stopped.
+        reason: String,
+    },
+    /// A WASM plugin's outgoing HTTP request (under its grant), once it ended
+    /// or was refused: never headers, bodies or the query.
+    HttpRequest {
+        /// The plugin.
+        source: String,
+        /// The HTTP method.
         method: String,
+        /// `http` or `https`.
         scheme: String,
+        /// The host, in canonical form.
         host: String,
+        /// The port.
         port: u16,
+        /// The path, without its query.
         path: String,
+        /// The response's status; absent when no response came.
         status: Option<u16>,
+        /// The response body's bytes read.
         bytes: u64,
+        /// How long it took.
         duration_ms: u64,
+        /// Why it was refused or failed, when it was.
         error: Option<String>,
     },
     /// The run ended.
-    RunFinished { cancelled: bool },
+    RunFinished {
+        /// Whether it was cancelled.
+        cancelled: bool,
+    },
 }
 
 /// One event with its run id, sequence number and time since the run started.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunEvent {
+    /// The run's id.
     pub run_id: String,
+    /// The event's number in the run (0, 1, 2, …).
     pub seq: u64,
+    /// Time since the run started.
     pub elapsed_ms: u64,
+    /// What happened.
     #[serde(flatten)]
     pub kind: RunEventKind,
 }
@@ -126,6 +215,7 @@ impl EventSink for CollectingSink {
 /// Writes each event as one JSON line.
 pub struct JsonLinesSink<W: Write + Send>(Mutex<W>);
 impl<W: Write + Send> JsonLinesSink<W> {
+    /// Events as JSON lines into `writer` (stdout, stderr, a file).
     pub fn new(writer: W) -> Self {
         JsonLinesSink(Mutex::new(writer))
     }

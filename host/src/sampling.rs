@@ -16,10 +16,15 @@ use crate::run::{RunContext, RunEventKind};
 /// What a provider answered, with its usage.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Completion {
+    /// The answer's text.
     pub text: String,
+    /// The model that answered, as it named itself.
     pub model: String,
+    /// Why it stopped (`endTurn`, `maxTokens`, …), when it says.
     pub stop_reason: Option<String>,
+    /// The tokens it read, as it reports them (they reconcile the run's budget).
     pub input_tokens: u32,
+    /// The tokens it wrote.
     pub output_tokens: u32,
 }
 

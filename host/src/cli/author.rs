@@ -7,23 +7,20 @@
 //! `clat call`, with the session model of the real home.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use serde_json::{Value, json};
 
 use super::exit::{Exit, Failure};
 use super::shutdown::Shutdown;
-use crate::asker::HeadlessAsker;
 use crate::authoring::Language;
 use crate::authoring::build::{CASES_FILE, DIST_DIR, build, detect};
 use crate::authoring::cases::{Case, Outcome, judge, read_cases};
 use crate::extension::StartFilter;
 use crate::native::process::SandboxPolicy;
 use crate::packages::{Manifest, PackageKind, PackageStore, read_manifest};
-use crate::permissions::HeadlessApprover;
+use crate::platform::{MountOptions, Platform, Project, RunOptions};
 use crate::registry::ToolSource;
-use crate::run::{NullSink, RunContext};
-use crate::scope::{ProjectScope, WASM_CACHE_DIR};
+use crate::scope::WASM_CACHE_DIR;
 use crate::trust::{ClatHome, TrustStore};
 use crate::wasm::imports::check_component;
 
@@ -144,9 +141,16 @@ fn mount(
     package: &Manifest,
     project: &Path,
     sandbox: SandboxPolicy,
-) -> Result<Arc<ProjectScope>, Failure> {
-    let options = super::scope_options(real, sandbox, StartFilter::Named(vec![package.name.clone()]))?;
-    Ok(Arc::new(ProjectScope::mount(&throwaway.home, project, options)?))
+) -> Result<Project, Failure> {
+    let configuration = |e: crate::model::ModelConfigError| Failure::new(Exit::Usage, "configuration", e.to_string());
+    let model = crate::model::active_model(real, |k| std::env::var(k).ok()).map_err(configuration)?;
+    let options = MountOptions {
+        start: StartFilter::Named(vec![package.name.clone()]),
+        sandbox,
+        model: Some(crate::model::provider_for(model.as_ref()).map_err(configuration)?),
+        compile_observer: super::progress::compile_observer(),
+    };
+    Ok(Platform::open(Some(throwaway.home.path()))?.mount(project, options)?)
 }
 
 pub(crate) struct PluginCall {
@@ -162,10 +166,10 @@ pub(crate) struct PluginCall {
 pub(crate) async fn call(real: &ClatHome, call: PluginCall, shutdown: &Shutdown) -> Result<Exit, Failure> {
     let package = package_of(&call.package, call.no_build)?;
     let (throwaway, manifest) = throwaway_home(real, &call.project, &package, call.grant, "call")?;
-    let scope = mount(real, &throwaway, &manifest, &call.project, call.sandbox)?;
-    scope.start_extensions();
-    let result = super::runs::call(&scope, call.request, shutdown).await;
-    scope.close().await;
+    let project = mount(real, &throwaway, &manifest, &call.project, call.sandbox)?;
+    project.start_extensions();
+    let result = super::runs::call(&project, call.request, shutdown).await;
+    project.close().await;
     drop(throwaway);
     result
 }
@@ -238,11 +242,11 @@ pub(crate) async fn test(
             return report(&package, &checks, &[], json);
         }
     };
-    let scope = mount(real, &throwaway, &manifest, project, SandboxPolicy::default())?;
+    let mounted = mount(real, &throwaway, &manifest, project, SandboxPolicy::default())?;
     let loaded = tokio::select! {
-        statuses = scope.load_extensions() => statuses,
+        statuses = mounted.load_extensions() => statuses,
         _ = shutdown.token().cancelled() => {
-            scope.close().await;
+            mounted.close().await;
             return Err(super::runs::interrupted(shutdown));
         }
     };
@@ -257,7 +261,7 @@ pub(crate) async fn test(
             None => "the package was not loaded".into(),
         },
     });
-    for entry in scope.registry().list() {
+    for entry in mounted.tools() {
         let own = match &entry.source {
             ToolSource::Wasm { plugin, tool } | ToolSource::Mcp { server: plugin, tool }
                 if *plugin == manifest.name =>
@@ -279,28 +283,25 @@ pub(crate) async fn test(
             if shutdown.token().is_cancelled() {
                 break;
             }
-            results.push((case, run_case(&scope, case).await));
+            results.push((case, run_case(&mounted, case).await));
         }
     }
-    scope.close().await;
+    mounted.close().await;
     drop(throwaway);
     let results: Vec<(&Case, Result<(), String>)> = results;
     report(&package, &checks, &results, json)
 }
 
-/// One case as its own headless run (`ask` denies: nobody can answer).
-async fn run_case(scope: &ProjectScope, case: &Case) -> Result<(), String> {
-    let builder = RunContext::builder()
-        .mode(case.mode)
-        .approver(Arc::new(HeadlessApprover))
-        .asker(Arc::new(HeadlessAsker))
-        .events(Arc::new(NullSink));
-    let run = scope.start_run(builder);
-    let outcome = match super::runs::resolve_tool_quietly(scope, &case.tool) {
-        Ok(tool) => scope.registry().call(&tool, case.arguments.clone(), &run).await.map_err(Failure::from),
-        Err(unknown) => Err(unknown),
+/// One case as its own headless run (`ask` denies: nobody can answer), keeping no approval.
+async fn run_case(project: &Project, case: &Case) -> Result<(), String> {
+    let options = RunOptions { mode: case.mode, keep_approvals: false, ..RunOptions::default() };
+    let outcome = match project.start_run(options).await {
+        Ok(run) => match super::runs::resolve_tool_quietly(project, &case.tool) {
+            Ok(tool) => run.call(&tool, case.arguments.clone()).await.map_err(Failure::from),
+            Err(unknown) => Err(unknown),
+        },
+        Err(e) => Err(Failure::from(e)),
     };
-    scope.finish_run(&run);
     match &outcome {
         Ok(output) => judge(case, Outcome::Result(output)),
         Err(f) => judge(case, Outcome::Error { kind: f.kind, message: &f.message }),

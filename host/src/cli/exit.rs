@@ -8,6 +8,7 @@ use crate::approvals::ApprovalsError;
 use crate::authoring::AuthoringError;
 use crate::mcp::config_file::EditError;
 use crate::packages::PackageError;
+use crate::platform::PlatformError;
 use crate::registry::CallError;
 use crate::scope::ScopeError;
 use crate::trust::TrustError;
@@ -105,6 +106,18 @@ impl From<CallError> for Failure {
             CallError::Withdrawn { .. } => (Exit::Internal, "withdrawn"),
         };
         Failure::new(exit, kind, e.to_string())
+    }
+}
+
+/// The front door's errors: each as its part's.
+impl From<PlatformError> for Failure {
+    fn from(e: PlatformError) -> Self {
+        match e {
+            PlatformError::Home(t) => t.into(),
+            PlatformError::Mount(s) => s.into(),
+            PlatformError::Model(m) => Failure::new(Exit::Usage, "configuration", m.to_string()),
+            PlatformError::Approvals(a) => a.into(),
+        }
     }
 }
 

@@ -13,12 +13,11 @@ use serde_json::{Map, Value, json};
 
 use super::exit::{Exit, Failure};
 use super::shutdown::Shutdown;
-use super::{project_dir, runs, scope_options, status};
+use super::{project_dir, runs, status};
 use crate::extension::{ExtensionState, ExtensionStatus, StartFilter};
 use crate::mcp::config_file::{McpConfigFile, masked_entry};
-use crate::native::process::SandboxPolicy;
+use crate::platform::{MountOptions, Platform};
 use crate::registry::ToolInfo;
-use crate::scope::ProjectScope;
 use crate::trust::ClatHome;
 
 #[derive(Subcommand, Debug)]
@@ -301,18 +300,18 @@ async fn status_of(
     shutdown: &Shutdown,
     show: impl FnOnce(&[ExtensionStatus], &[ToolInfo]),
 ) -> Result<bool, Failure> {
-    let options = scope_options(home, SandboxPolicy::default(), start)?;
-    let scope = ProjectScope::mount(home, &project_dir(project)?, options)?;
+    let platform = Platform::open(Some(home.path()))?;
+    let project = platform.mount(&project_dir(project)?, MountOptions { start, ..MountOptions::default() })?;
     let servers = tokio::select! {
-        servers = scope.load_mcp_servers() => Some(servers),
+        servers = project.load_mcp_servers() => Some(servers),
         _ = shutdown.token().cancelled() => None,
     };
-    scope.registry().freeze();
+    project.freeze();
     let failed = servers.as_ref().is_some_and(|s| s.iter().any(|s| s.state == ExtensionState::Failed));
     if let Some(servers) = &servers {
-        show(servers, &scope.registry().list());
+        show(servers, &project.tools());
     }
-    scope.close().await;
+    project.close().await;
     match servers {
         Some(_) => Ok(failed),
         None => Err(runs::interrupted(shutdown)),

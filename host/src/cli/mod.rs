@@ -27,7 +27,6 @@ mod status;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use serde_json::json;
@@ -40,8 +39,7 @@ use crate::contract::PermissionMode;
 use crate::extension::StartFilter;
 use crate::native::NATIVE_TOOL_NAMES;
 use crate::native::process::SandboxPolicy;
-use crate::scope::{ProjectScope, ScopeOptions};
-use crate::trust::{ClatHome, TrustStore};
+use crate::platform::{MountOptions, Platform, Project};
 
 /// `clat --version`: the package version, the commit it was built from and the contract versions it accepts.
 static VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
@@ -369,14 +367,15 @@ fn usage(e: String) -> Failure {
 }
 
 async fn dispatch(cli: Cli, shutdown: &Shutdown) -> Result<Exit, Failure> {
-    let home = ClatHome::resolve(cli.home.as_deref())?;
+    let platform = Platform::open(cli.home.as_deref())?;
+    let home = platform.clat_home().clone();
     match cli.command {
         Command::Trust { dir, json } => {
             let dir = match dir {
                 Some(d) => d,
                 None => project_dir(cli.project)?,
             };
-            let root = TrustStore::new(&home).trust(&dir)?;
+            let root = platform.trust(&dir)?;
             if json {
                 println!("{}", json!({ "trusted": root.display().to_string() }));
             } else {
@@ -393,17 +392,16 @@ async fn dispatch(cli: Cli, shutdown: &Shutdown) -> Result<Exit, Failure> {
             Ok(Exit::Ok)
         }
         Command::Tools { json } => {
-            let options = scope_options(&home, SandboxPolicy::default(), StartFilter::All)?;
-            let scope = ProjectScope::mount(&home, &project_dir(cli.project)?, options)?;
+            let project = mount(&platform, cli.project, mount_options(SandboxPolicy::default(), StartFilter::All))?;
             let loaded = tokio::select! {
-                _ = scope.load_extensions() => true,
+                _ = project.load_extensions() => true,
                 _ = shutdown.token().cancelled() => false,
             };
-            scope.registry().freeze();
+            project.freeze();
             if loaded {
-                status::print_tools(&scope, json);
+                status::print_tools(&project, json);
             }
-            scope.close().await;
+            project.close().await;
             if loaded { Ok(Exit::Ok) } else { Err(runs::interrupted(shutdown)) }
         }
         Command::Mcp { json, command } => mcp::mcp(&home, cli.project, command, json, shutdown).await,
@@ -411,9 +409,9 @@ async fn dispatch(cli: Cli, shutdown: &Shutdown) -> Result<Exit, Failure> {
         Command::Approvals { json, command } => approvals::approvals(&home, cli.project, command, json),
         Command::Call { tool, call } => {
             let (request, sandbox) = call.request(tool)?;
-            let scope = mount_for_runs(&home, cli.project, sandbox, std::slice::from_ref(&request.tool))?;
-            let result = runs::call(&scope, request, shutdown).await;
-            scope.close().await;
+            let project = mount_for_runs(&platform, cli.project, sandbox, std::slice::from_ref(&request.tool))?;
+            let result = runs::call(&project, request, shutdown).await;
+            project.close().await;
             result
         }
         Command::Exec { script, mode, sandbox } => {
@@ -422,46 +420,38 @@ async fn dispatch(cli: Cli, shutdown: &Shutdown) -> Result<Exit, Failure> {
             // The whole script is read and checked before anything is mounted or started.
             let steps = runs::read_script(&script)?;
             let tools: Vec<String> = steps.iter().map(|s| s.tool.clone()).collect();
-            let scope = mount_for_runs(&home, cli.project, sandbox, &tools)?;
-            let result = runs::exec(&scope, &steps, mode, shutdown).await;
-            scope.close().await;
+            let project = mount_for_runs(&platform, cli.project, sandbox, &tools)?;
+            let result = runs::exec(&project, &steps, mode, shutdown).await;
+            project.close().await;
             result
         }
     }
 }
 
-/// Mount the project for runs (`call`, `exec`): the session model from the
-/// configuration, then the startup worker in the background, starting only
-/// the extensions that can own one of `tools` (a native tool needs none).
+/// Mount the project for runs (`call`, `exec`) and start, in the background,
+/// only the extensions that can own one of `tools` (a native tool needs none).
 fn mount_for_runs(
-    home: &ClatHome,
+    platform: &Platform,
     project: Option<PathBuf>,
     sandbox: SandboxPolicy,
     tools: &[String],
-) -> Result<Arc<ProjectScope>, Failure> {
+) -> Result<Project, Failure> {
     let external: Vec<String> = tools.iter().filter(|t| !NATIVE_TOOL_NAMES.contains(&t.as_str())).cloned().collect();
     // A server's or plugin's own tool name (`echo`) could be any extension's: start them all to resolve it.
     let bare = external.iter().any(|t| !t.starts_with("mcp_") && !t.starts_with("wasm_"));
     let start = if bare { StartFilter::All } else { StartFilter::OwnersOf(external) };
-    let options = scope_options(home, sandbox, start)?;
-    let scope = Arc::new(ProjectScope::mount(home, &project_dir(project)?, options)?);
-    scope.start_extensions();
-    Ok(scope)
+    let project = mount(platform, project, mount_options(sandbox, start))?;
+    project.start_extensions();
+    Ok(project)
 }
 
-/// What a mount takes from the configuration: the session model (for sampling)
-/// and, when that model is the GLM Coding Plan, its pack of servers.
-fn scope_options(home: &ClatHome, sandbox: SandboxPolicy, start: StartFilter) -> Result<ScopeOptions, Failure> {
-    let env = |k: &str| std::env::var(k).ok();
-    let configuration = |e: crate::model::ModelConfigError| Failure::new(Exit::Usage, "configuration", e.to_string());
-    let model = crate::model::active_model(home, env).map_err(configuration)?;
-    let provider = crate::model::provider_for(model.as_ref()).map_err(configuration)?;
-    let glm_plan = crate::mcp::glm::coding_plan(model.as_ref(), env);
-    Ok(ScopeOptions {
-        sandbox,
-        provider: Some(provider),
-        glm_plan,
-        start,
-        compile_observer: progress::compile_observer(),
-    })
+/// Mount `project` (default: the current directory) through the front door.
+fn mount(platform: &Platform, project: Option<PathBuf>, options: MountOptions) -> Result<Project, Failure> {
+    Ok(platform.mount(&project_dir(project)?, options)?)
+}
+
+/// How the command line mounts: the session model from the home's
+/// configuration (the platform reads it), compile progress on stderr.
+fn mount_options(sandbox: SandboxPolicy, start: StartFilter) -> MountOptions {
+    MountOptions { start, sandbox, model: None, compile_observer: progress::compile_observer() }
 }

@@ -11,23 +11,22 @@ use serde_json::{Value, json};
 
 use super::exit::{Exit, Failure};
 use super::shutdown::Shutdown;
-use crate::approvals::{ApprovalMemory, ApprovalStore};
 use crate::asker::{HeadlessAsker, TerminalAsker, UserAsker};
 use crate::contract::PermissionMode;
 use crate::contract::json::tool_output_to_json;
 use crate::permissions::{Approver, HeadlessApprover, TerminalApprover};
-use crate::run::{EventSink, JsonLinesSink, NullSink, RunBuilder, RunContext};
-use crate::scope::ProjectScope;
+use crate::platform::{Project, Run, RunOptions};
+use crate::run::{EventSink, JsonLinesSink, NullSink};
 
 /// Start the command's run once the initial surface is up; a stop signal
-/// before that ends the command (the caller closes the scope). While the run
+/// before that ends the command (the caller closes the project). While the run
 /// lasts, a stop signal cancels it: its calls end and its process groups die.
-async fn start_run(scope: &ProjectScope, builder: RunBuilder, shutdown: &Shutdown) -> Result<RunContext, Failure> {
+async fn start_run(project: &Project, options: RunOptions, shutdown: &Shutdown) -> Result<Run, Failure> {
     let run = tokio::select! {
-        run = scope.start_run_when_ready(builder) => run,
+        run = project.start_run(options) => run?,
         _ = shutdown.token().cancelled() => return Err(interrupted(shutdown)),
     };
-    for late in scope.missed_initial_surface() {
+    for late in project.missed_initial_surface() {
         let what = if late.kind.is_mcp() { "server" } else { "plugin" };
         eprintln!(
             "clat: {what} {} missed the {} s initial surface, so its tools are not in this run; restart after fixing \
@@ -36,7 +35,7 @@ async fn start_run(scope: &ProjectScope, builder: RunBuilder, shutdown: &Shutdow
             crate::limits::INITIAL_SURFACE_WAIT.as_secs()
         );
     }
-    let (token, cancel) = (shutdown.token().clone(), run.clone());
+    let (token, cancel) = (shutdown.token().clone(), run.context().clone());
     tokio::spawn(async move {
         token.cancelled().await;
         cancel.cancel();
@@ -99,36 +98,31 @@ pub(crate) fn read_script(path: &Path) -> Result<Vec<ScriptStep>, Failure> {
 /// call's result, is a JSON line on stdout. The exit code is the first failing
 /// call's (0 when all succeeded); a cancelled run skips the rest.
 pub(crate) async fn exec(
-    scope: &ProjectScope,
+    project: &Project,
     steps: &[ScriptStep],
     mode: PermissionMode,
     shutdown: &Shutdown,
 ) -> Result<Exit, Failure> {
-    let builder = RunContext::builder()
-        .mode(mode)
-        .approvals(kept_approvals(scope)?)
-        .approver(Arc::new(HeadlessApprover))
-        .asker(Arc::new(HeadlessAsker))
-        .events(Arc::new(JsonLinesSink::new(std::io::stdout())));
-    let run = start_run(scope, builder, shutdown).await?;
+    let events: Arc<dyn EventSink> = Arc::new(JsonLinesSink::new(std::io::stdout()));
+    let run = start_run(project, RunOptions { mode, events, ..RunOptions::default() }, shutdown).await?;
     let mut exit = Exit::Ok;
     for step in steps {
         if run.is_cancelled() {
             break;
         }
-        let result = match resolve_tool(scope, &step.tool) {
-            Ok(tool) => scope.registry().call(&tool, step.arguments.clone(), &run).await.map_err(Failure::from),
+        let result = match resolve_tool(project, &step.tool) {
+            Ok(tool) => run.call(&tool, step.arguments.clone()).await.map_err(Failure::from),
             Err(unknown) => Err(unknown),
         };
         let (line, step_exit) = match result {
             Ok(output) => {
                 let failed = output.is_error;
-                let line = json!({ "type": "call_result", "run_id": run.run_id(), "line": step.line, "tool": step.tool,
+                let line = json!({ "type": "call_result", "run_id": run.id(), "line": step.line, "tool": step.tool,
                                    "result": tool_output_to_json(&output) });
                 (line, if failed { Exit::ToolError } else { Exit::Ok })
             }
             Err(failure) => {
-                let line = json!({ "type": "call_result", "run_id": run.run_id(), "line": step.line, "tool": step.tool,
+                let line = json!({ "type": "call_result", "run_id": run.id(), "line": step.line, "tool": step.tool,
                                    "error": { "kind": failure.kind, "message": failure.message } });
                 (line, failure.exit)
             }
@@ -142,7 +136,7 @@ pub(crate) async fn exec(
             exit = step_exit;
         }
     }
-    scope.finish_run(&run);
+    run.finish();
     Ok(exit)
 }
 
@@ -170,8 +164,8 @@ pub(crate) fn parse_arguments(text: Option<&str>) -> Result<Value, Failure> {
 /// server's or plugin's own tool name (`echo`) when exactly one registered
 /// tool has it (said on stderr), listing them when several do; else an
 /// unknown tool, with the nearest registered name when one is close.
-pub(crate) fn resolve_tool(scope: &ProjectScope, name: &str) -> Result<String, Failure> {
-    let resolved = resolve_tool_quietly(scope, name)?;
+pub(crate) fn resolve_tool(project: &Project, name: &str) -> Result<String, Failure> {
+    let resolved = resolve_tool_quietly(project, name)?;
     if resolved != name {
         eprintln!("clat: {name} is {resolved}");
     }
@@ -179,9 +173,9 @@ pub(crate) fn resolve_tool(scope: &ProjectScope, name: &str) -> Result<String, F
 }
 
 /// `resolve_tool` without saying what a bare name resolved to.
-pub(crate) fn resolve_tool_quietly(scope: &ProjectScope, name: &str) -> Result<String, Failure> {
+pub(crate) fn resolve_tool_quietly(project: &Project, name: &str) -> Result<String, Failure> {
     let unknown = |message: String| Failure::new(Exit::Usage, "unknown_tool", message);
-    let tools = scope.registry().list();
+    let tools = project.tools();
     if tools.iter().any(|t| t.name == name) {
         return Ok(name.to_string());
     }
@@ -198,7 +192,7 @@ pub(crate) fn resolve_tool_quietly(scope: &ProjectScope, name: &str) -> Result<S
     }
     // A tool of an extension that failed to start: say why it is missing
     // (a server that needs a login says how to log in).
-    let failed = scope.extensions().into_iter().find(|e| {
+    let failed = project.extensions().into_iter().find(|e| {
         e.state == crate::extension::ExtensionState::Failed
             && crate::names::may_own(e.kind.external_kind(), &e.name, name)
     });
@@ -223,12 +217,6 @@ pub(crate) fn resolve_tool_quietly(scope: &ProjectScope, name: &str) -> Result<S
     }))
 }
 
-/// The approvals kept for the scope's project (`clat approvals`); a malformed
-/// file is an error, never read as empty.
-fn kept_approvals(scope: &ProjectScope) -> Result<Arc<dyn ApprovalMemory>, Failure> {
-    Ok(Arc::new(ApprovalStore::open(scope.home(), scope.root())?))
-}
-
 pub(crate) struct CallRequest {
     pub(crate) tool: String,
     pub(crate) arguments: Value,
@@ -237,7 +225,7 @@ pub(crate) struct CallRequest {
     pub(crate) events: bool,
 }
 
-pub(crate) async fn call(scope: &ProjectScope, request: CallRequest, shutdown: &Shutdown) -> Result<Exit, Failure> {
+pub(crate) async fn call(project: &Project, request: CallRequest, shutdown: &Shutdown) -> Result<Exit, Failure> {
     let CallRequest { tool, arguments, mode, json, events } = request;
     let tool = tool.as_str();
     let interactive = TerminalApprover::available();
@@ -245,21 +233,21 @@ pub(crate) async fn call(scope: &ProjectScope, request: CallRequest, shutdown: &
         if interactive { Arc::new(TerminalApprover::default()) } else { Arc::new(HeadlessApprover) };
     let asker: Arc<dyn UserAsker> =
         if interactive { Arc::new(TerminalAsker::terminal()) } else { Arc::new(HeadlessAsker) };
-    let sink: Arc<dyn EventSink> =
+    let events: Arc<dyn EventSink> =
         if events { Arc::new(JsonLinesSink::new(std::io::stderr())) } else { Arc::new(NullSink) };
-    let builder =
-        RunContext::builder().mode(mode).approvals(kept_approvals(scope)?).approver(approver).asker(asker).events(sink);
-    let run = start_run(scope, builder, shutdown).await?;
-    let result = match resolve_tool(scope, tool) {
-        Ok(resolved) => scope.registry().call(&resolved, arguments, &run).await.map_err(Failure::from),
+    let run =
+        start_run(project, RunOptions { mode, approver, asker, events, ..RunOptions::default() }, shutdown).await?;
+    let result = match resolve_tool(project, tool) {
+        Ok(resolved) => run.call(&resolved, arguments).await.map_err(Failure::from),
         Err(unknown) => Err(unknown),
     };
-    scope.finish_run(&run);
+    let run_id = run.id().to_string();
+    run.finish();
     let output = result?;
     if json {
         let mut v = tool_output_to_json(&output);
         v["tool"] = json!(tool);
-        v["runId"] = json!(run.run_id());
+        v["runId"] = json!(run_id);
         println!("{v}");
     } else {
         let mut text = output.joined_text();

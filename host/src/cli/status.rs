@@ -6,8 +6,8 @@ use std::io::Write;
 use serde_json::{Value, json};
 
 use crate::extension::{ExtensionKind, ExtensionState, ExtensionStatus};
+use crate::platform::Project;
 use crate::registry::ToolInfo;
-use crate::scope::ProjectScope;
 
 fn transport(kind: ExtensionKind) -> &'static str {
     if kind == ExtensionKind::McpHttp { "streamable-http" } else { "stdio" }
@@ -95,9 +95,9 @@ pub(crate) fn print_mcp(servers: &[ExtensionStatus], json: bool) {
 }
 
 /// `clat tools`: the registry as a table (problems of extensions on stderr) or as JSON.
-pub(crate) fn print_tools(scope: &ProjectScope, json: bool) {
-    let tools = scope.registry().list();
-    let extensions = scope.extensions();
+pub(crate) fn print_tools(project: &Project, json: bool) {
+    let tools = project.tools();
+    let extensions = project.extensions();
     let mut out = std::io::stdout().lock();
     if json {
         let _ = writeln!(out, "{}", json!({ "tools": tools, "extensions": extensions }));

@@ -40,9 +40,19 @@ pub enum ToolSource {
     /// One of CLAT's own tools.
     Native,
     /// A tool of an MCP server.
-    Mcp { server: String, tool: String },
+    Mcp {
+        /// The server's name.
+        server: String,
+        /// The tool's name on the server.
+        tool: String,
+    },
     /// A tool of a WASM plugin.
-    Wasm { plugin: String, tool: String },
+    Wasm {
+        /// The plugin's name.
+        plugin: String,
+        /// The tool's name in the plugin.
+        tool: String,
+    },
 }
 
 impl ToolSource {
@@ -86,7 +96,12 @@ pub enum Caller<'a> {
     /// The agent (the model, a user's `clat call`).
     Agent,
     /// An extension's host-tool call: its key (`mcp:srv`, `wasm:plugin`) and identity.
-    Extension { key: &'a str, identity: &'a Identity },
+    Extension {
+        /// `mcp:srv` or `wasm:plugin`.
+        key: &'a str,
+        /// What the extension is (its launch spec, URL or package).
+        identity: &'a Identity,
+    },
 }
 
 /// A failure inside a tool's implementation (not a tool-level `is_error`
@@ -185,11 +200,17 @@ impl Drop for InFlight<'_> {
 /// The public description of a registered tool (`clat tools --json`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolInfo {
+    /// The registered name: a native name, `mcp_{server}_{tool}` or `wasm_{plugin}_{tool}`.
     pub name: String,
+    /// Where it comes from.
     pub source: ToolSource,
+    /// Its name as its server or plugin gave it.
     pub original_name: String,
+    /// What it may do, as the permission pipeline sees it.
     pub effect: Effect,
+    /// Its description, as given.
     pub description: String,
+    /// The JSON Schema of its arguments.
     pub input_schema: Value,
 }
 
@@ -212,20 +233,55 @@ pub enum RegistrationError {
 /// Why a call did not produce a tool output.
 #[derive(Debug, thiserror::Error)]
 pub enum CallError {
+    /// No tool of that name is registered.
     #[error("unknown tool {0:?}; `clat tools` lists the registered tools")]
     UnknownTool(String),
+    /// The arguments are too large or fail the tool's schema.
     #[error("invalid arguments for {tool}: {reason}")]
-    InvalidArguments { tool: String, reason: String },
+    InvalidArguments {
+        /// The tool.
+        tool: String,
+        /// What is wrong with them.
+        reason: String,
+    },
+    /// The mode table or the approver refused the call.
     #[error("permission denied for {tool}: {reason}")]
-    Denied { tool: String, reason: String },
+    Denied {
+        /// The tool.
+        tool: String,
+        /// Why, and how to allow it.
+        reason: String,
+    },
+    /// The run was cancelled before the call finished.
     #[error("{tool} was cancelled")]
-    Cancelled { tool: String },
+    Cancelled {
+        /// The tool.
+        tool: String,
+    },
+    /// The call passed its deadline.
     #[error("{tool} timed out after {:.1} s", after.as_secs_f64())]
-    TimedOut { tool: String, after: std::time::Duration },
+    TimedOut {
+        /// The tool.
+        tool: String,
+        /// How long it was given.
+        after: std::time::Duration,
+    },
+    /// The tool's implementation failed (not a tool-level error result).
     #[error("{tool} failed: {error}")]
-    Failed { tool: String, error: ToolError },
+    Failed {
+        /// The tool.
+        tool: String,
+        /// What failed.
+        error: ToolError,
+    },
+    /// The tool's extension was withdrawn (its project is closing).
     #[error("{tool} is no longer available: {reason}")]
-    Withdrawn { tool: String, reason: String },
+    Withdrawn {
+        /// The tool.
+        tool: String,
+        /// Why its extension was withdrawn.
+        reason: String,
+    },
 }
 
 #[derive(Default)]

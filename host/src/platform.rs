@@ -1,0 +1,311 @@
+//! The front door: what an agent that embeds the platform uses, and all the
+//! `clat` command line uses to reach a project. [`Platform`] opens CLAT's
+//! home; [`Platform::mount`] mounts a project behind the trust gate (nothing
+//! is spawned or contacted before it); the [`Project`] starts its WASM plugins
+//! and MCP servers, lists the tools a model may call (native, WASM and MCP in
+//! one registry, each with its schema and effect), and starts [`Run`]s; a run
+//! calls tools through the one permission pipeline under its mode, asks its
+//! [`Approver`] and [`UserAsker`], reports to its [`EventSink`], and can be
+//! cancelled. Closing the project tears every extension down in order.
+//!
+//! ```
+//! use clat_host::{MountOptions, PermissionMode, Platform, RunOptions};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let dir = tempfile::tempdir()?;
+//! # let (home, project) = (dir.path().join("home"), dir.path().join("project"));
+//! # std::fs::create_dir_all(&project)?;
+//! # std::fs::write(project.join("README.md"), "# Demo\n")?;
+//! let platform = Platform::open(Some(&home))?; // None: $CLAT_HOME, else ~/.clat
+//! platform.trust(&project)?; // as `clat trust` does; an untrusted project is never mounted
+//! let project = platform.mount(&project, MountOptions::default())?;
+//! project.start_extensions(); // in the background: the agent is interactive at once
+//! let run = project.start_run(RunOptions { mode: PermissionMode::Ask, ..RunOptions::default() }).await?;
+//! for tool in project.tools() {
+//!     println!("{} ({}): {}", tool.name, tool.effect, tool.description);
+//! }
+//! let output = run.call("list_files", serde_json::json!({})).await?;
+//! assert!(output.joined_text().contains("README.md"));
+//! run.finish();
+//! project.close().await;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! A runnable version is `host/examples/agent.rs`; the rest of the crate's
+//! modules are its parts, public for the command line and the tests.
+
+#![warn(missing_docs)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::approvals::{ApprovalStore, ApprovalsError};
+use crate::asker::{HeadlessAsker, UserAsker};
+use crate::contract::{PermissionMode, ToolOutput};
+use crate::extension::{ExtensionStatus, StartFilter};
+use crate::model::ModelConfigError;
+use crate::native::process::SandboxPolicy;
+use crate::permissions::{Approver, HeadlessApprover};
+use crate::registry::{CallError, SystemPrompt, ToolInfo};
+use crate::run::{EventSink, NullSink, RunContext};
+use crate::sampling::ModelProvider;
+use crate::scope::{ProjectScope, ScopeError, ScopeOptions};
+use crate::trust::{ClatHome, TrustError, TrustStore};
+use crate::wasm::cache::CompileObserver;
+
+/// Why the platform could not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum PlatformError {
+    /// CLAT's home could not be found, read or written, or a project is missing.
+    #[error(transparent)]
+    Home(#[from] TrustError),
+    /// The project could not be mounted: it is not trusted (nothing was started), or cannot be opened.
+    #[error(transparent)]
+    Mount(#[from] ScopeError),
+    /// The session model's configuration (`$CLAT_HOME/config.json`, the environment) is malformed.
+    #[error(transparent)]
+    Model(#[from] ModelConfigError),
+    /// The kept approvals (`$CLAT_HOME/approvals.json`) could not be read.
+    #[error(transparent)]
+    Approvals(#[from] ApprovalsError),
+}
+
+/// CLAT's home, opened: where trust, installed plugins, `mcp.json`, kept
+/// approvals and the compiled-component cache live.
+#[derive(Debug, Clone)]
+pub struct Platform {
+    home: ClatHome,
+}
+
+impl Platform {
+    /// Open the home at `home`, else `$CLAT_HOME`, else `~/.clat` (created on first write).
+    pub fn open(home: Option<&Path>) -> Result<Platform, PlatformError> {
+        Ok(Platform { home: ClatHome::resolve(home)? })
+    }
+
+    /// The home's directory.
+    pub fn home(&self) -> &Path {
+        self.home.path()
+    }
+
+    /// The home, for the parts of the crate that work on it directly.
+    pub fn clat_home(&self) -> &ClatHome {
+        &self.home
+    }
+
+    /// Record trust for the project at `project`; its canonical root.
+    pub fn trust(&self, project: &Path) -> Result<PathBuf, PlatformError> {
+        Ok(TrustStore::new(&self.home).trust(project)?)
+    }
+
+    /// Mount the project at `project`: refused, with nothing started, unless
+    /// it is trusted. Its native tools are registered; its extensions start
+    /// when the project is asked to ([`Project::start_extensions`],
+    /// [`Project::load_extensions`]).
+    pub fn mount(&self, project: &Path, options: MountOptions) -> Result<Project, PlatformError> {
+        let env = |k: &str| std::env::var(k).ok();
+        let model = crate::model::active_model(&self.home, env)?;
+        let provider = match options.model {
+            Some(provider) => provider,
+            None => crate::model::provider_for(model.as_ref())?,
+        };
+        let scope_options = ScopeOptions {
+            sandbox: options.sandbox,
+            provider: Some(provider),
+            glm_plan: crate::mcp::glm::coding_plan(model.as_ref(), env),
+            start: options.start,
+            compile_observer: options.compile_observer,
+        };
+        let scope = ProjectScope::mount(&self.home, project, scope_options)?;
+        Ok(Project { scope: Arc::new(scope) })
+    }
+}
+
+/// How a project is mounted.
+#[derive(Clone, Default)]
+pub struct MountOptions {
+    /// Which extensions start (default: all). `StartFilter::OwnersOf(tools)`
+    /// starts only those that can own one of the tools.
+    pub start: StartFilter,
+    /// The sandbox policy of `run_command` (default: none).
+    pub sandbox: SandboxPolicy,
+    /// The session model that extensions' sampling requests go to (default:
+    /// the one `$CLAT_HOME/config.json` and the environment configure, else
+    /// the offline model).
+    pub model: Option<Arc<dyn ModelProvider>>,
+    /// Told about compilations of WASM plugins that take a while.
+    pub compile_observer: Option<Arc<dyn CompileObserver>>,
+}
+
+/// A mounted, trusted project: one registry of native, WASM and MCP tools,
+/// shared by its runs.
+pub struct Project {
+    scope: Arc<ProjectScope>,
+}
+
+impl Project {
+    /// The project's canonical root.
+    pub fn root(&self) -> &Path {
+        self.scope.root()
+    }
+
+    /// Start the extensions in the background (the agent stays interactive);
+    /// the first run waits for them at most the 20 s initial surface.
+    pub fn start_extensions(&self) {
+        self.scope.start_extensions();
+    }
+
+    /// Start the extensions and wait for each (within its own handshake and
+    /// listing bounds); their statuses.
+    pub async fn load_extensions(&self) -> Vec<ExtensionStatus> {
+        self.scope.load_extensions().await
+    }
+
+    /// The MCP servers only, waited for: their statuses (`clat mcp`).
+    pub async fn load_mcp_servers(&self) -> Vec<ExtensionStatus> {
+        self.scope.load_mcp_servers().await
+    }
+
+    /// Wait, at most `wait`, for the extensions started in the background; true when all are up.
+    pub async fn wait_for_extensions(&self, wait: Duration) -> bool {
+        self.scope.wait_for_initial_surface(wait).await
+    }
+
+    /// Every registered tool, with its source, effect, description and input
+    /// schema: what a model is offered.
+    pub fn tools(&self) -> Vec<ToolInfo> {
+        self.scope.registry().list()
+    }
+
+    /// What each extension did so far: its state, tools, problems, output tail.
+    pub fn extensions(&self) -> Vec<ExtensionStatus> {
+        self.scope.extensions()
+    }
+
+    /// The system-prompt contributions of the project's servers (DSH prompts).
+    pub fn system_prompts(&self) -> Vec<SystemPrompt> {
+        self.scope.system_prompts()
+    }
+
+    /// Start a run: it waits for the extensions started in the background at
+    /// most the 20 s initial surface, then the registry freezes for the
+    /// project's lifetime. The run's kept approvals are this project's.
+    pub async fn start_run(&self, options: RunOptions) -> Result<Run, PlatformError> {
+        let mut builder = RunContext::builder()
+            .mode(options.mode)
+            .approver(options.approver)
+            .asker(options.asker)
+            .events(options.events);
+        if options.keep_approvals {
+            builder = builder.approvals(Arc::new(ApprovalStore::open(self.scope.home(), self.scope.root())?));
+        }
+        if let Some(deadline) = options.deadline {
+            builder = builder.deadline(deadline);
+        }
+        let context = self.scope.start_run_when_ready(builder).await;
+        Ok(Run { context, scope: Arc::clone(&self.scope) })
+    }
+
+    /// Freeze the registry now, without a run: a listing (`clat tools`) takes
+    /// no registration that arrives after it.
+    pub fn freeze(&self) {
+        self.scope.registry().freeze();
+    }
+
+    /// The extensions that were still starting when the registry froze.
+    pub fn missed_initial_surface(&self) -> Vec<ExtensionStatus> {
+        self.scope.missed_initial_surface()
+    }
+
+    /// Close the project: every extension's tools are withdrawn, then it is
+    /// closed (a server's stdin, a grace, its process group killed and reaped).
+    pub async fn close(&self) {
+        self.scope.close().await;
+    }
+
+    /// The project's parts (registry, services, extensions), for the command line and tests.
+    pub fn scope(&self) -> &Arc<ProjectScope> {
+        &self.scope
+    }
+}
+
+/// How a run is started.
+pub struct RunOptions {
+    /// The permission mode (default: `ask`).
+    pub mode: PermissionMode,
+    /// Who answers `ask` (default: deny, saying how to allow: headless).
+    pub approver: Arc<dyn Approver>,
+    /// Who answers extensions' forms (default: none; elicitation fails as unsupported).
+    pub asker: Arc<dyn UserAsker>,
+    /// Where the run's events go (default: nowhere).
+    pub events: Arc<dyn EventSink>,
+    /// Whether the project's kept approvals answer and "always" is kept (default: yes).
+    pub keep_approvals: bool,
+    /// Ends the run's calls this long after it starts (default: none; each call still has its 120 s).
+    pub deadline: Option<Duration>,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            mode: PermissionMode::Ask,
+            approver: Arc::new(HeadlessApprover),
+            asker: Arc::new(HeadlessAsker),
+            events: Arc::new(NullSink),
+            keep_approvals: true,
+            deadline: None,
+        }
+    }
+}
+
+/// One run: its calls share a mode, an approver, a sampling budget, a cancel
+/// token and an event stream. Finishing it (or dropping it) kills the process
+/// groups it still owns and tells the extensions the run is over.
+pub struct Run {
+    context: RunContext,
+    scope: Arc<ProjectScope>,
+}
+
+impl Run {
+    /// The run's id, as in its events.
+    pub fn id(&self) -> &str {
+        self.context.run_id()
+    }
+
+    /// Call the registered tool `tool` with `arguments` through the whole
+    /// pipeline: its schema, the mode and the approver, the deadline, the
+    /// cancel token, the events.
+    pub async fn call(&self, tool: &str, arguments: Value) -> Result<ToolOutput, CallError> {
+        self.scope.registry().call(tool, arguments, &self.context).await
+    }
+
+    /// Cancel the run: calls in flight end as cancelled, its processes die.
+    pub fn cancel(&self) {
+        self.context.cancel();
+    }
+
+    /// Whether the run was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.context.is_cancelled()
+    }
+
+    /// The run's context, for the parts of the crate that take one.
+    pub fn context(&self) -> &RunContext {
+        &self.context
+    }
+
+    /// End the run (also done when it is dropped): `run_finished`, its
+    /// process groups killed, the extensions told.
+    pub fn finish(self) {}
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        self.scope.finish_run(&self.context);
+    }
+}
