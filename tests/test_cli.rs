@@ -1,5 +1,5 @@
 //! The `clat` binary end to end: trust, tools, call, the `--json` shapes
-//! documented in the README, events as JSON lines, and every exit code.
+//! documented in docs/cli.md, events as JSON lines, and every exit code.
 
 mod support;
 
@@ -173,11 +173,11 @@ fn home_comes_from_clat_home_when_no_flag_is_given() {
     assert_eq!(out.status.code(), Some(0), "the project defaults to the current directory");
 }
 
-/// The README's failure table (`--json` on failure) lists every error kind the
+/// The failure table of docs/cli.md (`--json` on failure) lists every error kind the
 /// code can print, each with the exit code the code gives it: a kind added
 /// without its row, or a row whose code drifted, fails here.
 #[test]
-fn every_error_kind_is_in_the_readme_failure_table_with_its_exit_code() {
+fn every_error_kind_is_in_the_failure_table_with_its_exit_code() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let exit_rs = std::fs::read_to_string(root.join("src/cli/exit.rs")).unwrap();
     let codes: std::collections::HashMap<String, String> = regex::Regex::new(r"(?m)^\s*([A-Z][A-Za-z]+) = (\d+),$")
@@ -198,7 +198,7 @@ fn every_error_kind_is_in_the_readme_failure_table_with_its_exit_code() {
         }
     }
     assert!(used.len() >= 15, "the scan found the kinds: {used:?}");
-    let readme = std::fs::read_to_string(root.join("../README.md")).unwrap();
+    let readme = std::fs::read_to_string(root.join("../docs/cli.md")).unwrap();
     let table = readme.split("#### `--json` on failure").nth(1).unwrap().split("\n\n|").nth(1).unwrap();
     let rows: std::collections::BTreeMap<String, String> = regex::Regex::new(r"(?m)^\| `([a-z_-]+)` \| (\d+) \|")
         .unwrap()
@@ -206,6 +206,10 @@ fn every_error_kind_is_in_the_readme_failure_table_with_its_exit_code() {
         .map(|c| (c[1].to_string(), c[2].to_string()))
         .collect();
     for (kind, code) in &used {
-        assert_eq!(rows.get(kind), Some(code), "README failure table: kind `{kind}` (exit {code}); rows: {rows:?}");
+        assert_eq!(
+            rows.get(kind),
+            Some(code),
+            "docs/cli.md failure table: kind `{kind}` (exit {code}); rows: {rows:?}"
+        );
     }
 }
