@@ -163,7 +163,23 @@ pub struct ExtensionStatus {
     /// Remote MCP servers: the OAuth login it holds (issuer, client, scopes,
     /// expiry; never a token), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub oauth: Option<clat_mcp::auth::AuthStatus>,
+    pub oauth: Option<Login>,
+}
+
+/// An extension's login as its status shows it: where, as which client, what
+/// scopes, until when, whether it refreshes by itself — never a token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Login {
+    /// The authorization server.
+    pub issuer: String,
+    /// The client it logged in as.
+    pub client_id: String,
+    /// The scopes granted.
+    pub scopes: Vec<String>,
+    /// When the token expires (seconds since the epoch), when the server said.
+    pub expires_at: Option<u64>,
+    /// Whether a refresh token lets it renew without the user.
+    pub refreshable: bool,
 }
 
 impl ExtensionStatus {

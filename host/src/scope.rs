@@ -25,7 +25,7 @@ use crate::run::{RunBuilder, RunContext};
 use crate::sampling::{ModelProvider, OfflineProvider};
 use crate::services::HostServices;
 use crate::trust::{ClatHome, TrustError, TrustStore, canonical_project};
-use crate::wasm::{PluginSetup, WasmPlugin, WasmRuntime};
+use crate::wasm::{WasmPlugin, WasmRuntime};
 
 /// Where compiled components are cached, inside `$CLAT_HOME`.
 pub const WASM_CACHE_DIR: &str = "cache/wasm";
@@ -158,7 +158,7 @@ impl ProjectScope {
     /// tools. A broken plugin is isolated: it contributes nothing, and its
     /// status says why.
     pub async fn load_plugins(&self) -> Vec<ExtensionStatus> {
-        use ExtensionState::{Closed, Configured, Failed, Ready, Starting};
+        use ExtensionState::{Closed, Configured, Failed, Starting};
         let installed = match PackageStore::new(&self.home).list() {
             Ok(list) => list,
             Err(e) => {
@@ -181,39 +181,12 @@ impl ProjectScope {
                 statuses.push(self.set_status(ExtensionStatus::new(name, ExtensionKind::Wasm, Closed, Some(why))));
                 continue;
             }
-            let mut status = self.set_status(ExtensionStatus::new(name, ExtensionKind::Wasm, Starting, None));
-            let (services, entry) = (Arc::clone(&self.services), package.entry_path());
-            let loaded = match self.wasm_runtime() {
-                Ok(rt) => tokio::select! {
-                    loaded = rt.load_installed(name, &package.dir, &entry, PluginSetup::of(&package), services) => {
-                        loaded.map_err(|e| e.to_string())
-                    }
-                    // A load is in-process: dropping it leaves nothing behind.
-                    _ = self.closing.cancelled() => Err("the scope closed while it was starting".to_string()),
-                },
-                Err(e) => Err(format!("the WASM runtime could not start: {e:#}")),
-            };
-            match loaded {
-                Ok(plugin) => {
-                    status.state = Ready;
-                    status.grants = plugin.grants().clone();
-                    if plugin.dropped_tools() > 0 {
-                        status.problems.push(format!(
-                            "{} tools past the first {} were dropped",
-                            plugin.dropped_tools(),
-                            crate::limits::TOOLS_PER_SERVER_MAX
-                        ));
-                    }
-                    for result in plugin.register(&self.registry) {
-                        match result {
-                            Ok(name) => status.tools.push(name),
-                            Err(e) => status.problems.push(e.to_string()),
-                        }
-                    }
-                    status.output_tail = plugin.output_tail();
-                    self.live.lock().unwrap_or_else(|p| p.into_inner()).push(plugin);
-                }
-                Err(reason) => status.fail(reason),
+            self.set_status(ExtensionStatus::new(name, ExtensionKind::Wasm, Starting, None));
+            let (status, plugin) =
+                crate::wasm::start_plugin(self.wasm_runtime(), &package, &self.services, &self.registry, &self.closing)
+                    .await;
+            if let Some(plugin) = plugin {
+                self.live.lock().unwrap_or_else(|p| p.into_inner()).push(plugin);
             }
             statuses.push(self.set_status(status));
         }

@@ -241,16 +241,16 @@ pub(crate) async fn mcp(
         }
         Some(McpCommand::Login { name }) => {
             let auth = server_oauth(home, &name, Some(Arc::new(SystemBrowser)))?;
-            let status = tokio::select! {
-                status = auth.login() => status.map_err(|e| {
+            let login = tokio::select! {
+                status = auth.login() => status.map(crate::mcp::server::login).map_err(|e| {
                     Failure::new(Exit::ServerFailed, "oauth", crate::redact::redact(&format!("logging in to {name} failed: {e}")))
                 })?,
                 _ = shutdown.token().cancelled() => return Err(runs::interrupted(shutdown)),
             };
             if json {
-                println!("{}", json!({ "logged_in": name, "oauth": status }));
+                println!("{}", json!({ "logged_in": name, "oauth": login }));
             } else {
-                println!("logged in to {name} {}", status::describe_login(&status));
+                println!("logged in to {name} {}", status::describe_login(&login));
             }
             Ok(Exit::Ok)
         }

@@ -14,7 +14,7 @@ fn transport(kind: ExtensionKind) -> &'static str {
 }
 
 /// An OAuth login in words: where, as which client, what scopes, until when.
-pub(crate) fn describe_login(login: &clat_mcp::auth::AuthStatus) -> String {
+pub(crate) fn describe_login(login: &crate::extension::Login) -> String {
     let scopes = if login.scopes.is_empty() { "no scopes".to_string() } else { login.scopes.join(" ") };
     let expiry = match login.expires_at {
         Some(at) => {

@@ -46,12 +46,18 @@ impl ServerTarget {
     }
 
     /// An HTTP server's OAuth login, if it holds one (never the token).
-    pub fn oauth_status(&self) -> Option<clat_mcp::auth::AuthStatus> {
+    pub fn oauth_status(&self) -> Option<crate::extension::Login> {
         match self {
-            ServerTarget::Http(spec) => spec.auth.as_ref()?.status(),
+            ServerTarget::Http(spec) => spec.auth.as_ref()?.status().map(login),
             ServerTarget::Stdio(_) => None,
         }
     }
+}
+
+/// The client's login state as an extension status shows it.
+pub fn login(status: clat_mcp::auth::AuthStatus) -> crate::extension::Login {
+    let clat_mcp::auth::AuthStatus { issuer, client_id, scopes, expires_at, refreshable } = status;
+    crate::extension::Login { issuer, client_id, scopes, expires_at, refreshable }
 }
 
 /// Why a server could not be connected, with the last lines it wrote (redacted).

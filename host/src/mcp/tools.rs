@@ -98,6 +98,31 @@ impl McpServer {
         });
     }
 
+    /// One `tools/call` of `tool` in `run`: on the live session (a server that
+    /// stopped after it was ready is started again, with back-off, capped),
+    /// counted among the server's calls in flight so its requests are judged
+    /// under `run`, and mapped through the contract's JSON mapping. The
+    /// registry owns the deadline (and extends it while this server waits on
+    /// the host); the transport's own bound only backs it up.
+    pub(crate) async fn call_tool(
+        self: &Arc<Self>,
+        tool: &str,
+        arguments: Value,
+        run: &RunContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let timeout = run.call_deadline(TOOL_CALL_TIMEOUT).saturating_duration_since(std::time::Instant::now())
+            + HOST_REQUEST_EXTENSION_MAX;
+        let session = self.live_session(run).await.map_err(|e| ToolError(anyhow::anyhow!(e)))?;
+        self.check_offered(tool).map_err(|e| ToolError(anyhow::anyhow!(e)))?;
+        let active = self.link.enter_call(run);
+        let result = session
+            .call_tool_tagged(tool, arguments, timeout, Some(run.cancel_token()), Some(active.tag()))
+            .await
+            .map_err(|e| self.call_error(&e))?;
+        tool_output_from_json(&result)
+            .map_err(|e| ToolError(anyhow::anyhow!("server {} returned a malformed result: {e}", self.name)))
+    }
+
     /// A failed call's error: redacted, and when the server is gone, with the
     /// last lines it wrote.
     fn call_error(&self, error: &ClientError) -> ToolError {
@@ -122,20 +147,7 @@ struct McpTool {
 #[async_trait]
 impl ToolHandler for McpTool {
     async fn call(&self, arguments: Value, run: &RunContext) -> Result<ToolOutput, ToolError> {
-        // The registry owns the deadline (and extends it while this server waits
-        // on the host); the transport's own bound only backs it up.
-        let timeout = run.call_deadline(TOOL_CALL_TIMEOUT).saturating_duration_since(std::time::Instant::now())
-            + HOST_REQUEST_EXTENSION_MAX;
-        // A server that stopped after it was ready is started again here (with back-off, capped).
-        let session = self.server.live_session(run).await.map_err(|e| ToolError(anyhow::anyhow!(e)))?;
-        self.server.check_offered(&self.tool).map_err(|e| ToolError(anyhow::anyhow!(e)))?;
-        let active = self.server.link.enter_call(run);
-        let result = session
-            .call_tool_tagged(&self.tool, arguments, timeout, Some(run.cancel_token()), Some(active.tag()))
-            .await
-            .map_err(|e| self.server.call_error(&e))?;
-        tool_output_from_json(&result)
-            .map_err(|e| ToolError(anyhow::anyhow!("server {} returned a malformed result: {e}", self.server.name)))
+        self.server.call_tool(&self.tool, arguments, run).await
     }
 
     fn waiting_on_host(&self) -> bool {

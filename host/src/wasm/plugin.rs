@@ -1,0 +1,226 @@
+//! One loaded WASM plugin (`WasmPlugin`): its pre-linked component, its store
+//! template, its output tail and listed tools; a fresh store and instance for
+//! each call (`call_tool`), a failure described by kind with the tail, and
+//! best-effort `context-changed` deliveries. It is an `Extension` of the scope.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use wasmtime::Trap;
+
+use super::cache::CacheOutcome;
+use super::runtime::WasmRuntime;
+use super::stdio::SharedTail;
+use super::store::{GuestState, StoreTemplate};
+use crate::capabilities::Capabilities;
+use crate::contract::{ClatPluginPre, ContextSnapshot, ToolOutput, ToolSpec};
+use crate::limits::{CONTEXT_DELIVERY_TIMEOUT, HOST_REQUEST_EXTENSION_MAX, TOOL_CALL_TIMEOUT, TOOLS_PER_SERVER_MAX};
+use crate::registry::ToolError;
+use crate::run::RunContext;
+
+/// A loaded plugin.
+pub struct WasmPlugin {
+    pub(super) name: String,
+    /// What the user granted of what the manifest declares.
+    pub(super) granted: Capabilities,
+    pub(super) pre: ClatPluginPre<GuestState>,
+    pub(super) runtime: Arc<WasmRuntime>,
+    /// What each call's store is made from (the WASI context's parts, the limits, the grant).
+    pub(super) template: StoreTemplate,
+    pub(super) tail: SharedTail,
+    pub(super) tools: Mutex<Vec<ToolSpec>>,
+    pub(super) dropped_tools: std::sync::atomic::AtomicUsize,
+    pub(super) cache: CacheOutcome,
+    /// The latest context for `context-changed`: `None` = nothing new,
+    /// `Some(None)` = the run ended, `Some(Some(s))` = a new snapshot.
+    pub(super) context: tokio::sync::watch::Sender<Option<Option<ContextSnapshot>>>,
+    pub(super) delivered: std::sync::atomic::AtomicU64,
+    /// Its sampling and elicitation requests waiting on the host.
+    pub(super) waits: crate::services::HostWaits,
+}
+
+impl WasmPlugin {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// What the plugin was granted (of what it declares).
+    pub fn grants(&self) -> &Capabilities {
+        &self.granted
+    }
+
+    /// Whether loading compiled the component or reused the cache.
+    pub fn cache_outcome(&self) -> CacheOutcome {
+        self.cache
+    }
+
+    /// The tools the plugin listed at load.
+    pub fn tools(&self) -> Vec<ToolSpec> {
+        self.tools.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Tools listed past `TOOLS_PER_SERVER_MAX` and dropped.
+    pub fn dropped_tools(&self) -> usize {
+        self.dropped_tools.load(Ordering::Relaxed)
+    }
+
+    /// The last lines the guest wrote to stdout/stderr (redacted).
+    pub fn output_tail(&self) -> Vec<String> {
+        self.tail.lock().unwrap_or_else(|p| p.into_inner()).lines()
+    }
+
+    pub(super) fn store(&self, run: Option<&RunContext>) -> wasmtime::Store<GuestState> {
+        // In a run the registry owns the call's deadline (and extends it while the
+        // guest waits on the host); the epoch interrupt is the backstop past any
+        // extension. Outside a run (list-tools, install validation) it is the bound.
+        let deadline = run.map_or_else(
+            || Instant::now() + TOOL_CALL_TIMEOUT,
+            |r| {
+                let backstop = r.call_deadline(TOOL_CALL_TIMEOUT) + HOST_REQUEST_EXTENSION_MAX;
+                r.deadline().map_or(backstop, |end| end.min(backstop))
+            },
+        );
+        let http_deadline = run.map_or(deadline, |r| {
+            let call = r.call_deadline(TOOL_CALL_TIMEOUT);
+            r.deadline().map_or(call, |end| end.min(call))
+        });
+        self.template.new_store(&self.runtime.engine, run.cloned(), deadline, http_deadline)
+    }
+
+    /// Describe a guest failure: traps by kind, with the output tail.
+    pub(super) fn failure(&self, what: &str, error: wasmtime::Error) -> String {
+        let reason = match error.downcast_ref::<Trap>() {
+            Some(Trap::Interrupt) => "it ran past its deadline and was interrupted".to_string(),
+            Some(Trap::OutOfFuel) => "it ran out of fuel".to_string(),
+            Some(trap) => format!("it trapped: {trap}"),
+            None if error.is::<wasmtime::PoolConcurrencyLimitError>() => format!(
+                "too many guest instances are running at once ({error}; the pool holds {})",
+                self.runtime.allocator()
+            ),
+            None if format!("{error:#}").contains("memory") => format!("it hit a resource limit: {error:#}"),
+            None => format!("{error:#}"),
+        };
+        let tail = self.output_tail();
+        let mut message = format!("plugin {} failed in {what}: {reason}", self.name);
+        if !tail.is_empty() {
+            message.push_str("\nlast output lines:\n");
+            message.push_str(&tail.join("\n"));
+        }
+        message
+    }
+
+    pub(super) async fn list_tools(&self) -> Result<Vec<ToolSpec>, String> {
+        let mut store = self.store(None);
+        let instance = self.pre.instantiate_async(&mut store).await.map_err(|e| self.failure("instantiation", e))?;
+        let tools = instance
+            .artec_clat_plugin()
+            .call_list_tools(&mut store)
+            .await
+            .map_err(|e| self.failure("list-tools", e))?;
+        if tools.len() > TOOLS_PER_SERVER_MAX {
+            let dropped = tools.len() - TOOLS_PER_SERVER_MAX;
+            tracing::warn!("plugin {}: {dropped} tools past the first {TOOLS_PER_SERVER_MAX} were dropped", self.name);
+            self.dropped_tools.store(dropped, Ordering::Relaxed);
+        }
+        Ok(tools.into_iter().take(TOOLS_PER_SERVER_MAX).collect())
+    }
+
+    /// Run one of the plugin's tools in `run`, in a fresh store.
+    pub async fn call_tool(&self, tool: &str, arguments: &Value, run: &RunContext) -> Result<ToolOutput, ToolError> {
+        let mut store = self.store(Some(run));
+        let instance = self
+            .pre
+            .instantiate_async(&mut store)
+            .await
+            .map_err(|e| ToolError(anyhow::anyhow!(self.failure("instantiation", e))))?;
+        let result = instance
+            .artec_clat_plugin()
+            .call_call_tool(&mut store, tool, &arguments.to_string())
+            .await
+            .map_err(|e| ToolError(anyhow::anyhow!(self.failure(&format!("tool {tool}"), e))))?;
+        result.map_err(|message| {
+            let message = crate::redact::redact(&message);
+            ToolError(anyhow::anyhow!("plugin {} reported a failure in {tool}: {message}", self.name))
+        })
+    }
+
+    /// Create a fresh store and instance and drop them: the per-call setup
+    /// cost, for benchmarks and health checks.
+    pub async fn instantiate_once(&self) -> Result<(), String> {
+        let mut store = self.store(None);
+        self.pre.instantiate_async(&mut store).await.map(drop).map_err(|e| self.failure("instantiation", e))
+    }
+
+    /// Offer the guest the latest context (or `None`: the run ended). Never
+    /// blocks: a delivery task hands the newest value to the guest's
+    /// `context-changed` export, skipping values superseded meanwhile.
+    pub fn notify_context(&self, snapshot: Option<ContextSnapshot>) {
+        self.context.send_replace(Some(snapshot));
+    }
+
+    /// How many `context-changed` deliveries completed.
+    pub fn context_deliveries(&self) -> u64 {
+        self.delivered.load(Ordering::Relaxed)
+    }
+
+    async fn deliver_context(&self, snapshot: Option<ContextSnapshot>) -> Result<(), String> {
+        let mut store = self.store(None);
+        let instance = self.pre.instantiate_async(&mut store).await.map_err(|e| self.failure("instantiation", e))?;
+        instance
+            .artec_clat_plugin()
+            .call_context_changed(&mut store, snapshot.as_ref())
+            .await
+            .map_err(|e| self.failure("context-changed", e))
+    }
+}
+
+/// The delivery task of one plugin: it holds only a weak reference, so it ends
+/// when the plugin is dropped (or the channel closes).
+pub(super) fn spawn_context_delivery(plugin: &Arc<WasmPlugin>) {
+    let Ok(handle) = tokio::runtime::Handle::try_current() else { return };
+    let mut rx = plugin.context.subscribe();
+    let weak = Arc::downgrade(plugin);
+    handle.spawn(async move {
+        while rx.changed().await.is_ok() {
+            let Some(value) = rx.borrow_and_update().clone() else { continue };
+            let Some(plugin) = weak.upgrade() else { return };
+            match tokio::time::timeout(CONTEXT_DELIVERY_TIMEOUT, plugin.deliver_context(value)).await {
+                Ok(Ok(())) => {
+                    plugin.delivered.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(Err(e)) => tracing::debug!("context-changed for plugin {}: {e}", plugin.name),
+                Err(_) => tracing::debug!("context-changed for plugin {} timed out", plugin.name),
+            }
+        }
+    });
+}
+
+#[async_trait]
+impl crate::extension::Extension for WasmPlugin {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn kind(&self) -> crate::extension::ExtensionKind {
+        crate::extension::ExtensionKind::Wasm
+    }
+
+    fn refresh_status(&self, status: &mut crate::extension::ExtensionStatus) {
+        status.output_tail = self.output_tail();
+    }
+
+    fn notify_context(&self, snapshot: Option<&ContextSnapshot>) {
+        WasmPlugin::notify_context(self, snapshot.cloned());
+    }
+
+    /// Nothing runs between calls: each call's store is gone when it ends, and
+    /// the context delivery task ends with the last reference to the plugin.
+    async fn close(&self) {}
+
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+        self
+    }
+}

@@ -1,0 +1,346 @@
+//! The process's WASM runtime: one wasmtime `Engine` (`engine.rs`), the
+//! linkers (WASI p2, the plugin's `/plugin` directory, the contract; `wasi:http`
+//! only for a plugin that declares it), the on-disk cache of compiled
+//! components (`cache.rs`), and loading one plugin — its size, the interface
+//! check (`imports.rs`) before any compilation, `instantiate_pre`, its
+//! `StoreTemplate`, and `list-tools` outside any run.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use anyhow::Context as _;
+use wasmtime::Engine;
+use wasmtime::component::{HasSelf, Linker};
+
+use super::cache::{CacheSweep, CompileObserver, ComponentCache};
+use super::engine::{self, Allocator, EngineOptions, GuestEngine};
+use super::http::{self, Egress, NameLookup};
+use super::imports;
+use super::plugin::{WasmPlugin, spawn_context_delivery};
+use super::stdio::SharedTail;
+use super::store::{self, GuestState, StoreTemplate, TemplateSpec};
+use crate::capabilities::Capabilities;
+use crate::contract::{ClatPlugin, ClatPluginPre, ToolSpec};
+use crate::limits::{WASM_COMPONENT_MAX_BYTES, WASM_MEMORY_MAX_BYTES};
+use crate::redact::OutputTail;
+use crate::registry::Registry;
+use crate::services::HostServices;
+
+/// Why a plugin could not be loaded; its contributions are skipped and the
+/// reason is shown in status.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read the component {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("the component {path} is {size} bytes; at most {WASM_COMPONENT_MAX_BYTES} are accepted")]
+    TooLarge { path: PathBuf, size: u64 },
+    #[error("{0:#}")]
+    NotAComponent(anyhow::Error),
+    #[error("the component does not implement the clat-plugin world: {0:#}")]
+    WrongWorld(anyhow::Error),
+    #[error("{problem}")]
+    Interfaces { path: PathBuf, problem: imports::ImportProblem },
+    #[error("list-tools failed: {0}")]
+    ListTools(String),
+}
+
+/// How one plugin is set up beyond its component: its memory cap, what its
+/// manifest declares, what the user granted of it, and its identity (an
+/// installed package's artifact digest; `None`: the component's path).
+#[derive(Debug, Clone, Default)]
+pub struct PluginSetup {
+    pub memory_max: Option<usize>,
+    pub declared: Capabilities,
+    pub granted: Capabilities,
+    pub identity: Option<crate::identity::Identity>,
+}
+
+impl PluginSetup {
+    /// The setup of an installed package.
+    pub fn of(package: &crate::packages::Installed) -> PluginSetup {
+        PluginSetup {
+            memory_max: package.manifest.memory_max(),
+            declared: package.manifest.capabilities.clone(),
+            granted: package.grants.clone(),
+            identity: Some(package.identity()),
+        }
+    }
+
+    /// `wasi:http` is linked for a plugin that declares `http`, granted or not
+    /// (with no grant every request is refused, with the reason).
+    fn links_http(&self) -> bool {
+        !self.declared.http.is_empty()
+    }
+
+    /// What is granted of what is declared (a grant never widens the declaration).
+    fn effective(&self) -> Capabilities {
+        self.granted.within(&self.declared)
+    }
+}
+
+/// The process's WASM engine and compiled-component cache.
+pub struct WasmRuntime {
+    pub(super) engine: Engine,
+    allocator: Allocator,
+    linker: Linker<GuestState>,
+    /// The linker with `wasi:http` too, built the first time a plugin declaring `http` loads.
+    http_linker: std::sync::OnceLock<Result<Linker<GuestState>, String>>,
+    lookup: std::sync::RwLock<Arc<dyn NameLookup>>,
+    cache: ComponentCache,
+    stop_ticker: Arc<AtomicBool>,
+}
+
+impl Drop for WasmRuntime {
+    fn drop(&mut self) {
+        self.stop_ticker.store(true, Ordering::Relaxed);
+    }
+}
+
+impl WasmRuntime {
+    /// An engine with epoch interruption, a ticker, and a cache in `cache_dir`.
+    pub fn new(cache_dir: &Path) -> anyhow::Result<Arc<WasmRuntime>> {
+        Self::with_observer(cache_dir, None)
+    }
+
+    /// The same, telling `observer` about compilations that take a while.
+    pub fn with_observer(
+        cache_dir: &Path,
+        observer: Option<Arc<dyn CompileObserver>>,
+    ) -> anyhow::Result<Arc<WasmRuntime>> {
+        Self::with_options(cache_dir, observer, EngineOptions::default())
+    }
+
+    /// The same, with the engine's pool sized by `options`.
+    pub fn with_options(
+        cache_dir: &Path,
+        observer: Option<Arc<dyn CompileObserver>>,
+        options: EngineOptions,
+    ) -> anyhow::Result<Arc<WasmRuntime>> {
+        let GuestEngine { engine, allocator } = engine::new_engine(options)?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(anyhow::Error::from)?;
+        store::link_plugin_dir(&mut linker)?;
+        ClatPlugin::add_to_linker::<GuestState, HasSelf<GuestState>>(&mut linker, |s| s)
+            .map_err(anyhow::Error::from)?;
+        let stop_ticker = Arc::new(AtomicBool::new(false));
+        engine::spawn_epoch_ticker(&engine, &stop_ticker)?;
+        let cache = ComponentCache::new(&engine, cache_dir, observer);
+        Ok(Arc::new(WasmRuntime {
+            engine,
+            allocator,
+            linker,
+            http_linker: std::sync::OnceLock::new(),
+            lookup: std::sync::RwLock::new(Arc::new(http::SystemLookup)),
+            cache,
+            stop_ticker,
+        }))
+    }
+
+    /// The instance allocator the engine runs on.
+    pub fn allocator(&self) -> &Allocator {
+        &self.allocator
+    }
+
+    /// Resolve granted host names with `lookup` instead of the system resolver
+    /// (for plugins loaded from now on). Internal addresses stay refused.
+    pub fn set_name_lookup(&self, lookup: Arc<dyn NameLookup>) {
+        *self.lookup.write().unwrap_or_else(|p| p.into_inner()) = lookup;
+    }
+
+    fn linker_for(&self, setup: &PluginSetup) -> Result<&Linker<GuestState>, LoadError> {
+        if !setup.links_http() {
+            return Ok(&self.linker);
+        }
+        let built = self.http_linker.get_or_init(|| {
+            let mut linker = self.linker.clone();
+            wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(|e| format!("{e:#}"))?;
+            Ok(linker)
+        });
+        built.as_ref().map_err(|e| LoadError::NotAComponent(anyhow::anyhow!("cannot link wasi:http: {e}")))
+    }
+
+    /// Remove the compiled-cache entries no package in `installed` uses
+    /// (after a remove, a reinstall or a failed install; `clat plugin gc`).
+    /// Reads each installed WASM component to name its content entry.
+    pub fn sweep_cache(&self, installed: &[crate::packages::Installed]) -> std::io::Result<CacheSweep> {
+        let mut keep = std::collections::HashSet::new();
+        for package in installed.iter().filter(|p| p.manifest.kind == crate::packages::PackageKind::Wasm) {
+            let entry = package.entry_path();
+            let (Some(artifact), Ok(bytes)) = (artifact_key(&package.dir, &entry), std::fs::read(&entry)) else {
+                continue;
+            };
+            keep.extend(self.cache.entries_of_installed(&artifact, &bytes));
+        }
+        self.cache.retain(&keep)
+    }
+
+    /// How many loads hit the cache / compiled.
+    pub fn cache_counts(&self) -> (u64, u64) {
+        (self.cache.stats.hits.load(Ordering::Relaxed), self.cache.stats.compiles.load(Ordering::Relaxed))
+    }
+
+    /// Load one plugin: compile (or reuse), link against the contract, and ask
+    /// it for its tools (outside any run: it may not call host tools then).
+    pub async fn load(
+        self: &Arc<Self>,
+        name: &str,
+        artifact_dir: &Path,
+        entry: &Path,
+        setup: PluginSetup,
+        services: Arc<HostServices>,
+    ) -> Result<Arc<WasmPlugin>, LoadError> {
+        self.load_from(name, artifact_dir, entry, None, setup, services).await
+    }
+
+    /// Load an installed plugin: its artifact directory is content-addressed,
+    /// so once its compiled form is cached under that name, loading maps the
+    /// compiled file and never reads or hashes the component again.
+    pub async fn load_installed(
+        self: &Arc<Self>,
+        name: &str,
+        artifact_dir: &Path,
+        entry: &Path,
+        setup: PluginSetup,
+        services: Arc<HostServices>,
+    ) -> Result<Arc<WasmPlugin>, LoadError> {
+        let artifact = artifact_key(artifact_dir, entry);
+        self.load_from(name, artifact_dir, entry, artifact, setup, services).await
+    }
+
+    async fn load_from(
+        self: &Arc<Self>,
+        name: &str,
+        artifact_dir: &Path,
+        entry: &Path,
+        artifact: Option<String>,
+        setup: PluginSetup,
+        services: Arc<HostServices>,
+    ) -> Result<Arc<WasmPlugin>, LoadError> {
+        let size = std::fs::metadata(entry).map_err(|source| LoadError::Read { path: entry.into(), source })?.len();
+        if size > WASM_COMPONENT_MAX_BYTES {
+            return Err(LoadError::TooLarge { path: entry.into(), size });
+        }
+        let runtime = Arc::clone(self);
+        let plugin_name = name.to_string();
+        let path = entry.to_path_buf();
+        // Whatever reads the bytes (a compilation, or a load by content) checks
+        // the component's interfaces first, before anything is compiled.
+        let read_error: Arc<Mutex<Option<LoadError>>> = Arc::new(Mutex::new(None));
+        let declares_http = setup.links_http();
+        let read = {
+            let (path, read_error) = (path.clone(), Arc::clone(&read_error));
+            move || {
+                let failed = |error: LoadError| {
+                    let message = anyhow::anyhow!("{error}");
+                    *read_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(error);
+                    message
+                };
+                let bytes =
+                    std::fs::read(&path).map_err(|source| failed(LoadError::Read { path: path.clone(), source }))?;
+                imports::check_component(&bytes, declares_http)
+                    .map_err(|problem| failed(LoadError::Interfaces { path: path.clone(), problem }))?;
+                Ok(bytes)
+            }
+        };
+        let compiled = tokio::task::spawn_blocking(move || match artifact {
+            Some(artifact) => runtime.cache.load_named(&runtime.engine, &plugin_name, &artifact, read),
+            None => runtime.cache.load_or_compile(&runtime.engine, &plugin_name, &read()?),
+        })
+        .await
+        .map_err(|e| LoadError::NotAComponent(anyhow::anyhow!("compilation task failed: {e}")))?;
+        let (component, outcome) = match compiled {
+            Ok(compiled) => compiled,
+            Err(e) => {
+                return Err(match read_error.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                    Some(error) => error,
+                    None => LoadError::NotAComponent(e),
+                });
+            }
+        };
+        let pre = self.linker_for(&setup)?.instantiate_pre(&component).map_err(|e| LoadError::WrongWorld(e.into()))?;
+        let pre = ClatPluginPre::new(pre).map_err(|e| LoadError::WrongWorld(e.into()))?;
+        let granted = setup.effective();
+        // Granted values are secrets in every diagnostic from now on.
+        crate::redact::register_secrets(granted.env.iter().filter_map(|n| std::env::var(n).ok()));
+        let egress = setup.links_http().then(|| {
+            let lookup = Arc::clone(&self.lookup.read().unwrap_or_else(|p| p.into_inner()));
+            Egress::new(name, granted.http_patterns(), lookup)
+        });
+        // A component that does not import the preopens can never see `/plugin`.
+        let sees_preopens = component
+            .component_type()
+            .imports(&self.engine)
+            .any(|(import, _)| import.starts_with("wasi:filesystem/preopens@"));
+        let tail: SharedTail = Arc::new(Mutex::new(OutputTail::new()));
+        let waits = crate::services::HostWaits::default();
+        let template = StoreTemplate::new(TemplateSpec {
+            plugin: name,
+            artifact_dir,
+            sees_preopens,
+            memory_max: setup.memory_max.unwrap_or(WASM_MEMORY_MAX_BYTES).min(WASM_MEMORY_MAX_BYTES),
+            tail: Arc::clone(&tail),
+            services,
+            waits: waits.clone(),
+            egress,
+            env_grants: granted.env.clone(),
+            identity: setup.identity.clone().unwrap_or_else(|| crate::identity::Identity::file(entry)),
+        })
+        .map_err(LoadError::NotAComponent)?;
+        let plugin = Arc::new(WasmPlugin {
+            name: name.to_string(),
+            granted,
+            pre,
+            runtime: Arc::clone(self),
+            template,
+            tail,
+            tools: Mutex::new(Vec::new()),
+            dropped_tools: Default::default(),
+            cache: outcome,
+            context: tokio::sync::watch::channel(None).0,
+            delivered: Default::default(),
+            waits,
+        });
+        let tools = plugin.list_tools().await.map_err(LoadError::ListTools)?;
+        *plugin.tools.lock().unwrap_or_else(|p| p.into_inner()) = tools;
+        spawn_context_delivery(&plugin);
+        Ok(plugin)
+    }
+}
+
+/// The name an installed component's compiled form is cached under: its
+/// content-addressed artifact directory's name and the entry inside it.
+fn artifact_key(artifact_dir: &Path, entry: &Path) -> Option<String> {
+    let relative = entry.strip_prefix(artifact_dir).unwrap_or(entry);
+    artifact_dir.file_name().map(|dir| format!("{}/{}", dir.to_string_lossy(), relative.display()))
+}
+
+/// Load a component file directly (tests, `clat plugin install` validation).
+pub async fn load_file(
+    runtime: &Arc<WasmRuntime>,
+    name: &str,
+    entry: &Path,
+    services: Arc<HostServices>,
+) -> Result<Arc<WasmPlugin>, LoadError> {
+    let dir = entry.parent().context("the component path has no parent directory").map_err(LoadError::NotAComponent)?;
+    runtime.load(name, dir, entry, PluginSetup::default(), services).await
+}
+
+/// Validate a component for installation: it compiles (warming the cache),
+/// implements the `clat-plugin` world and lists its tools without trapping.
+/// It runs with a detached set of host services and no run, so it can touch
+/// nothing.
+pub async fn validate_component(
+    runtime: &Arc<WasmRuntime>,
+    name: &str,
+    entry: &Path,
+    declared: &Capabilities,
+) -> Result<Vec<ToolSpec>, LoadError> {
+    let registry = Arc::new(Registry::new(&[]));
+    let dir = entry.parent().unwrap_or(Path::new("/"));
+    let services =
+        Arc::new(HostServices::new(&registry, Arc::new(crate::sampling::OfflineProvider), dir, "install-validation"));
+    let setup = PluginSetup { declared: declared.clone(), ..PluginSetup::default() };
+    let plugin = runtime.load(name, dir, entry, setup, services).await?;
+    Ok(plugin.tools())
+}

@@ -1,0 +1,53 @@
+//! A WASM plugin's tools in the registry, the twin of `mcp/tools.rs`:
+//! registering them as `wasm_{plugin}_{tool}` under the plugin's identity (at
+//! least `network` when it holds an HTTP grant), and `WasmTool`, the handler
+//! that runs one `call-tool` in a fresh instance.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use super::plugin::WasmPlugin;
+use crate::contract::ToolOutput;
+use crate::names::ExternalKind;
+use crate::registry::{RegistrationError, Registry, ToolError, ToolHandler};
+use crate::run::RunContext;
+
+impl WasmPlugin {
+    /// Register every listed tool; returns what each registration did.
+    pub fn register(self: &Arc<Self>, registry: &Registry) -> Vec<Result<String, RegistrationError>> {
+        self.tools()
+            .iter()
+            .map(|spec| {
+                let handler = Arc::new(WasmTool { plugin: Arc::clone(self), tool: spec.name.clone() });
+                let network = !self.granted.http.is_empty();
+                registry.register_external(
+                    ExternalKind::Wasm,
+                    &self.name,
+                    self.template.identity(),
+                    spec,
+                    network,
+                    handler,
+                )
+            })
+            .collect()
+    }
+}
+
+/// One guest tool in the registry.
+struct WasmTool {
+    plugin: Arc<WasmPlugin>,
+    tool: String,
+}
+
+#[async_trait]
+impl ToolHandler for WasmTool {
+    async fn call(&self, arguments: Value, run: &RunContext) -> Result<ToolOutput, ToolError> {
+        self.plugin.call_tool(&self.tool, &arguments, run).await
+    }
+
+    fn waiting_on_host(&self) -> bool {
+        self.plugin.waits.pending() > 0
+    }
+}
