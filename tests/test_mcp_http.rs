@@ -42,7 +42,7 @@ async fn legacy_sessions_echo_their_id_and_version_and_end_with_delete() {
         assert!(names.contains(&"echo".to_string()));
         let result = s.call_tool("echo", json!({ "a": 1 }), LONG, None).await.unwrap();
         assert_eq!(text_of(&result), r#"{"a":1}"#, "{flags:?}: JSON and SSE answers read alike");
-        s.connection.close().await;
+        s.close().await;
         let log = server.log();
         let call = log.iter().find(|l| l.starts_with("POST tools/call")).unwrap();
         assert!(call.contains("session=session-1") && call.contains("version=2025-11-25"), "{call}");
@@ -70,7 +70,7 @@ async fn concurrent_calls_meeting_an_expired_session_reopen_it_once() {
     }
     let log = server.log();
     assert_eq!(log.iter().filter(|l| l.starts_with("POST initialize")).count(), 2, "one reopen: {log:?}");
-    s.connection.close().await;
+    s.close().await;
 }
 
 #[tokio::test]
@@ -92,7 +92,7 @@ async fn an_expired_session_is_reopened_once_and_the_call_goes_through() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert_eq!(server.log().iter().filter(|l| *l == "GET last-event-id=").count(), 2, "{:?}", server.log());
-    s.connection.close().await;
+    s.close().await;
 }
 
 /// Answers sampling with a fixed text.
@@ -115,7 +115,7 @@ async fn a_server_request_on_the_call_stream_is_answered_with_a_separate_post() 
     let answer: Value = serde_json::from_str(&text_of(&result)).unwrap();
     assert_eq!(answer["result"]["content"]["text"], "from the client", "{answer}");
     assert!(server.log().iter().any(|l| l.starts_with("POST (answer) session=session-1")), "{:?}", server.log());
-    s.connection.close().await;
+    s.close().await;
 }
 
 #[tokio::test]
@@ -128,7 +128,7 @@ async fn a_dropped_stream_is_resumed_with_last_event_id_after_retry() {
     // A stream that ends with nothing to resume from is a clear failure.
     let err = s.call_tool("sse_no_answer", json!({}), LONG, None).await.unwrap_err();
     assert!(matches!(&err, ClientError::Protocol(m) if m.contains("ended without a response")), "{err}");
-    s.connection.close().await;
+    s.close().await;
 }
 
 #[tokio::test]
@@ -139,7 +139,7 @@ async fn resumption_stops_after_five_attempts() {
     assert!(matches!(&err, ClientError::Protocol(m) if m.contains("ended without a response")), "{err}");
     let resumes = server.log().iter().filter(|l| l.starts_with("GET last-event-id=drop-")).count();
     assert_eq!(resumes, clat_mcp::limits::HTTP_SSE_RESUMES_MAX, "{:?}", server.log());
-    s.connection.close().await;
+    s.close().await;
 }
 
 #[tokio::test]
@@ -176,7 +176,7 @@ async fn a_slow_loris_stream_times_out_and_cancel_ends_the_wait_and_tells_the_se
         "legacy: both ended requests are cancelled on the wire: {:?}",
         server.log()
     );
-    s.connection.close().await;
+    s.close().await;
 }
 
 #[tokio::test]
@@ -193,7 +193,7 @@ async fn bad_answers_fail_that_call_only() {
     assert!(err.to_string().contains("not JSON-RPC"), "{err}");
     let result = s.call_tool("echo", json!({ "still": true }), LONG, None).await.unwrap();
     assert_eq!(text_of(&result), r#"{"still":true}"#, "the server is still usable");
-    s.connection.close().await;
+    s.close().await;
 
     let server = HttpServer::start(&["--sse"]);
     let s = connect(&server).await;
@@ -201,7 +201,7 @@ async fn bad_answers_fail_that_call_only() {
     assert!(err.to_string().contains("more than 4194304 bytes"), "an oversize event too: {err}");
     let err = s.call_tool("many_lines", json!({}), LONG, None).await.unwrap_err();
     assert!(err.to_string().contains("more than 4194304 bytes"), "an event of many short lines too: {err}");
-    s.connection.close().await;
+    s.close().await;
 }
 
 #[tokio::test]
@@ -227,7 +227,7 @@ async fn credentials_and_redirects_fail_clearly_without_leaking_headers() {
     };
     let s = Session::connect_http(&with_token, Arc::new(NoServerRequests), &client(), json!({})).await.unwrap();
     assert_eq!(text_of(&s.call_tool("echo", json!({}), LONG, None).await.unwrap()), "{}");
-    s.connection.close().await;
+    s.close().await;
 
     // TLS to a server that does not speak it: a clear HTTP failure naming the URL, not the headers.
     let tls = HttpSpec {
@@ -264,7 +264,7 @@ async fn modern_requests_carry_the_headers_and_invalid_header_tools_are_dropped(
     );
     let encoded = format!("=?base64?{}?=", base64_of("Zürich "));
     assert!(calls[1].ends_with(&format!("mcp-param-region={encoded}")), "{}", calls[1]);
-    s.connection.close().await;
+    s.close().await;
     assert!(!server.log().iter().any(|l| l.starts_with("DELETE")), "no session, no DELETE");
 }
 
@@ -278,7 +278,7 @@ async fn a_header_mismatch_lists_the_tools_again_and_retries_once() {
     let log = server.log();
     assert_eq!(log.iter().filter(|l| l.starts_with("POST tools/list")).count(), 2, "{log:?}");
     assert_eq!(log.iter().filter(|l| l.starts_with("POST tools/call")).count(), 2, "{log:?}");
-    s.connection.close().await;
+    s.close().await;
 }
 
 fn base64_of(text: &str) -> String {

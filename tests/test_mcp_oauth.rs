@@ -260,7 +260,7 @@ async fn a_403_for_more_scope_logs_in_again_with_the_union_of_scopes() {
     assert_eq!(auth.status().unwrap().scopes, ["mcp:read", "mcp:write"]);
     let logins = server.log().iter().filter(|l| *l == "TOKEN grant=authorization_code").count();
     assert_eq!(logins, 2, "{:?}", server.log());
-    session.connection.close().await;
+    session.close().await;
 }
 
 #[tokio::test]
@@ -350,7 +350,7 @@ async fn a_401_mid_session_refreshes_and_the_session_goes_on() {
     let log = server.log();
     assert!(log.iter().any(|l| l == "TOKEN grant=refresh_token"), "{log:?}");
     assert_eq!(log.iter().filter(|l| l.starts_with("POST initialize")).count(), 1, "the same session: {log:?}");
-    session.connection.close().await;
+    session.close().await;
 }
 
 /// A user who takes a while in the browser.
@@ -377,7 +377,7 @@ async fn a_login_longer_than_the_first_request_s_timeout_does_not_cut_it_short()
     assert_eq!(session.era, clat_mcp::Era::Modern, "the probe was not cut short into the legacy fallback");
     let logins = server.log().iter().filter(|l| l.starts_with("REQUEST GET /as/authorize")).count();
     assert_eq!(logins, 1, "{:?}", server.log());
-    session.connection.close().await;
+    session.close().await;
 }
 
 #[tokio::test]
@@ -501,7 +501,7 @@ async fn concurrent_401s_cause_one_refresh_and_every_call_is_answered() {
     let log = server.log();
     assert_eq!(log.iter().filter(|l| *l == "TOKEN grant=refresh_token").count(), 1, "{log:?}");
     assert_eq!(log.iter().filter(|l| *l == "TOKEN grant=authorization_code").count(), 1, "{log:?}");
-    session.connection.close().await;
+    session.close().await;
 }
 
 #[test]

@@ -93,7 +93,7 @@ async fn npm_reference_server_legacy() {
     let result = s.call_tool("echo", json!({ "message": "hello from clat" }), LONG, None).await.unwrap();
     let text = result["content"][0]["text"].as_str().unwrap_or_default();
     assert!(text.contains("hello from clat"), "{result}");
-    s.connection.close().await;
+    s.close().await;
 }
 
 #[test]
@@ -112,7 +112,7 @@ async fn python_sdk_server_modern() {
     assert_eq!(add["inputSchema"]["type"], "object");
     let result = s.call_tool("add", json!({ "a": 2, "b": 3 }), LONG, None).await.unwrap();
     assert_eq!(result["content"][0]["text"], "5", "{result}");
-    s.connection.close().await;
+    s.close().await;
 }
 
 #[test]
@@ -132,7 +132,7 @@ fn the_python_sdk_server_also_speaks_the_legacy_era_on_a_fresh_connection() {
         assert!(listing.tools.iter().any(|t| t["name"] == "add"), "{:?}", listing.tools);
         let result = s.call_tool("add", json!({ "a": 40, "b": 2 }), LONG, None).await.unwrap();
         assert_eq!(result["content"][0]["text"], "42", "{result}");
-        s.connection.close().await;
+        s.close().await;
     });
 }
 
@@ -468,7 +468,7 @@ fn the_python_server_over_http_also_speaks_legacy_and_asks_for_input_when_modern
         assert_eq!((s.era, s.protocol_version.as_str()), (Era::Legacy, "2025-11-25"));
         let result = s.call_tool("add", json!({ "a": 1, "b": 2 }), LONG, None).await.unwrap();
         assert_eq!(result["content"][0]["text"], "3", "{result}");
-        s.connection.close().await;
+        s.close().await;
 
         let env = TestEnv::trusted();
         env.write_mcp_config(json!({ "py": { "url": py.url } }));

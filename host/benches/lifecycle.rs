@@ -66,7 +66,7 @@ async fn exit_detection(child_pid: &Path) -> Duration {
     let error = session.call_tool("exit", json!({}), Duration::from_secs(60), None).await.unwrap_err();
     let took = started.elapsed();
     assert!(matches!(error, ClientError::Closed { .. }), "{error}");
-    session.connection.close().await;
+    session.close().await;
     took
 }
 

@@ -234,7 +234,7 @@ fn pinned_round_trips(server: &'static str) -> (Vec<Rounds>, bool) {
             raw_call();
         }
         let figures = interleaved(1000, &mut [&mut ours_call, &mut theirs_call, &mut raw_call]);
-        rt.block_on(ours.connection.close());
+        rt.block_on(ours.close());
         let _ = rt.block_on(theirs.cancel());
         (figures, pinned)
     })
@@ -272,7 +272,7 @@ async fn connect_many(n: usize) -> Duration {
     }
     let elapsed = started.elapsed();
     for s in sessions {
-        s.connection.close().await;
+        s.close().await;
     }
     elapsed
 }
@@ -418,9 +418,9 @@ fn benches(c: &mut Criterion) {
         slowest_single.as_secs_f64() * 1e3,
         twenty.as_secs_f64() / slowest_single.as_secs_f64()
     );
-    rt.block_on(session.connection.close());
-    rt.block_on(echo_session.connection.close());
-    rt.block_on(http_session.connection.close());
+    rt.block_on(session.close());
+    rt.block_on(echo_session.close());
+    rt.block_on(http_session.close());
 }
 
 criterion_group!(mcp, benches);

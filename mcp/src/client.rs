@@ -61,7 +61,8 @@ pub struct ClientInfo {
 
 /// An initialized session.
 pub struct Session {
-    pub connection: Box<dyn Transport>,
+    /// The transport; the host reaches it only through the session's methods.
+    connection: Box<dyn Transport>,
     pub era: Era,
     /// The negotiated protocol version.
     pub protocol_version: String,
@@ -180,6 +181,27 @@ pub struct ToolListing {
 }
 
 impl Session {
+    /// Send a notification to the server.
+    pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), ClientError> {
+        self.connection.notify(method, params).await
+    }
+
+    /// Why the connection closed, if it did (a server that exited, a broken stream).
+    pub fn closed_reason(&self) -> Option<String> {
+        self.connection.closed_reason()
+    }
+
+    /// The server's process group, for a subprocess.
+    pub fn process_group(&self) -> Option<i32> {
+        self.connection.process_group()
+    }
+
+    /// Close the connection and release everything it holds (a subprocess: its
+    /// stdin, a grace, its group killed and reaped; HTTP: the session's DELETE).
+    pub async fn close(&self) {
+        self.connection.close().await;
+    }
+
     /// Start a server and open a session in whichever era it speaks: the
     /// modern probe in a first subprocess, kept if modern; otherwise a fresh
     /// subprocess for the legacy handshake (a strict legacy server never sees

@@ -26,3 +26,10 @@ pub use http::{HttpConnection, HttpSpec};
 pub use jsonrpc::{RequestId, WireError};
 pub use stdio::{Connection, StderrSink, StdioSpec};
 pub use transport::{NoServerRequests, ServerRequests, Transport};
+
+/// Lock a mutex, also when a panic elsewhere poisoned it: the data it guards
+/// stays consistent (every critical section here is a plain update), and one
+/// panicking task never stops the client.
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}

@@ -31,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::ClientError;
 use crate::jsonrpc::{Message, RequestId, WireError, encode_line, parse, recover_response_id};
 use crate::limits::{CLOSE_GRACE, EXIT_REPORT_WAIT, EXIT_STDERR_DRAIN_WAIT, STDIO_FRAME_MAX_BYTES, WRITER_QUEUE};
+use crate::lock;
 use crate::transport::{ServerRequests, Transport, dispatch_request, inbound_limit};
 
 mod outbox;
@@ -101,10 +102,6 @@ fn kill_group(pgid: i32) {
     if pgid > 0 {
         let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), nix::sys::signal::Signal::SIGKILL);
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Connection {

@@ -82,7 +82,7 @@ async fn handshake_list_and_call() {
     assert_eq!(text_of(&result), r#"{"a":1}"#);
     let err = s.call_tool("nope", json!({}), LONG, None).await.unwrap_err();
     assert!(matches!(&err, ClientError::Wire(WireError { code: -32602, .. })), "wire errors stay wire errors: {err}");
-    s.connection.close().await;
+    s.close().await;
 }
 
 #[tokio::test]
@@ -90,7 +90,7 @@ async fn counter_offers_are_accepted_or_refused_clearly() {
     for version in ["2025-06-18", "2025-03-26", "2024-11-05"] {
         let (s, _) = session(&["--offer", version]).await;
         assert_eq!(s.protocol_version, version);
-        s.connection.close().await;
+        s.close().await;
     }
     let conn =
         Connection::spawn(&spec(&["--offer", "1999-01-01"]), Arc::new(NoServerRequests), Arc::new(Captured::default()))
@@ -174,9 +174,9 @@ async fn an_oversized_frame_fails_the_connection_with_a_reason() {
     let (s, _) = session(&[]).await;
     let err = s.call_tool("big_frame", json!({}), LONG, None).await.unwrap_err();
     assert!(matches!(&err, ClientError::Closed { reason } if reason.contains("more than 4194304 bytes")), "{err}");
-    assert!(s.connection.closed_reason().unwrap().contains("4194304"));
+    assert!(s.closed_reason().unwrap().contains("4194304"));
     assert!(matches!(s.call_tool("echo", json!({}), LONG, None).await, Err(ClientError::Closed { .. })));
-    s.connection.close().await;
+    s.close().await;
 }
 
 #[tokio::test]
@@ -184,10 +184,10 @@ async fn a_line_that_is_not_json_is_skipped_and_the_connection_keeps_working() {
     let (s, _) = session(&[]).await;
     let result = s.call_tool("bad_json", json!({}), LONG, None).await.unwrap();
     assert_eq!(text_of(&result), "after a bad line", "the answer after the bad line reaches its caller");
-    assert!(s.connection.closed_reason().is_none(), "one bad line does not fail the connection");
+    assert!(s.closed_reason().is_none(), "one bad line does not fail the connection");
     let result = s.call_tool("echo", json!({ "still": "here" }), LONG, None).await.unwrap();
     assert!(text_of(&result).contains("still"));
-    s.connection.close().await;
+    s.close().await;
 }
 
 /// Answers sampling slowly, or panics, as told.
@@ -240,16 +240,16 @@ async fn a_server_exiting_mid_call_closes_the_connection_with_its_status_and_clo
     stderr.wait_for("noise line 49").await;
     let err = s.call_tool("exit", json!({}), LONG, None).await.unwrap_err();
     assert!(matches!(&err, ClientError::Closed { reason } if reason == "the server exited (status 3)"), "{err}");
-    let pgid = s.connection.process_group().unwrap();
-    s.connection.close().await;
+    let pgid = s.process_group().unwrap();
+    s.close().await;
     assert!(nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), None).is_err(), "the group is gone");
 }
 
 #[tokio::test]
 async fn close_ends_a_running_server_and_its_group() {
     let (s, stderr) = session(&[]).await;
-    let pgid = s.connection.process_group().unwrap();
-    s.connection.close().await;
+    let pgid = s.process_group().unwrap();
+    s.close().await;
     let _ = stderr;
     assert!(nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), None).is_err(), "the group is gone");
     assert!(matches!(s.call_tool("echo", json!({}), LONG, None).await, Err(ClientError::Closed { .. })));
@@ -280,7 +280,7 @@ async fn a_modern_server_keeps_the_probe_process_and_gets_the_envelope() {
     assert!(matches!(&err, ClientError::Unsupported(m) if m.contains("roots/list")), "input CLAT cannot give: {err}");
     let err = s.call_tool("odd_result", json!({}), LONG, None).await.unwrap_err();
     assert!(matches!(&err, ClientError::Protocol(m) if m.contains("something-else")), "{err}");
-    s.connection.close().await;
+    s.close().await;
 }
 
 #[tokio::test]
@@ -296,7 +296,7 @@ async fn a_legacy_server_gets_a_fresh_process_for_the_handshake() {
         assert_eq!(s.protocol_version, "2025-11-25");
         assert_eq!(starts(&file), 2, "probe process + fresh legacy process ({flags:?})");
         assert!(s.call_tool("echo", json!({}), LONG, None).await.is_ok());
-        s.connection.close().await;
+        s.close().await;
     }
 }
 
@@ -407,7 +407,7 @@ async fn closing_kills_grandchildren_in_the_servers_group() {
             .unwrap_or(false)
     };
     assert!(alive());
-    s.connection.close().await;
+    s.close().await;
     for _ in 0..200 {
         if !alive() {
             return;
@@ -420,9 +420,9 @@ async fn closing_kills_grandchildren_in_the_servers_group() {
 #[tokio::test]
 async fn a_server_that_ignores_end_of_input_is_killed_after_the_grace() {
     let (s, _) = session(&["--ignore-eof"]).await;
-    let pgid = s.connection.process_group().unwrap();
+    let pgid = s.process_group().unwrap();
     let started = std::time::Instant::now();
-    s.connection.close().await;
+    s.close().await;
     assert!(started.elapsed() >= clat_mcp::limits::CLOSE_GRACE, "it got the grace first");
     assert!(nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), None).is_err(), "then the group was killed");
 }

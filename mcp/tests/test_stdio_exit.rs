@@ -61,7 +61,7 @@ async fn a_server_exiting_mid_call_fails_the_call_with_its_status_while_a_child_
     // Later requests fail at once with the same reason.
     let again = session.call_tool("echo", json!({}), CALL_BOUND, None).await.unwrap_err();
     assert!(again.to_string().contains("the server exited (status 3)"), "{again}");
-    session.connection.close().await;
+    session.close().await;
 }
 
 #[tokio::test]
@@ -73,5 +73,5 @@ async fn an_unreadable_answer_with_a_readable_id_fails_that_call_alone() {
     // The connection lives on.
     let echoed = session.call_tool("echo", json!({ "x": 1 }), CALL_BOUND, None).await.unwrap();
     assert!(echoed.to_string().contains(r#"{\"x\":1}"#), "{echoed}");
-    session.connection.close().await;
+    session.close().await;
 }

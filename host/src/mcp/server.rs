@@ -146,7 +146,7 @@ impl McpServer {
                 let Some(server) = server.upgrade() else { return };
                 let params = json!({ "snapshot": snapshot });
                 let session = server.session();
-                if let Err(e) = session.connection.notify("io.artec.clat/context/changed", Some(params)).await {
+                if let Err(e) = session.notify("io.artec.clat/context/changed", Some(params)).await {
                     // A restart brings a new session; the next snapshot goes to it.
                     tracing::debug!("server {}: context/changed not sent: {e}", server.name);
                 }
@@ -191,7 +191,7 @@ impl McpServer {
 
     /// The server's process group, for a subprocess.
     pub fn process_group(&self) -> Option<i32> {
-        self.session().connection.process_group()
+        self.session().process_group()
     }
 
     /// Close the connection and reap the server; it is never started again.
@@ -199,7 +199,7 @@ impl McpServer {
         self.closed.store(true, Ordering::SeqCst);
         // Wait for a restart under way, so that its session is the one closed.
         let _restarting = self.supervisor.lock().await;
-        self.session().connection.close().await;
+        self.session().close().await;
     }
 }
 

@@ -77,13 +77,13 @@ impl McpServer {
     /// racing the run's cancellation). The error says why there is none.
     pub(crate) async fn live_session(&self, run: &RunContext) -> Result<Arc<Session>, String> {
         let current = self.session();
-        if current.connection.closed_reason().is_none() {
+        if current.closed_reason().is_none() {
             return Ok(current);
         }
         let mut history = self.supervisor.lock().await;
         // Another call may have restarted it while this one waited.
         let current = self.session();
-        let Some(reason) = current.connection.closed_reason() else { return Ok(current) };
+        let Some(reason) = current.closed_reason() else { return Ok(current) };
         if self.closed.load(Ordering::SeqCst) {
             return Err(format!("server {} was closed with its project scope", self.name));
         }
@@ -116,7 +116,7 @@ impl McpServer {
             }
         }
         // The old process is gone or going: reap it and its group before the new one starts.
-        current.connection.close().await;
+        current.close().await;
         let started = Instant::now();
         history.recent.push_back(started);
         history.last_start = Some(started);
@@ -140,7 +140,7 @@ impl McpServer {
         let listing = match session.list_tools().await {
             Ok(listing) => listing,
             Err(e) => {
-                session.connection.close().await;
+                session.close().await;
                 return Err(failed(format!("tools/list failed: {e}")));
             }
         };
@@ -183,7 +183,7 @@ impl McpServer {
         // A server that stopped since shows so at once, though it restarts only when a call needs it.
         if status.state == ExtensionState::Ready
             && !self.closed.load(Ordering::SeqCst)
-            && let Some(reason) = self.session().connection.closed_reason()
+            && let Some(reason) = self.session().closed_reason()
         {
             status.state = ExtensionState::Failed;
             status.last_stop = Some(self.redact(&reason));

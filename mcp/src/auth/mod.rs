@@ -7,8 +7,10 @@
 //! or dynamic registration, in that order), then either the authorization
 //! code grant with PKCE (S256) and the `resource` parameter through a browser
 //! and a loopback redirect (`loopback.rs`), or the client-credentials grant.
-//! The `oauth2` crate builds and parses the token requests; what is written
-//! here is the MCP-specific discovery and the choices between its steps.
+//! The `oauth2` crate builds and parses the token requests (`token.rs`);
+//! what is written here is the MCP-specific discovery and the choices
+//! between its steps. `credentials.rs` holds what a login is configured with
+//! and keeps, `error.rs` why one failed.
 //!
 //! The crate stays host-agnostic: the host stores tokens through
 //! `CredentialStore` and shows the user the login page through `Browser`.
@@ -18,295 +20,40 @@
 //! resource it was issued for.
 
 mod challenge;
+mod credentials;
 mod discovery;
+mod error;
 mod http;
 mod loopback;
+mod token;
 
-use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use async_trait::async_trait;
-use oauth2::{
-    AuthType, AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, PkceCodeChallenge, RedirectUrl,
-    RefreshToken, Scope, TokenResponse, TokenUrl,
-};
+use oauth2::{AuthUrl, AuthorizationCode, CsrfToken, PkceCodeChallenge, RedirectUrl, RefreshToken, Scope};
 use reqwest::Url;
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 pub use challenge::{Challenge, parse_bearer};
+pub use credentials::{
+    AuthStatus, Browser, ClientAuth, ClientIdentity, CredentialStore, Credentials, Grant, MemoryStore, OAuthSettings,
+    ScriptedBrowser,
+};
 pub use discovery::{ResourceMetadata, ServerMetadata, canonical_resource};
+pub use error::{AuthError, Step};
 pub use http::AuthHttp;
 pub use loopback::Loopback;
 
-use crate::limits::{AUTH_LOGIN_TIMEOUT, AUTH_REFRESH_SKEW};
+use crate::limits::AUTH_LOGIN_TIMEOUT;
+use crate::lock;
 
-/// The step of a login or refresh that failed, named in its error.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
-    ResourceMetadata,
-    ServerMetadata,
-    Registration,
-    Authorization,
-    Redirect,
-    Token,
-    Refresh,
-    Storage,
-}
-
-impl std::fmt::Display for Step {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Step::ResourceMetadata => "protected-resource metadata discovery",
-            Step::ServerMetadata => "authorization-server metadata discovery",
-            Step::Registration => "client registration",
-            Step::Authorization => "authorization",
-            Step::Redirect => "the login redirect",
-            Step::Token => "the token request",
-            Step::Refresh => "the token refresh",
-            Step::Storage => "storing the token",
-        })
-    }
-}
-
-/// Why a server could not be authorized. The text never holds a token or secret.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum AuthError {
-    /// A browser login is needed and this command cannot run one.
-    #[error("it needs a login")]
-    LoginRequired,
-    /// The server refused the request (401) and says nothing of OAuth: no
-    /// metadata named in its challenge, none published. Its credentials are
-    /// more likely missing from the configuration than a login.
-    #[error("it refused the request (401) and publishes no OAuth metadata")]
-    NotOAuth,
-    #[error("{step} failed: {reason}")]
-    Failed { step: Step, reason: String },
-    /// The server refused a token it was just given.
-    #[error("it still answers {status} after a fresh authorization")]
-    StillRefused { status: u16 },
-}
-
-impl AuthError {
-    pub(crate) fn failed(step: Step, reason: impl Into<String>) -> AuthError {
-        AuthError::Failed { step, reason: reason.into() }
-    }
-}
-
-/// Which grant gets a token.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Grant {
-    /// A user logs in through a browser (authorization code with PKCE).
-    #[default]
-    AuthorizationCode,
-    /// The client itself is the principal (machine-to-machine, needs a client secret).
-    ClientCredentials,
-}
-
-/// What the user configured for a server's OAuth (the `oauth` of its entry).
-#[derive(Clone, Default)]
-pub struct OAuthSettings {
-    /// A client registered with the authorization server beforehand.
-    pub client_id: Option<String>,
-    pub client_secret: Option<String>,
-    /// Scopes to ask for when the server's challenge names none.
-    pub scopes: Vec<String>,
-    /// The loopback port of the redirect (0 or none: any free port).
-    pub callback_port: Option<u16>,
-    /// An https URL of this client's Client ID Metadata Document, used as the
-    /// client id where the authorization server supports such documents.
-    pub client_metadata_url: Option<String>,
-    pub grant: Grant,
-    /// The name the client registers under.
-    pub client_name: Option<String>,
-}
-
-impl std::fmt::Debug for OAuthSettings {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OAuthSettings")
-            .field("client_id", &self.client_id)
-            .field("client_secret", &self.client_secret.as_ref().map(|_| "[REDACTED]"))
-            .field("scopes", &self.scopes)
-            .field("callback_port", &self.callback_port)
-            .field("client_metadata_url", &self.client_metadata_url)
-            .field("grant", &self.grant)
-            .finish()
-    }
-}
-
-/// How the client authenticates at the token endpoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ClientAuth {
-    ClientSecretBasic,
-    ClientSecretPost,
-    None,
-}
-
-impl ClientAuth {
-    fn name(self) -> &'static str {
-        match self {
-            ClientAuth::ClientSecretBasic => "client_secret_basic",
-            ClientAuth::ClientSecretPost => "client_secret_post",
-            ClientAuth::None => "none",
-        }
-    }
-}
-
-/// Who the client is to the authorization server.
-#[derive(Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct ClientIdentity {
-    pub client_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client_secret: Option<String>,
-    pub auth: ClientAuth,
-}
-
-/// A server's tokens, as stored between commands.
-#[derive(Clone, Serialize, Deserialize)]
-pub struct Credentials {
-    /// The resource (the server's canonical URL) the token was issued for; it is sent nowhere else.
-    pub resource: String,
-    pub issuer: String,
-    pub token_endpoint: String,
-    pub client: ClientIdentity,
-    pub grant: Grant,
-    pub access_token: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub refresh_token: Option<String>,
-    /// Seconds since the Unix epoch.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expires_at: Option<u64>,
-    /// When the token was received (seconds since the Unix epoch), for its lifetime.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub issued_at: Option<u64>,
-    #[serde(default)]
-    pub scopes: Vec<String>,
-}
-
-impl std::fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Credentials")
-            .field("resource", &self.resource)
-            .field("issuer", &self.issuer)
-            .field("client_id", &self.client.client_id)
-            .field("scopes", &self.scopes)
-            .field("expires_at", &self.expires_at)
-            .field("refresh_token", &self.refresh_token.as_ref().map(|_| "[REDACTED]"))
-            .finish_non_exhaustive()
-    }
-}
-
-impl Credentials {
-    /// The token expires within `AUTH_REFRESH_SKEW`, or within half its
-    /// lifetime when that is shorter (a token that lives less than the skew
-    /// would otherwise be refreshed before every request), or has expired.
-    pub fn expiring(&self) -> bool {
-        let Some(at) = self.expires_at else { return false };
-        let lifetime = self.issued_at.map_or(u64::MAX, |issued| at.saturating_sub(issued));
-        at <= now_secs() + AUTH_REFRESH_SKEW.as_secs().min(lifetime / 2)
-    }
-
-    /// The secrets in these credentials, for a host's redaction.
-    pub fn secrets(&self) -> Vec<String> {
-        let mut secrets = vec![self.access_token.clone()];
-        secrets.extend(self.refresh_token.clone());
-        secrets.extend(self.client.client_secret.clone());
-        secrets
-    }
-}
-
-fn now_secs() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
-}
-
-/// Where a server's credentials live between commands (the host's files, or memory).
-pub trait CredentialStore: Send + Sync {
-    fn load(&self) -> Result<Option<Credentials>, String>;
-    fn save(&self, credentials: &Credentials) -> Result<(), String>;
-    fn remove(&self) -> Result<(), String>;
-}
-
-/// Credentials kept only for the life of the process.
-#[derive(Default)]
-pub struct MemoryStore(Mutex<Option<Credentials>>);
-
-impl CredentialStore for MemoryStore {
-    fn load(&self) -> Result<Option<Credentials>, String> {
-        Ok(lock(&self.0).clone())
-    }
-    fn save(&self, credentials: &Credentials) -> Result<(), String> {
-        *lock(&self.0) = Some(credentials.clone());
-        Ok(())
-    }
-    fn remove(&self) -> Result<(), String> {
-        *lock(&self.0) = None;
-        Ok(())
-    }
-}
-
-/// Shows the user the authorization page; the answer arrives at the loopback redirect.
-#[async_trait]
-pub trait Browser: Send + Sync {
-    async fn open(&self, url: &Url) -> Result<(), String>;
-}
-
-/// A browser for tests and the conformance suite: it asks for the page
-/// without following redirects and delivers the redirect the authorization
-/// server answers with (an automatic approval) to the loopback listener.
-pub struct ScriptedBrowser {
-    http: AuthHttp,
-}
-
-impl ScriptedBrowser {
-    pub fn new() -> Result<ScriptedBrowser, String> {
-        Ok(ScriptedBrowser { http: AuthHttp::new().map_err(|e| e.0)? })
-    }
-}
-
-#[async_trait]
-impl Browser for ScriptedBrowser {
-    async fn open(&self, url: &Url) -> Result<(), String> {
-        let page = self.http.client().get(url.clone()).send().await.map_err(|e| e.to_string())?;
-        let location = page
-            .headers()
-            .get(reqwest::header::LOCATION)
-            .and_then(|v| v.to_str().ok())
-            .ok_or_else(|| format!("the authorization page answered {} without a redirect", page.status()))?;
-        let target = url.join(location).map_err(|e| format!("a bad redirect: {e}"))?;
-        if !matches!(target.host_str(), Some("127.0.0.1" | "localhost")) {
-            return Err(format!(
-                "the authorization page redirected to {}, not to the loopback",
-                target.origin().ascii_serialization()
-            ));
-        }
-        self.http.client().get(target).send().await.map_err(|e| e.to_string())?;
-        Ok(())
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
+use token::{apply, check_redirect, credentials_from, pick_auth, short_text, token_client, token_error};
 
 /// The token on the requests, with the generation it was set at (a 401 for an
 /// older generation is answered by the newer token, not by another login).
 struct Current {
     generation: u64,
     credentials: Credentials,
-}
-
-/// What `clat mcp` shows of a server's login, never the token.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct AuthStatus {
-    pub issuer: String,
-    pub client_id: String,
-    pub scopes: Vec<String>,
-    pub expires_at: Option<u64>,
-    pub refreshable: bool,
 }
 
 /// One server's OAuth state.
@@ -744,174 +491,5 @@ impl Authorizer {
             _ => pick_auth(metadata, client_secret.is_some()),
         };
         Ok(ClientIdentity { client_id, client_secret, auth })
-    }
-}
-
-/// How to authenticate at the token endpoint, from what the server supports
-/// (RFC 8414: `client_secret_basic` when it does not say).
-fn pick_auth(metadata: &ServerMetadata, has_secret: bool) -> ClientAuth {
-    if !has_secret {
-        return ClientAuth::None;
-    }
-    match metadata.token_endpoint_auth_methods_supported.as_deref() {
-        None => ClientAuth::ClientSecretBasic,
-        Some(methods) if methods.iter().any(|m| m == "client_secret_basic") => ClientAuth::ClientSecretBasic,
-        Some(methods) if methods.iter().any(|m| m == "client_secret_post") => ClientAuth::ClientSecretPost,
-        Some(methods) if methods.iter().any(|m| m == "none") => ClientAuth::None,
-        Some(_) => ClientAuth::ClientSecretBasic,
-    }
-}
-
-/// An `oauth2` client that knows its token endpoint.
-type TokenClient = oauth2::basic::BasicClient<
-    oauth2::EndpointNotSet,
-    oauth2::EndpointNotSet,
-    oauth2::EndpointNotSet,
-    oauth2::EndpointNotSet,
-    oauth2::EndpointSet,
->;
-
-/// The client `identity` at `token_endpoint`, authenticating the way it was
-/// registered to (`step` names a bad endpoint URL).
-fn token_client(identity: &ClientIdentity, token_endpoint: &str, step: Step) -> Result<TokenClient, AuthError> {
-    let token_url = TokenUrl::new(token_endpoint.to_string()).map_err(|e| AuthError::failed(step, e.to_string()))?;
-    let mut client = oauth2::basic::BasicClient::new(ClientId::new(identity.client_id.clone()));
-    match (identity.auth, &identity.client_secret) {
-        (ClientAuth::ClientSecretBasic, Some(secret)) => {
-            client = client.set_client_secret(ClientSecret::new(secret.clone())).set_auth_type(AuthType::BasicAuth);
-        }
-        (ClientAuth::ClientSecretPost, Some(secret)) => {
-            client = client.set_client_secret(ClientSecret::new(secret.clone())).set_auth_type(AuthType::RequestBody);
-        }
-        _ => client = client.set_auth_type(AuthType::RequestBody),
-    }
-    Ok(client.set_token_uri(token_url))
-}
-
-/// The redirect's `code`, after its `state` and (RFC 9207) `iss` are checked.
-fn check_redirect(
-    query: &HashMap<String, String>,
-    state: &str,
-    metadata: &ServerMetadata,
-) -> Result<String, AuthError> {
-    let step = Step::Redirect;
-    if query.get("state").map(String::as_str) != Some(state) {
-        return Err(AuthError::failed(step, "the redirect's state is not this login's; ignoring it"));
-    }
-    match query.get("iss") {
-        Some(iss) if iss != &metadata.issuer => {
-            return Err(AuthError::failed(
-                step,
-                format!("the redirect names the issuer {iss:?}, not {:?}; refusing it", metadata.issuer),
-            ));
-        }
-        None if metadata.iss_parameter_supported => {
-            return Err(AuthError::failed(
-                step,
-                "the authorization server promises an `iss` in its redirect and sent none; refusing it",
-            ));
-        }
-        _ => {}
-    }
-    if let Some(error) = query.get("error") {
-        let description =
-            query.get("error_description").map(|d| format!(": {}", short_text(d.as_bytes()))).unwrap_or_default();
-        return Err(AuthError::failed(
-            Step::Authorization,
-            format!("the authorization server answered {error}{description}"),
-        ));
-    }
-    query.get("code").cloned().ok_or_else(|| AuthError::failed(step, "the redirect carries no code"))
-}
-
-fn credentials_from(
-    answer: &oauth2::basic::BasicTokenResponse,
-    resource: &str,
-    metadata: &ServerMetadata,
-    client: ClientIdentity,
-    grant: Grant,
-    requested: &[String],
-) -> Credentials {
-    let mut credentials = Credentials {
-        resource: resource.to_string(),
-        issuer: metadata.issuer.clone(),
-        token_endpoint: metadata.token_endpoint.to_string(),
-        client,
-        grant,
-        access_token: String::new(),
-        refresh_token: None,
-        expires_at: None,
-        issued_at: None,
-        scopes: requested.to_vec(),
-    };
-    apply(&mut credentials, answer);
-    credentials
-}
-
-fn apply(credentials: &mut Credentials, answer: &oauth2::basic::BasicTokenResponse) {
-    credentials.access_token = answer.access_token().secret().clone();
-    if let Some(refresh) = answer.refresh_token() {
-        credentials.refresh_token = Some(refresh.secret().clone());
-    }
-    let now = now_secs();
-    credentials.issued_at = Some(now);
-    credentials.expires_at = answer.expires_in().map(|d: Duration| now + d.as_secs());
-    if let Some(scopes) = answer.scopes() {
-        credentials.scopes = scopes.iter().map(|s| s.to_string()).collect();
-    }
-}
-
-/// A token endpoint's failure, without the request (which holds secrets).
-fn token_error<E: std::error::Error>(
-    error: &oauth2::RequestTokenError<E, oauth2::basic::BasicErrorResponse>,
-) -> String {
-    match error {
-        oauth2::RequestTokenError::ServerResponse(response) => {
-            let mut text = response.error().to_string();
-            if let Some(description) = response.error_description() {
-                text.push_str(&format!(": {}", short_text(description.as_bytes())));
-            }
-            format!("the token endpoint refused: {text}")
-        }
-        oauth2::RequestTokenError::Request(e) => format!("the token endpoint could not be reached: {e}"),
-        oauth2::RequestTokenError::Parse(e, _) => format!("the token endpoint's answer is not a token: {e}"),
-        oauth2::RequestTokenError::Other(e) => e.clone(),
-    }
-}
-
-fn short_text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).chars().take(crate::limits::HTTP_ERROR_TEXT_MAX_CHARS).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn expiring_in(lifetime: u64, left: u64) -> bool {
-        let now = now_secs();
-        let credentials = Credentials {
-            resource: "https://a.example/mcp".into(),
-            issuer: "https://as.example".into(),
-            token_endpoint: "https://as.example/token".into(),
-            client: ClientIdentity { client_id: "c".into(), client_secret: None, auth: ClientAuth::None },
-            grant: Grant::AuthorizationCode,
-            access_token: "t".into(),
-            refresh_token: Some("r".into()),
-            expires_at: Some(now + left),
-            issued_at: Some(now + left - lifetime),
-            scopes: vec![],
-        };
-        credentials.expiring()
-    }
-
-    #[test]
-    fn a_token_is_refreshed_within_the_skew_or_half_its_lifetime() {
-        let skew = AUTH_REFRESH_SKEW.as_secs();
-        assert!(!expiring_in(3600, skew + 5));
-        assert!(expiring_in(3600, skew - 5));
-        // A token that lives 10 s is refreshed in its last 5 s, not before every request.
-        assert!(!expiring_in(10, 8));
-        assert!(expiring_in(10, 4));
-        assert!(expiring_in(10, 0));
     }
 }

@@ -185,7 +185,7 @@ async fn run(url: &str, scenario: &str, version: &str) -> Result<(), ClientError
         }
     }
     .await;
-    session.connection.close().await;
+    session.close().await;
     outcome
 }
 

@@ -64,6 +64,7 @@ use crate::limits::{
     HTTP_ERROR_TEXT_MAX_CHARS, HTTP_GET_STREAM_DEFAULT_RETRY, HTTP_ONE_WAY_TIMEOUT, HTTP_SSE_DEFAULT_RETRY,
     HTTP_SSE_RESUMES_MAX,
 };
+use crate::lock;
 use crate::transport::{ServerRequests, Transport, dispatch_request, inbound_limit};
 
 /// Where a remote server is.
@@ -167,10 +168,6 @@ tokio::task_local! {
 /// One connection to a Streamable HTTP server.
 pub struct HttpConnection {
     inner: Arc<Inner>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// reqwest's error with its causes. Its text names the URL, never headers
