@@ -23,7 +23,10 @@
 //! invalid declaration is dropped from the listing); a cancel closes the
 //! response stream.
 //!
-//! Its parts: `sse.rs` (reading event streams), `headers.rs` (modern headers).
+//! Its parts: `authorized.rs` (sending with the server's token), `stream.rs`
+//! (answers, resumed streams, the server's GET stream), `sse.rs` (reading one
+//! event stream), `body.rs` (bounded bodies, failures as errors),
+//! `headers.rs` (modern headers).
 //!
 //! With OAuth (`HttpSpec::auth`, `crate::auth`), every request carries the
 //! server's token, and a 401 or a 403 `insufficient_scope` is answered by the
@@ -35,12 +38,17 @@
 //! and never written anywhere: errors name the status and a short body, not the
 //! request.
 
+mod authorized;
+mod body;
 mod headers;
 pub(crate) mod sse;
+mod stream;
 
+use authorized::{AUTH_CLOCK, AuthClock};
+use body::http_error;
+pub(crate) use body::{BodyError, error_text, read_limited};
 use headers::header_value_of;
 pub use headers::{encode_header_value, tool_header_params};
-use sse::{Resume, bounded};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -48,24 +56,18 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use eventsource_stream::Eventsource as _;
-use futures_util::StreamExt;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::{AuthError, Authorizer, Challenge};
+use crate::auth::Authorizer;
 use crate::error::ClientError;
-use crate::jsonrpc::{Message, RequestId, WireError, encode, parse};
-use crate::limits::{
-    AUTH_ATTEMPTS_MAX, CLOSE_GRACE, HTTP_BODY_MAX_BYTES, HTTP_CONNECT_TIMEOUT, HTTP_ERROR_BODY_MAX_BYTES,
-    HTTP_ERROR_TEXT_MAX_CHARS, HTTP_GET_STREAM_DEFAULT_RETRY, HTTP_ONE_WAY_TIMEOUT, HTTP_SSE_DEFAULT_RETRY,
-    HTTP_SSE_RESUMES_MAX,
-};
+use crate::jsonrpc::{Message, RequestId, encode};
+use crate::limits::{CLOSE_GRACE, HTTP_CONNECT_TIMEOUT, HTTP_ONE_WAY_TIMEOUT};
 use crate::lock;
-use crate::transport::{ServerRequests, Transport, dispatch_request, inbound_limit};
+use crate::transport::{ServerRequests, Transport, inbound_limit};
 
 /// Where a remote server is.
 #[derive(Clone)]
@@ -124,66 +126,9 @@ struct Inner {
     auth: Option<Arc<Authorizer>>,
 }
 
-/// The time one request spent on its server's authorization (a login in a
-/// browser, token requests): it does not count against the request's timeout,
-/// so a login the first request of a session needs is not cut short by it.
-#[derive(Clone, Default)]
-struct AuthClock(Arc<Mutex<AuthTime>>);
-
-#[derive(Default)]
-struct AuthTime {
-    spent: Duration,
-    since: Option<std::time::Instant>,
-    /// What the request's deadline was already moved by.
-    credited: Duration,
-}
-
-impl AuthClock {
-    fn start(&self) {
-        lock(&self.0).since = Some(std::time::Instant::now());
-    }
-
-    fn stop(&self) {
-        let mut time = lock(&self.0);
-        if let Some(since) = time.since.take() {
-            time.spent += since.elapsed();
-        }
-    }
-
-    /// Authorization time (ongoing included) the deadline was not moved by yet.
-    fn uncredited(&self) -> Duration {
-        let mut time = lock(&self.0);
-        let total = time.spent + time.since.map_or(Duration::ZERO, |since| since.elapsed());
-        let extra = total.saturating_sub(time.credited);
-        time.credited = total;
-        extra
-    }
-}
-
-tokio::task_local! {
-    /// The clock of the request this task is exchanging (none in background tasks).
-    static AUTH_CLOCK: AuthClock;
-}
-
 /// One connection to a Streamable HTTP server.
 pub struct HttpConnection {
     inner: Arc<Inner>,
-}
-
-/// reqwest's error with its causes. Its text names the URL, never headers
-/// or bodies; a timeout says so in words.
-pub(crate) fn error_text(e: &reqwest::Error) -> String {
-    let mut text = if e.is_timeout() { format!("{e} (no answer in time)") } else { e.to_string() };
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        text.push_str(&format!(": {s}"));
-        source = s.source();
-    }
-    text
-}
-
-fn http_error(e: reqwest::Error) -> ClientError {
-    ClientError::Http(error_text(&e))
 }
 
 impl HttpConnection {
@@ -255,67 +200,9 @@ impl HttpConnection {
     }
 }
 
-enum Streamed {
-    Answer(Result<Value, WireError>),
-    /// The stream ended without the answer; resume from this event id after `retry`.
-    Ended {
-        last_event_id: Option<String>,
-        retry: Option<Duration>,
-    },
-}
-
 impl Inner {
     fn is_closed(&self) -> Option<String> {
         lock(&self.closed).clone()
-    }
-
-    /// Send the request `build` makes, with the server's token when it has
-    /// OAuth; a 401 (or a 403 asking for more scope) is answered by the
-    /// authorizer and the request sent again, at most `AUTH_ATTEMPTS_MAX` times.
-    async fn send(&self, build: impl Fn() -> reqwest::RequestBuilder) -> Result<reqwest::Response, ClientError> {
-        let Some(auth) = &self.auth else {
-            return build().send().await.map_err(http_error);
-        };
-        let mut attempts = 0;
-        loop {
-            let mut builder = build();
-            let bearer = auth.bearer().await;
-            if let Some((_, value)) = &bearer
-                && let Ok(mut value) = HeaderValue::from_str(value)
-            {
-                value.set_sensitive(true);
-                builder = builder.header(reqwest::header::AUTHORIZATION, value);
-            }
-            let response = builder.send().await.map_err(http_error)?;
-            let status = response.status().as_u16();
-            let challenge = Challenge::from_headers(response.headers());
-            if status != 401 && !(status == 403 && challenge.is_insufficient_scope()) {
-                return Ok(response);
-            }
-            let failed = |error: AuthError| ClientError::Auth { server: auth.server().to_string(), error };
-            if attempts >= AUTH_ATTEMPTS_MAX {
-                return Err(failed(AuthError::StillRefused { status }));
-            }
-            attempts += 1;
-            let clock = AUTH_CLOCK.try_with(AuthClock::clone).ok();
-            if let Some(clock) = &clock {
-                clock.start();
-            }
-            let authorized = auth.challenged(bearer.map(|(generation, _)| generation), status, &challenge).await;
-            if let Some(clock) = &clock {
-                clock.stop();
-            }
-            authorized.map_err(failed)?;
-        }
-    }
-
-    /// A failure status as an error; a server that echoes a configured header
-    /// value (a bad key) never gets it into the error's text.
-    async fn status_error(&self, response: reqwest::Response) -> ClientError {
-        status_error(response, |text| {
-            self.secrets.iter().fold(text, |text, secret| text.replace(secret.as_str(), "[REDACTED]"))
-        })
-        .await
     }
 
     /// Build a POST for one message, with the era's headers.
@@ -353,162 +240,33 @@ impl Inner {
                 }
             }
         } else {
-            let state = lock(&self.state);
-            // A new session starts without the old id (and only `initialize` starts one).
-            if let Some(session) = state.session_id.as_ref().filter(|_| method != Some("initialize")) {
-                builder = builder.header(SESSION_HEADER, session);
-            }
-            if let Some(version) = &state.legacy_version {
-                builder = builder.header(VERSION_HEADER, version);
-            }
+            builder = self.legacy_session_headers(builder, method == Some("initialize"));
         }
         builder.body(encode(message))
+    }
+
+    /// The legacy session's headers: its id (not on an `initialize`: a new
+    /// session starts without the old id, and only `initialize` starts one)
+    /// and the negotiated version once known.
+    fn legacy_session_headers(
+        &self,
+        mut builder: reqwest::RequestBuilder,
+        initialize: bool,
+    ) -> reqwest::RequestBuilder {
+        let state = lock(&self.state);
+        if let Some(session) = state.session_id.as_ref().filter(|_| !initialize) {
+            builder = builder.header(SESSION_HEADER, session);
+        }
+        if let Some(version) = &state.legacy_version {
+            builder = builder.header(VERSION_HEADER, version);
+        }
+        builder
     }
 
     /// POST a message that expects no answer (a notification, our response): 2xx.
     async fn send_one_way(&self, message: &Message) -> Result<(), ClientError> {
         let response = self.send(|| self.post(message).timeout(HTTP_ONE_WAY_TIMEOUT)).await?;
         if response.status().is_success() { Ok(()) } else { Err(self.status_error(response).await) }
-    }
-
-    /// Serve a server request from a stream (the answer stream of the request
-    /// tagged `related`, if any); the answer is POSTed back.
-    fn serve(self: &Arc<Self>, id: RequestId, method: String, params: Option<Value>, related: Option<u64>) {
-        let inner = Arc::clone(self);
-        dispatch_request(&self.handler, &self.in_flight, id, method, params, related, move |response| {
-            Box::pin(async move {
-                if let Err(e) = inner.send_one_way(&response).await {
-                    tracing::warn!("answering a server request failed: {e}");
-                }
-            })
-        });
-    }
-
-    /// Read an SSE stream: serve what the server asks (as related to the
-    /// request tagged `tag`), and return the answer to `id`.
-    async fn read_stream(
-        self: &Arc<Self>,
-        response: reqwest::Response,
-        id: Option<&RequestId>,
-        tag: Option<u64>,
-    ) -> Result<Streamed, ClientError> {
-        let resume = Arc::new(Mutex::new(Resume::default()));
-        let mut events = bounded(response.bytes_stream(), Arc::clone(&resume)).eventsource();
-        while let Some(event) = events.next().await {
-            let event = match event {
-                Ok(event) => event,
-                Err(eventsource_stream::EventStreamError::Transport(e)) if e.starts_with("an event of more") => {
-                    return Err(ClientError::Protocol(format!("the server sent {e}")));
-                }
-                Err(e) => {
-                    tracing::debug!("the event stream broke: {e}");
-                    break;
-                }
-            };
-            if event.data.trim().is_empty() {
-                continue;
-            }
-            match parse(event.data.as_bytes()) {
-                Ok(Message::Response { id: rid, result }) if Some(&rid) == id => return Ok(Streamed::Answer(result)),
-                Ok(Message::Response { id: rid, .. }) => {
-                    tracing::debug!("a response for {rid} on another stream was ignored")
-                }
-                Ok(Message::Request { method, .. }) if lock(&self.state).modern => {
-                    tracing::warn!(
-                        "ignoring a {method} request on a modern stream: 2026-07-28 servers ask with input_required"
-                    );
-                }
-                Ok(Message::Request { id, method, params }) => self.serve(id, method, params, tag),
-                Ok(Message::Notification { method, params }) => self.handler.notification(&method, params.as_ref()),
-                Ok(Message::OrphanError(e)) => tracing::warn!("the server sent an error without an id: {e}"),
-                Err(e) => tracing::warn!("ignoring a malformed event from the server: {e}"),
-            }
-        }
-        let Resume { last_event_id, retry } = lock(&resume).clone();
-        Ok(Streamed::Ended { last_event_id, retry })
-    }
-
-    /// Resume a stream with GET + `Last-Event-ID`.
-    async fn resume(&self, last_event_id: &str) -> Result<reqwest::Response, ClientError> {
-        let build = || {
-            let mut builder = self
-                .client
-                .get(self.url.clone())
-                .headers(self.headers.clone())
-                .header(ACCEPT, "text/event-stream")
-                .header("last-event-id", last_event_id);
-            let state = lock(&self.state);
-            if let Some(session) = &state.session_id {
-                builder = builder.header(SESSION_HEADER, session);
-            }
-            if let Some(version) = &state.legacy_version {
-                builder = builder.header(VERSION_HEADER, version);
-            }
-            builder
-        };
-        let response = self.send(build).await?;
-        if !response.status().is_success() {
-            return Err(self.status_error(response).await);
-        }
-        Ok(response)
-    }
-
-    /// The answer to one request from its HTTP response (JSON or SSE, resumed if it breaks).
-    async fn answer(
-        self: &Arc<Self>,
-        id: &RequestId,
-        tag: Option<u64>,
-        method: &str,
-        response: reqwest::Response,
-    ) -> Result<Value, ClientError> {
-        let status = response.status();
-        if status == reqwest::StatusCode::ACCEPTED {
-            return Err(ClientError::Protocol(format!("the server accepted {method} (202) without answering it")));
-        }
-        if !status.is_success() {
-            return Err(self.status_error(response).await);
-        }
-        let content_type =
-            response.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase();
-        if content_type.starts_with("application/json") {
-            let body = read_body(response, HTTP_BODY_MAX_BYTES).await?;
-            return match parse(&body) {
-                Ok(Message::Response { id: rid, result }) if &rid == id => result.map_err(ClientError::Wire),
-                Ok(Message::OrphanError(e)) => Err(ClientError::Wire(e)),
-                Ok(_) => Err(ClientError::Protocol(format!("the answer to {method} is not its response"))),
-                Err(e) => Err(ClientError::Protocol(format!("the answer to {method} is not JSON-RPC: {e}"))),
-            };
-        }
-        if !content_type.starts_with("text/event-stream") {
-            return Err(ClientError::Protocol(format!(
-                "the answer to {method} has content type {content_type:?}, not JSON or an event stream"
-            )));
-        }
-        let mut streamed = self.read_stream(response, Some(id), tag).await?;
-        let mut resumes = 0;
-        loop {
-            match streamed {
-                Streamed::Answer(result) => return result.map_err(ClientError::Wire),
-                Streamed::Ended { last_event_id: Some(last), retry }
-                    if resumes < HTTP_SSE_RESUMES_MAX && !lock(&self.state).modern =>
-                {
-                    resumes += 1;
-                    tokio::time::sleep(retry.unwrap_or(HTTP_SSE_DEFAULT_RETRY)).await;
-                    let response = self.resume(&last).await?;
-                    streamed = match self.read_stream(response, Some(id), tag).await? {
-                        Streamed::Ended { last_event_id: None, retry: r } => {
-                            Streamed::Ended { last_event_id: Some(last), retry: r.or(retry) }
-                        }
-                        other => other,
-                    };
-                }
-                Streamed::Ended { .. } => {
-                    return Err(ClientError::Protocol(format!(
-                        "the event stream for {method} ended without a response"
-                    )));
-                }
-            }
-        }
     }
 
     /// Send one request and wait for its answer; an expired legacy session is re-opened once.
@@ -571,126 +329,6 @@ impl Inner {
         lock(&self.tasks).push(task);
         Ok(())
     }
-
-    /// The server's own stream (legacy GET): serve its messages; reconnect after `retry`, a few times.
-    async fn listen(self: Arc<Self>, opened: tokio::sync::oneshot::Sender<()>) {
-        let mut opened = Some(opened);
-        let mut last_event_id: Option<String> = None;
-        // A server may close the stream and ask to reconnect (SEP-1699) for as long as it likes;
-        // only streams that carried nothing count against the bound.
-        let mut empty_streams = 0;
-        while empty_streams <= HTTP_SSE_RESUMES_MAX {
-            let build = || {
-                let mut builder =
-                    self.client.get(self.url.clone()).headers(self.headers.clone()).header(ACCEPT, "text/event-stream");
-                let state = lock(&self.state);
-                if let Some(session) = &state.session_id {
-                    builder = builder.header(SESSION_HEADER, session);
-                }
-                if let Some(version) = &state.legacy_version {
-                    builder = builder.header(VERSION_HEADER, version);
-                }
-                if let Some(last) = &last_event_id {
-                    builder = builder.header("last-event-id", last);
-                }
-                builder
-            };
-            let sent = self.send(build).await;
-            if let Some(opened) = opened.take() {
-                let _ = opened.send(());
-            }
-            let Ok(response) = sent else { return };
-            let is_stream = response
-                .headers()
-                .get(CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|t| t.starts_with("text/event-stream"));
-            if !response.status().is_success() || !is_stream {
-                return;
-            }
-            match self.read_stream(response, None, None).await {
-                Ok(Streamed::Ended { last_event_id: last, retry }) => {
-                    if last.is_none() && retry.is_none() {
-                        return;
-                    }
-                    if last.is_none() || last == last_event_id {
-                        empty_streams += 1;
-                    } else {
-                        empty_streams = 0;
-                    }
-                    last_event_id = last.or(last_event_id);
-                    tokio::time::sleep(retry.unwrap_or(HTTP_GET_STREAM_DEFAULT_RETRY)).await;
-                }
-                _ => return,
-            }
-        }
-    }
-}
-
-/// Why a body could not be read whole.
-pub(crate) enum BodyError {
-    /// It is longer than the limit it was read with.
-    TooLarge(usize),
-    Broken(reqwest::Error),
-}
-
-/// Read a body, failing past `limit` bytes (the transport's answers, and the
-/// authorization steps' in `auth/http.rs`).
-pub(crate) async fn read_limited(response: reqwest::Response, limit: usize) -> Result<Vec<u8>, BodyError> {
-    if response.content_length().is_some_and(|n| n as usize > limit) {
-        return Err(BodyError::TooLarge(limit));
-    }
-    let mut body = Vec::new();
-    let mut stream = response.bytes_stream();
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(BodyError::Broken)?;
-        if body.len() + chunk.len() > limit {
-            return Err(BodyError::TooLarge(limit));
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
-}
-
-/// A server's body, failing past `limit` bytes.
-async fn read_body(response: reqwest::Response, limit: usize) -> Result<Vec<u8>, ClientError> {
-    read_limited(response, limit).await.map_err(|e| match e {
-        BodyError::TooLarge(limit) => {
-            ClientError::Protocol(format!("the server sent a body of more than {limit} bytes"))
-        }
-        BodyError::Broken(e) => http_error(e),
-    })
-}
-
-/// A non-success status: the JSON-RPC error in its body if there is one, else the status and a short body.
-async fn status_error(response: reqwest::Response, scrub: impl Fn(String) -> String) -> ClientError {
-    let status = response.status();
-    if status.is_redirection() {
-        let to = response
-            .headers()
-            .get(reqwest::header::LOCATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|l| reqwest::Url::parse(l).ok())
-            .and_then(|u| u.host_str().map(str::to_string))
-            .unwrap_or_else(|| "another host".into());
-        return ClientError::Http(format!(
-            "the server redirected to {to}; CLAT follows redirects only to the same origin"
-        ));
-    }
-    let body = read_body(response, HTTP_ERROR_BODY_MAX_BYTES).await.unwrap_or_default();
-    if let Ok(Message::Response { result: Err(mut e), .. } | Message::OrphanError(mut e)) = parse(&body) {
-        e.message = scrub(e.message);
-        return ClientError::Wire(e);
-    }
-    let text: String = scrub(String::from_utf8_lossy(&body).chars().take(HTTP_ERROR_TEXT_MAX_CHARS).collect());
-    let hint = match status.as_u16() {
-        401 | 403 => " (check the credentials in the configured headers)",
-        _ => "",
-    };
-    ClientError::Http(format!(
-        "{status}{hint}{}",
-        if text.trim().is_empty() { String::new() } else { format!(": {}", text.trim()) }
-    ))
 }
 
 #[async_trait]

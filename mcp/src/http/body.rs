@@ -1,0 +1,103 @@
+//! Bodies and failures: reading a body within its bound, reqwest's errors in
+//! words, and a failure status as an error whose text never carries a
+//! configured header value.
+
+use futures_util::StreamExt;
+
+use super::Inner;
+use crate::error::ClientError;
+use crate::jsonrpc::{Message, parse};
+use crate::limits::{HTTP_ERROR_BODY_MAX_BYTES, HTTP_ERROR_TEXT_MAX_CHARS};
+
+/// reqwest's error with its causes. Its text names the URL, never headers
+/// or bodies; a timeout says so in words.
+pub(crate) fn error_text(e: &reqwest::Error) -> String {
+    let mut text = if e.is_timeout() { format!("{e} (no answer in time)") } else { e.to_string() };
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text.push_str(&format!(": {s}"));
+        source = s.source();
+    }
+    text
+}
+
+pub(super) fn http_error(e: reqwest::Error) -> ClientError {
+    ClientError::Http(error_text(&e))
+}
+
+/// Why a body could not be read whole.
+pub(crate) enum BodyError {
+    /// It is longer than the limit it was read with.
+    TooLarge(usize),
+    Broken(reqwest::Error),
+}
+
+/// Read a body, failing past `limit` bytes (the transport's answers, and the
+/// authorization steps' in `auth/http.rs`).
+pub(crate) async fn read_limited(response: reqwest::Response, limit: usize) -> Result<Vec<u8>, BodyError> {
+    if response.content_length().is_some_and(|n| n as usize > limit) {
+        return Err(BodyError::TooLarge(limit));
+    }
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(BodyError::Broken)?;
+        if body.len() + chunk.len() > limit {
+            return Err(BodyError::TooLarge(limit));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// A server's body, failing past `limit` bytes.
+pub(super) async fn read_body(response: reqwest::Response, limit: usize) -> Result<Vec<u8>, ClientError> {
+    read_limited(response, limit).await.map_err(|e| match e {
+        BodyError::TooLarge(limit) => {
+            ClientError::Protocol(format!("the server sent a body of more than {limit} bytes"))
+        }
+        BodyError::Broken(e) => http_error(e),
+    })
+}
+
+/// A non-success status: the JSON-RPC error in its body if there is one, else the status and a short body.
+async fn status_error(response: reqwest::Response, scrub: impl Fn(String) -> String) -> ClientError {
+    let status = response.status();
+    if status.is_redirection() {
+        let to = response
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|l| reqwest::Url::parse(l).ok())
+            .and_then(|u| u.host_str().map(str::to_string))
+            .unwrap_or_else(|| "another host".into());
+        return ClientError::Http(format!(
+            "the server redirected to {to}; CLAT follows redirects only to the same origin"
+        ));
+    }
+    let body = read_body(response, HTTP_ERROR_BODY_MAX_BYTES).await.unwrap_or_default();
+    if let Ok(Message::Response { result: Err(mut e), .. } | Message::OrphanError(mut e)) = parse(&body) {
+        e.message = scrub(e.message);
+        return ClientError::Wire(e);
+    }
+    let text: String = scrub(String::from_utf8_lossy(&body).chars().take(HTTP_ERROR_TEXT_MAX_CHARS).collect());
+    let hint = match status.as_u16() {
+        401 | 403 => " (check the credentials in the configured headers)",
+        _ => "",
+    };
+    ClientError::Http(format!(
+        "{status}{hint}{}",
+        if text.trim().is_empty() { String::new() } else { format!(": {}", text.trim()) }
+    ))
+}
+
+impl Inner {
+    /// A failure status as an error; a server that echoes a configured header
+    /// value (a bad key) never gets it into the error's text.
+    pub(super) async fn status_error(&self, response: reqwest::Response) -> ClientError {
+        status_error(response, |text| {
+            self.secrets.iter().fold(text, |text, secret| text.replace(secret.as_str(), "[REDACTED]"))
+        })
+        .await
+    }
+}
