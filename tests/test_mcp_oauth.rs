@@ -358,7 +358,7 @@ struct SlowBrowser(ScriptedBrowser);
 
 #[async_trait::async_trait]
 impl clat_mcp::auth::Browser for SlowBrowser {
-    async fn open(&self, url: &reqwest::Url) -> Result<(), String> {
+    async fn open(&self, url: &reqwest::Url) -> Result<(), clat_mcp::auth::BrowserError> {
         tokio::time::sleep(clat_mcp::limits::MODERN_PROBE_TIMEOUT + std::time::Duration::from_secs(1)).await;
         self.0.open(url).await
     }

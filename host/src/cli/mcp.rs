@@ -89,7 +89,7 @@ struct SystemBrowser;
 
 #[async_trait::async_trait]
 impl Browser for SystemBrowser {
-    async fn open(&self, url: &reqwest::Url) -> Result<(), String> {
+    async fn open(&self, url: &reqwest::Url) -> Result<(), clat_mcp::auth::BrowserError> {
         eprintln!("Log in on this page (it opens in your browser if there is one):\n  {url}");
         let opener: Option<Vec<String>> = match std::env::var("BROWSER").ok().filter(|b| !b.trim().is_empty()) {
             Some(browser) => Some(browser.split_whitespace().map(str::to_string).collect()),

@@ -18,7 +18,7 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use clat_mcp::auth::{Authorizer, Browser, CredentialStore, Credentials};
+use clat_mcp::auth::{Authorizer, Browser, CredentialStore, Credentials, StoreError};
 use clat_mcp::config::{EntryTransport, ServerEntry};
 use sha2::Digest;
 
@@ -79,9 +79,9 @@ impl CredentialVault {
     }
 
     /// A keyring failure: an error when the keyring is required, else the file is used.
-    fn keyring_failed(&self, what: &str, error: keyring::Error) -> Result<(), String> {
+    fn keyring_failed(&self, what: &'static str, error: keyring::Error) -> Result<(), StoreError> {
         if self.keyring_only {
-            return Err(format!("the OS keyring could not {what}: {error}"));
+            return Err(StoreError::Keyring { action: what, reason: error.to_string() });
         }
         tracing::debug!("the OS keyring could not {what} ({error}); using {}", self.file.path().display());
         Ok(())
@@ -89,7 +89,7 @@ impl CredentialVault {
 }
 
 impl CredentialStore for CredentialVault {
-    fn load(&self) -> Result<Option<Credentials>, String> {
+    fn load(&self) -> Result<Option<Credentials>, StoreError> {
         if let Some(entry) = &self.keyring {
             match entry.get_password() {
                 Ok(text) => return Ok(parse_credentials(text.as_bytes(), "the OS keyring's entry")),
@@ -101,10 +101,10 @@ impl CredentialStore for CredentialVault {
         self.file.load()
     }
 
-    fn save(&self, credentials: &Credentials) -> Result<(), String> {
+    fn save(&self, credentials: &Credentials) -> Result<(), StoreError> {
         crate::redact::register_secrets(credentials.secrets());
         if let Some(entry) = &self.keyring {
-            let text = serde_json::to_string(credentials).map_err(|e| e.to_string())?;
+            let text = serde_json::to_string(credentials)?;
             match entry.set_password(&text) {
                 // No plaintext copy is left behind.
                 Ok(()) => return self.file.remove(),
@@ -114,7 +114,7 @@ impl CredentialStore for CredentialVault {
         self.file.save(credentials)
     }
 
-    fn remove(&self) -> Result<(), String> {
+    fn remove(&self) -> Result<(), StoreError> {
         if let Some(entry) = &self.keyring {
             match entry.delete_credential() {
                 Ok(()) | Err(keyring::Error::NoEntry) => {}
@@ -150,60 +150,60 @@ impl CredentialFile {
         self.home.path().join(&self.rel)
     }
 
-    fn ensure_dir(&self) -> Result<(), String> {
-        self.home.ensure().map_err(|e| e.to_string())?;
+    fn ensure_dir(&self) -> Result<(), StoreError> {
+        self.home.ensure().map_err(|e| StoreError::Host(Box::new(e)))?;
         let dir = self.home.path().join(CREDENTIALS_DIR);
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir).map_err(|source| StoreError::File {
+            action: "create",
+            path: dir,
+            source,
+        })
     }
 }
 
 impl CredentialStore for CredentialFile {
-    fn load(&self) -> Result<Option<Credentials>, String> {
+    fn load(&self) -> Result<Option<Credentials>, StoreError> {
         let path = self.path();
         let text = match std::fs::read(&path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+            Err(source) => return Err(StoreError::File { action: "read", path, source }),
         };
         tighten(&path);
         Ok(parse_credentials(&text, &path.display().to_string()))
     }
 
-    fn save(&self, credentials: &Credentials) -> Result<(), String> {
+    fn save(&self, credentials: &Credentials) -> Result<(), StoreError> {
         crate::redact::register_secrets(credentials.secrets());
         self.ensure_dir()?;
-        let _lock = self.home.lock(&self.rel).map_err(|e| e.to_string())?;
+        let _lock = self.home.lock(&self.rel).map_err(|e| StoreError::Host(Box::new(e)))?;
         let target = self.path();
         let dir = target.parent().map(PathBuf::from).unwrap_or_else(|| self.home.path().to_path_buf());
         let tmp = dir.join(format!(".{}.tmp", uuid::Uuid::new_v4().simple()));
-        let body = serde_json::to_vec_pretty(credentials).map_err(|e| e.to_string())?;
+        let body = serde_json::to_vec_pretty(credentials)?;
         let written = (|| {
             let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
             file.write_all(&body)?;
             file.sync_all()?;
             std::fs::rename(&tmp, &target)
         })();
-        if let Err(e) = written {
+        if let Err(source) = written {
             let _ = std::fs::remove_file(&tmp);
-            return Err(format!("cannot write {}: {e}", target.display()));
+            return Err(StoreError::File { action: "write", path: target, source });
         }
         Ok(())
     }
 
-    fn remove(&self) -> Result<(), String> {
+    fn remove(&self) -> Result<(), StoreError> {
         let path = self.path();
         if !path.exists() {
             return Ok(());
         }
-        let _lock = self.home.lock(&self.rel).map_err(|e| e.to_string())?;
+        let _lock = self.home.lock(&self.rel).map_err(|e| StoreError::Host(Box::new(e)))?;
         match std::fs::remove_file(&path) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(format!("cannot remove {}: {e}", path.display())),
+            Err(source) => Err(StoreError::File { action: "remove", path, source }),
         }
     }
 }

@@ -12,6 +12,7 @@ use async_trait::async_trait;
 use reqwest::Url;
 use serde::{Deserialize, Serialize};
 
+use super::error::{BrowserError, StoreError};
 use super::http::AuthHttp;
 use crate::limits::AUTH_REFRESH_SKEW;
 use crate::lock;
@@ -146,9 +147,12 @@ pub(crate) fn now_secs() -> u64 {
 
 /// Where a server's credentials live between commands (the host's files, or memory).
 pub trait CredentialStore: Send + Sync {
-    fn load(&self) -> Result<Option<Credentials>, String>;
-    fn save(&self, credentials: &Credentials) -> Result<(), String>;
-    fn remove(&self) -> Result<(), String>;
+    /// The stored credentials, if any (unreadable ones count as none, with a warning).
+    fn load(&self) -> Result<Option<Credentials>, StoreError>;
+    /// Keep `credentials`, replacing what was kept.
+    fn save(&self, credentials: &Credentials) -> Result<(), StoreError>;
+    /// Forget the credentials (nothing kept is not an error).
+    fn remove(&self) -> Result<(), StoreError>;
 }
 
 /// Credentials kept only for the life of the process.
@@ -156,14 +160,14 @@ pub trait CredentialStore: Send + Sync {
 pub struct MemoryStore(Mutex<Option<Credentials>>);
 
 impl CredentialStore for MemoryStore {
-    fn load(&self) -> Result<Option<Credentials>, String> {
+    fn load(&self) -> Result<Option<Credentials>, StoreError> {
         Ok(lock(&self.0).clone())
     }
-    fn save(&self, credentials: &Credentials) -> Result<(), String> {
+    fn save(&self, credentials: &Credentials) -> Result<(), StoreError> {
         *lock(&self.0) = Some(credentials.clone());
         Ok(())
     }
-    fn remove(&self) -> Result<(), String> {
+    fn remove(&self) -> Result<(), StoreError> {
         *lock(&self.0) = None;
         Ok(())
     }
@@ -172,7 +176,7 @@ impl CredentialStore for MemoryStore {
 /// Shows the user the authorization page; the answer arrives at the loopback redirect.
 #[async_trait]
 pub trait Browser: Send + Sync {
-    async fn open(&self, url: &Url) -> Result<(), String>;
+    async fn open(&self, url: &Url) -> Result<(), BrowserError>;
 }
 
 /// A browser for tests and the conformance suite: it asks for the page
@@ -183,28 +187,26 @@ pub struct ScriptedBrowser {
 }
 
 impl ScriptedBrowser {
-    pub fn new() -> Result<ScriptedBrowser, String> {
-        Ok(ScriptedBrowser { http: AuthHttp::new().map_err(|e| e.0)? })
+    pub fn new() -> Result<ScriptedBrowser, BrowserError> {
+        Ok(ScriptedBrowser { http: AuthHttp::new().map_err(|e| BrowserError::Open(e.0))? })
     }
 }
 
 #[async_trait]
 impl Browser for ScriptedBrowser {
-    async fn open(&self, url: &Url) -> Result<(), String> {
-        let page = self.http.client().get(url.clone()).send().await.map_err(|e| e.to_string())?;
+    async fn open(&self, url: &Url) -> Result<(), BrowserError> {
+        let fetch = |e: reqwest::Error| BrowserError::Open(e.to_string());
+        let page = self.http.client().get(url.clone()).send().await.map_err(fetch)?;
         let location = page
             .headers()
             .get(reqwest::header::LOCATION)
             .and_then(|v| v.to_str().ok())
-            .ok_or_else(|| format!("the authorization page answered {} without a redirect", page.status()))?;
-        let target = url.join(location).map_err(|e| format!("a bad redirect: {e}"))?;
+            .ok_or(BrowserError::NoRedirect { status: page.status() })?;
+        let target = url.join(location).map_err(|e| BrowserError::Open(format!("a bad redirect: {e}")))?;
         if !matches!(target.host_str(), Some("127.0.0.1" | "localhost")) {
-            return Err(format!(
-                "the authorization page redirected to {}, not to the loopback",
-                target.origin().ascii_serialization()
-            ));
+            return Err(BrowserError::NotLoopback { origin: target.origin().ascii_serialization() });
         }
-        self.http.client().get(target).send().await.map_err(|e| e.to_string())?;
+        self.http.client().get(target).send().await.map_err(fetch)?;
         Ok(())
     }
 }

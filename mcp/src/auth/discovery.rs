@@ -52,7 +52,7 @@ impl ServerMetadata {
     /// host (a local server): a `file:`, `javascript:`, `smb:` or `ms-msdt:`
     /// authorization endpoint never reaches the browser, and an authorization
     /// code or client secret never crosses a network in cleartext.
-    pub fn check_endpoints(&self) -> Result<(), String> {
+    pub fn check_endpoints(&self) -> Result<(), AuthError> {
         let endpoints = [
             ("authorization_endpoint", Some(&self.authorization_endpoint)),
             ("token_endpoint", Some(&self.token_endpoint)),
@@ -68,9 +68,12 @@ impl ServerMetadata {
             if !allowed {
                 let scheme = url.scheme();
                 let host = url.host_str().unwrap_or("no host");
-                return Err(format!(
-                    "the authorization server's `{field}` is a {scheme}: URL ({host}); only https:// (or http:// on \
-                     this machine's loopback) is opened or sent to, so nothing was"
+                return Err(AuthError::failed(
+                    Step::ServerMetadata,
+                    format!(
+                        "the authorization server's `{field}` is a {scheme}: URL ({host}); only https:// (or http:// \
+                         on this machine's loopback) is opened or sent to, so nothing was"
+                    ),
                 ));
             }
         }
@@ -371,7 +374,7 @@ mod tests {
             ("https://as.example/authorize", "http://as.example/token", "`token_endpoint` is a http: URL (as.example)"),
             ("http://10.0.0.1/authorize", "https://as.example/token", "is a http: URL (10.0.0.1)"),
         ] {
-            let why = metadata(authorize, token).check_endpoints().unwrap_err();
+            let why = metadata(authorize, token).check_endpoints().unwrap_err().to_string();
             assert!(why.contains(says), "{authorize} {token}: {why}");
         }
     }

@@ -51,3 +51,52 @@ impl AuthError {
         AuthError::Failed { step, reason: reason.into() }
     }
 }
+
+/// Why a `CredentialStore` could not load, keep or forget a server's
+/// credentials. The text names the place, never the credentials.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A file or directory could not be read, written or removed.
+    #[error("cannot {action} {}: {source}", path.display())]
+    File {
+        /// What was being done: `read`, `write`, `remove`, `create`.
+        action: &'static str,
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    /// The OS keyring is required and could not do what was asked.
+    #[error("the OS keyring could not {action}: {reason}")]
+    Keyring { action: &'static str, reason: String },
+    /// The credentials could not be encoded.
+    #[error("the credentials could not be encoded: {0}")]
+    Encode(#[from] serde_json::Error),
+    /// The store's own failure (a host's home that cannot be made or locked).
+    #[error(transparent)]
+    Host(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// Why the login page could not be shown (or, for `ScriptedBrowser`, followed).
+#[derive(Debug, thiserror::Error)]
+pub enum BrowserError {
+    /// The page could not be opened or fetched.
+    #[error("{0}")]
+    Open(String),
+    /// The authorization page answered without redirecting (a scripted browser
+    /// expects an automatic approval).
+    #[error("the authorization page answered {status} without a redirect")]
+    NoRedirect { status: reqwest::StatusCode },
+    /// The authorization page redirected somewhere other than the loopback listener.
+    #[error("the authorization page redirected to {origin}, not to the loopback")]
+    NotLoopback { origin: String },
+}
+
+/// Why the loopback redirect listener could not listen or wait.
+#[derive(Debug, thiserror::Error)]
+pub enum LoopbackError {
+    #[error("the callback port 127.0.0.1:{port} is already in use (set another `callback_port`)")]
+    PortInUse { port: u16 },
+    #[error("cannot listen on 127.0.0.1:{port} for the login's redirect: {source}")]
+    Listen { port: u16, source: std::io::Error },
+    #[error("the redirect listener failed: {0}")]
+    Accept(std::io::Error),
+}

@@ -12,6 +12,7 @@ use reqwest::Url;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+use super::error::LoopbackError;
 use crate::limits::{AUTH_CALLBACK_READ_TIMEOUT, AUTH_CALLBACK_REQUEST_MAX_BYTES};
 
 const CALLBACK_PATH: &str = "/callback";
@@ -24,19 +25,21 @@ pub struct Loopback {
 
 impl Loopback {
     /// Listen on 127.0.0.1:`port` (0: any free port).
-    pub async fn bind(port: u16) -> Result<Loopback, String> {
-        let listener = TcpListener::bind(("127.0.0.1", port)).await.map_err(|e| {
-            if e.kind() == std::io::ErrorKind::AddrInUse {
-                format!("the callback port 127.0.0.1:{port} is already in use (set another `callback_port`)")
+    pub async fn bind(port: u16) -> Result<Loopback, LoopbackError> {
+        let listener = TcpListener::bind(("127.0.0.1", port)).await.map_err(|source| {
+            if source.kind() == std::io::ErrorKind::AddrInUse {
+                LoopbackError::PortInUse { port }
             } else {
-                format!("cannot listen on 127.0.0.1:{port} for the login's redirect: {e}")
+                LoopbackError::Listen { port, source }
             }
         })?;
-        let port = listener.local_addr().map_err(|e| e.to_string())?.port();
-        let redirect_uri = Url::parse(&format!("http://127.0.0.1:{port}{CALLBACK_PATH}")).map_err(|e| e.to_string())?;
+        let port = listener.local_addr().map_err(|source| LoopbackError::Listen { port, source })?.port();
+        let redirect_uri = Url::parse(&format!("http://127.0.0.1:{port}{CALLBACK_PATH}"))
+            .expect("a loopback address and a port make a valid URL");
         Ok(Loopback { listener, redirect_uri })
     }
 
+    /// Where the authorization server redirects the browser to.
     pub fn redirect_uri(&self) -> &Url {
         &self.redirect_uri
     }
@@ -45,12 +48,12 @@ impl Loopback {
     /// read side by side, each for at most `AUTH_CALLBACK_READ_TIMEOUT`, so
     /// one a browser opened and left silent (a preconnect) never holds up
     /// the redirect behind it.
-    pub async fn wait(&self) -> Result<HashMap<String, String>, String> {
+    pub async fn wait(&self) -> Result<HashMap<String, String>, LoopbackError> {
         let mut reading = tokio::task::JoinSet::new();
         loop {
             tokio::select! {
                 accepted = self.listener.accept() => {
-                    let (stream, _) = accepted.map_err(|e| format!("the redirect listener failed: {e}"))?;
+                    let (stream, _) = accepted.map_err(LoopbackError::Accept)?;
                     reading.spawn(async move {
                         tokio::time::timeout(AUTH_CALLBACK_READ_TIMEOUT, serve(stream)).await.ok().flatten()
                     });

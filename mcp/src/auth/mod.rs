@@ -40,7 +40,7 @@ pub use credentials::{
     ScriptedBrowser,
 };
 pub use discovery::{ResourceMetadata, ServerMetadata, canonical_resource};
-pub use error::{AuthError, Step};
+pub use error::{AuthError, BrowserError, LoopbackError, Step, StoreError};
 pub use http::AuthHttp;
 pub use loopback::Loopback;
 
@@ -223,7 +223,7 @@ impl Authorizer {
     /// Forget the server's token.
     pub fn logout(&self) -> Result<bool, AuthError> {
         let had = self.state().take().is_some();
-        self.store.remove().map_err(|e| AuthError::failed(Step::Storage, e))?;
+        self.store.remove().map_err(|e| AuthError::failed(Step::Storage, e.to_string()))?;
         Ok(had)
     }
 
@@ -274,7 +274,7 @@ impl Authorizer {
     }
 
     fn keep(&self, credentials: Credentials) -> Result<(), AuthError> {
-        self.store.save(&credentials).map_err(|e| AuthError::failed(Step::Storage, e))?;
+        self.store.save(&credentials).map_err(|e| AuthError::failed(Step::Storage, e.to_string()))?;
         let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
         *self.state() = Some(Current { generation, credentials });
         Ok(())
@@ -297,7 +297,7 @@ impl Authorizer {
             }
             None => (self.resource.to_string(), discovery::legacy_authorization_server(self.http()?, &self.url).await?),
         };
-        metadata.check_endpoints().map_err(|why| AuthError::failed(Step::ServerMetadata, why))?;
+        metadata.check_endpoints()?;
         let mut scopes = scopes
             .or_else(|| challenge.scope.clone())
             .or_else(|| (!self.settings.scopes.is_empty()).then(|| self.settings.scopes.clone()))
@@ -363,7 +363,7 @@ impl Authorizer {
         }
         let loopback = Loopback::bind(self.settings.callback_port.unwrap_or(0))
             .await
-            .map_err(|e| AuthError::failed(Step::Redirect, e))?;
+            .map_err(|e| AuthError::failed(Step::Redirect, e.to_string()))?;
         let redirect = loopback.redirect_uri().clone();
         let client = self.client_identity(metadata, &redirect, scopes).await?;
         let auth_url = AuthUrl::from_url(metadata.authorization_endpoint.clone());
@@ -384,10 +384,10 @@ impl Authorizer {
             let waiting = loopback.wait();
             tokio::pin!(waiting);
             tokio::select! {
-                query = &mut waiting => query.map_err(|e| AuthError::failed(Step::Redirect, e)),
+                query = &mut waiting => query.map_err(|e| AuthError::failed(Step::Redirect, e.to_string())),
                 opened = browser.open(&page) => {
-                    opened.map_err(|e| AuthError::failed(Step::Authorization, e))?;
-                    waiting.await.map_err(|e| AuthError::failed(Step::Redirect, e))
+                    opened.map_err(|e| AuthError::failed(Step::Authorization, e.to_string()))?;
+                    waiting.await.map_err(|e| AuthError::failed(Step::Redirect, e.to_string()))
                 }
             }
         };

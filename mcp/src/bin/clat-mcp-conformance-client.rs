@@ -94,7 +94,7 @@ fn authorizer(url: &str, scenario: &str) -> Result<Option<Arc<Authorizer>>, Clie
         client_name: Some("clat-mcp-conformance-client".into()),
         ..OAuthSettings::default()
     };
-    let browser = ScriptedBrowser::new().map_err(ClientError::Http)?;
+    let browser = ScriptedBrowser::new().map_err(|e| ClientError::Http(e.to_string()))?;
     let auth = Authorizer::new("conformance", url, settings, Arc::new(MemoryStore::default()), Some(Arc::new(browser)))
         .map_err(|error| ClientError::Auth { server: "conformance".into(), error })?;
     Ok(Some(Arc::new(auth)))

@@ -23,8 +23,21 @@ pub fn encode_header_value(value: &str) -> String {
     }
 }
 
+/// Why a tool's `x-mcp-header` declarations make it uncallable over HTTP.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HeaderDeclarationError {
+    #[error("property {property:?} has an x-mcp-header that is not a non-empty token")]
+    NotAToken { property: String },
+    #[error("x-mcp-header {header:?} is declared twice")]
+    Repeated { header: String },
+    #[error("property {property:?} with x-mcp-header must be a string, integer or boolean")]
+    NotAScalar { property: String },
+    #[error("x-mcp-header appears below a top-level property")]
+    Nested,
+}
+
 /// A tool's `x-mcp-header` declarations, or why the tool cannot be called over HTTP.
-pub fn tool_header_params(tool: &Value) -> Result<Vec<(String, String)>, String> {
+pub fn tool_header_params(tool: &Value) -> Result<Vec<(String, String)>, HeaderDeclarationError> {
     let schema = tool.get("inputSchema").cloned().unwrap_or(Value::Null);
     let mut found = Vec::new();
     let mut seen = std::collections::HashSet::new();
@@ -32,17 +45,15 @@ pub fn tool_header_params(tool: &Value) -> Result<Vec<(String, String)>, String>
         for (property, definition) in properties {
             let Some(header) = definition.get("x-mcp-header") else { continue };
             let Some(header) = header.as_str().filter(|h| !h.is_empty() && h.chars().all(is_tchar)) else {
-                return Err(format!("property {property:?} has an x-mcp-header that is not a non-empty token"));
+                return Err(HeaderDeclarationError::NotAToken { property: property.clone() });
             };
             if !seen.insert(header.to_ascii_lowercase()) {
-                return Err(format!("x-mcp-header {header:?} is declared twice"));
+                return Err(HeaderDeclarationError::Repeated { header: header.to_string() });
             }
             match definition.get("type").and_then(Value::as_str) {
                 Some("string" | "integer" | "boolean") => {}
                 _ => {
-                    return Err(format!(
-                        "property {property:?} with x-mcp-header must be a string, integer or boolean"
-                    ));
+                    return Err(HeaderDeclarationError::NotAScalar { property: property.clone() });
                 }
             }
             found.push((property.clone(), header.to_string()));
@@ -65,7 +76,7 @@ pub fn tool_header_params(tool: &Value) -> Result<Vec<(String, String)>, String>
         }
     }
     if nested(&schema, true) {
-        return Err("x-mcp-header appears below a top-level property".into());
+        return Err(HeaderDeclarationError::Nested);
     }
     Ok(found)
 }
