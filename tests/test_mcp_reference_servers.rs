@@ -121,10 +121,9 @@ fn the_python_sdk_server_also_speaks_the_legacy_era_on_a_fresh_connection() {
     runtime().block_on(async {
         let (command, args) = python();
         let spec = StdioSpec { command, args, env: vec![], clear_env: false, cwd: std::env::temp_dir() };
-        let connection =
-            clat_mcp::Connection::spawn(&spec, Arc::new(NoServerRequests), Arc::new(Ignore)).await.unwrap();
+        let connection = clat_mcp::Connection::spawn(&spec, Arc::new(Ignore)).await.unwrap();
         let client = ClientInfo { name: "clat-test".into(), version: "0".into() };
-        let s = Session::initialize(connection, &client, json!({})).await.unwrap();
+        let s = Session::initialize(connection, Arc::new(NoServerRequests), &client, json!({})).await.unwrap();
         assert_eq!(s.era, Era::Legacy);
         assert_eq!(s.protocol_version, "2025-11-25", "it accepts the version we offer");
         assert_eq!(s.server_info["name"], "clat-python-peer");

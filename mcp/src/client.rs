@@ -7,8 +7,9 @@
 //! envelope (protocol version, client identity, capabilities); modern results
 //! must declare `resultType` (missing = complete; anything else unknown a
 //! protocol violation). A `tools/call` answered `input_required` (multi
-//! round-trip requests) has its input requests fulfilled by the connection's
-//! `ServerRequests` handler — the same one that serves legacy server requests,
+//! round-trip requests) has its input requests fulfilled by the session's
+//! `ServerRequests` handler — the same one that serves legacy server requests
+//! (`inbound.rs`),
 //! so it serves the same methods (for CLAT: sampling, elicitation, and its host
 //! services for servers that opted in) — and is retried with a new id, the
 //! original params, `inputResponses` and the unchanged `requestState`, at most
@@ -18,6 +19,7 @@
 //! cancellation.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -25,13 +27,14 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::ClientError;
 use crate::http::{HttpConnection, HttpSpec};
-use crate::jsonrpc::WireError;
+use crate::inbound::{Link, ServerRequests};
+use crate::jsonrpc::{Message, WireError};
 use crate::limits::{
     INPUT_REQUIRED_MAX_ROUNDS, LEGACY_HANDSHAKE_TIMEOUT, MODERN_PROBE_TIMEOUT, TOOLS_LIST_MAX_PAGES,
     TOOLS_LIST_PAGE_TIMEOUT, TOOLS_PER_SERVER_MAX,
 };
 use crate::stdio::{Connection, StderrSink, StdioSpec};
-use crate::transport::{ServerRequests, Transport};
+use crate::transport::Transport;
 
 /// The modern protocol version.
 pub const MODERN_VERSION: &str = "2026-07-28";
@@ -61,8 +64,9 @@ pub struct ClientInfo {
 
 /// An initialized session.
 pub struct Session {
-    /// The transport; the host reaches it only through the session's methods.
-    connection: Box<dyn Transport>,
+    /// The transport, and what serves the server's requests; the host reaches
+    /// them only through the session's methods.
+    link: Link,
     pub era: Era,
     /// The negotiated protocol version.
     pub protocol_version: String,
@@ -183,23 +187,23 @@ pub struct ToolListing {
 impl Session {
     /// Send a notification to the server.
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), ClientError> {
-        self.connection.notify(method, params).await
+        self.link.connection.send(Message::Notification { method: method.into(), params }).await
     }
 
     /// Why the connection closed, if it did (a server that exited, a broken stream).
     pub fn closed_reason(&self) -> Option<String> {
-        self.connection.closed_reason()
+        self.link.connection.closed_reason()
     }
 
     /// The server's process group, for a subprocess.
     pub fn process_group(&self) -> Option<i32> {
-        self.connection.process_group()
+        self.link.connection.process_group()
     }
 
     /// Close the connection and release everything it holds (a subprocess: its
     /// stdin, a grace, its group killed and reaped; HTTP: the session's DELETE).
     pub async fn close(&self) {
-        self.connection.close().await;
+        self.link.connection.close().await;
     }
 
     /// Start a server and open a session in whichever era it speaks: the
@@ -208,25 +212,25 @@ impl Session {
     /// the probe followed by `initialize`).
     pub async fn connect(
         spec: &StdioSpec,
-        handler: std::sync::Arc<dyn ServerRequests>,
-        stderr: std::sync::Arc<dyn StderrSink>,
+        handler: Arc<dyn ServerRequests>,
+        stderr: Arc<dyn StderrSink>,
         client: &ClientInfo,
         capabilities: Value,
     ) -> Result<Session, ClientError> {
-        let first = Connection::spawn(spec, handler.clone(), stderr.clone()).await?;
-        match probe(&first, client, &capabilities).await {
-            Ok(Probe::Modern(discover)) => Ok(Session::modern(Box::new(first), discover, client, &capabilities).await),
+        let first = Link::new(Arc::new(Connection::spawn(spec, stderr.clone()).await?), Arc::clone(&handler));
+        match probe(first.connection.as_ref(), client, &capabilities).await {
+            Ok(Probe::Modern(discover)) => Ok(Session::modern(first, discover, client, &capabilities)),
             Ok(Probe::Legacy(why)) => {
                 tracing::debug!(
                     "{}: not modern ({why}); starting a fresh process for the legacy handshake",
                     spec.command
                 );
-                first.close().await;
-                let fresh = Connection::spawn(spec, handler, stderr).await?;
-                Session::initialize(fresh, client, capabilities).await
+                first.connection.close().await;
+                let fresh = Link::new(Arc::new(Connection::spawn(spec, stderr).await?), handler);
+                Session::handshake(fresh, client, capabilities).await
             }
             Err(e) => {
-                first.close().await;
+                first.connection.close().await;
                 Err(e)
             }
         }
@@ -237,16 +241,16 @@ impl Session {
     /// fallback; anything else means legacy, so `initialize` on the same URL.
     pub async fn connect_http(
         spec: &HttpSpec,
-        handler: std::sync::Arc<dyn ServerRequests>,
+        handler: Arc<dyn ServerRequests>,
         client: &ClientInfo,
         capabilities: Value,
     ) -> Result<Session, ClientError> {
-        let connection = HttpConnection::new(spec, handler)?;
-        match probe(&connection, client, &capabilities).await? {
-            Probe::Modern(discover) => Ok(Session::modern(Box::new(connection), discover, client, &capabilities).await),
+        let link = Link::new(Arc::new(HttpConnection::new(spec)?), handler);
+        match probe(link.connection.as_ref(), client, &capabilities).await? {
+            Probe::Modern(discover) => Ok(Session::modern(link, discover, client, &capabilities)),
             Probe::Legacy(why) => {
                 tracing::debug!("{}: not modern ({why}); initializing", spec.url);
-                Session::initialize(connection, client, capabilities).await
+                Session::handshake(link, client, capabilities).await
             }
         }
     }
@@ -255,11 +259,11 @@ impl Session {
     /// legacy (no modern request is sent first).
     pub async fn initialize_http(
         spec: &HttpSpec,
-        handler: std::sync::Arc<dyn ServerRequests>,
+        handler: Arc<dyn ServerRequests>,
         client: &ClientInfo,
         capabilities: Value,
     ) -> Result<Session, ClientError> {
-        Session::initialize(HttpConnection::new(spec, handler)?, client, capabilities).await
+        Session::initialize(HttpConnection::new(spec)?, handler, client, capabilities).await
     }
 
     /// Any request in this session's era (the `_meta` envelope when modern),
@@ -268,16 +272,9 @@ impl Session {
         self.request(method, params, timeout, None).await
     }
 
-    async fn modern(
-        connection: Box<dyn Transport>,
-        discover: Value,
-        client: &ClientInfo,
-        capabilities: &Value,
-    ) -> Session {
-        connection.negotiated(MODERN_VERSION);
-        connection.session_opened().await;
+    fn modern(link: Link, discover: Value, client: &ClientInfo, capabilities: &Value) -> Session {
         Session {
-            connection,
+            link,
             era: Era::Modern,
             protocol_version: MODERN_VERSION.into(),
             server_info: discover
@@ -290,12 +287,20 @@ impl Session {
         }
     }
 
-    /// Run the legacy handshake on a fresh connection.
+    /// Run the legacy handshake on a fresh connection; `handler` serves the
+    /// server's requests from now on.
     pub async fn initialize<T: Transport + 'static>(
         connection: T,
+        handler: Arc<dyn ServerRequests>,
         client: &ClientInfo,
         capabilities: Value,
     ) -> Result<Session, ClientError> {
+        Session::handshake(Link::new(Arc::new(connection), handler), client, capabilities).await
+    }
+
+    /// The legacy handshake: `initialize`, then `notifications/initialized`.
+    async fn handshake(link: Link, client: &ClientInfo, capabilities: Value) -> Result<Session, ClientError> {
+        let connection = link.connection.as_ref();
         let params = json!({
             "protocolVersion": LEGACY_VERSIONS[0],
             "capabilities": capabilities,
@@ -313,11 +318,9 @@ impl Session {
                 LEGACY_VERSIONS.join(", ")
             )));
         }
-        connection.negotiated(&version);
-        connection.notify("notifications/initialized", None).await?;
-        connection.session_opened().await;
+        connection.send(Message::Notification { method: "notifications/initialized".into(), params: None }).await?;
         Ok(Session {
-            connection: Box::new(connection),
+            link,
             era: Era::Legacy,
             meta: Value::Null,
             protocol_version: version,
@@ -355,15 +358,17 @@ impl Session {
     ) -> Result<Answer, ClientError> {
         if self.era == Era::Legacy {
             // Nothing is retried in the legacy era: the params move to the wire as they are.
-            return Ok(Answer::Complete(self.connection.request(method, Some(params), timeout, cancel, tag).await?));
+            return Ok(Answer::Complete(
+                self.link.connection.request(method, Some(params), timeout, cancel, tag).await?,
+            ));
         }
         let mut params = params;
         params["_meta"] = self.meta.clone();
-        let mut result = self.connection.request(method, Some(params.clone()), timeout, cancel, tag).await;
+        let mut result = self.link.connection.request(method, Some(params.clone()), timeout, cancel, tag).await;
         if let Err(ClientError::Wire(e)) = &result
             && offers_our_version(e)
         {
-            result = self.connection.request(method, Some(params), timeout, cancel, tag).await;
+            result = self.link.connection.request(method, Some(params), timeout, cancel, tag).await;
         }
         let result = result?;
         if self.era == Era::Modern {
@@ -379,7 +384,7 @@ impl Session {
     }
 
     /// Fulfil one `input_required` result's input requests through the
-    /// connection's handler (as related to the call tagged `tag`); returns
+    /// session's handler (as related to the call tagged `tag`); returns
     /// the params of the retry.
     async fn fulfil_input(&self, original: &Value, answer: &Value, tag: Option<u64>) -> Result<Value, ClientError> {
         let mut retry = original.clone();
@@ -393,9 +398,9 @@ impl Session {
                 // (the host: sampling, elicitation, and its own methods for servers that
                 // opted in); anything else is refused there, and so unsupported here.
                 let response =
-                    self.connection.handler().handle(method, request.get("params").cloned(), tag).await.map_err(
-                        |e| ClientError::Unsupported(format!("input {key:?} ({method}) was not fulfilled: {e}")),
-                    )?;
+                    self.link.handler.handle(method, request.get("params").cloned(), tag).await.map_err(|e| {
+                        ClientError::Unsupported(format!("input {key:?} ({method}) was not fulfilled: {e}"))
+                    })?;
                 responses.insert(key.clone(), response);
             }
             retry["inputResponses"] = Value::Object(responses);
@@ -417,7 +422,8 @@ impl Session {
     /// `TOOLS_PER_SERVER_MAX` are dropped and counted.
     pub async fn list_tools(&self) -> Result<ToolListing, ClientError> {
         let (mut tools, dropped, pages) = self.list_all("tools/list", "tools", TOOLS_PER_SERVER_MAX).await?;
-        let unusable = self.connection.learn_tools(&mut tools);
+        // What a transport needs of a listing is modern (HTTP's `x-mcp-header`).
+        let unusable = if self.era == Era::Modern { self.link.connection.learn_tools(&mut tools) } else { Vec::new() };
         Ok(ToolListing { tools, dropped, pages, unusable })
     }
 

@@ -1,16 +1,17 @@
 //! Entry points for the fuzz targets in `fuzz/` (feature `fuzzing`, never part
-//! of the client's API): the stdio reader's router and the Streamable HTTP
-//! event-stream decoder, driven exactly as the transports drive them, with
-//! what they produced returned so a target can check it.
+//! of the client's API): the stdio reader's router (with what it hands over
+//! served as a session serves it) and the Streamable HTTP event-stream
+//! decoder, driven exactly as the client drives them, with what they produced
+//! returned so a target can check it.
 
 use std::sync::{Arc, Mutex};
 
 use futures_util::{FutureExt, StreamExt};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::jsonrpc::RequestId;
+use crate::inbound::{Inbox, NoServerRequests, ServerRequests, inbound_limit, serve};
+use crate::jsonrpc::{RequestId, encode_line};
 use crate::stdio::{Reply, route};
-use crate::transport::{NoServerRequests, ServerRequests, inbound_limit};
 
 /// What routing some frames did.
 #[derive(Debug, Default)]
@@ -42,9 +43,19 @@ pub async fn route_frames(frames: &[&[u8]]) -> Routed {
     let outgoing = Arc::new(crate::stdio::Outbox::new(queue, None, Arc::new(close_tx)));
     let handler: Arc<dyn ServerRequests> = Arc::new(NoServerRequests);
     let in_flight = inbound_limit();
+    let (incoming, inbox) = Inbox::new();
     let mut written = Vec::new();
     for frame in frames {
-        route(frame, &pending, &outgoing, &handler, &in_flight);
+        route(frame, &pending, &incoming);
+        // Serve what the server started as the session does (`inbound::Link`), answering into the queue.
+        while let Some(Some(started)) = inbox.receive().now_or_never() {
+            let outgoing = Arc::clone(&outgoing);
+            serve(&handler, &in_flight, started, move |response| {
+                Box::pin(async move {
+                    let _ = outgoing.send(encode_line(&response)).await;
+                })
+            });
+        }
         // Let the tasks serving requests answer, and keep the writer queue drained.
         tokio::task::yield_now().await;
         while let Ok(line) = written_rx.try_recv() {

@@ -3,7 +3,8 @@
 //! hands server-initiated requests to a handler the host provides.
 //!
 //! The JSON-RPC core, two transports behind one `Transport` trait (stdio
-//! subprocesses and Streamable HTTP), both protocol eras on each, tools and
+//! subprocesses and Streamable HTTP), both protocol eras on each, the
+//! server's own requests served by the session (`inbound`), tools and
 //! prompts, modern `input_required` rounds, OAuth for HTTP servers (`auth`),
 //! and `mcp.json` parsing.
 
@@ -15,6 +16,7 @@ pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod http;
+pub mod inbound;
 pub mod jsonrpc;
 pub mod limits;
 pub mod stdio;
@@ -23,9 +25,10 @@ pub mod transport;
 pub use client::{ClientInfo, Era, LEGACY_VERSIONS, MODERN_VERSION, Session, ToolListing};
 pub use error::ClientError;
 pub use http::{HttpConnection, HttpSpec};
+pub use inbound::{Incoming, NoServerRequests, ServerRequests};
 pub use jsonrpc::{RequestId, WireError};
 pub use stdio::{Connection, StderrSink, StdioSpec};
-pub use transport::{NoServerRequests, ServerRequests, Transport};
+pub use transport::Transport;
 
 /// Lock a mutex, also when a panic elsewhere poisoned it: the data it guards
 /// stays consistent (every critical section here is a plain update), and one

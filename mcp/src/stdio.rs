@@ -1,9 +1,8 @@
 //! The stdio transport: one MCP server subprocess, in its own process group,
 //! with one bounded writer queue (a line goes straight into the pipe when
 //! nothing waits there: `outbox.rs`), one dedicated reader that routes responses by
-//! id in any order, and server-initiated requests handled concurrently up to
-//! `INBOUND_REQUEST_QUEUE` at a time — a request beyond that is refused at once
-//! with a diagnostic, so a flood never blocks response progress. Frames are one
+//! id in any order straight to their callers and hands what the server starts
+//! to the session (`Transport::receive`) without waiting on it. Frames are one
 //! JSON message per line, at most `STDIO_FRAME_MAX_BYTES`; a bigger frame fails
 //! the connection. stderr never reaches the terminal: it goes to a sink the
 //! host provides (CLAT keeps a redacted 20-line tail).
@@ -24,15 +23,16 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
-use tokio::sync::{Semaphore, mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ClientError;
+use crate::inbound::{Inbox, Incoming, IncomingSender};
 use crate::jsonrpc::{Message, RequestId, WireError, encode_line, parse, recover_response_id};
 use crate::limits::{CLOSE_GRACE, EXIT_REPORT_WAIT, EXIT_STDERR_DRAIN_WAIT, STDIO_FRAME_MAX_BYTES, WRITER_QUEUE};
 use crate::lock;
-use crate::transport::{ServerRequests, Transport, dispatch_request, inbound_limit};
+use crate::transport::Transport;
 
 mod outbox;
 pub(crate) use outbox::Outbox;
@@ -94,8 +94,8 @@ pub struct Connection {
     exited: watch::Receiver<Option<String>>,
     pgid: i32,
     tasks: Mutex<Vec<JoinHandle<()>>>,
-    /// What serves the server's requests (also asked to fulfil modern `input_required` results).
-    handler: Arc<dyn ServerRequests>,
+    /// What the server started, as the reader read it.
+    inbox: Inbox,
 }
 
 fn kill_group(pgid: i32) {
@@ -106,12 +106,7 @@ fn kill_group(pgid: i32) {
 
 impl Connection {
     /// Start the server and the connection's tasks.
-    pub async fn spawn(
-        spec: &StdioSpec,
-        handler: Arc<dyn ServerRequests>,
-        stderr_sink: Arc<dyn StderrSink>,
-    ) -> Result<Connection, ClientError> {
-        let serving = Arc::clone(&handler);
+    pub async fn spawn(spec: &StdioSpec, stderr_sink: Arc<dyn StderrSink>) -> Result<Connection, ClientError> {
         let mut command = tokio::process::Command::new(&spec.command);
         if spec.clear_env {
             command.env_clear();
@@ -142,6 +137,7 @@ impl Connection {
         let close_tx = Arc::new(close_tx);
         let outgoing = Arc::new(Outbox::new(queue, Some(Arc::clone(&stdin)), Arc::clone(&close_tx)));
         let pending: Pending = Arc::default();
+        let (incoming, inbox) = Inbox::new();
         let mut tasks = Vec::new();
 
         // The one writer of queued lines.
@@ -214,9 +210,8 @@ impl Connection {
 
         // The one reader.
         {
-            let (pending, outgoing, close_tx) = (Arc::clone(&pending), outgoing.clone(), Arc::clone(&close_tx));
+            let (pending, close_tx) = (Arc::clone(&pending), Arc::clone(&close_tx));
             let mut closed_by_then = closed.clone();
-            let in_flight = inbound_limit();
             tasks.push(tokio::spawn(async move {
                 let mut reader = BufReader::with_capacity(64 * 1024, stdout);
                 let mut frame = Vec::new();
@@ -242,7 +237,7 @@ impl Connection {
                     if complete {
                         let line = std::mem::take(&mut frame);
                         if !line.iter().all(u8::is_ascii_whitespace) {
-                            route(&line, &pending, &outgoing, &handler, &in_flight);
+                            route(&line, &pending, &incoming);
                         }
                     }
                 };
@@ -274,7 +269,7 @@ impl Connection {
             exited,
             pgid,
             tasks: Mutex::new(tasks),
-            handler: serving,
+            inbox,
         })
     }
 
@@ -336,14 +331,9 @@ impl Drop for PendingGuard<'_> {
     }
 }
 
-/// Route one frame from the server; never blocks.
-pub(crate) fn route(
-    line: &[u8],
-    pending: &Pending,
-    outgoing: &Arc<Outbox>,
-    handler: &Arc<dyn ServerRequests>,
-    in_flight: &Arc<Semaphore>,
-) {
+/// Route one frame from the server: an answer to its caller, what the server
+/// started to `incoming`; never blocks.
+pub(crate) fn route(line: &[u8], pending: &Pending, incoming: &IncomingSender) {
     let message = match parse(line) {
         Ok(m) => m,
         Err(e) => {
@@ -364,15 +354,12 @@ pub(crate) fn route(
             None => tracing::debug!("a response for unknown or finished request {id} was ignored"),
         },
         Message::OrphanError(e) => tracing::warn!("the server sent an error without an id: {e}"),
-        Message::Notification { method, params } => handler.notification(&method, params.as_ref()),
+        Message::Notification { method, params } => {
+            let _ = incoming.send(Incoming::Notification { method, params });
+        }
         Message::Request { id, method, params } => {
-            let outgoing = Arc::clone(outgoing);
             // One stream carries every request: which call this one belongs to cannot be told.
-            dispatch_request(handler, in_flight, id, method, params, None, move |response| {
-                Box::pin(async move {
-                    let _ = outgoing.send(encode_line(&response)).await;
-                })
-            });
+            let _ = incoming.send(Incoming::Request { id, method, params, related: None });
         }
     }
 }
@@ -431,17 +418,16 @@ impl Transport for Connection {
         }
     }
 
-    async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), ClientError> {
-        let line = encode_line(&Message::Notification { method: method.into(), params });
-        self.outgoing.send(line).await.map_err(|_| self.closed_error())
+    async fn send(&self, message: Message) -> Result<(), ClientError> {
+        self.outgoing.send(encode_line(&message)).await.map_err(|_| self.closed_error())
+    }
+
+    async fn receive(&self) -> Option<Incoming> {
+        self.inbox.receive().await
     }
 
     fn closed_reason(&self) -> Option<String> {
         self.closed.borrow().clone()
-    }
-
-    fn handler(&self) -> &Arc<dyn ServerRequests> {
-        &self.handler
     }
 
     /// Close: stop writing (the server sees end of input), wait up to

@@ -55,8 +55,8 @@ fn client() -> ClientInfo {
 
 async fn session_with(args: &[&str], handler: Arc<dyn ServerRequests>) -> (Session, Arc<Captured>) {
     let stderr = Arc::new(Captured::default());
-    let conn = Connection::spawn(&spec(args), handler, stderr.clone()).await.unwrap();
-    let session = Session::initialize(conn, &client(), json!({})).await.unwrap();
+    let conn = Connection::spawn(&spec(args), stderr.clone()).await.unwrap();
+    let session = Session::initialize(conn, handler, &client(), json!({})).await.unwrap();
     (session, stderr)
 }
 
@@ -92,21 +92,15 @@ async fn counter_offers_are_accepted_or_refused_clearly() {
         assert_eq!(s.protocol_version, version);
         s.close().await;
     }
-    let conn =
-        Connection::spawn(&spec(&["--offer", "1999-01-01"]), Arc::new(NoServerRequests), Arc::new(Captured::default()))
-            .await
-            .unwrap();
-    let err = Session::initialize(conn, &client(), json!({})).await.err().unwrap();
+    let conn = Connection::spawn(&spec(&["--offer", "1999-01-01"]), Arc::new(Captured::default())).await.unwrap();
+    let err = Session::initialize(conn, Arc::new(NoServerRequests), &client(), json!({})).await.err().unwrap();
     assert!(matches!(&err, ClientError::Unsupported(m) if m.contains("1999-01-01")), "{err}");
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_server_that_never_answers_initialize_times_out() {
-    let conn =
-        Connection::spawn(&spec(&["--hang-initialize"]), Arc::new(NoServerRequests), Arc::new(Captured::default()))
-            .await
-            .unwrap();
-    let err = Session::initialize(conn, &client(), json!({})).await.err().unwrap();
+    let conn = Connection::spawn(&spec(&["--hang-initialize"]), Arc::new(Captured::default())).await.unwrap();
+    let err = Session::initialize(conn, Arc::new(NoServerRequests), &client(), json!({})).await.err().unwrap();
     assert!(
         matches!(&err, ClientError::Timeout { method, after } if method == "initialize" && after.as_secs() == 10),
         "{err}"
@@ -351,16 +345,13 @@ async fn lines_written_inline_and_queued_arrive_whole_and_each_answer_reaches_it
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn past_the_writer_queue_senders_wait_for_a_server_that_stopped_reading_and_lose_nothing() {
     use clat_mcp::Transport;
+    use clat_mcp::jsonrpc::Message;
     use clat_mcp::limits::WRITER_QUEUE;
     use std::sync::atomic::{AtomicUsize, Ordering};
     // The server sleeps 3 s in `initialize` without reading its input: the
     // pipe fills, then the writer's hands, then the queue; later senders wait.
     let stderr = Arc::new(Captured::default());
-    let conn = Arc::new(
-        Connection::spawn(&spec(&["--delay-initialize", "3000"]), Arc::new(NoServerRequests), stderr.clone())
-            .await
-            .unwrap(),
-    );
+    let conn = Arc::new(Connection::spawn(&spec(&["--delay-initialize", "3000"]), stderr.clone()).await.unwrap());
     let init = {
         let conn = Arc::clone(&conn);
         tokio::spawn(async move {
@@ -375,7 +366,10 @@ async fn past_the_writer_queue_senders_wait_for_a_server_that_stopped_reading_an
         tokio::spawn(async move {
             for i in 0..SENT {
                 // 8 KiB each: past what is written inline, so each one queues.
-                conn.notify("notifications/padding", Some(json!({ "i": i, "pad": "x".repeat(8192) }))).await.unwrap();
+                let padding = Some(json!({ "i": i, "pad": "x".repeat(8192) }));
+                conn.send(Message::Notification { method: "notifications/padding".into(), params: padding })
+                    .await
+                    .unwrap();
                 done.fetch_add(1, Ordering::SeqCst);
             }
         })

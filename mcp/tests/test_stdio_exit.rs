@@ -28,9 +28,9 @@ async fn session(args: &[&str]) -> Session {
         clear_env: false,
         cwd: std::env::temp_dir(),
     };
-    let conn = Connection::spawn(&spec, Arc::new(NoServerRequests), Arc::new(Ignore)).await.unwrap();
+    let conn = Connection::spawn(&spec, Arc::new(Ignore)).await.unwrap();
     let client = ClientInfo { name: "clat-test".into(), version: "0".into() };
-    Session::initialize(conn, &client, json!({})).await.unwrap()
+    Session::initialize(conn, Arc::new(NoServerRequests), &client, json!({})).await.unwrap()
 }
 
 /// Whether the process in `pid_file` is gone (a zombie counts as gone), waiting at most about 10 s.

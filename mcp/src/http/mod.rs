@@ -3,20 +3,23 @@
 //! Every client message is one POST with `Accept: application/json,
 //! text/event-stream`. An answer is plain JSON or SSE-framed JSON (events with
 //! empty `data`, such as priming events, and comment lines are skipped); server
-//! requests and notifications that arrive on a POST's stream are served under
-//! the shared server-request rules and answered with a separate POST (202). A
+//! requests and notifications that arrive on a POST's stream are handed to the
+//! session (`Transport::receive`), and its answers go back as a separate POST
+//! (202). A
 //! message (a JSON body or one SSE event) may be at most
 //! `HTTP_BODY_MAX_BYTES`; more fails that request.
 //!
 //! Legacy era: `Mcp-Session-Id` from `initialize` is echoed on every later
-//! request, `MCP-Protocol-Version` once negotiated; a 404 on a request that
+//! request, `MCP-Protocol-Version` once `initialize` answered it; once
+//! `notifications/initialized` is sent, a GET stream carries the server's own
+//! messages; a 404 on a request that
 //! carried a session id means the session expired, so the transport
 //! re-initializes once and retries; a stream that ends without the response is
-//! resumed with GET + `Last-Event-ID` after the server's `retry` delay; a GET
-//! stream carries the server's own messages; teardown DELETEs the session; a
+//! resumed with GET + `Last-Event-ID` after the server's `retry` delay;
+//! teardown DELETEs the session; a
 //! cancelled request sends `notifications/cancelled`.
 //!
-//! Modern era (a request whose `_meta` names a protocol version): no session;
+//! Modern era (a message whose `_meta` names a protocol version): no session;
 //! the headers `MCP-Protocol-Version` (equal to `_meta`), `Mcp-Method`,
 //! `Mcp-Name` (`tools/call`, `prompts/get`, `resources/read`) and
 //! `Mcp-Param-*` from the tool's `x-mcp-header` properties (a tool with an
@@ -58,16 +61,17 @@ use std::time::Duration;
 use async_trait::async_trait;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
-use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::Authorizer;
+use crate::client::LEGACY_VERSIONS;
 use crate::error::ClientError;
+use crate::inbound::{Inbox, Incoming, IncomingSender};
 use crate::jsonrpc::{Message, RequestId, encode};
 use crate::limits::{CLOSE_GRACE, HTTP_CONNECT_TIMEOUT, HTTP_ONE_WAY_TIMEOUT};
 use crate::lock;
-use crate::transport::{ServerRequests, Transport, inbound_limit};
+use crate::transport::Transport;
 
 /// Where a remote server is.
 #[derive(Clone)]
@@ -103,8 +107,6 @@ struct State {
     legacy_version: Option<String>,
     /// The params of the `initialize` that opened the session (to re-open an expired one).
     initialize_params: Option<Value>,
-    /// The session is in the modern era.
-    modern: bool,
     /// Modern: per tool, the `(property, header)` pairs of its `x-mcp-header` declarations.
     tool_headers: HashMap<String, Vec<(String, String)>>,
 }
@@ -113,8 +115,8 @@ struct Inner {
     client: reqwest::Client,
     url: reqwest::Url,
     headers: HeaderMap,
-    handler: Arc<dyn ServerRequests>,
-    in_flight: Arc<Semaphore>,
+    /// What the server starts on any stream goes here, for the session.
+    incoming: IncomingSender,
     next_id: AtomicI64,
     state: Mutex<State>,
     closed: Mutex<Option<String>>,
@@ -129,11 +131,12 @@ struct Inner {
 /// One connection to a Streamable HTTP server.
 pub struct HttpConnection {
     inner: Arc<Inner>,
+    inbox: Inbox,
 }
 
 impl HttpConnection {
     /// A connection to `spec.url`; nothing is sent yet.
-    pub fn new(spec: &HttpSpec, handler: Arc<dyn ServerRequests>) -> Result<HttpConnection, ClientError> {
+    pub fn new(spec: &HttpSpec) -> Result<HttpConnection, ClientError> {
         let url = reqwest::Url::parse(&spec.url)
             .map_err(|e| ClientError::Http(format!("the url {:?} is not valid: {e}", spec.url)))?;
         if !matches!(url.scheme(), "http" | "https") {
@@ -169,13 +172,14 @@ impl HttpConnection {
             .connect_timeout(HTTP_CONNECT_TIMEOUT)
             .build()
             .map_err(http_error)?;
+        let (incoming, inbox) = Inbox::new();
         Ok(HttpConnection {
+            inbox,
             inner: Arc::new(Inner {
                 client,
                 url,
                 headers,
-                handler,
-                in_flight: inbound_limit(),
+                incoming,
                 next_id: AtomicI64::new(0),
                 state: Mutex::default(),
                 closed: Mutex::default(),
@@ -276,6 +280,7 @@ impl Inner {
         tag: Option<u64>,
         method: &str,
         params: Option<Value>,
+        modern: bool,
     ) -> Result<Value, ClientError> {
         let message = Message::Request { id: id.clone(), method: method.into(), params: params.clone() };
         let mut reopened = false;
@@ -301,9 +306,19 @@ impl Inner {
             {
                 lock(&self.state).session_id = Some(session.to_string());
             }
-            let result = self.answer(&id, tag, method, response).await;
-            if method == "initialize" && result.is_ok() {
-                lock(&self.state).initialize_params = params;
+            let result = self.answer(&id, tag, method, response, modern).await;
+            if method == "initialize"
+                && let Ok(answer) = &result
+            {
+                let mut state = lock(&self.state);
+                state.initialize_params = params;
+                // The version it answered goes on every later request (the session
+                // refuses any other, and closes).
+                state.legacy_version = answer
+                    .get("protocolVersion")
+                    .and_then(Value::as_str)
+                    .filter(|v| LEGACY_VERSIONS.contains(v))
+                    .map(str::to_string);
             }
             return result;
         }
@@ -321,7 +336,7 @@ impl Inner {
         if let Some(session) = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
             lock(&self.state).session_id = Some(session.to_string());
         }
-        self.answer(&id, None, "initialize", response).await?;
+        self.answer(&id, None, "initialize", response, false).await?;
         self.send_one_way(&Message::Notification { method: "notifications/initialized".into(), params: None }).await?;
         // The server's own stream belonged to the old session: open it again.
         let (opened, _) = tokio::sync::oneshot::channel();
@@ -353,7 +368,7 @@ impl Transport for HttpConnection {
         let never = CancellationToken::new();
         let cancel = cancel.unwrap_or(&never);
         let clock = AuthClock::default();
-        let exchange = AUTH_CLOCK.scope(clock.clone(), self.inner.exchange(id, tag, method, params));
+        let exchange = AUTH_CLOCK.scope(clock.clone(), self.inner.exchange(id, tag, method, params, modern));
         tokio::pin!(exchange);
         let mut deadline = tokio::time::Instant::now() + timeout;
         loop {
@@ -377,19 +392,24 @@ impl Transport for HttpConnection {
         }
     }
 
-    async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), ClientError> {
+    async fn send(&self, message: Message) -> Result<(), ClientError> {
         if let Some(reason) = self.inner.is_closed() {
             return Err(ClientError::Closed { reason });
         }
-        self.inner.send_one_way(&Message::Notification { method: method.into(), params }).await
+        self.inner.send_one_way(&message).await?;
+        if matches!(&message, Message::Notification { method, .. } if method == "notifications/initialized") {
+            // The legacy session is open: hear what the server sends on its own stream.
+            self.open_server_stream().await;
+        }
+        Ok(())
+    }
+
+    async fn receive(&self) -> Option<Incoming> {
+        self.inbox.receive().await
     }
 
     fn closed_reason(&self) -> Option<String> {
         self.inner.is_closed()
-    }
-
-    fn handler(&self) -> &Arc<dyn ServerRequests> {
-        &self.inner.handler
     }
 
     async fn close(&self) {
@@ -429,28 +449,9 @@ impl Transport for HttpConnection {
         }
     }
 
-    fn negotiated(&self, version: &str) {
-        let mut state = lock(&self.inner.state);
-        if version == crate::client::MODERN_VERSION {
-            state.modern = true;
-        } else {
-            state.legacy_version = Some(version.to_string());
-        }
-    }
-
-    async fn session_opened(&self) {
-        let modern = lock(&self.inner.state).modern;
-        if !modern {
-            self.open_server_stream().await;
-        }
-    }
-
     fn learn_tools(&self, tools: &mut Vec<Value>) -> Vec<String> {
         let mut dropped = Vec::new();
         let mut state = lock(&self.inner.state);
-        if !state.modern {
-            return dropped;
-        }
         tools.retain(|tool| {
             let name = tool.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
             match tool_header_params(tool) {

@@ -1,7 +1,7 @@
 //! Event streams: the answer to one request (plain JSON, or SSE resumed with
 //! GET + `Last-Event-ID` when it breaks), the server requests and
-//! notifications that arrive on a stream, and the server's own legacy GET
-//! stream. Reading one SSE stream is `sse.rs`.
+//! notifications that arrive on a stream (handed to the session), and the
+//! server's own legacy GET stream. Reading one SSE stream is `sse.rs`.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -15,10 +15,10 @@ use super::Inner;
 use super::body::read_body;
 use super::sse::{Resume, bounded};
 use crate::error::ClientError;
+use crate::inbound::Incoming;
 use crate::jsonrpc::{Message, RequestId, WireError, parse};
 use crate::limits::{HTTP_BODY_MAX_BYTES, HTTP_GET_STREAM_DEFAULT_RETRY, HTTP_SSE_DEFAULT_RETRY, HTTP_SSE_RESUMES_MAX};
 use crate::lock;
-use crate::transport::dispatch_request;
 
 /// How one event stream ended.
 enum Streamed {
@@ -42,26 +42,15 @@ impl Inner {
         self.legacy_session_headers(builder, false)
     }
 
-    /// Serve a server request from a stream (the answer stream of the request
-    /// tagged `related`, if any); the answer is POSTed back.
-    fn serve(self: &Arc<Self>, id: RequestId, method: String, params: Option<Value>, related: Option<u64>) {
-        let inner = Arc::clone(self);
-        dispatch_request(&self.handler, &self.in_flight, id, method, params, related, move |response| {
-            Box::pin(async move {
-                if let Err(e) = inner.send_one_way(&response).await {
-                    tracing::warn!("answering a server request failed: {e}");
-                }
-            })
-        });
-    }
-
-    /// Read an SSE stream: serve what the server asks (as related to the
-    /// request tagged `tag`), and return the answer to `id`.
+    /// Read an SSE stream: hand over what the server starts (its requests as
+    /// related to the request tagged `tag`), and return the answer to `id`. A
+    /// modern stream carries no server requests.
     async fn read_stream(
         self: &Arc<Self>,
         response: reqwest::Response,
         id: Option<&RequestId>,
         tag: Option<u64>,
+        modern: bool,
     ) -> Result<Streamed, ClientError> {
         let resume = Arc::new(Mutex::new(Resume::default()));
         let mut events = bounded(response.bytes_stream(), Arc::clone(&resume)).eventsource();
@@ -84,13 +73,17 @@ impl Inner {
                 Ok(Message::Response { id: rid, .. }) => {
                     tracing::debug!("a response for {rid} on another stream was ignored")
                 }
-                Ok(Message::Request { method, .. }) if lock(&self.state).modern => {
+                Ok(Message::Request { method, .. }) if modern => {
                     tracing::warn!(
                         "ignoring a {method} request on a modern stream: 2026-07-28 servers ask with input_required"
                     );
                 }
-                Ok(Message::Request { id, method, params }) => self.serve(id, method, params, tag),
-                Ok(Message::Notification { method, params }) => self.handler.notification(&method, params.as_ref()),
+                Ok(Message::Request { id, method, params }) => {
+                    let _ = self.incoming.send(Incoming::Request { id, method, params, related: tag });
+                }
+                Ok(Message::Notification { method, params }) => {
+                    let _ = self.incoming.send(Incoming::Notification { method, params });
+                }
                 Ok(Message::OrphanError(e)) => tracing::warn!("the server sent an error without an id: {e}"),
                 Err(e) => tracing::warn!("ignoring a malformed event from the server: {e}"),
             }
@@ -115,6 +108,7 @@ impl Inner {
         tag: Option<u64>,
         method: &str,
         response: reqwest::Response,
+        modern: bool,
     ) -> Result<Value, ClientError> {
         let status = response.status();
         if status == reqwest::StatusCode::ACCEPTED {
@@ -139,18 +133,16 @@ impl Inner {
                 "the answer to {method} has content type {content_type:?}, not JSON or an event stream"
             )));
         }
-        let mut streamed = self.read_stream(response, Some(id), tag).await?;
+        let mut streamed = self.read_stream(response, Some(id), tag, modern).await?;
         let mut resumes = 0;
         loop {
             match streamed {
                 Streamed::Answer(result) => return result.map_err(ClientError::Wire),
-                Streamed::Ended { last_event_id: Some(last), retry }
-                    if resumes < HTTP_SSE_RESUMES_MAX && !lock(&self.state).modern =>
-                {
+                Streamed::Ended { last_event_id: Some(last), retry } if resumes < HTTP_SSE_RESUMES_MAX && !modern => {
                     resumes += 1;
                     tokio::time::sleep(retry.unwrap_or(HTTP_SSE_DEFAULT_RETRY)).await;
                     let response = self.resume(&last).await?;
-                    streamed = match self.read_stream(response, Some(id), tag).await? {
+                    streamed = match self.read_stream(response, Some(id), tag, modern).await? {
                         Streamed::Ended { last_event_id: None, retry: r } => {
                             Streamed::Ended { last_event_id: Some(last), retry: r.or(retry) }
                         }
@@ -187,7 +179,7 @@ impl Inner {
             if !response.status().is_success() || !is_stream {
                 return;
             }
-            match self.read_stream(response, None, None).await {
+            match self.read_stream(response, None, None, false).await {
                 Ok(Streamed::Ended { last_event_id: last, retry }) => {
                     if last.is_none() && retry.is_none() {
                         return;
