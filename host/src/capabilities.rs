@@ -18,6 +18,56 @@ use serde::{Deserialize, Serialize};
 
 use crate::limits::{WASM_ENV_GRANTS_MAX, WASM_HTTP_GRANTS_MAX};
 
+/// Why a `[capabilities]` table is refused: the first bad entry and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CapabilitiesError {
+    #[error("capabilities.http lists {0} hosts; at most {WASM_HTTP_GRANTS_MAX}")]
+    TooManyHosts(usize),
+    #[error("capabilities.env lists {0} names; at most {WASM_ENV_GRANTS_MAX}")]
+    TooManyNames(usize),
+    #[error("capabilities.http entry {entry:?}: {why}")]
+    Http { entry: String, why: PatternError },
+    #[error(
+        "capabilities.env entry {name:?}: an environment variable name is letters, digits and '_', not starting with a digit"
+    )]
+    EnvName { name: String },
+}
+
+/// Why a grant's origin pattern (or a host in it) does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PatternError {
+    #[error("it must start with https:// or http://")]
+    NoScheme,
+    #[error("only https:// and http:// are supported")]
+    Scheme,
+    #[error("a grant names an origin (scheme, host, port), without a path, query or fragment")]
+    NotAnOrigin,
+    #[error("a grant may not carry user info (credentials belong in a granted environment variable)")]
+    UserInfo,
+    #[error("an IPv6 address must be closed with ']'")]
+    UnclosedIpv6,
+    #[error("expected ':port' after the IPv6 address")]
+    AfterIpv6,
+    #[error("port {0:?} is not 1–65535")]
+    Port(String),
+    #[error("plain http:// is allowed only for loopback hosts (localhost, 127.0.0.1, [::1]); use https://")]
+    PlainHttp,
+    #[error("any port (:*) is allowed only for loopback hosts")]
+    AnyPort,
+    #[error("the host is empty")]
+    EmptyHost,
+    #[error("'*' may only stand for whole leading labels, as in *.example.org; a grant never matches every host")]
+    Wildcard,
+    #[error("*.{0} is not a domain: a wildcard covers the names under a domain")]
+    WildcardAddress(IpAddr),
+    #[error("*.{0} is too broad: name at least a domain and its suffix, as in *.example.org")]
+    TooBroad(String),
+    #[error("{0:?} is not an IPv6 address")]
+    Ipv6(String),
+    #[error("{host:?} is not a host name{}", because.as_ref().map(|e| format!(" ({e})")).unwrap_or_default())]
+    HostName { host: String, because: Option<String> },
+}
+
 /// What a package declares in `[capabilities]`, and what a user granted: the
 /// same shape, so a grant is the declaration the user said yes to.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,18 +88,18 @@ impl Capabilities {
     }
 
     /// Check every entry; the error names the first bad one and why.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), CapabilitiesError> {
         if self.http.len() > WASM_HTTP_GRANTS_MAX {
-            return Err(format!("capabilities.http lists {} hosts; at most {WASM_HTTP_GRANTS_MAX}", self.http.len()));
+            return Err(CapabilitiesError::TooManyHosts(self.http.len()));
         }
         if self.env.len() > WASM_ENV_GRANTS_MAX {
-            return Err(format!("capabilities.env lists {} names; at most {WASM_ENV_GRANTS_MAX}", self.env.len()));
+            return Err(CapabilitiesError::TooManyNames(self.env.len()));
         }
         for entry in &self.http {
-            HttpPattern::parse(entry).map_err(|why| format!("capabilities.http entry {entry:?}: {why}"))?;
+            HttpPattern::parse(entry).map_err(|why| CapabilitiesError::Http { entry: entry.clone(), why })?;
         }
-        for name in &self.env {
-            check_env_name(name).map_err(|why| format!("capabilities.env entry {name:?}: {why}"))?;
+        if let Some(name) = self.env.iter().find(|name| !is_env_name(name)) {
+            return Err(CapabilitiesError::EnvName { name: name.clone() });
         }
         Ok(())
     }
@@ -134,13 +184,11 @@ fn shown(entry: &str) -> String {
     }
 }
 
-fn check_env_name(name: &str) -> Result<(), &'static str> {
+/// Letters, digits and `_`, not starting with a digit.
+fn is_env_name(name: &str) -> bool {
     let mut chars = name.chars();
     let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
-    if !first_ok || !chars.all(|c| c.is_ascii_alphanumeric() || c == '_') {
-        return Err("an environment variable name is letters, digits and '_', not starting with a digit");
-    }
-    Ok(())
+    first_ok && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// `http` or `https`.
@@ -224,15 +272,15 @@ impl HttpPattern {
     /// query, fragment or user info, a bare or inner `*`, a `*.` suffix of
     /// fewer than two labels, plain `http://` or `:*` for a host that is not
     /// loopback.
-    pub fn parse(text: &str) -> Result<HttpPattern, String> {
-        let (scheme, rest) = text.split_once("://").ok_or("it must start with https:// or http://")?;
-        let scheme = HttpScheme::parse(scheme).ok_or("only https:// and http:// are supported")?;
+    pub fn parse(text: &str) -> Result<HttpPattern, PatternError> {
+        let (scheme, rest) = text.split_once("://").ok_or(PatternError::NoScheme)?;
+        let scheme = HttpScheme::parse(scheme).ok_or(PatternError::Scheme)?;
         let rest = rest.strip_suffix('/').unwrap_or(rest);
         if rest.contains(['/', '?', '#']) {
-            return Err("a grant names an origin (scheme, host, port), without a path, query or fragment".into());
+            return Err(PatternError::NotAnOrigin);
         }
         if rest.contains('@') {
-            return Err("a grant may not carry user info (credentials belong in a granted environment variable)".into());
+            return Err(PatternError::UserInfo);
         }
         let (host, port) = split_host_port(rest)?;
         let host = parse_host(&host)?;
@@ -240,18 +288,16 @@ impl HttpPattern {
             None => PortPattern::One(scheme.default_port()),
             Some("*") => PortPattern::Any,
             Some(port) => PortPattern::One(
-                port.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| format!("port {port:?} is not 1–65535"))?,
+                port.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| PatternError::Port(port.to_string()))?,
             ),
         };
         let pattern = HttpPattern { scheme, host, port };
         let loopback = pattern.is_loopback();
         if scheme == HttpScheme::Http && !loopback {
-            return Err(
-                "plain http:// is allowed only for loopback hosts (localhost, 127.0.0.1, [::1]); use https://".into()
-            );
+            return Err(PatternError::PlainHttp);
         }
         if port == PortPattern::Any && !loopback {
-            return Err("any port (:*) is allowed only for loopback hosts".into());
+            return Err(PatternError::AnyPort);
         }
         Ok(pattern)
     }
@@ -295,14 +341,14 @@ pub fn grant_allows(grant: &[HttpPattern], scheme: HttpScheme, host: &str, port:
     grant.iter().any(|p| p.matches(scheme, host, port))
 }
 
-fn split_host_port(rest: &str) -> Result<(String, Option<&str>), String> {
+fn split_host_port(rest: &str) -> Result<(String, Option<&str>), PatternError> {
     if let Some(inner) = rest.strip_prefix('[') {
-        let (host, after) = inner.split_once(']').ok_or("an IPv6 address must be closed with ']'")?;
+        let (host, after) = inner.split_once(']').ok_or(PatternError::UnclosedIpv6)?;
         return match after {
             "" => Ok((host.to_string(), None)),
             after => match after.strip_prefix(':') {
                 Some(port) => Ok((host.to_string(), Some(port))),
-                None => Err("expected ':port' after the IPv6 address".into()),
+                None => Err(PatternError::AfterIpv6),
             },
         };
     }
@@ -322,37 +368,35 @@ pub enum Host {
 /// Parse a host as written in a URL or a grant (an IPv6 address with or
 /// without its brackets, a trailing dot ignored), the WHATWG way: every
 /// numeric IPv4 form is an address.
-pub fn canonical_host(host: &str) -> Result<Host, String> {
+pub fn canonical_host(host: &str) -> Result<Host, PatternError> {
     let host = host.strip_suffix('.').unwrap_or(host);
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     if bare.contains(':') {
-        return bare.parse::<IpAddr>().map(Host::Address).map_err(|_| format!("{host:?} is not an IPv6 address"));
+        return bare.parse::<IpAddr>().map(Host::Address).map_err(|_| PatternError::Ipv6(host.to_string()));
     }
     match url::Host::parse(host) {
         Ok(url::Host::Ipv4(ip)) => Ok(Host::Address(IpAddr::V4(ip))),
         Ok(url::Host::Ipv6(ip)) => Ok(Host::Address(IpAddr::V6(ip))),
         Ok(url::Host::Domain(name)) => Ok(Host::Name(name.to_ascii_lowercase())),
-        Err(e) => Err(format!("{host:?} is not a host name ({e})")),
+        Err(e) => Err(PatternError::HostName { host: host.to_string(), because: Some(e.to_string()) }),
     }
 }
 
-fn parse_host(host: &str) -> Result<HostPattern, String> {
+fn parse_host(host: &str) -> Result<HostPattern, PatternError> {
     let host = host.to_ascii_lowercase();
     if host.is_empty() {
-        return Err("the host is empty".into());
+        return Err(PatternError::EmptyHost);
     }
     let (wildcard, name) = match host.strip_prefix("*.") {
         Some(name) => (true, name),
         None => (false, host.as_str()),
     };
     if name.contains('*') || host == "*" {
-        return Err(
-            "'*' may only stand for whole leading labels, as in *.example.org; a grant never matches every host".into(),
-        );
+        return Err(PatternError::Wildcard);
     }
     let name = match canonical_host(name)? {
         Host::Address(ip) if !wildcard => return Ok(HostPattern::Address(ip)),
-        Host::Address(ip) => return Err(format!("*.{ip} is not a domain: a wildcard covers the names under a domain")),
+        Host::Address(ip) => return Err(PatternError::WildcardAddress(ip)),
         Host::Name(name) => name,
     };
     let labels: Vec<&str> = name.split('.').collect();
@@ -364,11 +408,11 @@ fn parse_host(host: &str) -> Result<HostPattern, String> {
             && !l.ends_with('-')
     };
     if name.len() > 253 || !labels.iter().all(label_ok) {
-        return Err(format!("{name:?} is not a host name"));
+        return Err(PatternError::HostName { host: name, because: None });
     }
     if wildcard {
         if labels.len() < 2 {
-            return Err(format!("*.{name} is too broad: name at least a domain and its suffix, as in *.example.org"));
+            return Err(PatternError::TooBroad(name));
         }
         return Ok(HostPattern::Subdomains(name));
     }
@@ -479,15 +523,15 @@ mod tests {
             ("https://exa mple.com", "not a host name"),
             ("https://", "empty"),
         ] {
-            let err = HttpPattern::parse(bad).unwrap_err();
+            let err = HttpPattern::parse(bad).unwrap_err().to_string();
             assert!(err.contains(why), "{bad}: {err}");
         }
-        let err = caps(&["https://ok.example.com", "https://*"], &[]).validate().unwrap_err();
+        let err = caps(&["https://ok.example.com", "https://*"], &[]).validate().unwrap_err().to_string();
         assert!(err.contains("capabilities.http entry \"https://*\""), "{err}");
-        let err = caps(&[], &["GOOD", "1BAD"]).validate().unwrap_err();
+        let err = caps(&[], &["GOOD", "1BAD"]).validate().unwrap_err().to_string();
         assert!(err.contains("capabilities.env entry \"1BAD\""), "{err}");
         let many: Vec<String> = (0..=WASM_HTTP_GRANTS_MAX).map(|i| format!("https://h{i}.example.com")).collect();
-        let err = Capabilities { http: many, env: vec![] }.validate().unwrap_err();
+        let err = Capabilities { http: many, env: vec![] }.validate().unwrap_err().to_string();
         assert!(err.contains(&format!("at most {WASM_HTTP_GRANTS_MAX}")), "{err}");
         let many: Vec<String> = (0..=WASM_ENV_GRANTS_MAX).map(|i| format!("VAR_{i}")).collect();
         assert!(Capabilities { http: vec![], env: many }.validate().is_err());
@@ -522,7 +566,7 @@ mod tests {
             assert!(!name.matches(HttpScheme::Https, request, 443), "{request}");
         }
         assert!(HttpPattern::parse("https://1.2.3.4.5").is_err(), "a name ending in a number that is no address");
-        assert!(HttpPattern::parse("https://*.10.0.0.1").unwrap_err().contains("not a domain"));
+        assert!(HttpPattern::parse("https://*.10.0.0.1").unwrap_err().to_string().contains("not a domain"));
         let granted = caps(&["https://2130706433:8443", "https://API.example.com"], &[]);
         assert_eq!(
             granted.describe(),

@@ -193,7 +193,7 @@ pub fn parse_manifest(path: &Path, text: &str) -> Result<Manifest, PackageError>
         {
             return Err(bad(format!("limits.memory_mb {mb} must be 1–{}", WASM_MEMORY_MAX_BYTES / (1024 * 1024))));
         }
-        manifest.capabilities.validate().map_err(bad)?;
+        manifest.capabilities.validate().map_err(|e| bad(e.to_string()))?;
     } else if manifest.limits.memory_mb.is_some() {
         return Err(bad("limits.memory_mb applies to wasm packages only".into()));
     } else if !manifest.capabilities.is_empty() {

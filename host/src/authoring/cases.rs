@@ -125,40 +125,64 @@ pub enum Outcome<'a> {
     },
 }
 
-/// Judge a case: `Ok` when the outcome is what it expects, else why not.
-pub fn judge(case: &Case, outcome: Outcome<'_>) -> Result<(), String> {
+/// How an outcome differs from what its case expects (the first difference).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Mismatch {
+    #[error("expected the call to fail with {expected}, it failed with {kind}: {message}")]
+    OtherError { expected: String, kind: String, message: String },
+    #[error("the call failed with {kind}: {message}")]
+    Failed { kind: String, message: String },
+    #[error("expected the call to fail with {expected}, it returned: {text}")]
+    Returned { expected: String, text: String },
+    #[error("expected is_error {expected}, got {}: {text}", if *expected { "a result that is not an error" } else { "an error result" })]
+    IsError { expected: bool, text: String },
+    #[error("expected structured content, the result has none")]
+    NoStructured,
+    /// The values as JSON text; `got` is `None` when the field is missing.
+    #[error("expected structured.{key} = {expected}, got {}", got.as_deref().unwrap_or("nothing"))]
+    Structured { key: String, expected: String, got: Option<String> },
+    #[error("expected the text to contain {wanted:?}, got {text:?}")]
+    Text { wanted: String, text: String },
+}
+
+/// Judge a case: `Ok` when the outcome is what it expects, else how it differs.
+pub fn judge(case: &Case, outcome: Outcome<'_>) -> Result<(), Mismatch> {
     let expect = &case.expect;
     let text = match outcome {
         Outcome::Error { kind, message } => {
             match &expect.error {
                 Some(expected) if expected == kind => {}
                 Some(expected) => {
-                    return Err(format!("expected the call to fail with {expected}, it failed with {kind}: {message}"));
+                    return Err(Mismatch::OtherError {
+                        expected: expected.clone(),
+                        kind: kind.to_string(),
+                        message: message.to_string(),
+                    });
                 }
-                None => return Err(format!("the call failed with {kind}: {message}")),
+                None => return Err(Mismatch::Failed { kind: kind.to_string(), message: message.to_string() }),
             }
             message.to_string()
         }
         Outcome::Result(output) => {
             if let Some(kind) = &expect.error {
-                return Err(format!("expected the call to fail with {kind}, it returned: {}", output.joined_text()));
+                return Err(Mismatch::Returned { expected: kind.clone(), text: output.joined_text() });
             }
             let want_error = expect.is_error.unwrap_or(false);
             if output.is_error != want_error {
-                let what = if output.is_error { "an error result" } else { "a result that is not an error" };
-                return Err(format!("expected is_error {want_error}, got {what}: {}", output.joined_text()));
+                return Err(Mismatch::IsError { expected: want_error, text: output.joined_text() });
             }
             if let Some(fields) = &expect.structured {
                 let structured: Option<Value> = output.structured.as_deref().and_then(|s| serde_json::from_str(s).ok());
                 let Some(structured) = structured else {
-                    return Err("expected structured content, the result has none".into());
+                    return Err(Mismatch::NoStructured);
                 };
                 for (key, value) in fields {
                     if structured.get(key) != Some(value) {
-                        return Err(format!(
-                            "expected structured.{key} = {value}, got {}",
-                            structured.get(key).map_or("nothing".to_string(), Value::to_string)
-                        ));
+                        return Err(Mismatch::Structured {
+                            key: key.clone(),
+                            expected: value.to_string(),
+                            got: structured.get(key).map(Value::to_string),
+                        });
                     }
                 }
             }
@@ -167,7 +191,7 @@ pub fn judge(case: &Case, outcome: Outcome<'_>) -> Result<(), String> {
     };
     for wanted in expect.text.iter().flat_map(Texts::all) {
         if !text.contains(wanted) {
-            return Err(format!("expected the text to contain {wanted:?}, got {text:?}"));
+            return Err(Mismatch::Text { wanted: wanted.to_string(), text });
         }
     }
     Ok(())
@@ -205,15 +229,19 @@ mod tests {
         assert!(
             judge(&case(r#"{"structured": {"sum": 6}}"#), Outcome::Result(&output))
                 .unwrap_err()
+                .to_string()
                 .contains("structured.sum")
         );
         assert!(judge(&case(r#"{"is_error": true}"#), Outcome::Result(&output)).is_err());
         assert!(
-            judge(&case(r#"{"text": ["sum", "nope"]}"#), Outcome::Result(&output)).unwrap_err().contains("\"nope\"")
+            judge(&case(r#"{"text": ["sum", "nope"]}"#), Outcome::Result(&output))
+                .unwrap_err()
+                .to_string()
+                .contains("\"nope\"")
         );
         let denied = Outcome::Error { kind: "denied", message: "denied in read-only" };
         assert!(judge(&case(r#"{"error": "denied", "text": "read-only"}"#), denied).is_ok());
         let denied = Outcome::Error { kind: "denied", message: "x" };
-        assert!(judge(&case("{}"), denied).unwrap_err().contains("failed with denied"));
+        assert!(judge(&case("{}"), denied).unwrap_err().to_string().contains("failed with denied"));
     }
 }

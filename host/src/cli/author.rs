@@ -14,7 +14,7 @@ use super::exit::{Exit, Failure};
 use super::shutdown::Shutdown;
 use crate::authoring::Language;
 use crate::authoring::build::{CASES_FILE, DIST_DIR, build, detect};
-use crate::authoring::cases::{Case, Outcome, judge, read_cases};
+use crate::authoring::cases::{Case, Mismatch, Outcome, judge, read_cases};
 use crate::extension::StartFilter;
 use crate::native::process::SandboxPolicy;
 use crate::packages::{Manifest, PackageKind, PackageStore, read_manifest};
@@ -288,12 +288,12 @@ pub(crate) async fn test(
     }
     mounted.close().await;
     drop(throwaway);
-    let results: Vec<(&Case, Result<(), String>)> = results;
+    let results: Vec<(&Case, Result<(), Mismatch>)> = results;
     report(&package, &checks, &results, json)
 }
 
 /// One case as its own headless run (`ask` denies: nobody can answer), keeping no approval.
-async fn run_case(project: &Project, case: &Case) -> Result<(), String> {
+async fn run_case(project: &Project, case: &Case) -> Result<(), Mismatch> {
     let options = RunOptions { mode: case.mode, keep_approvals: false, ..RunOptions::default() };
     let outcome = match project.start_run(options).await {
         Ok(run) => match super::runs::resolve_tool_quietly(project, &case.tool) {
@@ -311,7 +311,7 @@ async fn run_case(project: &Project, case: &Case) -> Result<(), String> {
 fn report(
     package: &Path,
     checks: &[Check],
-    cases: &[(&Case, Result<(), String>)],
+    cases: &[(&Case, Result<(), Mismatch>)],
     json: bool,
 ) -> Result<Exit, Failure> {
     let failed = checks.iter().filter(|c| !c.ok).count() + cases.iter().filter(|(_, r)| r.is_err()).count();
@@ -321,7 +321,7 @@ fn report(
             checks.iter().map(|c| json!({ "check": c.what, "ok": c.ok, "detail": c.detail })).collect();
         let cases: Vec<Value> = cases
             .iter()
-            .map(|(case, r)| json!({ "case": case.name, "line": case.line, "ok": r.is_ok(), "reason": r.as_ref().err() }))
+            .map(|(case, r)| json!({ "case": case.name, "line": case.line, "ok": r.is_ok(), "reason": r.as_ref().err().map(Mismatch::to_string) }))
             .collect();
         println!(
             "{}",

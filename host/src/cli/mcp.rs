@@ -132,10 +132,11 @@ impl Browser for SystemBrowser {
 /// The OAuth of the configured HTTP server `name`, with `browser`.
 fn server_oauth(home: &ClatHome, name: &str, browser: Option<Arc<dyn Browser>>) -> Result<Authorizer, Failure> {
     let config = |m: String| Failure::new(Exit::Usage, "configuration", m);
-    let entry = crate::mcp::sources::user_entry(home, name, &|k| std::env::var(k).ok()).map_err(config)?;
+    let entry =
+        crate::mcp::sources::user_entry(home, name, &|k| std::env::var(k).ok()).map_err(|e| config(e.to_string()))?;
     match crate::mcp::credentials::authorizer(home, name, &entry, browser) {
         Some(Ok(auth)) => Ok(auth),
-        Some(Err(e)) => Err(config(e)),
+        Some(Err(e)) => Err(config(e.to_string())),
         None if matches!(entry.transport, clat_mcp::config::EntryTransport::Stdio { .. }) => {
             Err(config(format!("{name} is a stdio server; OAuth is for HTTP servers")))
         }

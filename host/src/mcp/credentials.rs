@@ -242,12 +242,23 @@ pub fn authorizer(
     name: &str,
     entry: &ServerEntry,
     browser: Option<Arc<dyn Browser>>,
-) -> Option<Result<Authorizer, String>> {
+) -> Option<Result<Authorizer, OAuthSetupError>> {
     let EntryTransport::Http { url, oauth, .. } = &entry.transport else { return None };
     if has_authorization_header(entry) {
         return None;
     }
     let settings = oauth.as_ref().map(|o| o.settings()).unwrap_or_default();
     let store = Arc::new(CredentialVault::new(home, name, url));
-    Some(Authorizer::new(name, url, settings, store, browser).map_err(|e| format!("OAuth for {name}: {e}")))
+    Some(
+        Authorizer::new(name, url, settings, store, browser)
+            .map_err(|why| OAuthSetupError { name: name.to_string(), why }),
+    )
+}
+
+/// The OAuth of a configured server could not be set up.
+#[derive(Debug, thiserror::Error)]
+#[error("OAuth for {name}: {why}")]
+pub struct OAuthSetupError {
+    pub name: String,
+    pub why: clat_mcp::auth::AuthError,
 }

@@ -267,18 +267,34 @@ pub fn user_stdio_spec(home: &Path, entry: &ServerEntry, env: &dyn Fn(&str) -> O
     Some(StdioSpec { command: command.clone(), args: args.clone(), env: vars, clear_env: !env_inherit, cwd })
 }
 
+/// Why the user's entry for one server cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum UserEntryError {
+    /// The file, or this entry in it, is malformed.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("no server named {name:?} is configured in {} (see `clat mcp`)", file.display())]
+    NotConfigured { name: String, file: PathBuf },
+    #[error("{}: entry {name:?}: {why}", file.display())]
+    Expand { name: String, file: PathBuf, why: clat_mcp::config::ExpandError },
+}
+
 /// The user's `mcp.json` entry `name`, its variables expanded from `env`.
-pub fn user_entry(home: &ClatHome, name: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<ServerEntry, String> {
+pub fn user_entry(
+    home: &ClatHome,
+    name: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<ServerEntry, UserEntryError> {
     let file = home.path().join(MCP_CONFIG_FILE);
-    let config = read_config(&file, &ENTRY_TIMEOUT_BOUNDS).map_err(|e| e.to_string())?;
-    if let Some(error) = config.errors.iter().find(|e| matches!(e, ConfigError::Entry { name: n, .. } if n == name)) {
-        return Err(error.to_string());
+    let mut config = read_config(&file, &ENTRY_TIMEOUT_BOUNDS)?;
+    if let Some(at) = config.errors.iter().position(|e| matches!(e, ConfigError::Entry { name: n, .. } if n == name)) {
+        return Err(config.errors.swap_remove(at).into());
     }
     let entry = config
         .servers
         .get(name)
-        .ok_or_else(|| format!("no server named {name:?} is configured in {} (see `clat mcp`)", file.display()))?;
-    let expanded = entry.expand(env).map_err(|e| format!("{}: entry {name:?}: {e}", file.display()))?;
+        .ok_or_else(|| UserEntryError::NotConfigured { name: name.to_string(), file: file.clone() })?;
+    let expanded = entry.expand(env).map_err(|why| UserEntryError::Expand { name: name.to_string(), file, why })?;
     crate::redact::register_secrets(expanded.substituted);
     Ok(expanded.entry)
 }

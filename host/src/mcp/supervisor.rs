@@ -21,6 +21,7 @@ use clat_mcp::Session;
 use super::server::{McpServer, open_session};
 use crate::extension::ExtensionState;
 use crate::limits::{RESTART_BACKOFF_FIRST, RESTART_WINDOW, RESTARTS_MAX};
+use crate::registry::ToolError;
 use crate::run::{RunContext, RunEventKind};
 
 /// A server's restart history and what the scope should show of it.
@@ -192,12 +193,12 @@ impl McpServer {
     }
 
     /// Whether the server still offers `tool` (always, until it restarted).
-    pub(crate) fn check_offered(&self, tool: &str) -> Result<(), String> {
+    pub(crate) fn check_offered(&self, tool: &str) -> Result<(), ToolError> {
         match self.supervisor.shown().offered {
-            Some(offered) if !offered.contains(tool) => Err(format!(
+            Some(offered) if !offered.contains(tool) => Err(ToolError(anyhow::anyhow!(
                 "server {} no longer offers tool {tool:?} since it restarted; restart CLAT to refresh its tools",
                 self.name
-            )),
+            ))),
             _ => Ok(()),
         }
     }

@@ -113,7 +113,7 @@ impl McpServer {
         let timeout = run.call_deadline(TOOL_CALL_TIMEOUT).saturating_duration_since(std::time::Instant::now())
             + HOST_REQUEST_EXTENSION_MAX;
         let session = self.live_session(run).await.map_err(|e| ToolError(anyhow::anyhow!(e)))?;
-        self.check_offered(tool).map_err(|e| ToolError(anyhow::anyhow!(e)))?;
+        self.check_offered(tool)?;
         let active = self.link.enter_call(run);
         let result = session
             .call_tool_tagged(tool, arguments, timeout, Some(run.cancel_token()), Some(active.tag()))

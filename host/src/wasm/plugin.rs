@@ -91,28 +91,21 @@ impl WasmPlugin {
     }
 
     /// Describe a guest failure: traps by kind, with the output tail.
-    pub(super) fn failure(&self, what: &str, error: wasmtime::Error) -> String {
+    pub(super) fn failure(&self, what: &str, error: wasmtime::Error) -> GuestFailure {
         let reason = match error.downcast_ref::<Trap>() {
-            Some(Trap::Interrupt) => "it ran past its deadline and was interrupted".to_string(),
-            Some(Trap::OutOfFuel) => "it ran out of fuel".to_string(),
-            Some(trap) => format!("it trapped: {trap}"),
-            None if error.is::<wasmtime::PoolConcurrencyLimitError>() => format!(
-                "too many guest instances are running at once ({error}; the pool holds {})",
-                self.runtime.allocator()
-            ),
-            None if format!("{error:#}").contains("memory") => format!("it hit a resource limit: {error:#}"),
-            None => format!("{error:#}"),
+            Some(Trap::Interrupt) => FailureReason::Interrupted,
+            Some(Trap::OutOfFuel) => FailureReason::OutOfFuel,
+            Some(trap) => FailureReason::Trap(trap.to_string()),
+            None if error.is::<wasmtime::PoolConcurrencyLimitError>() => {
+                FailureReason::PoolFull { error: error.to_string(), pool: self.runtime.allocator().to_string() }
+            }
+            None if format!("{error:#}").contains("memory") => FailureReason::ResourceLimit(format!("{error:#}")),
+            None => FailureReason::Other(format!("{error:#}")),
         };
-        let tail = self.output_tail();
-        let mut message = format!("plugin {} failed in {what}: {reason}", self.name);
-        if !tail.is_empty() {
-            message.push_str("\nlast output lines:\n");
-            message.push_str(&tail.join("\n"));
-        }
-        message
+        GuestFailure { plugin: self.name.clone(), what: what.to_string(), reason, output_tail: self.output_tail() }
     }
 
-    pub(super) async fn list_tools(&self) -> Result<Vec<ToolSpec>, String> {
+    pub(super) async fn list_tools(&self) -> Result<Vec<ToolSpec>, GuestFailure> {
         let mut store = self.store(None);
         let instance = self.pre.instantiate_async(&mut store).await.map_err(|e| self.failure("instantiation", e))?;
         let tools = instance
@@ -149,7 +142,7 @@ impl WasmPlugin {
 
     /// Create a fresh store and instance and drop them: the per-call setup
     /// cost, for benchmarks and health checks.
-    pub async fn instantiate_once(&self) -> Result<(), String> {
+    pub async fn instantiate_once(&self) -> Result<(), GuestFailure> {
         let mut store = self.store(None);
         self.pre.instantiate_async(&mut store).await.map(drop).map_err(|e| self.failure("instantiation", e))
     }
@@ -166,7 +159,7 @@ impl WasmPlugin {
         self.delivered.load(Ordering::Relaxed)
     }
 
-    async fn deliver_context(&self, snapshot: Option<ContextSnapshot>) -> Result<(), String> {
+    async fn deliver_context(&self, snapshot: Option<ContextSnapshot>) -> Result<(), GuestFailure> {
         let mut store = self.store(None);
         let instance = self.pre.instantiate_async(&mut store).await.map_err(|e| self.failure("instantiation", e))?;
         instance
@@ -175,6 +168,40 @@ impl WasmPlugin {
             .await
             .map_err(|e| self.failure("context-changed", e))
     }
+}
+
+/// A guest that failed outside its own error result: trapped, interrupted,
+/// out of resources, or refused by the pool; with the last lines it wrote.
+#[derive(Debug, thiserror::Error)]
+#[error("plugin {plugin} failed in {what}: {reason}{}", shown_tail(output_tail))]
+pub struct GuestFailure {
+    pub plugin: String,
+    /// What it was doing: `instantiation`, `list-tools`, `tool NAME`, `context-changed`.
+    pub what: String,
+    pub reason: FailureReason,
+    /// The last lines it wrote to stdout/stderr (redacted).
+    pub output_tail: Vec<String>,
+}
+
+/// Why a guest failed.
+#[derive(Debug, thiserror::Error)]
+pub enum FailureReason {
+    #[error("it ran past its deadline and was interrupted")]
+    Interrupted,
+    #[error("it ran out of fuel")]
+    OutOfFuel,
+    #[error("it trapped: {0}")]
+    Trap(String),
+    #[error("too many guest instances are running at once ({error}; the pool holds {pool})")]
+    PoolFull { error: String, pool: String },
+    #[error("it hit a resource limit: {0}")]
+    ResourceLimit(String),
+    #[error("{0}")]
+    Other(String),
+}
+
+fn shown_tail(tail: &[String]) -> String {
+    if tail.is_empty() { String::new() } else { format!("\nlast output lines:\n{}", tail.join("\n")) }
 }
 
 /// The delivery task of one plugin: it holds only a weak reference, so it ends

@@ -42,7 +42,7 @@ pub enum LoadError {
     #[error("{problem}")]
     Interfaces { path: PathBuf, problem: imports::ImportProblem },
     #[error("list-tools failed: {0}")]
-    ListTools(String),
+    ListTools(#[source] super::plugin::GuestFailure),
 }
 
 /// How one plugin is set up beyond its component: its memory cap, what its
