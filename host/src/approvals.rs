@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::contract::Effect;
 use crate::identity::Identity;
+pub use crate::permissions::Remember;
 use crate::permissions::approval_covers;
 use crate::trust::{ClatHome, TrustError};
 
@@ -144,15 +145,6 @@ pub enum ApprovalsError {
     Unreadable { file: String, message: String },
     #[error(transparent)]
     Home(#[from] TrustError),
-}
-
-/// What `always` means at the prompt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Remember {
-    /// This tool, at most this effect.
-    Tool,
-    /// Every tool of this extension, at most this effect.
-    Extension,
 }
 
 /// The port the call pipeline asks before the approver and tells what the

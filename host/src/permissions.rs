@@ -92,9 +92,18 @@ pub enum Approval {
     /// Go ahead, and keep the approval (for this tool, or every tool of its
     /// extension) at this effect or weaker; only when the request `can_remember`,
     /// otherwise it is a plain approval.
-    Always(crate::approvals::Remember),
+    Always(Remember),
     /// Refused, with the reason shown to the caller.
     Denied(String),
+}
+
+/// What `always` means at the prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Remember {
+    /// This tool, at most this effect.
+    Tool,
+    /// Every tool of this extension, at most this effect.
+    Extension,
 }
 
 /// The port that answers `Rule::Ask`.
@@ -208,7 +217,6 @@ impl Approver for TerminalApprover {
             std::io::stdin().lock().read_line(&mut line).map(|_| line)
         })
         .await;
-        use crate::approvals::Remember;
         match answer.as_ref().ok().and_then(|r| r.as_deref().ok()).map(str::trim) {
             Some("y" | "Y" | "yes") => Approval::Approved,
             Some("a" | "A" | "always") if request.can_remember => Approval::Always(Remember::Tool),
