@@ -24,7 +24,15 @@ fn client() -> ClientInfo {
 }
 
 async fn connect(server: &HttpServer) -> Session {
-    Session::connect_http(&server.spec(), Arc::new(NoServerRequests), &client(), json!({})).await.unwrap()
+    Session::connect_http(
+        &server.spec(),
+        Arc::new(NoServerRequests),
+        &client(),
+        json!({}),
+        clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT,
+    )
+    .await
+    .unwrap()
 }
 
 fn text_of(result: &Value) -> String {
@@ -109,7 +117,15 @@ impl ServerRequests for Sampler {
 #[tokio::test]
 async fn a_server_request_on_the_call_stream_is_answered_with_a_separate_post() {
     let server = HttpServer::start(&[]);
-    let s = Session::connect_http(&server.spec(), Arc::new(Sampler), &client(), json!({})).await.unwrap();
+    let s = Session::connect_http(
+        &server.spec(),
+        Arc::new(Sampler),
+        &client(),
+        json!({}),
+        clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT,
+    )
+    .await
+    .unwrap();
     let args = json!({ "method": "sampling/createMessage", "params": { "messages": [], "maxTokens": 5 } });
     let result = s.call_tool("ask_host", args, LONG, None).await.unwrap();
     let answer: Value = serde_json::from_str(&text_of(&result)).unwrap();
@@ -145,8 +161,15 @@ async fn resumption_stops_after_five_attempts() {
 #[tokio::test]
 async fn a_server_that_never_acknowledges_a_notification_fails_within_the_one_way_timeout() {
     let server = HttpServer::start(&["--stall-notifications"]);
-    let err =
-        Session::connect_http(&server.spec(), Arc::new(NoServerRequests), &client(), json!({})).await.unwrap_err();
+    let err = Session::connect_http(
+        &server.spec(),
+        Arc::new(NoServerRequests),
+        &client(),
+        json!({}),
+        clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT,
+    )
+    .await
+    .unwrap_err();
     assert!(matches!(&err, ClientError::Http(m) if m.contains("timed out")), "{err}");
 }
 
@@ -207,8 +230,15 @@ async fn bad_answers_fail_that_call_only() {
 #[tokio::test]
 async fn credentials_and_redirects_fail_clearly_without_leaking_headers() {
     let server = HttpServer::start(&["--require-auth", "sekrit-token-123456"]);
-    let err =
-        Session::connect_http(&server.spec(), Arc::new(NoServerRequests), &client(), json!({})).await.unwrap_err();
+    let err = Session::connect_http(
+        &server.spec(),
+        Arc::new(NoServerRequests),
+        &client(),
+        json!({}),
+        clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT,
+    )
+    .await
+    .unwrap_err();
     let text = err.to_string();
     assert!(text.contains("401") && text.contains("credentials"), "{text}");
     // The server echoes the credential it refused; the error never carries it.
@@ -217,7 +247,15 @@ async fn credentials_and_redirects_fail_clearly_without_leaking_headers() {
         headers: vec![("Authorization".into(), "Bearer wrong-token-abcdef-987654".into())],
         auth: None,
     };
-    let err = Session::connect_http(&wrong, Arc::new(NoServerRequests), &client(), json!({})).await.unwrap_err();
+    let err = Session::connect_http(
+        &wrong,
+        Arc::new(NoServerRequests),
+        &client(),
+        json!({}),
+        clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT,
+    )
+    .await
+    .unwrap_err();
     assert!(err.to_string().contains("wrong bearer token: [REDACTED]"), "{err}");
     assert!(!err.to_string().contains("abcdef-987654"), "{err}");
     let with_token = HttpSpec {
@@ -225,7 +263,15 @@ async fn credentials_and_redirects_fail_clearly_without_leaking_headers() {
         headers: vec![("Authorization".into(), "Bearer sekrit-token-123456".into())],
         auth: None,
     };
-    let s = Session::connect_http(&with_token, Arc::new(NoServerRequests), &client(), json!({})).await.unwrap();
+    let s = Session::connect_http(
+        &with_token,
+        Arc::new(NoServerRequests),
+        &client(),
+        json!({}),
+        clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT,
+    )
+    .await
+    .unwrap();
     assert_eq!(text_of(&s.call_tool("echo", json!({}), LONG, None).await.unwrap()), "{}");
     s.close().await;
 
@@ -235,13 +281,28 @@ async fn credentials_and_redirects_fail_clearly_without_leaking_headers() {
         headers: vec![("Authorization".into(), "Bearer sekrit-token-123456".into())],
         auth: None,
     };
-    let err = Session::connect_http(&tls, Arc::new(NoServerRequests), &client(), json!({})).await.unwrap_err();
+    let err = Session::connect_http(
+        &tls,
+        Arc::new(NoServerRequests),
+        &client(),
+        json!({}),
+        clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT,
+    )
+    .await
+    .unwrap_err();
     assert!(matches!(&err, ClientError::Http(m) if m.contains("https://127.0.0.1")), "{err}");
     assert!(!err.to_string().contains("sekrit"), "{err}");
 
     let redirecting = HttpServer::start(&["--redirect", "http://127.0.0.2:9/mcp"]);
-    let err =
-        Session::connect_http(&redirecting.spec(), Arc::new(NoServerRequests), &client(), json!({})).await.unwrap_err();
+    let err = Session::connect_http(
+        &redirecting.spec(),
+        Arc::new(NoServerRequests),
+        &client(),
+        json!({}),
+        clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT,
+    )
+    .await
+    .unwrap_err();
     assert!(err.to_string().contains("redirected to 127.0.0.2"), "{err}");
 }
 

@@ -233,7 +233,14 @@ fn authorizer_with(
 
 /// A session through `auth`, or why there is none.
 async fn connect(url: &str, auth: &Arc<Authorizer>) -> Result<Session, ClientError> {
-    Session::connect_http(&spec(url, auth), Arc::new(NoServerRequests), &client(), json!({})).await
+    Session::connect_http(
+        &spec(url, auth),
+        Arc::new(NoServerRequests),
+        &client(),
+        json!({}),
+        clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT,
+    )
+    .await
 }
 
 /// Connecting through `auth` fails; the error.

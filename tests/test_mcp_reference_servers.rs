@@ -72,7 +72,16 @@ fn python() -> (String, Vec<String>) {
 async fn connect((command, args): (String, Vec<String>)) -> Session {
     let spec = StdioSpec { command, args, env: vec![], clear_env: false, cwd: std::env::temp_dir() };
     let client = ClientInfo { name: "clat-test".into(), version: "0".into() };
-    Session::connect(&spec, Arc::new(NoServerRequests), Arc::new(Ignore), &client, json!({})).await.unwrap()
+    Session::connect(
+        &spec,
+        Arc::new(NoServerRequests),
+        Arc::new(Ignore),
+        &client,
+        json!({}),
+        clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT,
+    )
+    .await
+    .unwrap()
 }
 
 const LONG: Duration = Duration::from_secs(30);
@@ -123,7 +132,15 @@ fn the_python_sdk_server_also_speaks_the_legacy_era_on_a_fresh_connection() {
         let spec = StdioSpec { command, args, env: vec![], clear_env: false, cwd: std::env::temp_dir() };
         let connection = clat_mcp::Connection::spawn(&spec, Arc::new(Ignore)).await.unwrap();
         let client = ClientInfo { name: "clat-test".into(), version: "0".into() };
-        let s = Session::initialize(connection, Arc::new(NoServerRequests), &client, json!({})).await.unwrap();
+        let s = Session::initialize(
+            connection,
+            Arc::new(NoServerRequests),
+            &client,
+            json!({}),
+            clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT,
+        )
+        .await
+        .unwrap();
         assert_eq!(s.era, Era::Legacy);
         assert_eq!(s.protocol_version, "2025-11-25", "it accepts the version we offer");
         assert_eq!(s.server_info["name"], "clat-python-peer");
@@ -463,7 +480,15 @@ fn the_python_server_over_http_also_speaks_legacy_and_asks_for_input_when_modern
     runtime().block_on(async {
         let spec = clat_mcp::HttpSpec { url: py.url.clone(), headers: vec![], auth: None };
         let client = ClientInfo { name: "clat-test".into(), version: "0".into() };
-        let s = Session::initialize_http(&spec, Arc::new(NoServerRequests), &client, json!({})).await.unwrap();
+        let s = Session::initialize_http(
+            &spec,
+            Arc::new(NoServerRequests),
+            &client,
+            json!({}),
+            clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT,
+        )
+        .await
+        .unwrap();
         assert_eq!((s.era, s.protocol_version.as_str()), (Era::Legacy, "2025-11-25"));
         let result = s.call_tool("add", json!({ "a": 1, "b": 2 }), LONG, None).await.unwrap();
         assert_eq!(result["content"][0]["text"], "3", "{result}");

@@ -61,7 +61,15 @@ async fn exit_detection(child_pid: &Path) -> Duration {
     };
     let conn = Connection::spawn(&spec, Arc::new(Ignore)).await.unwrap();
     let client = ClientInfo { name: "bench".into(), version: "0".into() };
-    let session = Session::initialize(conn, Arc::new(NoServerRequests), &client, json!({})).await.unwrap();
+    let session = Session::initialize(
+        conn,
+        Arc::new(NoServerRequests),
+        &client,
+        json!({}),
+        clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT,
+    )
+    .await
+    .unwrap();
     let started = Instant::now();
     let error = session.call_tool("exit", json!({}), Duration::from_secs(60), None).await.unwrap_err();
     let took = started.elapsed();

@@ -12,8 +12,8 @@ pub use clat_mcp::limits::{
     CLOSE_GRACE, EXIT_REPORT_WAIT, EXIT_STDERR_DRAIN_WAIT, HTTP_BODY_MAX_BYTES, HTTP_CONNECT_TIMEOUT,
     HTTP_ERROR_BODY_MAX_BYTES, HTTP_ERROR_TEXT_MAX_CHARS, HTTP_GET_STREAM_DEFAULT_RETRY, HTTP_ONE_WAY_TIMEOUT,
     HTTP_SSE_DEFAULT_RETRY, HTTP_SSE_FIELD_OVERHEAD_BYTES, HTTP_SSE_RESUMES_MAX, INBOUND_REQUEST_QUEUE,
-    INPUT_REQUIRED_MAX_ROUNDS, LEGACY_HANDSHAKE_TIMEOUT, MODERN_PROBE_TIMEOUT, STDIO_FRAME_MAX_BYTES,
-    TOOLS_LIST_MAX_PAGES, TOOLS_LIST_PAGE_TIMEOUT, TOOLS_PER_SERVER_MAX, WRITER_QUEUE,
+    INPUT_REQUIRED_MAX_ROUNDS, LEGACY_HANDSHAKE_TIMEOUT, MODERN_PROBE_TIMEOUT, PROBE_STDERR_HELD_MAX_BYTES,
+    STDIO_FRAME_MAX_BYTES, TOOLS_LIST_MAX_PAGES, TOOLS_LIST_PAGE_TIMEOUT, TOOLS_PER_SERVER_MAX, WRITER_QUEUE,
 };
 
 /// Marked DSH prompts per server.
@@ -48,6 +48,15 @@ pub const ELICITATION_MAX_CHOICES: usize = 16;
 pub const ELICITATION_NUMBER_RETRIES: usize = 2;
 /// The first run waits this long for the initial extension surface before the registry freezes.
 pub const INITIAL_SURFACE_WAIT: Duration = Duration::from_secs(20);
+/// The most a server's `startup_timeout_sec` (or `MCP_TIMEOUT`) may give it to
+/// connect and list its tools; its legacy handshake may take as long. Runs
+/// still wait `INITIAL_SURFACE_WAIT` at most: a server later than that joins
+/// the next command, not the frozen run.
+pub const STARTUP_TIMEOUT_MAX: Duration = Duration::from_secs(300);
+/// How long `clat mcp` and `clat tools` (a user watching, with progress) give
+/// a server that sets no `startup_timeout_sec`: a first `npx` / `uvx` start
+/// downloads its package.
+pub const WATCHED_START_TIMEOUT: Duration = Duration::from_secs(60);
 /// Lines of subprocess / guest stderr kept for diagnostics.
 pub const STDERR_TAIL_LINES: usize = 20;
 /// Characters kept of one diagnostic tail line.

@@ -120,6 +120,7 @@ impl Platform {
             glm_plan: crate::mcp::glm::coding_plan(model.as_ref(), env),
             start: options.start,
             compile_observer: options.compile_observer,
+            default_startup_timeout: options.default_startup_timeout,
         };
         let scope = ProjectScope::mount(&self.home, project, scope_options)?;
         Ok(Project { scope: Arc::new(scope) })
@@ -140,6 +141,12 @@ pub struct MountOptions {
     pub model: Option<Arc<dyn ModelProvider>>,
     /// Told about compilations of WASM plugins that take a while.
     pub compile_observer: Option<Arc<dyn CompileObserver>>,
+    /// How long an MCP server that sets no startup timeout of its own (no
+    /// `startup_timeout_sec`, no `MCP_TIMEOUT`) may take to connect and list
+    /// its tools, its handshake included (default: the spec's 10 s handshake).
+    /// Give it when someone watches the start, e.g. `WATCHED_START_TIMEOUT`
+    /// as `clat mcp` and `clat tools` do; at most `STARTUP_TIMEOUT_MAX`.
+    pub default_startup_timeout: Option<Duration>,
 }
 
 /// A mounted, trusted project: one registry of native, WASM and MCP tools,

@@ -59,6 +59,9 @@ pub struct ScopeOptions {
     pub start: StartFilter,
     /// Told about compilations that take a while (the CLI prints them on stderr).
     pub compile_observer: Option<Arc<dyn crate::wasm::cache::CompileObserver>>,
+    /// The startup timeout of a server that sets none (no `startup_timeout_sec`,
+    /// no `MCP_TIMEOUT`); `None`: the spec's bounds.
+    pub default_startup_timeout: Option<std::time::Duration>,
 }
 
 /// A mounted, trusted project.
@@ -76,6 +79,7 @@ pub struct ProjectScope {
     glm_plan: Option<crate::mcp::glm::CodingPlan>,
     start: StartFilter,
     compile_observer: Option<Arc<dyn crate::wasm::cache::CompileObserver>>,
+    default_startup_timeout: Option<std::time::Duration>,
     /// Set by `start_extensions`: becomes true when the startup worker is done.
     startup: Mutex<Option<tokio::sync::watch::Receiver<bool>>>,
     /// Cancelled when the scope starts closing: extensions still starting stop.
@@ -110,6 +114,7 @@ impl ProjectScope {
             glm_plan: options.glm_plan,
             start: options.start,
             compile_observer: options.compile_observer,
+            default_startup_timeout: options.default_startup_timeout,
             startup: Mutex::default(),
             closing: CancellationToken::new(),
             missed: Mutex::default(),
@@ -206,8 +211,10 @@ impl ProjectScope {
         // Every server connects, lists and registers on its own, so a slow one
         // never holds back the others (or the first run's freeze).
         let mut connecting = tokio::task::JoinSet::new();
-        for server in set.servers {
+        for mut server in set.servers {
             let (name, kind) = (server.name.clone(), server.target.kind());
+            let default = self.default_startup_timeout.map(|t| t.min(crate::limits::STARTUP_TIMEOUT_MAX));
+            server.options.startup_timeout = server.options.startup_timeout.or(default);
             if !self.start.wants(kind, &name) {
                 let status = ExtensionStatus::new(&name, kind, ExtensionState::Configured, Some(NOT_NEEDED.into()));
                 statuses.push(self.set_status(status));

@@ -49,7 +49,16 @@ async fn connect() -> Session {
 
 async fn connect_to(server: &str) -> Session {
     let client = ClientInfo { name: "bench".into(), version: "0".into() };
-    Session::connect(&spec(server), Arc::new(NoServerRequests), Arc::new(Ignore), &client, json!({})).await.unwrap()
+    Session::connect(
+        &spec(server),
+        Arc::new(NoServerRequests),
+        Arc::new(Ignore),
+        &client,
+        json!({}),
+        clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT,
+    )
+    .await
+    .unwrap()
 }
 
 /// A `cat` process: the floor for one line out and back through two pipes.
@@ -317,7 +326,15 @@ fn benches(c: &mut Criterion) {
     let http_session = rt.block_on(async {
         let client = ClientInfo { name: "bench".into(), version: "0".into() };
         let spec = HttpSpec { url: format!("{}/mcp", http.1), headers: vec![], auth: None };
-        Session::connect_http(&spec, Arc::new(NoServerRequests), &client, json!({})).await.unwrap()
+        Session::connect_http(
+            &spec,
+            Arc::new(NoServerRequests),
+            &client,
+            json!({}),
+            clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT,
+        )
+        .await
+        .unwrap()
     });
     let raw_http = reqwest::Client::new();
     let echo_url = format!("{}/echo", http.1);

@@ -3,7 +3,10 @@
 //! is modern it keeps that process, otherwise it discards it and runs the
 //! legacy handshake in a fresh one: `initialize` offering 2025-11-25, accepting
 //! a counter-offer of 2025-06-18, 2025-03-26 or 2024-11-05, refusing anything
-//! else, then `notifications/initialized`. Modern requests carry the `_meta`
+//! else, then `notifications/initialized`; the caller bounds `initialize`
+//! (`LEGACY_HANDSHAKE_TIMEOUT` unless it raises it for a slow first start).
+//! The discarded probe process's stderr is dropped, so a server's output
+//! appears once, not once per process. Modern requests carry the `_meta`
 //! envelope (protocol version, client identity, capabilities); modern results
 //! must declare `resultType` (missing = complete; anything else unknown a
 //! protocol violation). A `tools/call` answered `input_required` (multi
@@ -30,7 +33,7 @@ use crate::http::{HttpConnection, HttpSpec};
 use crate::inbound::{Link, ServerRequests};
 use crate::jsonrpc::{Message, WireError};
 use crate::limits::{
-    INPUT_REQUIRED_MAX_ROUNDS, LEGACY_HANDSHAKE_TIMEOUT, MODERN_PROBE_TIMEOUT, TOOLS_LIST_MAX_PAGES,
+    INPUT_REQUIRED_MAX_ROUNDS, MODERN_PROBE_TIMEOUT, PROBE_STDERR_HELD_MAX_BYTES, TOOLS_LIST_MAX_PAGES,
     TOOLS_LIST_PAGE_TIMEOUT, TOOLS_PER_SERVER_MAX,
 };
 use crate::stdio::{Connection, StderrSink, StdioSpec};
@@ -152,6 +155,60 @@ async fn probe(connection: &dyn Transport, client: &ClientInfo, capabilities: &V
     }
 }
 
+/// The stderr of the probe's process: held until the probe decides whether
+/// that process is kept (then passed on, and everything after it) or
+/// discarded (then dropped: the fresh process writes its own).
+struct ProbeStderr {
+    sink: Arc<dyn StderrSink>,
+    /// `Some`: undecided, the bytes so far; `None`: decided.
+    held: std::sync::Mutex<Option<Vec<u8>>>,
+    kept: std::sync::atomic::AtomicBool,
+}
+
+impl ProbeStderr {
+    fn new(sink: Arc<dyn StderrSink>) -> ProbeStderr {
+        ProbeStderr { sink, held: std::sync::Mutex::new(Some(Vec::new())), kept: false.into() }
+    }
+
+    /// Pass on what was held, and everything from now on.
+    fn keep(&self) {
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        self.kept.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(bytes) = held.take()
+            && !bytes.is_empty()
+        {
+            self.sink.write(&bytes);
+        }
+    }
+
+    /// Drop what was held, and everything from now on.
+    fn discard(&self) {
+        self.held.lock().unwrap_or_else(|p| p.into_inner()).take();
+    }
+}
+
+impl StderrSink for ProbeStderr {
+    fn write(&self, bytes: &[u8]) {
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        match held.as_mut() {
+            // Bounded: a server that floods stderr before answering loses its oldest lines.
+            Some(buffer) => {
+                buffer.extend_from_slice(bytes);
+                if buffer.len() > PROBE_STDERR_HELD_MAX_BYTES {
+                    let over = buffer.len() - PROBE_STDERR_HELD_MAX_BYTES;
+                    let line_end = buffer[over..].iter().position(|&b| b == b'\n').map_or(over, |i| over + i + 1);
+                    buffer.drain(..line_end);
+                }
+            }
+            None if self.kept.load(std::sync::atomic::Ordering::SeqCst) => {
+                drop(held);
+                self.sink.write(bytes);
+            }
+            None => {}
+        }
+    }
+}
+
 /// A `-32022` whose `data.supported` lists the version we speak: the request may be retried once.
 fn offers_our_version(error: &WireError) -> bool {
     error.code == UNSUPPORTED_PROTOCOL_VERSION
@@ -209,27 +266,36 @@ impl Session {
     /// Start a server and open a session in whichever era it speaks: the
     /// modern probe in a first subprocess, kept if modern; otherwise a fresh
     /// subprocess for the legacy handshake (a strict legacy server never sees
-    /// the probe followed by `initialize`).
+    /// the probe followed by `initialize`), whose `initialize` may take
+    /// `handshake`. The probe process's stderr reaches `stderr` only if that
+    /// process is kept or the probe's failure is the answer.
     pub async fn connect(
         spec: &StdioSpec,
         handler: Arc<dyn ServerRequests>,
         stderr: Arc<dyn StderrSink>,
         client: &ClientInfo,
         capabilities: Value,
+        handshake: Duration,
     ) -> Result<Session, ClientError> {
-        let first = Link::new(Arc::new(Connection::spawn(spec, stderr.clone()).await?), Arc::clone(&handler));
+        let probe_stderr = Arc::new(ProbeStderr::new(Arc::clone(&stderr)));
+        let first = Link::new(Arc::new(Connection::spawn(spec, probe_stderr.clone()).await?), Arc::clone(&handler));
         match probe(first.connection.as_ref(), client, &capabilities).await {
-            Ok(Probe::Modern(discover)) => Ok(Session::modern(first, discover, client, &capabilities)),
+            Ok(Probe::Modern(discover)) => {
+                probe_stderr.keep();
+                Ok(Session::modern(first, discover, client, &capabilities))
+            }
             Ok(Probe::Legacy(why)) => {
                 tracing::debug!(
                     "{}: not modern ({why}); starting a fresh process for the legacy handshake",
                     spec.command
                 );
+                probe_stderr.discard();
                 first.connection.close().await;
                 let fresh = Link::new(Arc::new(Connection::spawn(spec, stderr).await?), handler);
-                Session::handshake(fresh, client, capabilities).await
+                Session::handshake(fresh, client, capabilities, handshake).await
             }
             Err(e) => {
+                probe_stderr.keep();
                 first.connection.close().await;
                 Err(e)
             }
@@ -244,13 +310,14 @@ impl Session {
         handler: Arc<dyn ServerRequests>,
         client: &ClientInfo,
         capabilities: Value,
+        handshake: Duration,
     ) -> Result<Session, ClientError> {
         let link = Link::new(Arc::new(HttpConnection::new(spec)?), handler);
         match probe(link.connection.as_ref(), client, &capabilities).await? {
             Probe::Modern(discover) => Ok(Session::modern(link, discover, client, &capabilities)),
             Probe::Legacy(why) => {
                 tracing::debug!("{}: not modern ({why}); initializing", spec.url);
-                Session::handshake(link, client, capabilities).await
+                Session::handshake(link, client, capabilities, handshake).await
             }
         }
     }
@@ -262,8 +329,9 @@ impl Session {
         handler: Arc<dyn ServerRequests>,
         client: &ClientInfo,
         capabilities: Value,
+        handshake: Duration,
     ) -> Result<Session, ClientError> {
-        Session::initialize(HttpConnection::new(spec)?, handler, client, capabilities).await
+        Session::initialize(HttpConnection::new(spec)?, handler, client, capabilities, handshake).await
     }
 
     /// Any request in this session's era (the `_meta` envelope when modern),
@@ -287,26 +355,32 @@ impl Session {
         }
     }
 
-    /// Run the legacy handshake on a fresh connection; `handler` serves the
-    /// server's requests from now on.
+    /// Run the legacy handshake on a fresh connection, `initialize` bounded by
+    /// `handshake`; `handler` serves the server's requests from now on.
     pub async fn initialize<T: Transport + 'static>(
         connection: T,
         handler: Arc<dyn ServerRequests>,
         client: &ClientInfo,
         capabilities: Value,
+        handshake: Duration,
     ) -> Result<Session, ClientError> {
-        Session::handshake(Link::new(Arc::new(connection), handler), client, capabilities).await
+        Session::handshake(Link::new(Arc::new(connection), handler), client, capabilities, handshake).await
     }
 
     /// The legacy handshake: `initialize`, then `notifications/initialized`.
-    async fn handshake(link: Link, client: &ClientInfo, capabilities: Value) -> Result<Session, ClientError> {
+    async fn handshake(
+        link: Link,
+        client: &ClientInfo,
+        capabilities: Value,
+        timeout: Duration,
+    ) -> Result<Session, ClientError> {
         let connection = link.connection.as_ref();
         let params = json!({
             "protocolVersion": LEGACY_VERSIONS[0],
             "capabilities": capabilities,
             "clientInfo": { "name": client.name, "version": client.version },
         });
-        let result = connection.request("initialize", Some(params), LEGACY_HANDSHAKE_TIMEOUT, None, None).await?;
+        let result = connection.request("initialize", Some(params), timeout, None, None).await?;
         let version = result
             .get("protocolVersion")
             .and_then(Value::as_str)
@@ -548,5 +622,44 @@ impl Session {
         Err(ClientError::Protocol(format!(
             "tools/call still asked for input after {INPUT_REQUIRED_MAX_ROUNDS} rounds; the call was abandoned"
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    #[derive(Default)]
+    struct Collected(Mutex<Vec<u8>>);
+
+    impl StderrSink for Collected {
+        fn write(&self, bytes: &[u8]) {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+        }
+    }
+
+    #[test]
+    fn the_probe_s_stderr_is_held_bounded_then_kept_or_dropped() {
+        let sink = Arc::new(Collected::default());
+        let held = ProbeStderr::new(sink.clone());
+        for i in 0..2_000 {
+            held.write(format!("line {i:04} of the probe's process: {}\n", "x".repeat(40)).as_bytes());
+        }
+        assert!(sink.0.lock().unwrap().is_empty(), "nothing passes before the probe decides");
+        held.keep();
+        held.write(b"after the probe\n");
+        let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+        assert!(text.len() <= PROBE_STDERR_HELD_MAX_BYTES + "after the probe\n".len(), "{}", text.len());
+        assert!(text.starts_with("line "), "the oldest lines go whole, never half a line");
+        assert!(text.contains("line 1999 ") && text.ends_with("after the probe\n"));
+
+        let sink = Arc::new(Collected::default());
+        let dropped = ProbeStderr::new(sink.clone());
+        dropped.write(b"the probe's process\n");
+        dropped.discard();
+        dropped.write(b"still the probe's process, closing\n");
+        assert!(sink.0.lock().unwrap().is_empty(), "a discarded process writes nothing");
     }
 }

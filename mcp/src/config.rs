@@ -180,7 +180,7 @@ impl ServerEntry {
 /// The largest per-server timeouts an entry may ask for: the host's limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TimeoutBounds {
-    /// `startup_timeout_sec` (the host's initial-surface wait).
+    /// `startup_timeout_sec` (the host's startup maximum).
     pub startup: Duration,
     /// `tool_timeout_sec` (the host's tool-call limit).
     pub tool_call: Duration,
@@ -365,7 +365,7 @@ fn entry(raw: RawEntry, bounds: &TimeoutBounds) -> Result<ServerEntry, String> {
         (None, Some(d)) => !d,
         (None, None) => true,
     };
-    let startup_timeout = timeout("startup_timeout_sec", raw.startup_timeout_sec, bounds.startup, "initial surface")?;
+    let startup_timeout = timeout("startup_timeout_sec", raw.startup_timeout_sec, bounds.startup, "startup maximum")?;
     let tool_timeout = timeout("tool_timeout_sec", raw.tool_timeout_sec, bounds.tool_call, "tool-call limit")?;
     for (key, names) in [("enabled_tools", &raw.enabled_tools), ("disabled_tools", &raw.disabled_tools)] {
         if names.iter().flatten().any(String::is_empty) {
@@ -729,7 +729,7 @@ mod tests {
         assert!(message("ftp").contains("http:// or https://"));
         assert!(message("typed").starts_with("mcp.json:6:") && message("typed").contains("`args[1]`: invalid type"));
         assert!(message("old").contains("deprecated HTTP+SSE"));
-        assert!(message("slow").contains("`startup_timeout_sec` 30 is past the 20 s initial surface"));
+        assert!(message("slow").contains("`startup_timeout_sec` 30 is past the 20 s startup maximum"));
         let long_calls = parse(r#"{ "l": { "command": "x", "tool_timeout_sec": 121 } }"#).unwrap();
         assert!(long_calls.errors[0].to_string().contains("`tool_timeout_sec` 121 is past the 120 s tool-call limit"));
         let at_the_limits = parse(r#"{ "l": { "command": "x", "tool_timeout_sec": 120, "startup_timeout_sec": 20 } }"#);

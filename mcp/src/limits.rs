@@ -6,10 +6,14 @@ use std::time::Duration;
 
 /// One stdio frame (one JSON-RPC message per line).
 pub const STDIO_FRAME_MAX_BYTES: usize = 4 * 1024 * 1024;
-/// Legacy `initialize` / `notifications/initialized` handshake.
+/// Legacy `initialize` / `notifications/initialized` handshake, unless the
+/// caller raises it (the host: a server's `startup_timeout_sec`).
 pub const LEGACY_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Modern `server/discover` probe, then a fresh legacy fallback.
 pub const MODERN_PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+/// The probe process's stderr held until the probe decides whether that
+/// process is kept (its oldest lines go first past this).
+pub const PROBE_STDERR_HELD_MAX_BYTES: usize = 64 * 1024;
 /// One `tools/list` page.
 pub const TOOLS_LIST_PAGE_TIMEOUT: Duration = Duration::from_secs(30);
 /// `tools/list` pages per server.

@@ -56,7 +56,9 @@ fn client() -> ClientInfo {
 async fn session_with(args: &[&str], handler: Arc<dyn ServerRequests>) -> (Session, Arc<Captured>) {
     let stderr = Arc::new(Captured::default());
     let conn = Connection::spawn(&spec(args), stderr.clone()).await.unwrap();
-    let session = Session::initialize(conn, handler, &client(), json!({})).await.unwrap();
+    let session = Session::initialize(conn, handler, &client(), json!({}), clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT)
+        .await
+        .unwrap();
     (session, stderr)
 }
 
@@ -93,14 +95,32 @@ async fn counter_offers_are_accepted_or_refused_clearly() {
         s.close().await;
     }
     let conn = Connection::spawn(&spec(&["--offer", "1999-01-01"]), Arc::new(Captured::default())).await.unwrap();
-    let err = Session::initialize(conn, Arc::new(NoServerRequests), &client(), json!({})).await.err().unwrap();
+    let err = Session::initialize(
+        conn,
+        Arc::new(NoServerRequests),
+        &client(),
+        json!({}),
+        clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT,
+    )
+    .await
+    .err()
+    .unwrap();
     assert!(matches!(&err, ClientError::Unsupported(m) if m.contains("1999-01-01")), "{err}");
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_server_that_never_answers_initialize_times_out() {
     let conn = Connection::spawn(&spec(&["--hang-initialize"]), Arc::new(Captured::default())).await.unwrap();
-    let err = Session::initialize(conn, Arc::new(NoServerRequests), &client(), json!({})).await.err().unwrap();
+    let err = Session::initialize(
+        conn,
+        Arc::new(NoServerRequests),
+        &client(),
+        json!({}),
+        clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT,
+    )
+    .await
+    .err()
+    .unwrap();
     assert!(
         matches!(&err, ClientError::Timeout { method, after } if method == "initialize" && after.as_secs() == 10),
         "{err}"
@@ -250,7 +270,15 @@ async fn close_ends_a_running_server_and_its_group() {
 }
 
 async fn connect(args: &[&str]) -> Result<Session, ClientError> {
-    Session::connect(&spec(args), Arc::new(NoServerRequests), Arc::new(Captured::default()), &client(), json!({})).await
+    Session::connect(
+        &spec(args),
+        Arc::new(NoServerRequests),
+        Arc::new(Captured::default()),
+        &client(),
+        json!({}),
+        clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT,
+    )
+    .await
 }
 
 fn starts(path: &std::path::Path) -> usize {

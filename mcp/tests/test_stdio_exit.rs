@@ -30,7 +30,15 @@ async fn session(args: &[&str]) -> Session {
     };
     let conn = Connection::spawn(&spec, Arc::new(Ignore)).await.unwrap();
     let client = ClientInfo { name: "clat-test".into(), version: "0".into() };
-    Session::initialize(conn, Arc::new(NoServerRequests), &client, json!({})).await.unwrap()
+    Session::initialize(
+        conn,
+        Arc::new(NoServerRequests),
+        &client,
+        json!({}),
+        clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT,
+    )
+    .await
+    .unwrap()
 }
 
 /// Whether the process in `pid_file` is gone (a zombie counts as gone), waiting at most about 10 s.

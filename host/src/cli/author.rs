@@ -149,6 +149,7 @@ fn mount(
         sandbox,
         model: Some(crate::model::provider_for(model.as_ref()).map_err(configuration)?),
         compile_observer: super::progress::compile_observer(),
+        default_startup_timeout: None,
     };
     Ok(Platform::open(Some(throwaway.home.path()))?.mount(project, options)?)
 }

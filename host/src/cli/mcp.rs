@@ -214,7 +214,7 @@ pub(crate) async fn mcp(
     let file = McpConfigFile::new(home);
     let path = home.path().join(crate::mcp::MCP_CONFIG_FILE);
     match command {
-        None => status_of(home, project, StartFilter::All, shutdown, |servers, _| {
+        None => status_of(home, project, StartFilter::All, json, shutdown, |servers, _| {
             status::print_mcp(servers, json);
         })
         .await
@@ -269,7 +269,7 @@ pub(crate) async fn mcp(
             let entry = file.entry(&name)?;
             let mut found = false;
             let failed =
-                status_of(home, project, StartFilter::Named(vec![name.clone()]), shutdown, |servers, tools| {
+                status_of(home, project, StartFilter::Named(vec![name.clone()]), json, shutdown, |servers, tools| {
                     let server = servers.iter().find(|s| s.name == name);
                     found = server.is_some() || entry.is_some();
                     if found {
@@ -298,13 +298,20 @@ async fn status_of(
     home: &ClatHome,
     project: Option<PathBuf>,
     start: StartFilter,
+    json: bool,
     shutdown: &Shutdown,
     show: impl FnOnce(&[ExtensionStatus], &[ToolInfo]),
 ) -> Result<bool, Failure> {
     let platform = Platform::open(Some(home.path()))?;
-    let project = platform.mount(&project_dir(project)?, MountOptions { start, ..MountOptions::default() })?;
+    // The user watches this start: slow servers get longer, with progress.
+    let options = MountOptions {
+        start,
+        default_startup_timeout: Some(crate::limits::WATCHED_START_TIMEOUT),
+        ..MountOptions::default()
+    };
+    let project = platform.mount(&project_dir(project)?, options)?;
     let servers = tokio::select! {
-        servers = project.load_mcp_servers() => Some(servers),
+        servers = super::progress::while_starting(&project, json, project.load_mcp_servers()) => Some(servers),
         _ = shutdown.token().cancelled() => None,
     };
     project.freeze();

@@ -392,9 +392,14 @@ async fn dispatch(cli: Cli, shutdown: &Shutdown) -> Result<Exit, Failure> {
             Ok(Exit::Ok)
         }
         Command::Tools { json } => {
-            let project = mount(&platform, cli.project, mount_options(SandboxPolicy::default(), StartFilter::All))?;
+            // The user watches this start: slow servers get longer, with progress.
+            let options = MountOptions {
+                default_startup_timeout: Some(crate::limits::WATCHED_START_TIMEOUT),
+                ..mount_options(SandboxPolicy::default(), StartFilter::All)
+            };
+            let project = mount(&platform, cli.project, options)?;
             let loaded = tokio::select! {
-                _ = project.load_extensions() => true,
+                _ = progress::while_starting(&project, json, project.load_extensions()) => true,
                 _ = shutdown.token().cancelled() => false,
             };
             project.freeze();
@@ -453,5 +458,11 @@ fn mount(platform: &Platform, project: Option<PathBuf>, options: MountOptions) -
 /// How the command line mounts: the session model from the home's
 /// configuration (the platform reads it), compile progress on stderr.
 fn mount_options(sandbox: SandboxPolicy, start: StartFilter) -> MountOptions {
-    MountOptions { start, sandbox, model: None, compile_observer: progress::compile_observer() }
+    MountOptions {
+        start,
+        sandbox,
+        model: None,
+        compile_observer: progress::compile_observer(),
+        default_startup_timeout: None,
+    }
 }

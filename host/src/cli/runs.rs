@@ -23,7 +23,7 @@ use crate::run::{EventSink, JsonLinesSink, NullSink};
 /// lasts, a stop signal cancels it: its calls end and its process groups die.
 async fn start_run(project: &Project, options: RunOptions, shutdown: &Shutdown) -> Result<Run, Failure> {
     let run = tokio::select! {
-        run = project.start_run(options) => run?,
+        run = super::progress::while_starting(project, false, project.start_run(options)) => run?,
         _ = shutdown.token().cancelled() => return Err(interrupted(shutdown)),
     };
     for late in project.missed_initial_surface() {

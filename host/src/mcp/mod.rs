@@ -90,7 +90,11 @@ async fn connect_and_register(
     let deadline = options.startup_timeout.map(|t| tokio::time::Instant::now() + t);
     let too_slow = || {
         let seconds = options.startup_timeout.unwrap_or_default().as_secs_f64();
-        format!("it did not finish starting within {seconds} s (its startup_timeout_sec)")
+        let why = format!("it did not finish starting within {seconds} s (its startup timeout)");
+        match server::slow_start_hint(target) {
+            Some(hint) => format!("{why}; {hint}"),
+            None => why,
+        }
     };
     let closed = |mut status: ExtensionStatus| {
         status.state = ExtensionState::Closed;

@@ -15,7 +15,7 @@ use super::host_services::{ServerEvents, ServerLink, client_capabilities};
 use super::sources::{ConfiguredServer, ServerOptions};
 use crate::contract::ContextSnapshot;
 use crate::contract::json::context_snapshot_to_json;
-use crate::limits::CONNECT_FAILURE_TAIL_WAIT;
+use crate::limits::{CONNECT_FAILURE_TAIL_WAIT, LEGACY_HANDSHAKE_TIMEOUT};
 use crate::redact::{OutputTail, Redactor};
 use crate::services::HostServices;
 
@@ -98,7 +98,7 @@ impl McpServer {
         let redactor = Redactor::with_secrets(options.secrets.iter().cloned());
         let tail: SharedTail = Arc::new(Mutex::new(OutputTail::with_redactor(redactor)));
         let link = Arc::new(ServerLink::new(name, identity, services));
-        let session = open_session(target, &link, &tail).await?;
+        let session = open_session(target, options, &link, &tail).await?;
         let (context, _) = tokio::sync::watch::channel(None);
         let server = Arc::new(McpServer {
             name: name.to_string(),
@@ -203,19 +203,26 @@ impl McpServer {
     }
 }
 
-/// Spawn (or contact) the server and run the handshake of its era. The
+/// Spawn (or contact) the server and run the handshake of its era; a
+/// `startup_timeout_sec` raises the legacy handshake's bound with it. The
 /// stderr tail and the inbound link are the server's own, kept across restarts.
 pub(crate) async fn open_session(
     target: &ServerTarget,
+    options: &ServerOptions,
     link: &Arc<ServerLink>,
     tail: &SharedTail,
 ) -> Result<Session, ConnectFailure> {
     let client = ClientInfo { name: "clat".into(), version: env!("CARGO_PKG_VERSION").into() };
     let sink = Arc::new(TailSink(Arc::clone(tail)));
     let events = Arc::new(ServerEvents(Arc::clone(link)));
+    let handshake = options.startup_timeout.unwrap_or(LEGACY_HANDSHAKE_TIMEOUT);
     let connected = match target {
-        ServerTarget::Stdio(spec) => Session::connect(spec, events, sink, &client, client_capabilities()).await,
-        ServerTarget::Http(spec) => Session::connect_http(spec, events, &client, client_capabilities()).await,
+        ServerTarget::Stdio(spec) => {
+            Session::connect(spec, events, sink, &client, client_capabilities(), handshake).await
+        }
+        ServerTarget::Http(spec) => {
+            Session::connect_http(spec, events, &client, client_capabilities(), handshake).await
+        }
     };
     match connected {
         Ok(session) => {
@@ -225,9 +232,35 @@ pub(crate) async fn open_session(
         Err(e) => {
             // Give the server a moment to write why it failed.
             tokio::time::sleep(CONNECT_FAILURE_TAIL_WAIT).await;
-            Err(connect_failure(&e, tail))
+            let mut failure = connect_failure(&e, tail);
+            if matches!(&e, ClientError::Timeout { method, .. } if method == "initialize")
+                && let Some(hint) = slow_start_hint(target)
+            {
+                failure.reason = format!("{}; {hint}", failure.reason);
+            }
+            Err(failure)
         }
     }
+}
+
+/// What to do about a server that did not start in time, when its command
+/// fetches a package on its first start (`npx`, `uvx`, …).
+pub(crate) fn slow_start_hint(target: &ServerTarget) -> Option<String> {
+    let ServerTarget::Stdio(spec) = target else { return None };
+    let program = std::path::Path::new(&spec.command).file_name()?.to_str()?;
+    let program = program.strip_suffix(".cmd").unwrap_or(program);
+    let fetcher = ["npx", "uvx", "bunx", "pnpx", "pipx", "dlx"].contains(&program)
+        || (["pnpm", "yarn", "bun"].contains(&program) && spec.args.first().is_some_and(|a| a == "dlx" || a == "x"));
+    fetcher.then(|| {
+        format!(
+            "`{program}` downloads the package on its first start, which can take longer: `clat mcp` waits up to {} s \
+             for it (and warms it for later), or give the server more time with `startup_timeout_sec` in mcp.json \
+             (at most {}) or {}=MILLISECONDS",
+            crate::limits::WATCHED_START_TIMEOUT.as_secs(),
+            crate::limits::STARTUP_TIMEOUT_MAX.as_secs(),
+            super::sources::STARTUP_TIMEOUT_ENV,
+        )
+    })
 }
 
 /// A connection failure with the server's last stderr lines (redacted).

@@ -20,7 +20,7 @@ use super::glm::{CodingPlan, pack_servers};
 use super::server::ServerTarget;
 use crate::extension::{ExtensionKind, ExtensionState, ExtensionStatus};
 use crate::identity::Identity;
-use crate::limits::{INITIAL_SURFACE_WAIT, TOOL_CALL_TIMEOUT};
+use crate::limits::{STARTUP_TIMEOUT_MAX, TOOL_CALL_TIMEOUT};
 use crate::packages::{PackageKind, PackageStore};
 use crate::trust::ClatHome;
 
@@ -28,9 +28,30 @@ use crate::trust::ClatHome;
 pub const MCP_CONFIG_FILE: &str = "mcp.json";
 
 /// The largest timeouts an `mcp.json` entry may ask for: never past the
-/// initial surface or the tool-call limit.
+/// startup maximum or the tool-call limit.
 pub const ENTRY_TIMEOUT_BOUNDS: TimeoutBounds =
-    TimeoutBounds { startup: INITIAL_SURFACE_WAIT, tool_call: TOOL_CALL_TIMEOUT };
+    TimeoutBounds { startup: STARTUP_TIMEOUT_MAX, tool_call: TOOL_CALL_TIMEOUT };
+
+/// The environment variable that sets every server's startup timeout, in
+/// milliseconds, where its entry sets none (Claude Code's name and unit).
+pub const STARTUP_TIMEOUT_ENV: &str = "MCP_TIMEOUT";
+
+/// `MCP_TIMEOUT` as a duration, within `STARTUP_TIMEOUT_MAX`; `None` when unset.
+fn default_startup_timeout(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Duration>, String> {
+    let Some(text) = env(STARTUP_TIMEOUT_ENV).filter(|t| !t.trim().is_empty()) else { return Ok(None) };
+    let millis: u64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{STARTUP_TIMEOUT_ENV}={text:?} is not a whole number of milliseconds; it is ignored"))?;
+    let timeout = Duration::from_millis(millis);
+    if millis == 0 || timeout > STARTUP_TIMEOUT_MAX {
+        return Err(format!(
+            "{STARTUP_TIMEOUT_ENV}={millis} is outside 1..={} ms (the startup maximum); it is ignored",
+            STARTUP_TIMEOUT_MAX.as_millis()
+        ));
+    }
+    Ok(Some(timeout))
+}
 
 /// What a server started with `"env_inherit": false` gets of CLAT's
 /// environment, besides its configured `env`.
@@ -39,7 +60,9 @@ pub const MINIMAL_SERVER_ENV: [&str; 6] = ["PATH", "HOME", "LANG", "TERM", "TMPD
 /// What an entry asks of its server beyond where it runs.
 #[derive(Debug, Clone, Default)]
 pub struct ServerOptions {
-    /// How long it may take to connect and list its tools (at most the initial surface).
+    /// How long it may take to connect and list its tools, its handshake
+    /// included (at most `STARTUP_TIMEOUT_MAX`); `None`: the spec's bounds
+    /// (the 10 s handshake, 30 s per listed page).
     pub startup_timeout: Option<Duration>,
     /// How long one of its tool calls may take (at most the tool-call limit).
     pub tool_timeout: Option<Duration>,
@@ -206,6 +229,17 @@ pub fn configured_servers(
             options,
             identity: p.identity(),
         });
+    }
+    match default_startup_timeout(env) {
+        Ok(Some(timeout)) => {
+            for server in set.servers.iter_mut().filter(|s| s.options.startup_timeout.is_none()) {
+                server.options.startup_timeout = Some(timeout);
+            }
+        }
+        Ok(None) => {}
+        Err(problem) => {
+            set.statuses.push(failed(&format!("({STARTUP_TIMEOUT_ENV})"), ExtensionKind::McpStdio, problem))
+        }
     }
     set
 }

@@ -137,7 +137,8 @@ impl McpServer {
     /// Start the server again, list its tools, and put the new session in place.
     async fn restart(&self, run: &RunContext, reason: &str, attempt: u32) -> Result<Arc<Session>, String> {
         let failed = |why: String| format!("server {} stopped ({reason}) and could not be restarted: {why}", self.name);
-        let session = open_session(&self.target, &self.link, &self.tail).await.map_err(|f| failed(f.reason))?;
+        let session =
+            open_session(&self.target, &self.options, &self.link, &self.tail).await.map_err(|f| failed(f.reason))?;
         let listing = match session.list_tools().await {
             Ok(listing) => listing,
             Err(e) => {

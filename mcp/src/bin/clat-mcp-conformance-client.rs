@@ -106,9 +106,10 @@ async fn run(url: &str, scenario: &str, version: &str) -> Result<(), ClientError
     let capabilities = json!({ "roots": {}, "sampling": {}, "elicitation": {} });
     let handler = Arc::new(Answers);
     let session = if version == clat_mcp::MODERN_VERSION {
-        Session::connect_http(&spec, handler, &client, capabilities).await?
+        Session::connect_http(&spec, handler, &client, capabilities, clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT).await?
     } else {
-        Session::initialize_http(&spec, handler, &client, capabilities).await?
+        Session::initialize_http(&spec, handler, &client, capabilities, clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT)
+            .await?
     };
     let call = |name: &'static str, arguments: Value| {
         let session = &session;

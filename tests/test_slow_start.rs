@@ -1,0 +1,114 @@
+//! A server's first start that takes long (`npx` / `uvx` downloading their
+//! package): `clat mcp` and `clat tools` wait for it, up to
+//! `WATCHED_START_TIMEOUT`; `startup_timeout_sec` and `MCP_TIMEOUT` raise the
+//! handshake's bound up to `STARTUP_TIMEOUT_MAX`; a run keeps the spec's
+//! bounds, and the timeout of a package runner says what to do. The stand-in
+//! for `npx` is a script named `npx` that "downloads" on its first start — a
+//! start killed midway downloads again, as npx does — and writes one stderr
+//! line per process.
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use support::{TestEnv, stderr, stdout};
+
+const SERVER: &str = clat_test_server_artifact::MCP_TEST_SERVER;
+
+/// `dir/npx`: sleeps `download_secs` on each start until one start got past
+/// the download (then it is "cached"), then runs the test server.
+fn fake_npx(dir: &Path, download_secs: u32) -> PathBuf {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let cached = dir.join("npx-cache-filled");
+    let script = format!(
+        "#!/bin/sh\necho 'npx: resolving the package' >&2\nif [ ! -e '{cached}' ]; then sleep {download_secs}; touch \
+         '{cached}'; fi\nexec '{SERVER}' \"$@\"\n",
+        cached = cached.display()
+    );
+    let npx = bin.join("npx");
+    std::fs::write(&npx, script).unwrap();
+    std::fs::set_permissions(&npx, std::fs::Permissions::from_mode(0o755)).unwrap();
+    npx
+}
+
+fn server<'a>(listing: &'a Value, name: &str) -> &'a Value {
+    listing["servers"].as_array().unwrap().iter().find(|s| s["name"] == name).unwrap_or_else(|| panic!("{listing}"))
+}
+
+#[test]
+fn a_first_npx_start_that_downloads_for_15_s_is_ready_on_the_first_try() {
+    let env = TestEnv::trusted();
+    let npx = fake_npx(env.dir.path(), 15);
+    // The README's line, with the stand-in for npx.
+    let added = env.clat(&["mcp", "add", "everything", "--", npx.to_str().unwrap(), "--tools", "2"]);
+    assert!(added.status.success(), "{}", stderr(&added));
+
+    let out = env.clat(&["mcp", "--json"]);
+    assert!(out.status.success(), "the first try works: {}\n{}", stdout(&out), stderr(&out));
+    let listing: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let everything = server(&listing, "everything");
+    assert_eq!(everything["state"], "ready", "{everything}");
+    assert_eq!(everything["tools"], 2);
+    let tail: Vec<&str> = everything["stderr_tail"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert_eq!(
+        tail.iter().filter(|l| l.contains("npx: resolving the package")).count(),
+        1,
+        "the server's stderr appears once, not once for the probe's process and once for the handshake's: {tail:?}"
+    );
+    assert!(!stderr(&out).contains("starting"), "no progress on a pipe: {}", stderr(&out));
+
+    // Warm now: a run finds its tool at once.
+    let call = env.clat(&["call", "mcp_everything_echo", r#"{"n":1}"#, "--mode", "full-access"]);
+    assert!(call.status.success(), "{}", stderr(&call));
+}
+
+#[test]
+fn a_run_keeps_the_10_s_handshake_and_the_npx_timeout_says_what_to_do() {
+    let env = TestEnv::trusted();
+    let npx = fake_npx(env.dir.path(), 60);
+    env.write_mcp_config(json!({ "everything": { "command": npx, "args": ["--tools", "1"] } }));
+
+    let out = env.clat(&["call", "mcp_everything_echo", "{}", "--mode", "full-access"]);
+    assert_eq!(out.status.code(), Some(7), "{}", stderr(&out));
+    let message = stderr(&out);
+    assert!(message.contains("initialize timed out after 10.0 s"), "the spec's handshake bound: {message}");
+    assert!(message.contains("`npx` downloads the package on its first start"), "{message}");
+    assert!(
+        message.contains("`clat mcp` waits up to 60 s") && message.contains("`startup_timeout_sec`"),
+        "it says how to give it longer: {message}"
+    );
+}
+
+#[test]
+fn startup_timeout_sec_and_mcp_timeout_bound_the_start_up_to_the_maximum() {
+    let env = TestEnv::trusted();
+    let npx = fake_npx(env.dir.path(), 60);
+    env.write_mcp_config(json!({
+        "tuned": { "command": npx, "startup_timeout_sec": 4 },
+        "past": { "command": SERVER, "startup_timeout_sec": 301 },
+    }));
+    let out = env.clat(&["mcp", "--json"]);
+    assert_eq!(out.status.code(), Some(7), "{}", stderr(&out));
+    let listing: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let problems = server(&listing, "tuned")["problems"].to_string();
+    assert!(problems.contains("did not finish starting within 4 s"), "its own timeout, not the 60 s: {problems}");
+    assert!(problems.contains("`npx` downloads the package"), "{problems}");
+    let past = server(&listing, "past")["problems"].to_string();
+    assert!(past.contains("`startup_timeout_sec` 301 is past the 300 s startup maximum"), "{past}");
+
+    // MCP_TIMEOUT (milliseconds) for every server that sets none.
+    env.write_mcp_config(json!({ "everything": { "command": npx } }));
+    let out = env.clat_with_env(&["mcp", "--json"], &[("MCP_TIMEOUT", "4000")]);
+    let listing: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let problems = server(&listing, "everything")["problems"].to_string();
+    assert!(problems.contains("did not finish starting within 4 s"), "{problems}");
+    env.write_mcp_config(json!({ "quick": { "command": SERVER } }));
+    let out = env.clat_with_env(&["mcp", "--json"], &[("MCP_TIMEOUT", "301000")]);
+    let listing: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let problems = server(&listing, "(MCP_TIMEOUT)")["problems"].to_string();
+    assert!(problems.contains("MCP_TIMEOUT=301000 is outside 1..=300000 ms"), "{problems}");
+    assert_eq!(server(&listing, "quick")["state"], "ready", "a bad MCP_TIMEOUT costs no server");
+}
