@@ -120,12 +120,16 @@ async fn headless_denial_says_how_to_allow() {
     let err = registry.call("t_write", json!({}), &run).await.unwrap_err();
     let message = err.to_string();
     assert!(message.contains("no interactive terminal"), "{message}");
-    assert!(message.contains("--mode auto-edit"), "{message}");
+    assert!(message.contains("--mode auto-edit") && message.contains("run at a terminal to approve it"), "{message}");
     let err = registry.call("t_destructive", json!({}), &run).await.unwrap_err();
     assert!(err.to_string().contains("--mode full-access"), "{err}");
     let (run, _) = support::run_in(PermissionMode::ReadOnly);
     let err = registry.call("t_write", json!({}), &run).await.unwrap_err();
     assert!(err.to_string().contains("mode read-only does not allow write tools"), "{err}");
+    assert!(
+        err.to_string().contains("--mode auto-edit") && !err.to_string().contains("terminal"),
+        "a terminal cannot approve what the mode denies, so the denial does not suggest one: {err}"
+    );
 }
 
 #[tokio::test]

@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::contract::Effect;
 use crate::identity::Identity;
+use crate::names::ExternalKind;
 pub use crate::permissions::Remember;
 use crate::permissions::approval_covers;
 use crate::trust::{ClatHome, TrustError};
@@ -88,11 +89,20 @@ impl StoredApproval {
             && effect_named(&self.effect).is_some_and(|approved| approval_covers(approved, effect))
     }
 
-    /// Whether `name` names it: its tool, its extension or who asked (`mcp:srv`),
-    /// or their own names (`srv`).
+    /// Whether `name` names it: its tool (by any of the tool's names, as
+    /// `names::names_tool` accepts them), its extension or who asked
+    /// (`mcp:srv`), or their own names (`srv`).
     fn named(&self, name: &str) -> bool {
         let names = |key: &str| key == name || key.split_once(':').is_some_and(|(_, own)| own == name);
-        self.tool.as_deref() == Some(name) || names(&self.extension) || names(&self.asked_by)
+        let tool = self.tool.as_deref().is_some_and(|tool| {
+            tool == name
+                || match self.extension.split_once(':') {
+                    Some(("mcp", owner)) => crate::names::names_tool(ExternalKind::Mcp, owner, tool, name),
+                    Some(("wasm", owner)) => crate::names::names_tool(ExternalKind::Wasm, owner, tool, name),
+                    _ => false,
+                }
+        });
+        tool || names(&self.extension) || names(&self.asked_by)
     }
 
     /// The extension whose identity the approval is bound to: who asked, or the tool's.

@@ -52,6 +52,15 @@ pub fn external_tool_name(kind: ExternalKind, owner: &str, tool: &str) -> String
     format!("{}_{}", &full[..keep], &digest[..TOOL_NAME_HASH_HEX])
 }
 
+/// Whether `written`, a tool name as a user wrote it (a tool filter, `clat
+/// call`, an approval), names the tool that extension `owner` of `kind`
+/// registered as `registered`: that name (`mcp_everything_get_sum`), or the
+/// extension's own name for it (`get-sum`) or its normalized form
+/// (`get_sum`). The one rule every place that takes a tool name follows.
+pub fn names_tool(kind: ExternalKind, owner: &str, registered: &str, written: &str) -> bool {
+    written == registered || external_tool_name(kind, owner, written) == registered
+}
+
 /// Whether the extension `owner` of `kind` could have registered `tool`:
 /// its name starts with `{prefix}_{owner}_` (normalized), or, for a name cut
 /// to the limit, starts with as much of that prefix as was kept. Owners whose

@@ -113,13 +113,16 @@ pub trait Approver: Send + Sync {
     async fn approve(&self, request: &ApprovalRequest) -> Approval;
 }
 
-/// How to allow a call that was denied; shown by every denial.
-pub fn how_to_allow(effect: Effect) -> String {
+/// How to allow a call that was denied; shown by every denial. A mode that
+/// denies outright is never answered by a prompt, so only a mode that would
+/// have asked (`asked`) suggests a terminal.
+pub fn how_to_allow(effect: Effect, asked: bool) -> String {
     let mode = match effect {
         Effect::Write => "auto-edit or full-access",
         _ => "full-access",
     };
-    format!("run with --mode {mode} to allow {effect} tools without a prompt, or run interactively to approve it")
+    let terminal = if asked { ", or run at a terminal to approve it" } else { "" };
+    format!("run with --mode {mode} to allow {effect} tools without a prompt{terminal}")
 }
 
 /// An extension as the prompt names it: `server srv`, `plugin p`.
@@ -144,7 +147,7 @@ impl Approver for HeadlessApprover {
             request.effect,
             request.asked_by.as_deref().map(|who| format!(" asked for by {}", who_asks(who))).unwrap_or_default(),
             request.mode,
-            how_to_allow(request.effect)
+            how_to_allow(request.effect, true)
         ))
     }
 }

@@ -136,15 +136,19 @@ pub struct ToolFilter {
 }
 
 impl ToolFilter {
-    /// Whether the tool named `tool` by its server is registered.
-    pub fn allows(&self, tool: &str) -> bool {
-        self.enabled.as_ref().is_none_or(|e| e.iter().any(|t| t == tool)) && !self.disabled.iter().any(|t| t == tool)
+    /// Whether a tool is registered; `names_it` says whether a name the
+    /// filter holds names the tool (the host accepts more than one name per
+    /// tool).
+    pub fn allows(&self, names_it: impl Fn(&str) -> bool) -> bool {
+        self.enabled.as_ref().is_none_or(|e| e.iter().any(|t| names_it(t)))
+            && !self.disabled.iter().any(|t| names_it(t))
     }
 
-    /// The names the filter mentions that the server does not list.
-    pub fn unknown<'a>(&'a self, listed: &[&str]) -> Vec<&'a str> {
+    /// The names the filter mentions that name none of the listed tools
+    /// (`names_listed`: whether a name names one of them).
+    pub fn unknown(&self, names_listed: impl Fn(&str) -> bool) -> Vec<&str> {
         let named = self.enabled.iter().flatten().chain(&self.disabled);
-        let mut unknown: Vec<&str> = named.map(String::as_str).filter(|t| !listed.contains(t)).collect();
+        let mut unknown: Vec<&str> = named.map(String::as_str).filter(|t| !names_listed(t)).collect();
         unknown.sort_unstable();
         unknown.dedup();
         unknown
@@ -693,8 +697,9 @@ mod tests {
         let tuned = &c.servers["tuned"];
         assert_eq!(tuned.startup_timeout, Some(Duration::from_secs(5)));
         assert_eq!(tuned.tool_timeout, Some(Duration::from_millis(30_500)));
-        assert!(tuned.tools.allows("a") && !tuned.tools.allows("b") && !tuned.tools.allows("c"));
-        assert_eq!(tuned.tools.unknown(&["a", "c"]), ["b"]);
+        let is = |tool: &'static str| move |name: &str| name == tool;
+        assert!(tuned.tools.allows(is("a")) && !tuned.tools.allows(is("b")) && !tuned.tools.allows(is("c")));
+        assert_eq!(tuned.tools.unknown(|name| ["a", "c"].contains(&name)), ["b"]);
         assert!(matches!(tuned.transport, EntryTransport::Stdio { env_inherit: false, .. }));
     }
 

@@ -161,9 +161,10 @@ pub(crate) fn parse_arguments(text: Option<&str>) -> Result<Value, Failure> {
 }
 
 /// The registered tool a command-line name means: the name itself; else a
-/// server's or plugin's own tool name (`echo`) when exactly one registered
-/// tool has it (said on stderr), listing them when several do; else an
-/// unknown tool, with the nearest registered name when one is close.
+/// server's or plugin's own tool name (`get-sum`) or its normalized form
+/// (`get_sum`) when exactly one registered tool has it (said on stderr),
+/// listing them when several do; else an unknown tool, with the registered
+/// name of the nearest one (by any of its names) when one is close.
 pub(crate) fn resolve_tool(project: &Project, name: &str) -> Result<String, Failure> {
     let resolved = resolve_tool_quietly(project, name)?;
     if resolved != name {
@@ -179,7 +180,7 @@ pub(crate) fn resolve_tool_quietly(project: &Project, name: &str) -> Result<Stri
     if tools.iter().any(|t| t.name == name) {
         return Ok(name.to_string());
     }
-    let owning: Vec<&str> = tools.iter().filter(|t| t.original_name == name).map(|t| t.name.as_str()).collect();
+    let owning: Vec<&str> = tools.iter().filter(|t| t.is_named(name)).map(|t| t.name.as_str()).collect();
     match owning.as_slice() {
         [one] => return Ok(one.to_string()),
         [] => {}
@@ -206,7 +207,14 @@ pub(crate) fn resolve_tool_quietly(project: &Project, name: &str) -> Result<Stri
     }
     let nearest = tools
         .iter()
-        .map(|t| (strsim::jaro_winkler(&t.name, name), t.name.as_str()))
+        .map(|t| {
+            let normalized = crate::names::normalize_segment(&t.original_name);
+            let score = [t.name.as_str(), &t.original_name, &normalized]
+                .into_iter()
+                .map(|known| strsim::jaro_winkler(known, name))
+                .fold(0.0, f64::max);
+            (score, t.name.as_str())
+        })
         .filter(|(score, _)| *score >= 0.85)
         .max_by(|a, b| a.0.total_cmp(&b.0));
     Err(unknown(match nearest {

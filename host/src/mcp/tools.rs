@@ -13,7 +13,7 @@ use super::server::McpServer;
 use crate::contract::ToolOutput;
 use crate::contract::json::{tool_output_from_json, tool_spec_from_json};
 use crate::limits::{HOST_REQUEST_EXTENSION_MAX, TOOL_CALL_TIMEOUT, TOOLS_PER_SERVER_MAX};
-use crate::names::ExternalKind;
+use crate::names::{ExternalKind, external_tool_name, names_tool};
 use crate::registry::{Registry, ToolError, ToolHandler};
 use crate::run::RunContext;
 
@@ -30,7 +30,11 @@ impl McpServer {
         problems.extend(listing.unusable.iter().cloned());
         let filter = &self.options.tools;
         let offered: Vec<&str> = listing.tools.iter().filter_map(|t| t.get("name")?.as_str()).collect();
-        for unknown in filter.unknown(&offered) {
+        // A filter may name a tool by its registered name, the server's name, or that normalized.
+        let is_named = |own: &str, written: &str| {
+            names_tool(ExternalKind::Mcp, &self.name, &external_tool_name(ExternalKind::Mcp, &self.name, own), written)
+        };
+        for unknown in filter.unknown(|written| offered.iter().any(|own| is_named(own, written))) {
             problems.push(format!("the tool filter names {unknown:?}, which the server does not list"));
         }
         let mut listed = std::collections::HashSet::new();
@@ -48,7 +52,7 @@ impl McpServer {
                 continue;
             }
             // `enabled_tools` / `disabled_tools`: a filtered tool is not registered.
-            if !filter.allows(&spec.name) {
+            if !filter.allows(|written| is_named(&spec.name, written)) {
                 continue;
             }
             // Re-listing after `tools/list_changed` registers only what is new.
@@ -91,6 +95,10 @@ impl McpServer {
                             server.name,
                             names.len()
                         )
+                    }
+                    // A listing cut short by our own close is no news.
+                    Err(e) if server.closed.load(std::sync::atomic::Ordering::SeqCst) => {
+                        tracing::debug!("server {}: re-listing ended by its close: {e}", server.name)
                     }
                     Err(e) => tracing::warn!("server {}: re-listing failed: {e}", server.name),
                 }

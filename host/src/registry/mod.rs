@@ -214,6 +214,20 @@ pub struct ToolInfo {
     pub input_schema: Value,
 }
 
+impl ToolInfo {
+    /// Whether `written` names this tool: its registered name, or (an
+    /// extension's tool) its own name or that normalized (`names::names_tool`).
+    pub fn is_named(&self, written: &str) -> bool {
+        match &self.source {
+            ToolSource::Native => self.name == written,
+            ToolSource::Mcp { server, .. } => crate::names::names_tool(ExternalKind::Mcp, server, &self.name, written),
+            ToolSource::Wasm { plugin, .. } => {
+                crate::names::names_tool(ExternalKind::Wasm, plugin, &self.name, written)
+            }
+        }
+    }
+}
+
 /// Why a registration was refused. Every refusal is also kept in
 /// `Registry::reports()` for status surfaces.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

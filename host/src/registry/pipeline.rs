@@ -112,7 +112,12 @@ async fn decide(
         Rule::Deny => (
             false,
             "mode",
-            Some(format!("mode {} does not allow {} tools; {}", run.mode(), entry.effect, how_to_allow(entry.effect))),
+            Some(format!(
+                "mode {} does not allow {} tools; {}",
+                run.mode(),
+                entry.effect,
+                how_to_allow(entry.effect, false)
+            )),
         ),
         // A kept approval answers only this cell, for an effect every mode orders at or below the approved one.
         Rule::Ask if run.approvals().is_some_and(|m| m.allows(&key(), entry.effect)) => (true, "stored", None),
