@@ -2,7 +2,8 @@
 //! binary: a did-you-mean on an unknown tool, a server's own tool name
 //! resolved when one registered tool has it (listed when several do), shell
 //! completions, `--version` naming the commit, `-v` / `-q` and `RUST_LOG`,
-//! and `--json` on `trust`, `plugin install` and `plugin remove`.
+//! `--json` on `trust`, `plugin install` and `plugin remove`, and `mcp login
+//! --help` saying where the token goes.
 
 mod support;
 
@@ -91,4 +92,15 @@ fn trust_and_plugin_install_and_remove_print_json() {
     assert_eq!(out.status.code(), Some(2));
     let error: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert!(error["error"]["message"].as_str().unwrap().contains("hello"), "{error}");
+}
+
+#[test]
+fn mcp_login_help_says_where_the_token_goes() {
+    let env = TestEnv::new();
+    let out = env.clat(&["mcp", "login", "--help"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let help = stdout(&out);
+    for said in ["OS keyring", "$CLAT_HOME/credentials/", "CLAT_CREDENTIAL_STORE", "sent only to that server"] {
+        assert!(help.contains(said), "{said:?} missing from:\n{help}");
+    }
 }

@@ -71,7 +71,10 @@ pub(crate) enum McpCommand {
     },
     /// Log in to an HTTP server that asks for OAuth: the login page opens in
     /// $BROWSER or the system's browser (its URL is printed too), the answer
-    /// comes back to 127.0.0.1, and the token is kept in $CLAT_HOME/credentials/.
+    /// comes back to 127.0.0.1, and the token is kept in the OS keyring when
+    /// there is one (the Secret Service, the Keychain), else in
+    /// $CLAT_HOME/credentials/ (one 0600 file per server);
+    /// CLAT_CREDENTIAL_STORE=file|keyring chooses. It is sent only to that server.
     Login {
         /// The server's name.
         name: String,
