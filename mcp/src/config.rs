@@ -535,13 +535,16 @@ fn variable_at(text: &str) -> Option<(&str, Option<&str>, usize)> {
         Some((name, default)) => (name, Some(default)),
         None => (&inner[..end], None),
     };
+    // Cursor's and VS Code's `${env:NAME}` is `${NAME}`.
+    let name = name.strip_prefix("env:").unwrap_or(name);
     let identifier = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     identifier.then_some((name, default, end + 2))
 }
 
 /// Expands `${VAR}` and `${VAR:-default}` (the default when VAR is unset or
-/// empty) in one field's text, VAR an identifier. `$${` writes a literal
+/// empty) in one field's text, VAR an identifier (`${env:VAR}`, as Cursor and
+/// VS Code write it, is `${VAR}`). `$${` writes a literal
 /// `${`; every other `$` stays as written, byte for byte (`pa$$word`, a lone
 /// `${`, `$HOME`).
 fn expand_text(

@@ -22,19 +22,27 @@ use crate::trust::ClatHome;
 
 #[derive(Subcommand, Debug)]
 pub(crate) enum McpCommand {
-    /// Add a server to mcp.json: `add NAME -- COMMAND [ARGS...]` (stdio) or `add NAME --url URL` (HTTP).
+    /// Add a server to mcp.json: `add NAME -- COMMAND [ARGS...]` (stdio), or `add NAME URL` /
+    /// `add NAME --url URL` (Streamable HTTP). Options go before NAME or before `--`; a command
+    /// given without `--` is taken when none of its words is one of these options.
     /// Values may name variables of clat's environment: `${VAR}`, `${VAR:-default}`.
     Add {
         /// The server's name.
         name: String,
         /// A Streamable HTTP server's URL.
-        #[arg(long, conflicts_with = "command")]
+        #[arg(long)]
         url: Option<String>,
+        /// `stdio` (a command) or `http` (a URL); `sse`, the deprecated HTTP+SSE transport, is refused.
+        #[arg(short = 't', long, value_name = "stdio|http")]
+        transport: Option<String>,
+        /// Where the entry is kept: `user` ($CLAT_HOME/mcp.json, the default).
+        #[arg(short = 's', long, value_name = "user", default_value = "user")]
+        scope: String,
         /// An HTTP header for the server, `'NAME: VALUE'` (repeatable).
-        #[arg(long = "header", value_name = "'NAME: VALUE'", requires = "url")]
+        #[arg(short = 'H', long = "header", value_name = "'NAME: VALUE'")]
         headers: Vec<String>,
         /// An environment variable for a stdio server, `NAME=VALUE` (repeatable).
-        #[arg(long = "env", value_name = "NAME=VALUE")]
+        #[arg(short = 'e', long = "env", value_name = "NAME=VALUE")]
         env: Vec<String>,
         /// A stdio server's working directory (relative: under CLAT's home).
         #[arg(long)]
@@ -42,10 +50,24 @@ pub(crate) enum McpCommand {
         /// Replace a server of the same name.
         #[arg(long)]
         force: bool,
-        /// The command and its arguments, after `--`.
-        #[arg(last = true, value_name = "COMMAND")]
+        /// The command and its arguments (best after `--`), or the server's URL.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "COMMAND|URL")]
         command: Vec<String>,
     },
+    /// Add a server from its JSON entry, as server READMEs and other agents write it:
+    /// `add-json NAME '{"command": "npx", "args": ["-y", "pkg"]}'`.
+    AddJson {
+        /// The server's name.
+        name: String,
+        /// The entry: an object with `command` (+ `args`, `env`, …) or `url` (+ `headers`).
+        #[arg(value_name = "JSON")]
+        entry: String,
+        /// Replace a server of the same name.
+        #[arg(long)]
+        force: bool,
+    },
+    /// List the configured servers from mcp.json without starting any (any directory).
+    List,
     /// Remove a server from mcp.json.
     Remove {
         /// The server's name.
@@ -160,6 +182,137 @@ fn pairs(items: &[String], separator: char, flag: &str) -> Result<Map<String, Va
         .collect()
 }
 
+/// The options of `clat mcp add`, which a command given without `--` must not
+/// hold (whether they were meant for `clat` or for the server is unclear).
+const ADD_OPTIONS: [&str; 13] = [
+    "-t",
+    "--transport",
+    "-s",
+    "--scope",
+    "-H",
+    "--header",
+    "-e",
+    "--env",
+    "--cwd",
+    "--force",
+    "--url",
+    "-h",
+    "--help",
+];
+
+/// A command given without `--` is taken only when none of its words is one
+/// of `clat mcp add`'s options.
+fn check_command_words(command: &[String]) -> Result<(), Failure> {
+    let separated = std::env::args().skip_while(|a| a != "add").any(|a| a == "--");
+    let option = command
+        .iter()
+        .skip(1)
+        .find(|w| ADD_OPTIONS.contains(&w.as_str()) || ADD_OPTIONS.iter().any(|o| w.starts_with(&format!("{o}="))));
+    match option {
+        Some(word) if !separated => Err(Failure::new(
+            Exit::Usage,
+            "usage",
+            format!(
+                "{word:?} could be an option of `clat mcp add` or of the server's command; put clat's options before \
+                 the name and the command after `--`: `clat mcp add [OPTIONS] NAME -- {}`",
+                command.join(" ")
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The URL or the command `clat mcp add` was given: `--url URL`, a lone
+/// positional `http(s)://` URL, or a command; `--transport` must agree.
+fn target(
+    url: Option<String>,
+    transport: Option<&str>,
+    command: Vec<String>,
+) -> Result<(Option<String>, Vec<String>), Failure> {
+    let usage = |m: String| Failure::new(Exit::Usage, "usage", m);
+    let is_url = |w: &str| w.starts_with("http://") || w.starts_with("https://");
+    let (url, command) = match (url, command.as_slice()) {
+        (None, [one]) if is_url(one) => (Some(one.clone()), Vec::new()),
+        (url, _) => (url, command),
+    };
+    match transport {
+        None => {}
+        Some("stdio") if url.is_some() => return Err(usage("--transport stdio takes a command, not a URL".into())),
+        Some("http" | "streamable-http") if url.is_none() => {
+            return Err(usage("--transport http takes the server's URL: `clat mcp add -t http NAME URL`".into()));
+        }
+        Some("stdio" | "http" | "streamable-http") => {}
+        Some("sse") => {
+            return Err(usage(
+                "--transport sse: the deprecated HTTP+SSE transport is not supported; give the server's Streamable \
+                 HTTP endpoint (often its URL ending in /mcp) with --transport http"
+                    .into(),
+            ));
+        }
+        Some(other) => return Err(usage(format!("--transport {other:?}: give stdio or http"))),
+    }
+    Ok((url, command))
+}
+
+/// The entry `clat mcp add-json` was given, checked as `mcp.json` would read it.
+fn entry_from_json(name: &str, text: &str) -> Result<Value, Failure> {
+    let usage = |m: String| Failure::new(Exit::Usage, "usage", m);
+    let entry: Value = serde_json::from_str(text).map_err(|e| usage(format!("the entry is not valid JSON: {e}")))?;
+    if !entry.is_object() {
+        return Err(usage(
+            "the entry must be a JSON object, e.g. '{\"command\": \"npx\", \"args\": [\"-y\", \"pkg\"]}'".into(),
+        ));
+    }
+    let document = json!({ name: entry }).to_string();
+    let checked = clat_mcp::config::parse_config("the entry", &document, &crate::mcp::ENTRY_TIMEOUT_BOUNDS)
+        .map_err(|e| usage(e.to_string()))?;
+    if let Some(error) = checked.errors.first() {
+        return Err(usage(error.to_string()));
+    }
+    Ok(entry)
+}
+
+/// `clat mcp list`: the configured servers as `mcp.json` holds them, nothing started.
+fn list(home: &ClatHome, json: bool) -> Result<(), Failure> {
+    let path = home.path().join(crate::mcp::MCP_CONFIG_FILE);
+    let config = clat_mcp::config::read_config(&path, &crate::mcp::ENTRY_TIMEOUT_BOUNDS)
+        .map_err(|e| Failure::new(Exit::Usage, "configuration", e.to_string()))?;
+    let describe = |entry: &clat_mcp::config::ServerEntry| match &entry.transport {
+        clat_mcp::config::EntryTransport::Stdio { command, args, .. } => (
+            "stdio",
+            std::iter::once(command.as_str()).chain(args.iter().map(String::as_str)).collect::<Vec<_>>().join(" "),
+        ),
+        clat_mcp::config::EntryTransport::Http { url, .. } => ("http", url.clone()),
+    };
+    if json {
+        let servers: Vec<Value> = config
+            .servers
+            .iter()
+            .map(|(name, entry)| {
+                let (transport, target) = describe(entry);
+                let target = crate::redact::redact(&target);
+                json!({ "name": name, "transport": transport, "target": target, "enabled": entry.enabled })
+            })
+            .collect();
+        let errors: Vec<String> = config.errors.iter().map(ToString::to_string).collect();
+        println!("{}", json!({ "file": path.display().to_string(), "servers": servers, "errors": errors }));
+        return Ok(());
+    }
+    if config.servers.is_empty() && config.errors.is_empty() {
+        println!("no servers in {} (`clat mcp add NAME -- COMMAND` adds one)", path.display());
+    }
+    for (name, entry) in &config.servers {
+        let (transport, target) = describe(entry);
+        let target = crate::redact::redact(&target);
+        let disabled = if entry.enabled { "" } else { "  (disabled)" };
+        println!("{name}  {transport}  {target}{disabled}");
+    }
+    for error in &config.errors {
+        println!("{error}");
+    }
+    Ok(())
+}
+
 /// The `mcp.json` entry `clat mcp add` writes.
 fn entry_from(
     url: Option<String>,
@@ -183,6 +336,9 @@ fn entry_from(
             }
         }
         (None, Some((program, args))) => {
+            if !headers.is_empty() {
+                return Err(usage("--header applies to HTTP servers (a URL), not to a command"));
+            }
             entry.insert("command".into(), Value::String(program.clone()));
             if !args.is_empty() {
                 entry.insert("args".into(), json!(args));
@@ -222,10 +378,29 @@ pub(crate) async fn mcp(
         })
         .await
         .map(|failed| if failed { Exit::ServerFailed } else { Exit::Ok }),
-        Some(McpCommand::Add { name, url, headers, env, cwd, force, command }) => {
+        Some(McpCommand::Add { name, url, transport, scope, headers, env, cwd, force, command }) => {
+            if scope != "user" {
+                return Err(Failure::new(
+                    Exit::Usage,
+                    "usage",
+                    format!("--scope {scope:?}: servers are kept in the user's mcp.json (`--scope user`)"),
+                ));
+            }
+            check_command_words(&command)?;
+            let (url, command) = target(url, transport.as_deref(), command)?;
             let entry = entry_from(url, &headers, &env, cwd, &command)?;
             file.add(&name, entry, force)?;
             done(json, "added", &name, &path);
+            Ok(Exit::Ok)
+        }
+        Some(McpCommand::AddJson { name, entry, force }) => {
+            let entry = entry_from_json(&name, &entry)?;
+            file.add(&name, entry, force)?;
+            done(json, "added", &name, &path);
+            Ok(Exit::Ok)
+        }
+        Some(McpCommand::List) => {
+            list(home, json)?;
             Ok(Exit::Ok)
         }
         Some(McpCommand::Remove { name }) => {

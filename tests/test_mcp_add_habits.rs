@@ -1,0 +1,122 @@
+//! `clat mcp add` as other agents' users type it (Claude Code, Codex, Gemini
+//! CLI): `-e/--env`, `-H/--header`, `-t/--transport` (`sse` refused with its
+//! reason), `-s/--scope user`, a positional URL, a command without `--` when
+//! that is unambiguous (else the error says to use `--`), `add-json`, and
+//! `clat mcp list`, which reads the configuration in any directory and starts
+//! nothing; Cursor's `${env:NAME}` expands like `${NAME}`.
+
+mod support;
+
+use serde_json::{Value, json};
+use support::{TestEnv, stderr, stdout};
+
+fn entries(env: &TestEnv) -> Value {
+    serde_json::from_str(&env.read_home("mcp.json")).unwrap()
+}
+
+#[test]
+fn add_takes_short_options_a_positional_url_and_a_command_without_dashes() {
+    let env = TestEnv::new();
+    let ok = |args: &[&str]| {
+        let out = env.clat(args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    };
+    ok(&["mcp", "add", "-e", "API_KEY=${API_KEY}", "-s", "user", "everything", "npx", "-y", "pkg@1"]);
+    ok(&["mcp", "add", "-t", "http", "-H", "X-Team: a", "remote", "https://example.com/mcp"]);
+    ok(&["mcp", "add", "plain", "https://plain.example/mcp"]);
+    ok(&["mcp", "add", "-e", "A=1", "dashed", "--", "uvx", "srv", "--env", "inner"]);
+    let file = entries(&env);
+    assert_eq!(
+        file["everything"],
+        json!({ "command": "npx", "args": ["-y", "pkg@1"], "env": { "API_KEY": "${API_KEY}" } })
+    );
+    assert_eq!(file["remote"], json!({ "url": "https://example.com/mcp", "headers": { "X-Team": "a" } }));
+    assert_eq!(file["plain"], json!({ "url": "https://plain.example/mcp" }));
+    assert_eq!(file["dashed"]["args"], json!(["srv", "--env", "inner"]), "after `--`, everything is the server's");
+}
+
+#[test]
+fn add_refuses_what_is_ambiguous_or_unsupported_and_says_what_to_do() {
+    let env = TestEnv::new();
+    for (args, says) in [
+        (
+            vec!["mcp", "add", "srv", "uvx", "srv", "--env", "X=1"],
+            "put clat's options before the name and the command after `--`",
+        ),
+        (
+            vec!["mcp", "add", "-t", "sse", "old", "https://a.example/sse"],
+            "deprecated HTTP+SSE transport is not supported",
+        ),
+        (vec!["mcp", "add", "-t", "http", "cmd", "--", "npx", "x"], "--transport http takes the server's URL"),
+        (vec!["mcp", "add", "-t", "stdio", "u", "https://a.example/mcp"], "--transport stdio takes a command"),
+        (vec!["mcp", "add", "-s", "project", "p", "--", "x"], "`--scope user`"),
+        (vec!["mcp", "add", "-H", "A: b", "h", "--", "x"], "--header applies to HTTP servers"),
+    ] {
+        let out = env.clat(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+    }
+    assert!(!env.home.join("mcp.json").exists(), "nothing was written");
+}
+
+#[test]
+fn add_json_checks_the_entry_as_mcp_json_reads_it() {
+    let env = TestEnv::new();
+    let out = env.clat(&[
+        "mcp",
+        "add-json",
+        "fs",
+        r#"{"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."]}"#,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(entries(&env)["fs"]["command"], "npx");
+    for (text, says) in [
+        ("{not json", "not valid JSON"),
+        ("[1]", "must be a JSON object"),
+        (r#"{"command": "x", "timeout": 3}"#, "unknown key `timeout`"),
+        (r#"{"type": "sse", "url": "https://a"}"#, "deprecated HTTP+SSE"),
+    ] {
+        let out = env.clat(&["mcp", "add-json", "bad", text]);
+        assert_eq!(out.status.code(), Some(2), "{text}");
+        assert!(stderr(&out).contains(says), "{text}: {}", stderr(&out));
+    }
+    assert!(entries(&env).get("bad").is_none());
+}
+
+#[test]
+fn mcp_list_reads_the_configuration_anywhere_and_starts_nothing() {
+    let env = TestEnv::new(); // not trusted
+    let marker = env.dir.path().join("started");
+    let out = env.clat(&["mcp", "add", "touchy", "--", "sh", "-c", &format!("touch {}", marker.display())]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    env.clat(&["mcp", "add", "remote", "https://example.com/mcp"]);
+    env.clat(&["mcp", "disable", "remote"]);
+
+    let out = env.clat(&["mcp", "list"]);
+    assert!(out.status.success(), "an untrusted directory can read the configuration: {}", stderr(&out));
+    assert!(stdout(&out).contains("touchy  stdio  sh -c touch"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("remote  http  https://example.com/mcp  (disabled)"), "{}", stdout(&out));
+    let out = env.clat(&["mcp", "list", "--json"]);
+    let listed: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(listed["servers"].as_array().unwrap().len(), 2);
+    assert!(!marker.exists(), "listing starts nothing");
+
+    let out = env.clat(&["mcp"]);
+    assert_eq!(out.status.code(), Some(3), "starting servers keeps the trust gate");
+    assert!(!marker.exists());
+}
+
+#[test]
+fn cursor_s_env_variables_expand() {
+    let env = TestEnv::trusted();
+    let server = clat_test_server_artifact::MCP_TEST_SERVER;
+    let entry =
+        json!({ "command": "sh", "args": ["-c", format!("touch \"${{env:MARK_DIR}}/started\"; exec {server}")] });
+    let out = env.clat(&["mcp", "add-json", "cursor-style", &entry.to_string()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let marks = env.dir.path().join("marks");
+    std::fs::create_dir_all(&marks).unwrap();
+    let out = env.clat_with_env(&["mcp"], &[("MARK_DIR", marks.to_str().unwrap())]);
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    assert!(marks.join("started").exists(), "${{env:MARK_DIR}} reached the server as the variable's value");
+}
