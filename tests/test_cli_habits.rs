@@ -3,7 +3,8 @@
 //! resolved when one registered tool has it (listed when several do), shell
 //! completions, `--version` naming the commit, `-v` / `-q` and `RUST_LOG`,
 //! `--json` on `trust`, `plugin install` and `plugin remove`, and `mcp login
-//! --help` saying where the token goes.
+//! --help` saying where the token goes, `clat tools NAME`, and completions of
+//! `--mode` / `--sandbox` values.
 
 mod support;
 
@@ -102,5 +103,50 @@ fn mcp_login_help_says_where_the_token_goes() {
     let help = stdout(&out);
     for said in ["OS keyring", "$CLAT_HOME/credentials/", "CLAT_CREDENTIAL_STORE", "sent only to that server"] {
         assert!(help.contains(said), "{said:?} missing from:\n{help}");
+    }
+}
+
+#[test]
+fn clat_tools_name_shows_one_tool_and_completions_offer_modes_and_sandboxes() {
+    let env = TestEnv::trusted();
+    let tools = json!([{
+        "name": "get-sum",
+        "description": "Returns the sum of two numbers",
+        "annotations": { "readOnlyHint": true, "openWorldHint": false },
+        "inputSchema": { "type": "object", "required": ["a"], "properties": {
+            "a": { "type": "number", "description": "First number" },
+            "unit": { "enum": ["m", "km"], "default": "m" },
+            "tags": { "type": "array", "items": { "type": "string" } } } }
+    }]);
+    env.write_mcp_config(json!({ "everything": { "command": SERVER, "args": ["--tools-json", tools.to_string()] } }));
+    let out = env.clat(&["tools", "get_sum"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shown = stdout(&out);
+    for said in [
+        "mcp_everything_get_sum",
+        "own name     get-sum",
+        "source       mcp:everything/get-sum",
+        "effect       external-read — readOnlyHint true, openWorldHint false",
+        "description  Returns the sum of two numbers",
+        "NAME  TYPE             REQUIRED  DESCRIPTION",
+        "a     number           yes       First number",
+        "tags  array of string  no",
+        "unit  \"m\" | \"km\"       no        (default \"m\")",
+    ] {
+        assert!(shown.contains(said), "{said:?} missing from:\n{shown}");
+    }
+    let out = env.clat(&["tools", "mcp_everything_get_sum", "--json"]);
+    let tool: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(tool["effect_reason"], "readOnlyHint true, openWorldHint false");
+    let out = env.clat(&["tools", "read_fil"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("did you mean \"read_file\""), "{}", stderr(&out));
+    let out = env.clat(&["tools", "write_file"]);
+    assert!(stdout(&out).contains("effect       write — one of CLAT's own tools"), "{}", stdout(&out));
+
+    let out = env.clat(&["completions", "bash"]);
+    let script = stdout(&out);
+    for value in ["read-only", "auto-edit", "full-access", "restrict-writes"] {
+        assert!(script.contains(value), "the bash completion offers {value}");
     }
 }

@@ -39,6 +39,34 @@ pub fn effect_from_annotations(annotations: &ToolAnnotations) -> Effect {
     if annotations.destructive.unwrap_or(DEFAULT_DESTRUCTIVE) { Effect::Destructive } else { Effect::Write }
 }
 
+/// Why `effect_from_annotations` (and `with_network_grant` when
+/// `network_granted`) gives the effect it gives, in words a user reads in
+/// `clat tools NAME`: which hints the tool set, and which MCP defaults filled
+/// the rest.
+pub fn effect_reason(annotations: &ToolAnnotations, network_granted: bool) -> String {
+    let hint = |name: &str, value: Option<bool>, default: bool| match value {
+        Some(v) => format!("{name} {v}"),
+        None => format!("no {name} (MCP's default: {default})"),
+    };
+    let read_only = hint("readOnlyHint", annotations.read_only, DEFAULT_READ_ONLY);
+    let destructive = hint("destructiveHint", annotations.destructive, DEFAULT_DESTRUCTIVE);
+    let open_world = hint("openWorldHint", annotations.open_world, DEFAULT_OPEN_WORLD);
+    let why = match effect_from_annotations(annotations) {
+        Effect::Destructive if annotations.read_only.unwrap_or(DEFAULT_READ_ONLY) => {
+            format!("{read_only} but destructiveHint true: ambiguous, so destructive")
+        }
+        Effect::Destructive => format!("{read_only}, {destructive}"),
+        Effect::Write => format!("{read_only}, {destructive}"),
+        Effect::Network | Effect::ExternalRead | Effect::Read => format!("{read_only}, {open_world}"),
+    };
+    let effect = effect_from_annotations(annotations);
+    if network_granted && with_network_grant(effect) != effect {
+        format!("{why}; raised to network: its plugin holds an http grant")
+    } else {
+        why
+    }
+}
+
 /// The effect of a tool whose plugin holds an HTTP grant: it can reach an open
 /// world whatever its annotations say, so it is at least `Network` (a tool
 /// that writes or destroys keeps its higher effect).

@@ -84,8 +84,11 @@ enum Command {
         /// bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,
     },
-    /// List the registry: name, source, effect, description, input schema.
+    /// List the registry: name, source, effect, description, input schema; or show one tool (by any of
+    /// its names): its description, effect and why, source, and arguments.
     Tools {
+        /// One tool: its registered name, or its server's or plugin's name for it.
+        name: Option<String>,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -127,12 +130,40 @@ enum Command {
         /// The script file, or `-` for standard input.
         script: PathBuf,
         /// Permission mode: read-only, ask, auto-edit, full-access (`ask` denies: nobody can answer).
-        #[arg(long, default_value = "ask")]
+        #[arg(long, default_value = "ask", value_parser = Suggested(&MODES))]
         mode: String,
         /// Sandbox policy for commands: none, restrict-writes.
-        #[arg(long, default_value = "none")]
+        #[arg(long, default_value = "none", value_parser = Suggested(&SANDBOXES))]
         sandbox: String,
     },
+}
+
+/// The values `--mode` takes, as `PermissionMode` spells them.
+const MODES: [&str; 4] = ["read-only", "ask", "auto-edit", "full-access"];
+/// The values `--sandbox` takes, as `SandboxPolicy` spells them.
+const SANDBOXES: [&str; 2] = ["none", "restrict-writes"];
+
+/// A string option whose values help and shell completions offer; the
+/// command parses it itself, so a wrong value gets the command's own message
+/// (and its `--json` error).
+#[derive(Clone)]
+struct Suggested(&'static [&'static str]);
+
+impl clap::builder::TypedValueParser for Suggested {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        command: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(command, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(self.0.iter().map(|v| clap::builder::PossibleValue::new(*v))))
+    }
 }
 
 /// What one tool call takes and how it prints (`clat call`, `clat plugin call`).
@@ -141,7 +172,7 @@ pub(crate) struct CallArgs {
     /// The arguments as a JSON object (default: {}).
     args_json: Option<String>,
     /// Permission mode: read-only, ask, auto-edit, full-access.
-    #[arg(long, default_value = "ask")]
+    #[arg(long, default_value = "ask", value_parser = Suggested(&MODES))]
     mode: String,
     /// Print the result (or error) as JSON.
     #[arg(long)]
@@ -150,7 +181,7 @@ pub(crate) struct CallArgs {
     #[arg(long)]
     events: bool,
     /// Sandbox policy for commands: none, restrict-writes.
-    #[arg(long, default_value = "none")]
+    #[arg(long, default_value = "none", value_parser = Suggested(&SANDBOXES))]
     sandbox: String,
 }
 
@@ -290,7 +321,7 @@ pub fn main() -> ExitCode {
     };
     let json_errors = matches!(
         cli.command,
-        Command::Tools { json: true }
+        Command::Tools { json: true, .. }
             | Command::Trust { json: true, .. }
             | Command::Plugin {
                 command: PluginCommand::Install { json: true, .. }
@@ -391,7 +422,7 @@ async fn dispatch(cli: Cli, shutdown: &Shutdown) -> Result<Exit, Failure> {
             let _ = std::io::stdout().write_all(&script);
             Ok(Exit::Ok)
         }
-        Command::Tools { json } => {
+        Command::Tools { name, json } => {
             // The user watches this start: slow servers get longer, with progress.
             let options = MountOptions {
                 default_startup_timeout: Some(crate::limits::WATCHED_START_TIMEOUT),
@@ -403,11 +434,18 @@ async fn dispatch(cli: Cli, shutdown: &Shutdown) -> Result<Exit, Failure> {
                 _ = shutdown.token().cancelled() => false,
             };
             project.freeze();
-            if loaded {
-                status::print_tools(&project, json);
-            }
+            let shown = match (&name, loaded) {
+                (_, false) => Err(runs::interrupted(shutdown)),
+                (None, true) => {
+                    status::print_tools(&project, json);
+                    Ok(())
+                }
+                (Some(name), true) => {
+                    runs::resolve_tool_quietly(&project, name).map(|name| status::print_tool(&project, &name, json))
+                }
+            };
             project.close().await;
-            if loaded { Ok(Exit::Ok) } else { Err(runs::interrupted(shutdown)) }
+            shown.map(|()| Exit::Ok)
         }
         Command::Mcp { json, command } => mcp::mcp(&home, cli.project, command, json, shutdown).await,
         Command::Plugin { command } => plugin::plugin(&home, cli.project, command, shutdown).await,
@@ -464,5 +502,19 @@ fn mount_options(sandbox: SandboxPolicy, start: StartFilter) -> MountOptions {
         model: None,
         compile_observer: progress::compile_observer(),
         default_startup_timeout: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_suggested_values_are_the_ones_the_commands_parse() {
+        let modes: Vec<&str> = PermissionMode::ALL.iter().map(|m| m.as_str()).collect();
+        assert_eq!(modes, MODES);
+        for sandbox in SANDBOXES {
+            assert!(sandbox.parse::<SandboxPolicy>().is_ok(), "{sandbox}");
+        }
     }
 }

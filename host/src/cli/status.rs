@@ -136,6 +136,90 @@ pub(crate) fn print_tools(project: &Project, json: bool) {
     }
 }
 
+/// `clat tools NAME`: one registered tool — description, effect and why,
+/// source, and its arguments as a table (or the tool as JSON).
+pub(crate) fn print_tool(project: &Project, name: &str, json: bool) {
+    let Some(tool) = project.tools().into_iter().find(|t| t.name == name) else { return };
+    let mut out = std::io::stdout().lock();
+    if json {
+        let _ = writeln!(out, "{}", json!(tool));
+        return;
+    }
+    let _ = writeln!(out, "{}", tool.name);
+    if tool.original_name != tool.name {
+        let _ = writeln!(out, "  own name     {}", tool.original_name);
+    }
+    let _ = writeln!(out, "  source       {}", tool.source.label());
+    let _ = writeln!(out, "  effect       {} — {}", tool.effect, tool.effect_reason);
+    let mut lines = tool.description.lines();
+    let _ = writeln!(out, "  description  {}", lines.next().unwrap_or("(none)"));
+    for line in lines {
+        let _ = writeln!(out, "               {line}");
+    }
+    let rows = argument_rows(&tool.input_schema);
+    if rows.is_empty() {
+        let _ = writeln!(out, "  arguments    none");
+        return;
+    }
+    let _ = writeln!(out, "  arguments");
+    let widths = [0, 1, 2].map(|i| {
+        rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0).max(["NAME", "TYPE", "REQUIRED"][i].len())
+    });
+    let _ = writeln!(
+        out,
+        "    {:w0$}  {:w1$}  {:w2$}  DESCRIPTION",
+        "NAME",
+        "TYPE",
+        "REQUIRED",
+        w0 = widths[0],
+        w1 = widths[1],
+        w2 = widths[2]
+    );
+    for [name, kind, required, description] in &rows {
+        let row = format!(
+            "    {name:w0$}  {kind:w1$}  {required:w2$}  {description}",
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2]
+        );
+        let _ = writeln!(out, "{}", row.trim_end());
+    }
+}
+
+/// One row per top-level property of a JSON Schema object: name, type (an
+/// enum's values, an array's item type), whether it is required, description.
+fn argument_rows(schema: &Value) -> Vec<[String; 4]> {
+    let required: Vec<&str> =
+        schema["required"].as_array().map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+    let Some(properties) = schema["properties"].as_object() else { return Vec::new() };
+    let type_of = |p: &Value| -> String {
+        if let Some(values) = p["enum"].as_array() {
+            return values.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(" | ");
+        }
+        let base = match &p["type"] {
+            Value::String(t) => t.clone(),
+            Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" | "),
+            _ if p.get("anyOf").is_some() || p.get("oneOf").is_some() => "one of several".into(),
+            _ => "any".into(),
+        };
+        match p["items"]["type"].as_str() {
+            Some(item) if base == "array" => format!("array of {item}"),
+            _ => base,
+        }
+    };
+    properties
+        .iter()
+        .map(|(name, p)| {
+            let mut description = p["description"].as_str().unwrap_or("").lines().next().unwrap_or("").to_string();
+            if let Some(default) = p.get("default") {
+                description = format!("{description} (default {default})").trim_start().to_string();
+            }
+            let required = if required.contains(&name.as_str()) { "yes" } else { "no" };
+            [name.clone(), type_of(p), required.to_string(), description]
+        })
+        .collect()
+}
+
 /// The width of the terminal stdout is, when it is one.
 fn terminal_columns() -> Option<usize> {
     use std::io::IsTerminal;

@@ -27,7 +27,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::contract::{Effect, ToolOutput, ToolSpec};
-use crate::effects::{effect_from_annotations, with_network_grant};
+use crate::effects::{effect_from_annotations, effect_reason, with_network_grant};
 use crate::identity::Identity;
 use crate::limits::TOOL_CALL_TIMEOUT;
 use crate::names::{ExternalKind, external_tool_name};
@@ -146,6 +146,8 @@ pub struct ToolEntry {
     source: ToolSource,
     original_name: String,
     effect: Effect,
+    /// Why it has that effect (the hints it set, the defaults that filled the rest).
+    effect_reason: String,
     description: String,
     input_schema: Value,
     /// The identity of the tool's extension (`None` for native tools), which
@@ -208,6 +210,8 @@ pub struct ToolInfo {
     pub original_name: String,
     /// What it may do, as the permission pipeline sees it.
     pub effect: Effect,
+    /// Why it has that effect: the hints its extension set and the defaults that filled the rest.
+    pub effect_reason: String,
     /// Its description, as given.
     pub description: String,
     /// The JSON Schema of its arguments.
@@ -366,7 +370,13 @@ impl Registry {
         if !self.reserved.contains(&name) {
             return Err(self.report(RegistrationError::NotNative { name: name.to_string() }));
         }
-        let tool = NewTool { name: name.to_string(), source: ToolSource::Native, original_name: name, identity: None };
+        let tool = NewTool {
+            name: name.to_string(),
+            source: ToolSource::Native,
+            original_name: name,
+            identity: None,
+            effect_reason: "one of CLAT's own tools, whose effect CLAT sets".into(),
+        };
         self.insert(tool, effect, description, input_schema, handler)
     }
 
@@ -419,7 +429,8 @@ impl Registry {
             effect = with_network_grant(effect);
         }
         debug_assert_ne!(effect, Effect::Read);
-        let new = NewTool { name, source, original_name: tool, identity: Some(identity.clone()) };
+        let effect_reason = effect_reason(&spec.annotations, network_granted);
+        let new = NewTool { name, source, original_name: tool, identity: Some(identity.clone()), effect_reason };
         self.insert(new, effect, &spec.description, input_schema, handler)
     }
 
@@ -431,7 +442,7 @@ impl Registry {
         input_schema: Value,
         handler: Arc<dyn ToolHandler>,
     ) -> Result<String, RegistrationError> {
-        let NewTool { name, source, original_name, identity } = tool;
+        let NewTool { name, source, original_name, identity, effect_reason } = tool;
         let source_label = source.label();
         if self.is_frozen() {
             return Err(self.report(RegistrationError::Frozen { name, source_label }));
@@ -464,6 +475,7 @@ impl Registry {
             source,
             original_name: original_name.to_string(),
             effect,
+            effect_reason,
             description: description.to_string(),
             input_schema,
             identity,
@@ -554,6 +566,7 @@ impl Registry {
                 source: e.source.clone(),
                 original_name: e.original_name.clone(),
                 effect: e.effect,
+                effect_reason: e.effect_reason.clone(),
                 description: e.description.clone(),
                 input_schema: e.input_schema.clone(),
             })
@@ -567,6 +580,7 @@ struct NewTool<'a> {
     source: ToolSource,
     original_name: &'a str,
     identity: Option<Identity>,
+    effect_reason: String,
 }
 
 /// Schemas come from extensions: a `$ref` to another document is never
