@@ -206,7 +206,7 @@ impl ProjectScope {
     /// closes are stopped.
     pub async fn load_mcp_servers(&self) -> Vec<ExtensionStatus> {
         let env = |k: &str| std::env::var(k).ok();
-        let set = crate::mcp::configured_servers(&self.home, self.glm_plan.as_ref(), &env);
+        let set = crate::mcp::configured_servers(&self.home, Some(&self.root), self.glm_plan.as_ref(), &env);
         let mut statuses: Vec<ExtensionStatus> = set.statuses.into_iter().map(|s| self.set_status(s)).collect();
         // Every server connects, lists and registers on its own, so a slow one
         // never holds back the others (or the first run's freeze).
@@ -409,12 +409,14 @@ impl ProjectScope {
 /// key (`mcp:NAME`, `wasm:NAME`), as a mount would start them (a same-named
 /// `mcp.json` entry over a package over the GLM pack's server); nothing is
 /// started or contacted. `clat approvals list` holds kept approvals against it.
+/// `project` (canonical) adds its approved `.mcp.json` servers.
 pub fn configured_identities(
     home: &crate::trust::ClatHome,
+    project: Option<&Path>,
     glm_plan: Option<&crate::mcp::glm::CodingPlan>,
 ) -> std::collections::HashMap<String, crate::identity::Identity> {
     let env = |k: &str| std::env::var(k).ok();
-    let servers = crate::mcp::configured_servers(home, glm_plan, &env).identities;
+    let servers = crate::mcp::configured_servers(home, project, glm_plan, &env).identities;
     let mut identities: std::collections::HashMap<_, _> =
         servers.into_iter().map(|(name, identity)| (format!("mcp:{name}"), identity)).collect();
     let packages = crate::packages::PackageStore::new(home).list().unwrap_or_default();

@@ -57,7 +57,9 @@ pub(crate) fn approvals(
             let env = |k: &str| std::env::var(k).ok();
             let model = crate::model::active_model(home, env).ok().flatten();
             let glm_plan = crate::mcp::glm::coding_plan(model.as_ref(), env);
-            let current = crate::scope::configured_identities(home, glm_plan.as_ref());
+            // The current project's approved `.mcp.json` servers count too.
+            let root = project_dir(project).ok().and_then(|dir| canonical_project(&dir).ok());
+            let current = crate::scope::configured_identities(home, root.as_deref(), glm_plan.as_ref());
             if json {
                 let listed: Vec<_> = kept
                     .iter()

@@ -16,9 +16,10 @@ use super::shutdown::Shutdown;
 use super::{project_dir, runs, status};
 use crate::extension::{ExtensionState, ExtensionStatus, StartFilter};
 use crate::mcp::config_file::{McpConfigFile, masked_entry};
+use crate::mcp::project_servers;
 use crate::platform::{MountOptions, Platform};
 use crate::registry::ToolInfo;
-use crate::trust::ClatHome;
+use crate::trust::{ClatHome, canonical_project};
 
 #[derive(Subcommand, Debug)]
 pub(crate) enum McpCommand {
@@ -68,6 +69,8 @@ pub(crate) enum McpCommand {
     },
     /// List the configured servers from mcp.json without starting any (any directory).
     List,
+    /// Approve the servers of the project's .mcp.json as the file is now (a changed file is asked again).
+    Approve,
     /// Remove a server from mcp.json.
     Remove {
         /// The server's name.
@@ -272,24 +275,91 @@ fn entry_from_json(name: &str, text: &str) -> Result<Value, Failure> {
     Ok(entry)
 }
 
-/// `clat mcp list`: the configured servers as `mcp.json` holds them, nothing started.
-fn list(home: &ClatHome, json: bool) -> Result<(), Failure> {
-    let path = home.path().join(crate::mcp::MCP_CONFIG_FILE);
-    let config = clat_mcp::config::read_config(&path, &crate::mcp::ENTRY_TIMEOUT_BOUNDS)
-        .map_err(|e| Failure::new(Exit::Usage, "configuration", e.to_string()))?;
-    let describe = |entry: &clat_mcp::config::ServerEntry| match &entry.transport {
+fn configuration(message: String) -> Failure {
+    Failure::new(Exit::Usage, "configuration", message)
+}
+
+/// `NAME  stdio|http  COMMAND|URL` for an entry, redacted.
+fn entry_line(name: &str, entry: &clat_mcp::config::ServerEntry) -> String {
+    let (transport, target) = match &entry.transport {
         clat_mcp::config::EntryTransport::Stdio { command, args, .. } => (
             "stdio",
             std::iter::once(command.as_str()).chain(args.iter().map(String::as_str)).collect::<Vec<_>>().join(" "),
         ),
         clat_mcp::config::EntryTransport::Http { url, .. } => ("http", url.clone()),
     };
+    let disabled = if entry.enabled { "" } else { "  (disabled)" };
+    crate::redact::redact(&format!("{name}  {transport}  {target}{disabled}"))
+}
+
+/// The servers a project's `.mcp.json` defines, one line each; a file that
+/// does not parse is an error (nothing is approved).
+fn project_server_lines(file: &project_servers::ProjectServerFile) -> Result<Vec<String>, Failure> {
+    let config =
+        clat_mcp::config::parse_config(&file.path.display().to_string(), &file.text, &crate::mcp::ENTRY_TIMEOUT_BOUNDS)
+            .map_err(|e| configuration(e.to_string()))?;
+    if let Some(error) = config.errors.first() {
+        return Err(configuration(error.to_string()));
+    }
+    Ok(config.servers.iter().map(|(name, entry)| entry_line(name, entry)).collect())
+}
+
+/// Before a command starts servers in the trusted project at `dir`: if its
+/// `.mcp.json` is not approved as it is and someone is at the terminal, show
+/// its servers and ask. Headless, nothing is asked: its servers are reported
+/// as not started, with `clat mcp approve`.
+pub(crate) fn review_project_servers(home: &ClatHome, dir: &std::path::Path) {
+    use std::io::{BufRead, IsTerminal, Write};
+    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        return;
+    }
+    let Ok(root) = canonical_project(dir) else { return };
+    if !crate::trust::TrustStore::new(home).is_trusted(&root).unwrap_or(false) {
+        return;
+    }
+    let Ok(Some(file)) = project_servers::read(&root) else { return };
+    let approval = match project_servers::approval(home, &root, &file) {
+        Ok(project_servers::Approval::Approved) | Err(_) => return,
+        Ok(approval) => approval,
+    };
+    let Ok(servers) = project_server_lines(&file) else { return };
+    let mut err = std::io::stderr().lock();
+    let changed =
+        if approval == project_servers::Approval::Changed { " It changed since you approved it." } else { "" };
+    let _ =
+        writeln!(err, "The project's {} defines servers that run with your permissions:{changed}", file.path.display());
+    for line in &servers {
+        let _ = writeln!(err, "  {line}");
+    }
+    let _ = write!(err, "Start them in this project? [y/N] ");
+    let _ = err.flush();
+    let mut answer = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut answer);
+    if matches!(answer.trim(), "y" | "Y" | "yes")
+        && let Err(e) = project_servers::approve(home, &root, &file)
+    {
+        let _ = writeln!(err, "clat: could not keep the approval: {e}");
+    }
+}
+
+/// `clat mcp list`: the configured servers as `mcp.json` holds them, nothing started.
+fn list(home: &ClatHome, json: bool) -> Result<(), Failure> {
+    let path = home.path().join(crate::mcp::MCP_CONFIG_FILE);
+    let config = clat_mcp::config::read_config(&path, &crate::mcp::ENTRY_TIMEOUT_BOUNDS)
+        .map_err(|e| configuration(e.to_string()))?;
     if json {
         let servers: Vec<Value> = config
             .servers
             .iter()
             .map(|(name, entry)| {
-                let (transport, target) = describe(entry);
+                let (transport, target) = match &entry.transport {
+                    clat_mcp::config::EntryTransport::Stdio { command, args, .. } => {
+                        let words: Vec<&str> =
+                            std::iter::once(command.as_str()).chain(args.iter().map(String::as_str)).collect();
+                        ("stdio", words.join(" "))
+                    }
+                    clat_mcp::config::EntryTransport::Http { url, .. } => ("http", url.clone()),
+                };
                 let target = crate::redact::redact(&target);
                 json!({ "name": name, "transport": transport, "target": target, "enabled": entry.enabled })
             })
@@ -302,10 +372,7 @@ fn list(home: &ClatHome, json: bool) -> Result<(), Failure> {
         println!("no servers in {} (`clat mcp add NAME -- COMMAND` adds one)", path.display());
     }
     for (name, entry) in &config.servers {
-        let (transport, target) = describe(entry);
-        let target = crate::redact::redact(&target);
-        let disabled = if entry.enabled { "" } else { "  (disabled)" };
-        println!("{name}  {transport}  {target}{disabled}");
+        println!("{}", entry_line(name, entry));
     }
     for error in &config.errors {
         println!("{error}");
@@ -403,6 +470,26 @@ pub(crate) async fn mcp(
             list(home, json)?;
             Ok(Exit::Ok)
         }
+        Some(McpCommand::Approve) => {
+            let root = canonical_project(&project_dir(project)?)?;
+            let Some(file) = project_servers::read(&root).map_err(|e| configuration(e.to_string()))? else {
+                return Err(configuration(format!("{} has no {}", root.display(), project_servers::PROJECT_MCP_FILE)));
+            };
+            let servers = project_server_lines(&file)?;
+            project_servers::approve(home, &root, &file)?;
+            if json {
+                println!(
+                    "{}",
+                    json!({ "approved": file.path.display().to_string(), "digest": file.digest, "servers": servers })
+                );
+            } else {
+                println!("approved the servers of {} ({}):", file.path.display(), file.digest);
+                for line in &servers {
+                    println!("  {line}");
+                }
+            }
+            Ok(Exit::Ok)
+        }
         Some(McpCommand::Remove { name }) => {
             file.remove(&name)?;
             done(json, "removed", &name, &path);
@@ -487,7 +574,9 @@ async fn status_of(
         default_startup_timeout: Some(crate::limits::WATCHED_START_TIMEOUT),
         ..MountOptions::default()
     };
-    let project = platform.mount(&project_dir(project)?, options)?;
+    let dir = project_dir(project)?;
+    review_project_servers(home, &dir);
+    let project = platform.mount(&dir, options)?;
     let servers = tokio::select! {
         servers = super::progress::while_starting(&project, json, project.load_mcp_servers()) => Some(servers),
         _ = shutdown.token().cancelled() => None,

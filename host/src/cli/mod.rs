@@ -490,7 +490,9 @@ fn mount_for_runs(
 
 /// Mount `project` (default: the current directory) through the front door.
 fn mount(platform: &Platform, project: Option<PathBuf>, options: MountOptions) -> Result<Project, Failure> {
-    Ok(platform.mount(&project_dir(project)?, options)?)
+    let dir = project_dir(project)?;
+    mcp::review_project_servers(platform.clat_home(), &dir);
+    Ok(platform.mount(&dir, options)?)
 }
 
 /// How the command line mounts: the session model from the home's

@@ -193,16 +193,19 @@ pub(crate) fn resolve_tool_quietly(project: &Project, name: &str) -> Result<Stri
     }
     // A tool of an extension that failed to start: say why it is missing
     // (a server that needs a login says how to log in).
+    // (or was not started: disabled, or a project server not approved yet).
+    use crate::extension::ExtensionState::{Configured, Failed};
     let failed = project.extensions().into_iter().find(|e| {
-        e.state == crate::extension::ExtensionState::Failed
+        (e.state == Failed || (e.state == Configured && !e.problems.is_empty()))
             && crate::names::may_own(e.kind.external_kind(), &e.name, name)
     });
     if let Some(failed) = failed {
         let why = failed.problems.first().cloned().unwrap_or_else(|| "it did not start".into());
+        let what = if failed.state == Failed { "failed" } else { "was not started" };
         return Err(Failure::new(
             Exit::ServerFailed,
             "extension_failed",
-            format!("{name:?} would be a tool of {}, which failed: {why}", failed.name),
+            format!("{name:?} would be a tool of {}, which {what}: {why}", failed.name),
         ));
     }
     let nearest = tools

@@ -3,8 +3,9 @@
 //! services as WASM plugins. The MCP client itself is the `clat-mcp` crate,
 //! which knows nothing of CLAT; this module is where the two meet.
 //!
-//! - `sources.rs`: where servers come from (`mcp.json`, `mcp-stdio` packages,
-//!   the GLM pack in `glm.rs`) and where and how each one runs;
+//! - `sources.rs`: where servers come from (`mcp.json`, a project's approved
+//!   `.mcp.json` in `project_servers.rs`, `mcp-stdio` packages, the GLM pack
+//!   in `glm.rs`) and where and how each one runs;
 //! - `config_file.rs`: editing `mcp.json` (`clat mcp add | remove | enable | disable`);
 //! - `credentials.rs`: the OAuth tokens of remote servers (`$CLAT_HOME/credentials/`)
 //!   and each HTTP server's `Authorizer` on them;
@@ -22,6 +23,7 @@ pub mod config_file;
 pub mod credentials;
 pub mod glm;
 pub mod host_services;
+pub mod project_servers;
 pub mod prompts;
 pub mod server;
 pub mod sources;

@@ -121,10 +121,13 @@ fn kind_of_error(error: &ConfigError) -> ExtensionKind {
     }
 }
 
-/// Read every source of servers; nothing is spawned or contacted. `env` is
-/// CLAT's environment, for the entries' variables.
+/// Read every source of servers; nothing is spawned or contacted. `project`
+/// is the trusted project's canonical root, whose `.mcp.json` servers join
+/// once approved (`project_servers.rs`); `env` is CLAT's environment, for the
+/// entries' variables.
 pub fn configured_servers(
     home: &ClatHome,
+    project: Option<&Path>,
     glm_plan: Option<&CodingPlan>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> ServerSet {
@@ -151,7 +154,9 @@ pub fn configured_servers(
             _ => None,
         })
         .collect();
-    let claimed_by_user = |name: &str| config.servers.contains_key(name) || malformed.contains(name);
+    let project_servers = project.map(|root| project_entries(home, root)).unwrap_or_default();
+    let claimed_by_user =
+        |name: &str| config.servers.contains_key(name) || malformed.contains(name) || project_servers.claims(name);
     let packages: Vec<_> = PackageStore::new(home)
         .list()
         .unwrap_or_default()
@@ -193,14 +198,16 @@ pub fn configured_servers(
         match entry.expand(env) {
             Ok(expanded) => {
                 let identity = entry_identity(entry);
-                set.servers.push(configured(home, name, &expanded.entry, expanded.substituted, identity, env));
+                let run_in = home.path();
+                set.servers.push(configured(home, run_in, name, &expanded.entry, expanded.substituted, identity, env));
             }
             Err(e) => set.statuses.push(failed(name, kind, format!("{}: entry {name:?}: {e}", file.display()))),
         }
     }
+    project_servers.add_to(&mut set, home, &config, env);
     for (name, entry) in &pack {
         set.identities.insert(name.clone(), entry_identity(entry));
-        set.servers.push(configured(home, name, entry, Vec::new(), entry_identity(entry), env));
+        set.servers.push(configured(home, home.path(), name, entry, Vec::new(), entry_identity(entry), env));
     }
     for p in packages {
         if claimed_by_user(&p.manifest.name) {
@@ -244,9 +251,127 @@ pub fn configured_servers(
     set
 }
 
-/// The server an (expanded) entry describes, with the identity of the entry as written.
+/// The servers of a project's `.mcp.json`: started when the file is
+/// approved as it is, else reported with what approves them.
+#[derive(Default)]
+struct ProjectEntries {
+    root: PathBuf,
+    file: Option<super::project_servers::ProjectServerFile>,
+    config: McpConfig,
+    /// `None`: approved; otherwise why its servers do not start.
+    refused: Option<String>,
+    /// The file could not be read or parsed.
+    problem: Option<String>,
+}
+
+fn project_entries(home: &ClatHome, root: &Path) -> ProjectEntries {
+    use super::project_servers::{Approval, approval, not_approved_reason, read};
+    let mut entries = ProjectEntries { root: root.to_path_buf(), ..Default::default() };
+    let file = match read(root) {
+        Ok(Some(file)) => file,
+        Ok(None) => return entries,
+        Err(e) => {
+            entries.problem =
+                Some(format!("cannot read {}: {e}", root.join(super::project_servers::PROJECT_MCP_FILE).display()));
+            return entries;
+        }
+    };
+    match clat_mcp::config::parse_config(&file.path.display().to_string(), &file.text, &ENTRY_TIMEOUT_BOUNDS) {
+        Ok(config) => entries.config = config,
+        Err(e) => entries.problem = Some(e.to_string()),
+    }
+    entries.refused = match approval(home, root, &file) {
+        Ok(Approval::Approved) => None,
+        Ok(other) => Some(not_approved_reason(&other)),
+        Err(e) => Some(e.to_string()),
+    };
+    entries.file = Some(file);
+    entries
+}
+
+impl ProjectEntries {
+    /// Whether an approved project server takes `name` from packages and the pack.
+    fn claims(&self, name: &str) -> bool {
+        self.refused.is_none() && self.config.servers.contains_key(name)
+    }
+
+    /// Its servers join `set` (those a same-named `mcp.json` entry does not
+    /// replace), running in the project root, or are reported.
+    fn add_to(&self, set: &mut ServerSet, home: &ClatHome, user: &McpConfig, env: &dyn Fn(&str) -> Option<String>) {
+        let Some(file) = &self.file else {
+            if let Some(problem) = &self.problem {
+                let status = ExtensionStatus::new(
+                    "(.mcp.json)",
+                    ExtensionKind::McpStdio,
+                    ExtensionState::Failed,
+                    Some(problem.clone()),
+                );
+                set.statuses.push(status);
+            }
+            return;
+        };
+        if let Some(problem) = &self.problem {
+            let status = ExtensionStatus::new(
+                "(.mcp.json)",
+                ExtensionKind::McpStdio,
+                ExtensionState::Failed,
+                Some(problem.clone()),
+            );
+            set.statuses.push(status);
+        }
+        for error in &self.config.errors {
+            let name = match error {
+                ConfigError::Entry { name, .. } => name.clone(),
+                _ => "(.mcp.json)".into(),
+            };
+            set.statuses.push(ExtensionStatus::new(
+                &name,
+                kind_of_error(error),
+                ExtensionState::Failed,
+                Some(error.to_string()),
+            ));
+        }
+        for (name, entry) in &self.config.servers {
+            let kind = kind_of(entry);
+            let configured_state =
+                |why: String| ExtensionStatus::new(name, kind, ExtensionState::Configured, Some(why));
+            // The user's same-named entry is the one that runs (its status is that server's).
+            if user.servers.contains_key(name) {
+                tracing::debug!("the project's .mcp.json server {name} is replaced by the user's mcp.json entry");
+                continue;
+            }
+            if let Some(why) = &self.refused {
+                set.statuses.push(configured_state(why.clone()));
+                continue;
+            }
+            set.identities.insert(name.clone(), entry_identity(entry));
+            if !entry.enabled {
+                set.statuses.push(configured_state(format!("disabled in {}", file.path.display())));
+                continue;
+            }
+            match entry.expand(env) {
+                Ok(expanded) => {
+                    let identity = entry_identity(entry);
+                    let server =
+                        configured(home, &self.root, name, &expanded.entry, expanded.substituted, identity, env);
+                    set.servers.push(server);
+                }
+                Err(e) => set.statuses.push(ExtensionStatus::new(
+                    name,
+                    kind,
+                    ExtensionState::Failed,
+                    Some(format!("{}: entry {name:?}: {e}", file.path.display())),
+                )),
+            }
+        }
+    }
+}
+
+/// The server an (expanded) entry describes, with the identity of the entry
+/// as written; a stdio server runs in `run_in` (a relative `cwd` under it).
 fn configured(
     home: &ClatHome,
+    run_in: &Path,
     name: &str,
     entry: &ServerEntry,
     substituted: Vec<String>,
@@ -255,7 +380,7 @@ fn configured(
 ) -> ConfiguredServer {
     let (target, mut secrets) = match &entry.transport {
         EntryTransport::Stdio { env: configured, .. } => (
-            ServerTarget::Stdio(user_stdio_spec(home.path(), entry, env).expect("a stdio entry")),
+            ServerTarget::Stdio(user_stdio_spec(run_in, entry, env).expect("a stdio entry")),
             configured.values().cloned().collect::<Vec<_>>(),
         ),
         EntryTransport::Http { headers, .. } => {

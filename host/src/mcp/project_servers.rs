@@ -1,0 +1,111 @@
+//! Project servers: a `.mcp.json` checked in at a project's root (Claude
+//! Code's shape: `{"mcpServers": {...}}`, or flat). Its servers start only in
+//! a trusted project, and only after the user approved them: the approval is
+//! bound to the file's exact content (its SHA-256), kept per project in
+//! `$CLAT_HOME/project-servers.json`, so a changed file — a new server, an
+//! edited command — is asked again. Until then its servers are reported, not
+//! started, with the command that approves them (`clat mcp approve`). Reading
+//! the file and the approvals starts nothing.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::trust::{ClatHome, TrustError};
+
+/// The project's server file, at its root.
+pub const PROJECT_MCP_FILE: &str = ".mcp.json";
+/// The approvals of project server files, inside `$CLAT_HOME`.
+pub const PROJECT_SERVERS_FILE: &str = "project-servers.json";
+
+/// A project's `.mcp.json` as read now.
+#[derive(Debug, Clone)]
+pub struct ProjectServerFile {
+    pub path: PathBuf,
+    pub text: String,
+    /// `sha256:` and the hex digest of the file's bytes: what an approval is bound to.
+    pub digest: String,
+}
+
+/// Whether a project's `.mcp.json` may start its servers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Approval {
+    /// Approved with exactly this content.
+    Approved,
+    /// Never approved in this project.
+    New,
+    /// Approved once, with other content.
+    Changed,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct ApprovalsDocument {
+    #[serde(default)]
+    version: u32,
+    /// Canonical project root → the approved file's digest.
+    #[serde(default)]
+    projects: BTreeMap<PathBuf, String>,
+}
+
+/// The `.mcp.json` at `root`, if there is one.
+pub fn read(root: &Path) -> Result<Option<ProjectServerFile>, std::io::Error> {
+    let path = root.join(PROJECT_MCP_FILE);
+    match std::fs::read(&path) {
+        Ok(bytes) => {
+            let digest = format!("sha256:{}", hex(&Sha256::digest(&bytes)));
+            let text = String::from_utf8(bytes)
+                .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "the file is not UTF-8"))?;
+            Ok(Some(ProjectServerFile { path, text, digest }))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn load(home: &ClatHome) -> Result<ApprovalsDocument, TrustError> {
+    let path = home.path().join(PROJECT_SERVERS_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => serde_json::from_str(&text).map_err(|e| TrustError::Malformed {
+            path,
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(ApprovalsDocument::default()),
+        Err(source) => Err(TrustError::Unreadable { path, source }),
+    }
+}
+
+/// Whether the file of the project at `root` (canonical) is approved as it is.
+pub fn approval(home: &ClatHome, root: &Path, file: &ProjectServerFile) -> Result<Approval, TrustError> {
+    Ok(match load(home)?.projects.get(root) {
+        Some(digest) if *digest == file.digest => Approval::Approved,
+        Some(_) => Approval::Changed,
+        None => Approval::New,
+    })
+}
+
+/// Approve the file of the project at `root` (canonical) with its content now.
+pub fn approve(home: &ClatHome, root: &Path, file: &ProjectServerFile) -> Result<(), TrustError> {
+    let _lock = home.lock(PROJECT_SERVERS_FILE)?;
+    let mut document = load(home)?;
+    document.version = 1;
+    document.projects.insert(root.to_path_buf(), file.digest.clone());
+    let text = serde_json::to_string_pretty(&document).expect("approvals serialize");
+    home.write_atomic(PROJECT_SERVERS_FILE, text.as_bytes())
+}
+
+/// Why a project's servers did not start, and what approves them.
+pub fn not_approved_reason(approval: &Approval) -> String {
+    let why = match approval {
+        Approval::Changed => "the project's .mcp.json changed since you approved its servers",
+        _ => "the project's .mcp.json servers start only after you approve them",
+    };
+    format!("{why}: review the file, then run `clat mcp approve` (or answer the prompt at a terminal)")
+}

@@ -1,0 +1,111 @@
+//! Project servers: a checked-in `.mcp.json` at the project root (Claude
+//! Code's shape) starts its servers in a trusted project only after the user
+//! approved them, bound to the file's content: headless they are reported
+//! with the command that approves them, a changed file is asked again, a
+//! same-named user entry wins, and at a terminal the user is asked.
+
+mod support;
+
+use std::process::Command;
+
+use serde_json::{Value, json};
+use support::{TestEnv, output_with_stdin, stderr, stdout};
+
+const SERVER: &str = clat_test_server_artifact::MCP_TEST_SERVER;
+
+fn write_project_file(env: &TestEnv, servers: Value) {
+    env.write(".mcp.json", &serde_json::to_string_pretty(&json!({ "mcpServers": servers })).unwrap());
+}
+
+fn server(env: &TestEnv, name: &str) -> Value {
+    let out = env.clat(&["mcp", "--json"]);
+    let listing: Value = serde_json::from_str(&stdout(&out)).unwrap_or_else(|_| panic!("{}", stderr(&out)));
+    listing["servers"].as_array().unwrap().iter().find(|s| s["name"] == name).cloned().unwrap_or(Value::Null)
+}
+
+#[test]
+fn project_servers_start_only_once_approved_and_a_changed_file_is_asked_again() {
+    let env = TestEnv::trusted();
+    write_project_file(&env, json!({ "proj": { "command": SERVER } }));
+
+    let proj = server(&env, "proj");
+    assert_eq!(proj["state"], "configured", "not approved: not started: {proj}");
+    assert!(proj["problems"].to_string().contains("run `clat mcp approve`"), "{proj}");
+    let out = env.clat(&["call", "mcp_proj_cwd", "{}", "--mode", "full-access"]);
+    assert_eq!(out.status.code(), Some(7), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("which was not started") && stderr(&out).contains("clat mcp approve"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = env.clat(&["mcp", "approve"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("approved the servers of") && stdout(&out).contains(&format!("proj  stdio  {SERVER}"))
+    );
+    assert_eq!(server(&env, "proj")["state"], "ready");
+    let out = env.clat(&["call", "mcp_proj_cwd", "{}", "--mode", "full-access"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let root = env.project.canonicalize().unwrap();
+    assert_eq!(stdout(&out).trim(), root.display().to_string(), "a project server runs in the project root");
+
+    // An edited command is not what was approved.
+    write_project_file(&env, json!({ "proj": { "command": SERVER, "args": ["--tools", "1"] } }));
+    let proj = server(&env, "proj");
+    assert_eq!(proj["state"], "configured", "{proj}");
+    assert!(proj["problems"].to_string().contains("changed since you approved"), "{proj}");
+    env.clat(&["mcp", "approve"]);
+    assert_eq!(server(&env, "proj")["state"], "ready");
+}
+
+#[test]
+fn a_user_entry_of_the_same_name_wins_and_an_approval_holds_for_its_project_only() {
+    let env = TestEnv::trusted();
+    write_project_file(
+        &env,
+        json!({
+            "shared": { "command": "/nonexistent/project-server" },
+            "extra": { "command": SERVER },
+        }),
+    );
+    env.write_mcp_config(json!({ "shared": { "command": SERVER } }));
+    env.clat(&["mcp", "approve"]);
+    assert_eq!(server(&env, "shared")["state"], "ready", "the user's entry runs, not the project's");
+    assert_eq!(server(&env, "extra")["state"], "ready");
+
+    // The same file in another project of the same home is not approved there.
+    let other = env.dir.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join(".mcp.json"), env.read(".mcp.json")).unwrap();
+    let clat = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_clat"))
+            .args(["--home", env.home.to_str().unwrap(), "--project", other.to_str().unwrap()])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    assert!(clat(&["trust"]).status.success());
+    let out = clat(&["mcp", "--json"]);
+    let listing: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let extra = listing["servers"].as_array().unwrap().iter().find(|s| s["name"] == "extra").unwrap().clone();
+    assert_eq!(extra["state"], "configured", "{extra}");
+}
+
+#[test]
+fn at_a_terminal_the_user_is_asked_and_a_yes_is_kept() {
+    let script = Command::new("script").arg("--version").output();
+    assert!(script.is_ok_and(|o| o.status.success()), "util-linux `script` gives the test a terminal");
+    let env = TestEnv::trusted();
+    write_project_file(&env, json!({ "proj": { "command": SERVER } }));
+    let clat =
+        format!("{} --home {} --project {} mcp", env!("CARGO_BIN_EXE_clat"), env.home.display(), env.project.display());
+    let mut command = Command::new("script");
+    command.args(["-qec", &clat, "/dev/null"]);
+    let out = output_with_stdin(&env, command, b"y\n");
+    let shown = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+    assert!(shown.contains("defines servers that run with your permissions"), "{shown}");
+    assert!(shown.contains("Start them in this project? [y/N]"), "{shown}");
+    assert!(shown.contains("proj  stdio  ready"), "{shown}");
+    assert_eq!(server(&env, "proj")["state"], "ready", "the yes was kept for later commands");
+}
