@@ -1,7 +1,8 @@
 //! One name per tool everywhere: every place that takes a tool name — the
 //! tool filters of `mcp.json`, `clat call`, did-you-mean, `clat approvals` —
 //! accepts its registered name (`mcp_everything_get_env`), the server's own
-//! name (`get-env`) and that normalized (`get_env`).
+//! name (`get-env`) and that normalized (`get_env`); a short name starts only
+//! the servers whose last listing (kept under their identity) has it.
 
 mod support;
 
@@ -84,4 +85,39 @@ fn approvals_are_revoked_by_any_of_the_tool_s_names() {
     assert!(stdout(&out).contains("revoked 1 kept approval"), "the server's name: {}", stderr(&out));
     let out = env.clat(&["approvals", "revoke", "get_sum"]);
     assert!(stdout(&out).contains("revoked 1 kept approval"), "its normalized form: {}", stderr(&out));
+}
+
+#[test]
+fn a_short_name_starts_only_the_servers_whose_last_listing_has_it() {
+    let env = TestEnv::trusted();
+    let starts = env.dir.path().join("other-starts");
+    let config = |everything_args: &[&str]| {
+        json!({
+            "everything": { "command": SERVER, "args": everything_args },
+            "other": { "command": SERVER, "args": ["--tool-names", "list-files", "--starts-file", starts] },
+        })
+    };
+    env.write_mcp_config(config(&["--tool-names", "get-env"]));
+    let reached = |out: &std::process::Output| stderr(out).contains("JSON-RPC error -32602: unknown tool get-env");
+    let started_other = || std::fs::read_to_string(&starts).map(|s| s.lines().count()).unwrap_or(0);
+
+    // No listing kept yet: every server starts to resolve the name.
+    let out = env.clat(&["call", "get_env", "{}", "--mode", "full-access"]);
+    assert!(reached(&out), "{}", stderr(&out));
+    assert!(started_other() > 0, "the first time, every server starts");
+
+    // Now the listings say who has it: only that server starts.
+    std::fs::remove_file(&starts).unwrap();
+    let out = env.clat(&["call", "get_env", "{}", "--mode", "full-access"]);
+    assert!(reached(&out) && stderr(&out).contains("get_env is mcp_everything_get_env"), "{}", stderr(&out));
+    assert_eq!(started_other(), 0, "a server whose last listing lacks the name is not started");
+    let out = env.clat(&["call", "lst_files", "{}"]);
+    assert!(stderr(&out).contains("did you mean \"mcp_other_list_files\""), "{}", stderr(&out));
+
+    // A server that changed (another command line) is not known by its old listing.
+    std::fs::remove_file(&starts).ok();
+    env.write_mcp_config(config(&["--tool-names", "get-env,print-env"]));
+    let out = env.clat(&["call", "print_env", "{}", "--mode", "full-access"]);
+    assert!(stderr(&out).contains("print_env is mcp_everything_print_env"), "{}", stderr(&out));
+    assert!(started_other() > 0, "a listing under another identity is not trusted: every server starts");
 }

@@ -220,6 +220,10 @@ pub enum StartFilter {
     OwnersOf(Vec<String>),
     /// Only the extensions with these names (`clat mcp get`).
     Named(Vec<String>),
+    /// Every WASM plugin, and only the MCP servers whose tool-name prefix can
+    /// produce one of these names (a short name found in the servers' last
+    /// listings: plugins start fast, servers may not).
+    PluginsAndOwnersOf(Vec<String>),
 }
 
 impl StartFilter {
@@ -231,6 +235,10 @@ impl StartFilter {
                 tools.iter().any(|tool| crate::names::may_own(kind.external_kind(), name, tool))
             }
             StartFilter::Named(names) => names.iter().any(|n| n == name),
+            StartFilter::PluginsAndOwnersOf(_) if kind == ExtensionKind::Wasm => true,
+            StartFilter::PluginsAndOwnersOf(tools) => {
+                tools.iter().any(|tool| crate::names::may_own(kind.external_kind(), name, tool))
+            }
         }
     }
 }

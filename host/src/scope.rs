@@ -229,6 +229,12 @@ impl ProjectScope {
         }
         while let Some(joined) = connecting.join_next().await {
             let Ok((status, server)) = joined else { continue };
+            if let Some(server) = &server
+                && let Err(e) =
+                    crate::mcp::listings::remember(&self.home, &status.name, &server.link.identity, &status.tools)
+            {
+                tracing::debug!("cannot keep the listing of server {}: {e}", status.name);
+            }
             if let Some(server) = server {
                 self.live.lock().unwrap_or_else(|p| p.into_inner()).push(server);
             }

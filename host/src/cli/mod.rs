@@ -480,12 +480,36 @@ fn mount_for_runs(
     tools: &[String],
 ) -> Result<Project, Failure> {
     let external: Vec<String> = tools.iter().filter(|t| !NATIVE_TOOL_NAMES.contains(&t.as_str())).cloned().collect();
-    // A server's or plugin's own tool name (`echo`) could be any extension's: start them all to resolve it.
-    let bare = external.iter().any(|t| !t.starts_with("mcp_") && !t.starts_with("wasm_"));
-    let start = if bare { StartFilter::All } else { StartFilter::OwnersOf(external) };
-    let project = mount(platform, project, mount_options(sandbox, start))?;
+    let dir = project_dir(project)?;
+    let start = start_filter(platform, &dir, external);
+    let project = mount(platform, Some(dir), mount_options(sandbox, start))?;
     project.start_extensions();
     Ok(project)
+}
+
+/// What to start for these tools of a run. A registered name starts its
+/// owner only. A short name (`get_sum`) starts every plugin and the servers
+/// whose last listing has a tool of that name (`mcp/listings.rs`); one that
+/// no listing of a server configured now has starts everything.
+fn start_filter(platform: &Platform, dir: &std::path::Path, external: Vec<String>) -> StartFilter {
+    let (mut owners, short): (Vec<String>, Vec<String>) =
+        external.into_iter().partition(|t| t.starts_with("mcp_") || t.starts_with("wasm_"));
+    if short.is_empty() {
+        return StartFilter::OwnersOf(owners);
+    }
+    let home = platform.clat_home();
+    let env = |k: &str| std::env::var(k).ok();
+    let model = crate::model::active_model(home, env).ok().flatten();
+    let glm_plan = crate::mcp::glm::coding_plan(model.as_ref(), env);
+    let root = crate::trust::canonical_project(dir).ok();
+    let current = crate::scope::configured_identities(home, root.as_deref(), glm_plan.as_ref());
+    for name in &short {
+        match crate::mcp::listings::registered_names(home, name, &current) {
+            Some(found) => owners.extend(found),
+            None => return StartFilter::All,
+        }
+    }
+    StartFilter::PluginsAndOwnersOf(owners)
 }
 
 /// Mount `project` (default: the current directory) through the front door.

@@ -1,0 +1,65 @@
+//! Each MCP server's last listing, kept in `$CLAT_HOME/cache/mcp-listings.json`
+//! by server name with the identity it was listed under (its command and
+//! arguments, URL, or package digest): a command given a tool's short name
+//! (`get_sum`) starts only the servers whose last listing has a tool of that
+//! name, not every server. A listing whose identity is not the server's now is
+//! never used, and a server writes its listing again each time it starts, so
+//! the next command sees what it offers today. The cache is a hint: losing it
+//! (or a write that fails) costs only the start of every server.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+
+use crate::identity::Identity;
+use crate::names::{ExternalKind, names_tool};
+use crate::trust::{ClatHome, TrustError};
+
+/// The cache file, inside `$CLAT_HOME`.
+pub const LISTINGS_FILE: &str = "cache/mcp-listings.json";
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Listings {
+    #[serde(default)]
+    servers: BTreeMap<String, Listing>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Listing {
+    identity: Identity,
+    /// The registered names of its tools.
+    tools: Vec<String>,
+}
+
+fn load(home: &ClatHome) -> Listings {
+    std::fs::read_to_string(home.path().join(LISTINGS_FILE))
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default()
+}
+
+/// Keep what `server` (running as `identity`) registered when it started.
+pub fn remember(home: &ClatHome, server: &str, identity: &Identity, tools: &[String]) -> Result<(), TrustError> {
+    let _lock = home.lock(LISTINGS_FILE)?;
+    let mut listings = load(home);
+    listings.servers.insert(server.to_string(), Listing { identity: identity.clone(), tools: tools.to_vec() });
+    let text = serde_json::to_string(&listings).expect("listings serialize");
+    home.write_atomic(LISTINGS_FILE, text.as_bytes())
+}
+
+/// The registered names of the tools `written` names (by any of its names,
+/// `names::names_tool`) in the last listings of the servers configured now
+/// (`current`: `mcp:NAME` → identity); `None` when none has one (then only
+/// starting every extension can tell what it is, or what it is close to).
+pub fn registered_names(home: &ClatHome, written: &str, current: &HashMap<String, Identity>) -> Option<Vec<String>> {
+    let listings = load(home);
+    let found: Vec<String> = listings
+        .servers
+        .iter()
+        .filter(|(server, listing)| current.get(&format!("mcp:{server}")) == Some(&listing.identity))
+        .flat_map(|(server, listing)| {
+            listing.tools.iter().filter(move |tool| names_tool(ExternalKind::Mcp, server, tool, written)).cloned()
+        })
+        .collect();
+    (!found.is_empty()).then_some(found)
+}
