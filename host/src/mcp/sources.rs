@@ -1,12 +1,15 @@
 //! Where a scope's MCP servers come from, and where and how each one runs:
 //! `$CLAT_HOME/mcp.json` (user servers run in `$CLAT_HOME`, a relative `cwd`
-//! under it, never under the project), installed `mcp-stdio` packages (run in
-//! their read-only artifact directory), and the GLM Coding Plan pack (in
-//! memory). A same-named `mcp.json` entry, even a malformed one, wins over a
-//! package, and a package over a pack server. Each server carries its
-//! identity (`identity.rs`), what kept approvals are bound to. A disabled entry
-//! is reported, not started; an entry's `${VAR}`s are
-//! expanded from CLAT's environment here, so a missing variable fails only
+//! under it, never under the project), a trusted project's `.mcp.json` once
+//! its content is approved (`project_servers.rs`; run in the project root),
+//! installed `mcp-stdio` packages (run in their read-only artifact
+//! directory), and the GLM Coding Plan pack (in memory). A same-named
+//! `mcp.json` entry, even a malformed one, wins over a project server, a
+//! project server over a package, and a package over a pack server. A server
+//! with no `startup_timeout_sec` takes `MCP_TIMEOUT` (milliseconds) when set.
+//! Each server carries its identity (`identity.rs`), what kept approvals are
+//! bound to. A disabled entry is reported, not started; an entry's `${VAR}`s
+//! are expanded from CLAT's environment here, so a missing variable fails only
 //! that server, and what they expanded to is redacted like its `env` and
 //! header values. Reading the sources starts nothing.
 
