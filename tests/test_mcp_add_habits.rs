@@ -3,7 +3,8 @@
 //! reason), `-s/--scope user`, a positional URL, a command without `--` when
 //! that is unambiguous (else the error says to use `--`), `add-json`, and
 //! `clat mcp list`, which reads the configuration in any directory and starts
-//! nothing; Cursor's `${env:NAME}` expands like `${NAME}`.
+//! nothing; Cursor's `${env:NAME}` expands like `${NAME}`; VS Code's
+//! `{"servers", "inputs"}` shape is read and kept by edits.
 
 mod support;
 
@@ -119,4 +120,22 @@ fn cursor_s_env_variables_expand() {
     let out = env.clat_with_env(&["mcp"], &[("MARK_DIR", marks.to_str().unwrap())]);
     assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
     assert!(marks.join("started").exists(), "${{env:MARK_DIR}} reached the server as the variable's value");
+}
+
+#[test]
+fn vs_code_s_shape_is_read_and_kept_by_edits() {
+    let env = TestEnv::new();
+    std::fs::create_dir_all(&env.home).unwrap();
+    let vscode = json!({
+        "inputs": [{ "type": "promptString", "id": "key", "password": true }],
+        "servers": { "local": { "command": "npx", "args": ["-y", "pkg"] } },
+    });
+    std::fs::write(env.home.join("mcp.json"), vscode.to_string()).unwrap();
+    let out = env.clat(&["mcp", "add", "other", "--", "uvx", "srv"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let file = entries(&env);
+    assert_eq!(file["inputs"], vscode["inputs"], "VS Code's inputs are kept");
+    assert_eq!(file["servers"]["other"]["command"], "uvx", "the new entry joins VS Code's wrapper");
+    let out = env.clat(&["mcp", "list"]);
+    assert!(stdout(&out).contains("local  stdio  npx -y pkg") && stdout(&out).contains("other  stdio  uvx srv"));
 }

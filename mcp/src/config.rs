@@ -1,6 +1,8 @@
 //! `mcp.json`: the user's servers, name → entry, either as the spec writes it
-//! (a flat object) or in the `{"mcpServers": {...}}` wrapper that server
-//! READMEs and other agents use; a file that mixes the two is refused. Each
+//! (a flat object), in the `{"mcpServers": {...}}` wrapper that server
+//! READMEs and other agents use, or in VS Code's `{"servers": {...},
+//! "inputs": [...]}`; a file that mixes shapes is refused. A `${input:ID}`
+//! (VS Code's prompted value) fails its server with what to write instead. Each
 //! entry chooses exactly one transport — `command` (+ `args`, `env`, `cwd`,
 //! `env_inherit`) for stdio, or `url` (+ `headers`) for Streamable HTTP, with
 //! an optional `type` of `stdio` or `http` (`streamable-http` too; the
@@ -24,6 +26,22 @@ use serde_json::value::RawValue;
 
 /// The key of the wrapper shape.
 pub const WRAPPER_KEY: &str = "mcpServers";
+/// The key of VS Code's wrapper shape (`.vscode/mcp.json`)…
+pub const VSCODE_WRAPPER_KEY: &str = "servers";
+/// …and of the prompted values VS Code keeps beside it.
+pub const VSCODE_INPUTS_KEY: &str = "inputs";
+
+/// The key that wraps a file's entries, if one does: `mcpServers`, or VS
+/// Code's `servers` when its value is an object none of whose keys is an entry
+/// key (so a flat file's server named "servers" stays a server).
+/// `value_of` gives a top-level key's JSON text.
+pub fn wrapper_key<'a>(value_of: impl Fn(&str) -> Option<&'a str>) -> Option<&'static str> {
+    if value_of(WRAPPER_KEY).is_some() {
+        return Some(WRAPPER_KEY);
+    }
+    let servers = serde_json::from_str::<BTreeMap<String, &RawValue>>(value_of(VSCODE_WRAPPER_KEY)?).ok()?;
+    (!servers.keys().any(|k| ENTRY_KEYS.contains(&k.as_str()))).then_some(VSCODE_WRAPPER_KEY)
+}
 
 /// Every key an entry may have.
 pub const ENTRY_KEYS: [&str; 15] = [
@@ -459,23 +477,23 @@ pub fn parse_config(file: &str, text: &str, bounds: &TimeoutBounds) -> Result<Mc
     }
     let top = serde_json::from_str::<BTreeMap<String, &RawValue>>(text)
         .map_err(|_| malformed(0, "the top level must be an object of server entries".into()))?;
-    let entries = match top.get(WRAPPER_KEY) {
+    let entries = match wrapper_key(|key| top.get(key).map(|v| v.get())) {
         None => top,
-        Some(wrapped) => {
-            if let Some((other, value)) = top.iter().find(|(k, _)| k.as_str() != WRAPPER_KEY) {
+        Some(wrapper) => {
+            // VS Code keeps its `inputs` beside `servers`; nothing else stands beside a wrapper.
+            let beside = |k: &str| k == wrapper || (wrapper == VSCODE_WRAPPER_KEY && k == VSCODE_INPUTS_KEY);
+            if let Some((other, value)) = top.iter().find(|(k, _)| !beside(k)) {
                 return Err(malformed(
                     offset_in(text, value.get()),
                     format!(
-                        "the file mixes the two shapes: {other:?} stands beside `{WRAPPER_KEY}`; put every server \
-                         inside `{WRAPPER_KEY}`, or write them all at the top level without it"
+                        "the file mixes the two shapes: {other:?} stands beside `{wrapper}`; put every server \
+                         inside `{wrapper}`, or write them all at the top level without it"
                     ),
                 ));
             }
+            let wrapped = top[wrapper];
             serde_json::from_str::<BTreeMap<String, &RawValue>>(wrapped.get()).map_err(|_| {
-                malformed(
-                    offset_in(text, wrapped.get()),
-                    format!("`{WRAPPER_KEY}` must be an object of server entries"),
-                )
+                malformed(offset_in(text, wrapped.get()), format!("`{wrapper}` must be an object of server entries"))
             })?
         }
     };
@@ -515,6 +533,11 @@ pub enum ExpandError {
     NotHttp,
     #[error("{CWD_LEAVES_HOME}, once its variables are expanded")]
     CwdLeavesHome,
+    #[error(
+        "`{field}` uses ${{input:{id}}}, a VS Code input, which CLAT does not prompt for: put the value in clat's \
+         environment and write ${{env:NAME}} instead"
+    )]
+    Input { field: String, id: String },
 }
 
 /// An entry with its variables expanded, and the values that were
@@ -561,6 +584,8 @@ fn expand_text(
         if let Some(tail) = after.strip_prefix("${") {
             out.push_str("${");
             rest = tail;
+        } else if let Some(id) = after.strip_prefix("{input:").and_then(|t| t.split_once('}')).map(|(id, _)| id) {
+            return Err(ExpandError::Input { field: field.to_string(), id: id.to_string() });
         } else if let Some((name, default, len)) = variable_at(after) {
             let value = match (lookup(name).filter(|v| !v.is_empty() || default.is_none()), default) {
                 (Some(value), _) => value,
@@ -749,6 +774,28 @@ mod tests {
         let err = parse(r#"{ "mcpServers": { "a": { "command": "x" } }, "b": { "command": "y" } }"#).unwrap_err();
         assert!(err.to_string().contains("mixes the two shapes") && err.to_string().contains("\"b\""), "{err}");
         assert!(nearest_key("disabledTools") == "disabled_tools" && nearest_key("comand") == "command");
+    }
+
+    #[test]
+    fn vs_code_s_servers_wrapper_is_read_and_an_input_reference_is_refused_clearly() {
+        let c = parse(
+            r#"{ "inputs": [{ "type": "promptString", "id": "key", "password": true }],
+                 "servers": { "gh": { "type": "http", "url": "https://api.example/mcp",
+                                      "headers": { "Authorization": "Bearer ${input:key}" } },
+                              "local": { "command": "npx", "args": ["-y", "pkg"] } } }"#,
+        )
+        .unwrap();
+        assert_eq!(c.servers.keys().collect::<Vec<_>>(), ["gh", "local"]);
+        let err = c.servers["gh"].expand(&|_| None).unwrap_err();
+        assert!(
+            err.to_string().contains("`headers.Authorization` uses ${input:key}, a VS Code input")
+                && err.to_string().contains("${env:NAME}"),
+            "{err}"
+        );
+        let flat = parse(r#"{ "servers": { "command": "x" } }"#).unwrap();
+        assert!(flat.servers.contains_key("servers"), "a flat file's server named servers stays a server");
+        let err = parse(r#"{ "servers": { "a": { "command": "x" } }, "b": { "command": "y" } }"#).unwrap_err();
+        assert!(err.to_string().contains("mixes the two shapes") && err.to_string().contains("`servers`"), "{err}");
     }
 
     #[test]

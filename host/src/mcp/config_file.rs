@@ -5,7 +5,7 @@
 //! wrapper). The result is checked with the same parser that reads it for a
 //! mount before anything is written; a malformed file is never overwritten.
 
-use clat_mcp::config::{ConfigError, WRAPPER_KEY, parse_config};
+use clat_mcp::config::{ConfigError, VSCODE_WRAPPER_KEY, WRAPPER_KEY, parse_config, wrapper_key};
 use serde_json::{Map, Value};
 
 use super::sources::{ENTRY_TIMEOUT_BOUNDS, MCP_CONFIG_FILE};
@@ -75,13 +75,19 @@ impl<'h> McpConfigFile<'h> {
         })
     }
 
-    /// The object that holds the entries: the wrapper's, or the file's own.
+    /// The object that holds the entries: the wrapper's (`mcpServers`, or
+    /// VS Code's `servers`), or the file's own.
     fn entries(document: &mut Value) -> &mut Map<String, Value> {
         let top = document.as_object_mut().expect("the parser accepted an object");
-        if top.contains_key(WRAPPER_KEY) {
-            top.get_mut(WRAPPER_KEY).and_then(Value::as_object_mut).expect("the parser accepted the wrapper")
-        } else {
-            top
+        let texts: std::collections::HashMap<&str, String> = [WRAPPER_KEY, VSCODE_WRAPPER_KEY]
+            .into_iter()
+            .filter_map(|key| Some((key, top.get(key)?.to_string())))
+            .collect();
+        match wrapper_key(|key| texts.get(key).map(String::as_str)) {
+            Some(wrapper) => {
+                top.get_mut(wrapper).and_then(Value::as_object_mut).expect("the parser accepted the wrapper")
+            }
+            None => top,
         }
     }
 
