@@ -24,15 +24,12 @@ fn client() -> ClientInfo {
 }
 
 async fn connect(server: &HttpServer) -> Session {
-    Session::connect_http(
-        &server.spec(),
-        Arc::new(NoServerRequests),
-        &client(),
-        json!({}),
-        clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT,
-    )
-    .await
-    .unwrap()
+    open(&server.spec(), Arc::new(NoServerRequests)).await.unwrap()
+}
+
+/// A session with `spec`, `handler` serving the server's requests, at the spec's handshake bound.
+async fn open(spec: &HttpSpec, handler: Arc<dyn ServerRequests>) -> Result<Session, ClientError> {
+    Session::connect_http(spec, handler, &client(), json!({}), clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT).await
 }
 
 fn text_of(result: &Value) -> String {
@@ -117,15 +114,7 @@ impl ServerRequests for Sampler {
 #[tokio::test]
 async fn a_server_request_on_the_call_stream_is_answered_with_a_separate_post() {
     let server = HttpServer::start(&[]);
-    let s = Session::connect_http(
-        &server.spec(),
-        Arc::new(Sampler),
-        &client(),
-        json!({}),
-        clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT,
-    )
-    .await
-    .unwrap();
+    let s = open(&server.spec(), Arc::new(Sampler)).await.unwrap();
     let args = json!({ "method": "sampling/createMessage", "params": { "messages": [], "maxTokens": 5 } });
     let result = s.call_tool("ask_host", args, LONG, None).await.unwrap();
     let answer: Value = serde_json::from_str(&text_of(&result)).unwrap();
@@ -161,15 +150,7 @@ async fn resumption_stops_after_five_attempts() {
 #[tokio::test]
 async fn a_server_that_never_acknowledges_a_notification_fails_within_the_one_way_timeout() {
     let server = HttpServer::start(&["--stall-notifications"]);
-    let err = Session::connect_http(
-        &server.spec(),
-        Arc::new(NoServerRequests),
-        &client(),
-        json!({}),
-        clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT,
-    )
-    .await
-    .unwrap_err();
+    let err = open(&server.spec(), Arc::new(NoServerRequests)).await.unwrap_err();
     assert!(matches!(&err, ClientError::Http(m) if m.contains("timed out")), "{err}");
 }
 
@@ -230,15 +211,7 @@ async fn bad_answers_fail_that_call_only() {
 #[tokio::test]
 async fn credentials_and_redirects_fail_clearly_without_leaking_headers() {
     let server = HttpServer::start(&["--require-auth", "sekrit-token-123456"]);
-    let err = Session::connect_http(
-        &server.spec(),
-        Arc::new(NoServerRequests),
-        &client(),
-        json!({}),
-        clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT,
-    )
-    .await
-    .unwrap_err();
+    let err = open(&server.spec(), Arc::new(NoServerRequests)).await.unwrap_err();
     let text = err.to_string();
     assert!(text.contains("401") && text.contains("credentials"), "{text}");
     // The server echoes the credential it refused; the error never carries it.
@@ -247,15 +220,7 @@ async fn credentials_and_redirects_fail_clearly_without_leaking_headers() {
         headers: vec![("Authorization".into(), "Bearer wrong-token-abcdef-987654".into())],
         auth: None,
     };
-    let err = Session::connect_http(
-        &wrong,
-        Arc::new(NoServerRequests),
-        &client(),
-        json!({}),
-        clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT,
-    )
-    .await
-    .unwrap_err();
+    let err = open(&wrong, Arc::new(NoServerRequests)).await.unwrap_err();
     assert!(err.to_string().contains("wrong bearer token: [REDACTED]"), "{err}");
     assert!(!err.to_string().contains("abcdef-987654"), "{err}");
     let with_token = HttpSpec {
@@ -263,15 +228,7 @@ async fn credentials_and_redirects_fail_clearly_without_leaking_headers() {
         headers: vec![("Authorization".into(), "Bearer sekrit-token-123456".into())],
         auth: None,
     };
-    let s = Session::connect_http(
-        &with_token,
-        Arc::new(NoServerRequests),
-        &client(),
-        json!({}),
-        clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT,
-    )
-    .await
-    .unwrap();
+    let s = open(&with_token, Arc::new(NoServerRequests)).await.unwrap();
     assert_eq!(text_of(&s.call_tool("echo", json!({}), LONG, None).await.unwrap()), "{}");
     s.close().await;
 
@@ -281,28 +238,12 @@ async fn credentials_and_redirects_fail_clearly_without_leaking_headers() {
         headers: vec![("Authorization".into(), "Bearer sekrit-token-123456".into())],
         auth: None,
     };
-    let err = Session::connect_http(
-        &tls,
-        Arc::new(NoServerRequests),
-        &client(),
-        json!({}),
-        clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT,
-    )
-    .await
-    .unwrap_err();
+    let err = open(&tls, Arc::new(NoServerRequests)).await.unwrap_err();
     assert!(matches!(&err, ClientError::Http(m) if m.contains("https://127.0.0.1")), "{err}");
     assert!(!err.to_string().contains("sekrit"), "{err}");
 
     let redirecting = HttpServer::start(&["--redirect", "http://127.0.0.2:9/mcp"]);
-    let err = Session::connect_http(
-        &redirecting.spec(),
-        Arc::new(NoServerRequests),
-        &client(),
-        json!({}),
-        clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT,
-    )
-    .await
-    .unwrap_err();
+    let err = open(&redirecting.spec(), Arc::new(NoServerRequests)).await.unwrap_err();
     assert!(err.to_string().contains("redirected to 127.0.0.2"), "{err}");
 }
 

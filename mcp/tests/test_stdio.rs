@@ -53,12 +53,15 @@ fn client() -> ClientInfo {
     ClientInfo { name: "clat-test".into(), version: "0".into() }
 }
 
+/// The legacy handshake on `conn`, at the spec's bound.
+async fn initialize(conn: Connection, handler: Arc<dyn ServerRequests>) -> Result<Session, ClientError> {
+    Session::initialize(conn, handler, &client(), json!({}), clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT).await
+}
+
 async fn session_with(args: &[&str], handler: Arc<dyn ServerRequests>) -> (Session, Arc<Captured>) {
     let stderr = Arc::new(Captured::default());
     let conn = Connection::spawn(&spec(args), stderr.clone()).await.unwrap();
-    let session = Session::initialize(conn, handler, &client(), json!({}), clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT)
-        .await
-        .unwrap();
+    let session = initialize(conn, handler).await.unwrap();
     (session, stderr)
 }
 
@@ -95,32 +98,14 @@ async fn counter_offers_are_accepted_or_refused_clearly() {
         s.close().await;
     }
     let conn = Connection::spawn(&spec(&["--offer", "1999-01-01"]), Arc::new(Captured::default())).await.unwrap();
-    let err = Session::initialize(
-        conn,
-        Arc::new(NoServerRequests),
-        &client(),
-        json!({}),
-        clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT,
-    )
-    .await
-    .err()
-    .unwrap();
+    let err = initialize(conn, Arc::new(NoServerRequests)).await.err().unwrap();
     assert!(matches!(&err, ClientError::Unsupported(m) if m.contains("1999-01-01")), "{err}");
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_server_that_never_answers_initialize_times_out() {
     let conn = Connection::spawn(&spec(&["--hang-initialize"]), Arc::new(Captured::default())).await.unwrap();
-    let err = Session::initialize(
-        conn,
-        Arc::new(NoServerRequests),
-        &client(),
-        json!({}),
-        clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT,
-    )
-    .await
-    .err()
-    .unwrap();
+    let err = initialize(conn, Arc::new(NoServerRequests)).await.err().unwrap();
     assert!(
         matches!(&err, ClientError::Timeout { method, after } if method == "initialize" && after.as_secs() == 10),
         "{err}"

@@ -5,7 +5,9 @@
 //! name, not every server. A listing whose identity is not the server's now is
 //! never used, and a server writes its listing again each time it starts, so
 //! the next command sees what it offers today. The cache is a hint: losing it
-//! (or a write that fails) costs only the start of every server.
+//! (or a write that fails) costs only the start of every server, and a tool a
+//! server dropped since its listing is reported unknown once (that start
+//! rewrites the listing, so the next command starts everything).
 
 use std::collections::{BTreeMap, HashMap};
 

@@ -190,22 +190,8 @@ pub fn configured_servers(
         set.statuses.push(status);
     }
     for (name, entry) in &config.servers {
-        let kind = kind_of(entry);
-        set.identities.insert(name.clone(), entry_identity(entry));
-        if !entry.enabled {
-            let why = format!("disabled in mcp.json (`clat mcp enable {name}` starts it again)");
-            set.statuses.push(ExtensionStatus::new(name, kind, ExtensionState::Configured, Some(why)));
-            continue;
-        }
-        // Variables are the user's: the pack's entries below are used as they are.
-        match entry.expand(env) {
-            Ok(expanded) => {
-                let identity = entry_identity(entry);
-                let run_in = home.path();
-                set.servers.push(configured(home, run_in, name, &expanded.entry, expanded.substituted, identity, env));
-            }
-            Err(e) => set.statuses.push(failed(name, kind, format!("{}: entry {name:?}: {e}", file.display()))),
-        }
+        let disabled = format!("disabled in mcp.json (`clat mcp enable {name}` starts it again)");
+        add_entry(&mut set, home, (&file, home.path()), name, entry, disabled, env);
     }
     project_servers.add_to(&mut set, home, &config, env);
     for (name, entry) in &pack {
@@ -301,71 +287,68 @@ impl ProjectEntries {
     /// Its servers join `set` (those a same-named `mcp.json` entry does not
     /// replace), running in the project root, or are reported.
     fn add_to(&self, set: &mut ServerSet, home: &ClatHome, user: &McpConfig, env: &dyn Fn(&str) -> Option<String>) {
-        let Some(file) = &self.file else {
-            if let Some(problem) = &self.problem {
-                let status = ExtensionStatus::new(
-                    "(.mcp.json)",
-                    ExtensionKind::McpStdio,
-                    ExtensionState::Failed,
-                    Some(problem.clone()),
-                );
-                set.statuses.push(status);
-            }
-            return;
-        };
+        let failed =
+            |name: &str, kind, problem: String| ExtensionStatus::new(name, kind, ExtensionState::Failed, Some(problem));
         if let Some(problem) = &self.problem {
-            let status = ExtensionStatus::new(
-                "(.mcp.json)",
-                ExtensionKind::McpStdio,
-                ExtensionState::Failed,
-                Some(problem.clone()),
-            );
-            set.statuses.push(status);
+            set.statuses.push(failed("(.mcp.json)", ExtensionKind::McpStdio, problem.clone()));
         }
+        let Some(file) = &self.file else { return };
         for error in &self.config.errors {
             let name = match error {
-                ConfigError::Entry { name, .. } => name.clone(),
-                _ => "(.mcp.json)".into(),
+                ConfigError::Entry { name, .. } => name.as_str(),
+                _ => "(.mcp.json)",
             };
-            set.statuses.push(ExtensionStatus::new(
-                &name,
-                kind_of_error(error),
-                ExtensionState::Failed,
-                Some(error.to_string()),
-            ));
+            set.statuses.push(failed(name, kind_of_error(error), error.to_string()));
         }
         for (name, entry) in &self.config.servers {
-            let kind = kind_of(entry);
-            let configured_state =
-                |why: String| ExtensionStatus::new(name, kind, ExtensionState::Configured, Some(why));
             // The user's same-named entry is the one that runs (its status is that server's).
             if user.servers.contains_key(name) {
                 tracing::debug!("the project's .mcp.json server {name} is replaced by the user's mcp.json entry");
                 continue;
             }
             if let Some(why) = &self.refused {
-                set.statuses.push(configured_state(why.clone()));
-                continue;
-            }
-            set.identities.insert(name.clone(), entry_identity(entry));
-            if !entry.enabled {
-                set.statuses.push(configured_state(format!("disabled in {}", file.path.display())));
-                continue;
-            }
-            match entry.expand(env) {
-                Ok(expanded) => {
-                    let identity = entry_identity(entry);
-                    let server =
-                        configured(home, &self.root, name, &expanded.entry, expanded.substituted, identity, env);
-                    set.servers.push(server);
-                }
-                Err(e) => set.statuses.push(ExtensionStatus::new(
+                set.statuses.push(ExtensionStatus::new(
                     name,
-                    kind,
-                    ExtensionState::Failed,
-                    Some(format!("{}: entry {name:?}: {e}", file.path.display())),
-                )),
+                    kind_of(entry),
+                    ExtensionState::Configured,
+                    Some(why.clone()),
+                ));
+                continue;
             }
+            let disabled = format!("disabled in {}", file.path.display());
+            add_entry(set, home, (&file.path, &self.root), name, entry, disabled, env);
+        }
+    }
+}
+
+/// One entry of a file (`source`: the file, and where its stdio servers run):
+/// its identity kept, then reported as `disabled` when it is, else started
+/// with its variables expanded (a missing one fails only it).
+fn add_entry(
+    set: &mut ServerSet,
+    home: &ClatHome,
+    source: (&Path, &Path),
+    name: &str,
+    entry: &ServerEntry,
+    disabled: String,
+    env: &dyn Fn(&str) -> Option<String>,
+) {
+    let (file, run_in) = source;
+    let kind = kind_of(entry);
+    set.identities.insert(name.to_string(), entry_identity(entry));
+    if !entry.enabled {
+        set.statuses.push(ExtensionStatus::new(name, kind, ExtensionState::Configured, Some(disabled)));
+        return;
+    }
+    // Variables are the user's: the pack's entries are used as they are.
+    match entry.expand(env) {
+        Ok(expanded) => {
+            let identity = entry_identity(entry);
+            set.servers.push(configured(home, run_in, name, &expanded.entry, expanded.substituted, identity, env));
+        }
+        Err(e) => {
+            let problem = format!("{}: entry {name:?}: {e}", file.display());
+            set.statuses.push(ExtensionStatus::new(name, kind, ExtensionState::Failed, Some(problem)));
         }
     }
 }
