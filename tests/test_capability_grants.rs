@@ -424,7 +424,7 @@ async fn load_probe(scope: &ProjectScope, http: Vec<String>, lookup: Option<Arc<
         runtime.set_name_lookup(lookup);
     }
     let grant = Capabilities { http, env: vec![] };
-    let setup = PluginSetup { memory_max: None, declared: grant.clone(), granted: grant, identity: None };
+    let setup = PluginSetup { memory_max: None, declared: grant.clone(), granted: grant, ..PluginSetup::default() };
     let entry = Path::new(guests::HTTP_PROBE_WASM);
     let plugin = runtime
         .load("probe", entry.parent().unwrap(), entry, setup, Arc::clone(scope.services()))
@@ -539,4 +539,125 @@ fn a_numeric_host_is_an_internal_address_shown_in_canonical_form_and_never_a_nam
         assert!(document.to_string().contains("not in this plugin's http grant"), "{form}: {document}");
     }
     assert_eq!(server.connections(), before, "no connection was made");
+}
+
+/// The probe's grant with a `[tools]` table saying which tool uses what.
+fn probe_using(env: &TestEnv, tools: &str) -> PathBuf {
+    let capabilities = format!("http = [\"http://127.0.0.1:*\"]\nenv = [\"CLAT_TEST_GRANTED_TOKEN\"]\n\n{tools}");
+    package_with(env, guests::HTTP_PROBE_PACKAGE, &capabilities)
+}
+
+#[test]
+fn only_a_tool_that_uses_http_is_network_and_its_denial_names_the_grant() {
+    let server = HttpServer::start();
+    let env = TestEnv::trusted();
+    let package = probe_using(&env, "[tools.get]\nuses = [\"http\"]\n");
+    assert!(install(&env, &package, true).status.success());
+    let tools: Value = serde_json::from_str(&stdout(&env.clat(&["tools", "--json"]))).unwrap();
+    let effect =
+        |name: &str| tools["tools"].as_array().unwrap().iter().find(|t| t["name"] == name).unwrap()["effect"].clone();
+    assert_eq!(effect("wasm_http_probe_get"), "network");
+    assert_eq!(effect("wasm_http_probe_env"), "external-read", "a tool that does not use http keeps its hints' effect");
+    // The tool that does not use http runs in the default mode headless; it sees no environment (it does not use env).
+    let vars = [("CLAT_TEST_GRANTED_TOKEN", "token-9911")];
+    let (code, document, _) =
+        call(&env, "wasm_http_probe_env", json!({ "name": "CLAT_TEST_GRANTED_TOKEN" }), "ask", &vars);
+    assert_eq!(code, 0, "{document}");
+    assert!(structured(&document)["value"].is_null(), "{document}");
+    assert_eq!(structured(&document)["names"], json!([]));
+    // The tool that does: asked for, so denied headless, and the denial says why it is network.
+    let out =
+        env.clat(&["call", "wasm_http_probe_get", &json!({ "url": server.url("/json") }).to_string(), "--mode", "ask"]);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("raised to network: it uses its plugin's http grant"),
+        "the denial names the grant as the reason: {}",
+        stderr(&out)
+    );
+    let read_only = env.clat(&[
+        "call",
+        "wasm_http_probe_get",
+        &json!({ "url": server.url("/json") }).to_string(),
+        "--mode",
+        "read-only",
+    ]);
+    assert!(stderr(&read_only).contains("it uses its plugin's http grant"), "{}", stderr(&read_only));
+    assert_eq!(server.connections(), 0);
+    let shown = stdout(&env.clat(&["tools", "wasm_http_probe_get"]));
+    assert!(shown.contains("raised to network: it uses its plugin's http grant"), "{shown}");
+    let (code, document, _) =
+        call(&env, "wasm_http_probe_get", json!({ "url": server.url("/json") }), "full-access", &[]);
+    assert_eq!(code, 0, "{document}");
+    assert_eq!(structured(&document)["outcomes"][0]["status"], 200, "{document}");
+}
+
+#[test]
+fn a_request_from_a_tool_that_does_not_use_http_is_refused_with_the_reason() {
+    let server = HttpServer::start();
+    let env = TestEnv::trusted();
+    let package = probe_using(&env, "[tools.env]\nuses = [\"env\"]\n");
+    assert!(install(&env, &package, true).status.success());
+    // `get` keeps its hints (read-only, closed world): the default mode runs it, and the host refuses its request.
+    let (code, document, events) = call(&env, "wasm_http_probe_get", json!({ "url": server.url("/json") }), "ask", &[]);
+    assert_eq!(code, 0, "{document}");
+    assert!(structured(&document)["outcomes"][0]["error"].as_str().unwrap().contains("host refused"), "{document}");
+    let why = http_events(&events)[0]["error"].as_str().unwrap().to_string();
+    assert!(why.contains("tool get of wasm:http-probe does not use http") && why.contains("[tools]"), "{why}");
+    assert_eq!(server.connections(), 0);
+    // `env` uses env: it sees the granted variable.
+    let vars = [("CLAT_TEST_GRANTED_TOKEN", "token-5150")];
+    let (code, document, _) =
+        call(&env, "wasm_http_probe_env", json!({ "name": "CLAT_TEST_GRANTED_TOKEN" }), "ask", &vars);
+    assert_eq!(code, 0, "{document}");
+    assert_eq!(structured(&document)["value"], "token-5150");
+}
+
+#[test]
+fn a_tools_table_that_uses_what_is_not_declared_or_names_no_tool_is_reported() {
+    let env = TestEnv::trusted();
+    let undeclared = package_with(
+        &env,
+        guests::HTTP_PROBE_PACKAGE,
+        "http = [\"http://127.0.0.1:*\"]\n\n[tools.get]\nuses = [\"env\"]\n",
+    );
+    let out = install(&env, &undeclared, true);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("tools.get uses env, which [capabilities] does not declare"), "{}", stderr(&out));
+    let unknown = package_with(
+        &env,
+        guests::HTTP_PROBE_PACKAGE,
+        "http = [\"http://127.0.0.1:*\"]\n\n[tools.fecth]\nuses = [\"http\"]\n",
+    );
+    let out = env.clat(&["plugin", "test", unknown.to_str().unwrap(), "--grant"]);
+    assert!(!out.status.success(), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("clat-plugin.toml has [tools.fecth], but the plugin lists no tool fecth"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn a_refused_grant_names_the_users_own_command_with_grant_and_that_command_works() {
+    let server = HttpServer::start();
+    let env = TestEnv::trusted();
+    let package = probe_using(&env, "[tools.get]\nuses = [\"http\"]\n");
+    let arguments = json!({ "url": server.url("/json") }).to_string();
+    let out = env.clat(&["plugin", "call", package.to_str().unwrap(), "get", &arguments, "--mode", "full-access"]);
+    assert!(!out.status.success());
+    let message = stderr(&out);
+    let retry = message
+        .split('`')
+        .find(|part| part.contains(" plugin call ") && part.ends_with(" --grant"))
+        .unwrap_or_else(|| panic!("the refusal names a retry: {message}"));
+    let words = shlex::split(retry).expect("the retry is one shell command line");
+    assert_eq!(words[0], "clat");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_clat"))
+        .args(&words[1..])
+        .env_remove("CLAT_HOME")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "the named retry works: {retry}\n{}", stderr(&out));
+    assert!(stdout(&out).contains("\"status\": 200"), "{}", stdout(&out));
 }

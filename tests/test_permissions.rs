@@ -147,11 +147,13 @@ fn the_terminal_prompt_shows_tool_source_effect_and_complete_arguments() {
         source: "mcp:fs/write".into(),
         asked_by: None,
         effect: Effect::Write,
+        effect_reason: "readOnlyHint false, destructiveHint false".into(),
         arguments: json!({ "path": "a.txt", "content": long }),
         mode: PermissionMode::Ask,
         can_remember: true,
     };
     let text = clat_host::permissions::TerminalApprover::render(&request);
     assert!(text.contains("mcp_fs_write") && text.contains("mcp:fs/write") && text.contains("write"));
+    assert!(text.contains("effect: write: readOnlyHint false, destructiveHint false"), "why it is write: {text}");
     assert!(text.contains(&"x".repeat(5000)), "arguments are never shortened");
 }

@@ -171,6 +171,7 @@ fn the_sampling_prompt_is_its_own_and_shows_the_whole_payload() {
         source: "wasm:summarize".into(),
         asked_by: Some("wasm:summarize".into()),
         effect: clat_host::contract::Effect::Network,
+        effect_reason: String::new(),
         arguments: clat_host::sampling::approval_payload(&req, "clat-offline-1"),
         mode: PermissionMode::Ask,
         can_remember: false,

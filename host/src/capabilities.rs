@@ -8,15 +8,17 @@
 //! `2130706433`, `0x7f000001`, `127.1` and `0177.0.0.1` are the address
 //! 127.0.0.1, never a name, and are shown in that canonical form. An
 //! internal address is reachable only through a grant that names it as an
-//! address, and prompts say it is internal. The WASM runtime enforces a grant
+//! address, and prompts say it is internal. A `[tools.NAME] uses` table says
+//! which tools use which capability (`ToolUses`). The WASM runtime enforces a grant
 //! (`wasm/http.rs`); the CLI asks for it (`cli/plugin.rs`). Nothing here
 //! performs I/O.
 
+use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use serde::{Deserialize, Serialize};
 
-use crate::limits::{WASM_ENV_GRANTS_MAX, WASM_HTTP_GRANTS_MAX};
+use crate::limits::{TOOLS_PER_SERVER_MAX, WASM_ENV_GRANTS_MAX, WASM_HTTP_GRANTS_MAX};
 
 /// Why a `[capabilities]` table is refused: the first bad entry and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -189,6 +191,103 @@ fn is_env_name(name: &str) -> bool {
     let mut chars = name.chars();
     let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
     first_ok && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// One kind of capability a tool may use: the `http` or the `env` of the
+/// plugin's `[capabilities]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Capability {
+    Http,
+    Env,
+}
+
+impl Capability {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Capability::Http => "http",
+            Capability::Env => "env",
+        }
+    }
+}
+
+/// `[tools.NAME]` of a manifest: what one tool uses of its plugin's capabilities.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolDeclaration {
+    /// The capabilities this tool uses (`["http"]`); a tool not declared uses none.
+    #[serde(default)]
+    pub uses: Vec<Capability>,
+}
+
+/// Why a `[tools]` table is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolDeclarationError {
+    #[error("[tools] declares {0} tools; at most {TOOLS_PER_SERVER_MAX}, as many as a plugin may list")]
+    TooMany(usize),
+    #[error("tools.{tool} uses {}, which [capabilities] does not declare", capability.as_str())]
+    Undeclared { tool: String, capability: Capability },
+}
+
+/// Which tools of a plugin may use which of its granted capabilities: every
+/// tool (a manifest without `[tools]`), or only the ones `[tools.NAME] uses`
+/// names. The WASM runtime enforces it per call (a request from a tool that
+/// does not use `http` is refused; the environment is set only for tools that
+/// use `env`), and the registry raises to `network` only the tools that use `http`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolUses {
+    /// `None`: no `[tools]` table, so every tool uses everything declared.
+    declared: Option<BTreeMap<String, Vec<Capability>>>,
+}
+
+impl ToolUses {
+    /// The uses of a manifest's `[tools]` table (empty: every tool uses everything).
+    pub fn of(tools: &BTreeMap<String, ToolDeclaration>) -> ToolUses {
+        if tools.is_empty() {
+            return ToolUses::default();
+        }
+        ToolUses { declared: Some(tools.iter().map(|(name, d)| (name.clone(), d.uses.clone())).collect()) }
+    }
+
+    /// Check a `[tools]` table against the `[capabilities]` it draws on.
+    pub fn validate(
+        tools: &BTreeMap<String, ToolDeclaration>,
+        declared: &Capabilities,
+    ) -> Result<(), ToolDeclarationError> {
+        if tools.len() > TOOLS_PER_SERVER_MAX {
+            return Err(ToolDeclarationError::TooMany(tools.len()));
+        }
+        for (tool, declaration) in tools {
+            for &capability in &declaration.uses {
+                let present = match capability {
+                    Capability::Http => !declared.http.is_empty(),
+                    Capability::Env => !declared.env.is_empty(),
+                };
+                if !present {
+                    return Err(ToolDeclarationError::Undeclared { tool: tool.clone(), capability });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `tool` may use `capability`.
+    pub fn allows(&self, tool: &str, capability: Capability) -> bool {
+        match &self.declared {
+            None => true,
+            Some(tools) => tools.get(tool).is_some_and(|uses| uses.contains(&capability)),
+        }
+    }
+
+    /// Whether the plugin says per tool what it uses (a `[tools]` table).
+    pub fn is_per_tool(&self) -> bool {
+        self.declared.is_some()
+    }
+
+    /// The tools `[tools]` names (none without the table), to check against the listing.
+    pub fn named_tools(&self) -> impl Iterator<Item = &str> {
+        self.declared.iter().flat_map(|tools| tools.keys().map(String::as_str))
+    }
 }
 
 /// `http` or `https`.

@@ -40,7 +40,7 @@ pub fn effect_from_annotations(annotations: &ToolAnnotations) -> Effect {
 }
 
 /// Why `effect_from_annotations` (and `with_network_grant` when
-/// `network_granted`) gives the effect it gives, in words a user reads in
+/// `network_granted`: the tool uses its plugin's http grant) gives the effect it gives, in words a user reads in
 /// `clat tools NAME`: which hints the tool set, and which MCP defaults filled
 /// the rest.
 pub fn effect_reason(annotations: &ToolAnnotations, network_granted: bool) -> String {
@@ -61,7 +61,7 @@ pub fn effect_reason(annotations: &ToolAnnotations, network_granted: bool) -> St
     };
     let effect = effect_from_annotations(annotations);
     if network_granted && with_network_grant(effect) != effect {
-        format!("{why}; raised to network: its plugin holds an http grant")
+        format!("{why}; raised to network: it uses its plugin's http grant")
     } else {
         why
     }

@@ -13,7 +13,7 @@ use std::path::{Component, Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::capabilities::Capabilities;
+use crate::capabilities::{Capabilities, ToolDeclaration, ToolUses};
 use crate::limits::{
     PACKAGE_MAX_BYTES, PACKAGE_MAX_FILES, PLUGIN_NAME_MAX_CHARS, PLUGIN_VERSION_MAX_CHARS, WASM_MEMORY_MAX_BYTES,
 };
@@ -74,9 +74,18 @@ pub struct Manifest {
     /// What a WASM guest asks to reach beyond host services (granted at install).
     #[serde(default, skip_serializing_if = "Capabilities::is_empty")]
     pub capabilities: Capabilities,
+    /// Per tool, which capabilities it uses (`[tools.fetch] uses = ["http"]`);
+    /// without the table every tool may use every granted capability.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tools: BTreeMap<String, ToolDeclaration>,
 }
 
 impl Manifest {
+    /// Which tools use which capability.
+    pub fn tool_uses(&self) -> ToolUses {
+        ToolUses::of(&self.tools)
+    }
+
     /// The memory cap a WASM guest gets.
     pub fn memory_max(&self) -> Option<usize> {
         self.limits.memory_mb.map(|mb| mb as usize * 1024 * 1024)
@@ -194,12 +203,15 @@ pub fn parse_manifest(path: &Path, text: &str) -> Result<Manifest, PackageError>
             return Err(bad(format!("limits.memory_mb {mb} must be 1–{}", WASM_MEMORY_MAX_BYTES / (1024 * 1024))));
         }
         manifest.capabilities.validate().map_err(|e| bad(e.to_string()))?;
+        ToolUses::validate(&manifest.tools, &manifest.capabilities).map_err(|e| bad(e.to_string()))?;
     } else if manifest.limits.memory_mb.is_some() {
         return Err(bad("limits.memory_mb applies to wasm packages only".into()));
     } else if !manifest.capabilities.is_empty() {
         return Err(bad("capabilities apply to wasm packages only: an mcp-stdio server is a process that already \
                         has CLAT's network and environment (set its env in the manifest)"
             .into()));
+    } else if !manifest.tools.is_empty() {
+        return Err(bad("[tools] says which tools use which capability, and applies to wasm packages only".into()));
     }
     Ok(manifest)
 }

@@ -71,6 +71,9 @@ pub struct ApprovalRequest {
     pub asked_by: Option<String>,
     /// The tool's effect.
     pub effect: Effect,
+    /// Why the tool has that effect, as `clat tools NAME` says it (its hints,
+    /// and a grant it uses); empty when there is nothing to say (sampling).
+    pub effect_reason: String,
     /// The complete arguments.
     pub arguments: Value,
     /// The run's mode.
@@ -125,6 +128,12 @@ pub fn how_to_allow(effect: Effect, asked: bool) -> String {
     format!("run with --mode {mode} to allow {effect} tools without a prompt{terminal}")
 }
 
+/// `network`, or `network: readOnlyHint true, …; raised to network: it uses
+/// its plugin's http grant` when there is a reason to give.
+pub fn effect_with_reason(effect: Effect, reason: &str) -> String {
+    if reason.is_empty() { effect.to_string() } else { format!("{effect}: {reason}") }
+}
+
 /// An extension as the prompt names it: `server srv`, `plugin p`.
 pub fn who_asks(extension: &str) -> String {
     match extension.split_once(':') {
@@ -144,7 +153,7 @@ impl Approver for HeadlessApprover {
         Approval::Denied(format!(
             "{} ({}){} needs approval in mode {} and there is no interactive terminal; {}",
             request.tool,
-            request.effect,
+            effect_with_reason(request.effect, &request.effect_reason),
             request.asked_by.as_deref().map(|who| format!(" asked for by {}", who_asks(who))).unwrap_or_default(),
             request.mode,
             how_to_allow(request.effect, true)
@@ -196,7 +205,10 @@ impl TerminalApprover {
         };
         format!(
             "{question}\n  tool:   {}\n  source: {}\n  effect: {}\n  mode:   {}\n  arguments:\n{indented}\n",
-            request.tool, request.source, request.effect, request.mode,
+            request.tool,
+            request.source,
+            effect_with_reason(request.effect, &request.effect_reason),
+            request.mode,
         )
     }
 }

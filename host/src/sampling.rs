@@ -157,6 +157,7 @@ pub async fn create_message(
             source: source.to_string(),
             asked_by: Some(source.to_string()),
             effect: crate::contract::Effect::Network,
+            effect_reason: String::new(),
             arguments: approval_payload(request, &model),
             mode: run.mode(),
             // Sampling is asked about every time outside Full Access.

@@ -104,7 +104,8 @@ impl Drop for ThrowawayHome {
 
 /// A throwaway home with `project` trusted and `package` installed, sharing the real home's compiled cache.
 /// `grant`: `--grant` was given (otherwise declared capabilities are asked for
-/// at a terminal, or refused headless, as at install; `command` names the retry).
+/// at a terminal, or refused headless, as at install, naming the user's own
+/// command line with `--grant` as the retry; `command` is `call` or `test`).
 fn throwaway_home(
     real: &ClatHome,
     project: &Path,
@@ -124,13 +125,22 @@ fn throwaway_home(
     TrustStore::new(&throwaway.home).trust(project)?;
     let runtime = crate::wasm::WasmRuntime::with_observer(&real_cache, super::progress::compile_observer())
         .map_err(|e| Failure::new(Exit::Internal, "internal", format!("the WASM runtime could not start: {e:#}")))?;
-    let retry = format!("clat plugin {command} {}", package.display());
+    let retry =
+        as_typed(std::env::args().skip(1)).unwrap_or_else(|| format!("clat plugin {command} {}", package.display()));
     let installed = PackageStore::new(&throwaway.home).install_granted(
         package,
         |manifest, _| super::plugin::decide_grants(manifest, None, grant, &retry),
         |manifest, staged| super::plugin::validate_staged(&runtime, manifest, staged).map(drop),
     )?;
     Ok((throwaway, installed.manifest))
+}
+
+/// The command line the user typed (`args` after the program), quoted for a
+/// POSIX shell, so the retry a refusal names (it appends `--grant`) runs as
+/// is. `None` when it cannot be rebuilt (an argument with a NUL byte).
+fn as_typed(args: impl Iterator<Item = String>) -> Option<String> {
+    let words: Vec<String> = args.collect();
+    shlex::try_join(words.iter().map(String::as_str)).ok().map(|line| format!("clat {line}"))
 }
 
 /// Mount the throwaway home's project: the native tools and the package (nothing else starts, not even a

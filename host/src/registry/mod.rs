@@ -384,7 +384,7 @@ impl Registry {
     /// from `owner` and the spec's name; `identity` is the owner's (what the
     /// agent's kept approvals of the tool are bound to); its effect comes from the annotations
     /// through the spec's table (never `Read`), raised to at least `Network`
-    /// when `network_granted` (its plugin holds an HTTP grant); its input
+    /// when `network_granted` (it uses its plugin's HTTP grant); its input
     /// schema must be a JSON Schema object.
     pub fn register_external(
         &self,

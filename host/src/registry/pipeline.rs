@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::{CallError, Caller, InFlight, Registry, ToolEntry};
+use super::{CallError, Caller, InFlight, Registry, ToolEntry, ToolSource};
 use crate::approvals::{AGENT, ApprovalKey};
 use crate::contract::json::{content_block_to_json, tool_output_json_len_bound, tool_output_to_json};
 use crate::contract::{ContentBlock, ToolOutput};
@@ -20,7 +20,7 @@ use crate::limits::{
     HOST_REQUEST_EXTENSION_MAX, HOST_REQUEST_EXTENSION_STEP, TOOL_ARGUMENTS_MAX_BYTES, TOOL_CALL_TIMEOUT,
     TOOL_RESULT_CUT_MARKER_BYTES, TOOL_RESULT_MAX_BYTES,
 };
-use crate::permissions::{Approval, ApprovalRequest, Rule, how_to_allow, rule_for};
+use crate::permissions::{Approval, ApprovalRequest, Rule, effect_with_reason, how_to_allow, rule_for};
 use crate::run::{RunContext, RunEventKind};
 
 impl Registry {
@@ -98,6 +98,12 @@ fn approval_key(entry: &ToolEntry, caller: Caller<'_>) -> ApprovalKey {
     ApprovalKey { asked_by, extension: entry.source.extension(), tool: entry.name.clone(), identity }
 }
 
+/// Why an extension's tool has its effect (its hints, a grant it uses); a
+/// native tool's effect is CLAT's own and needs no reason.
+fn extension_effect_reason(entry: &ToolEntry) -> &str {
+    if matches!(entry.source, ToolSource::Native) { "" } else { &entry.effect_reason }
+}
+
 async fn decide(
     entry: &ToolEntry,
     caller: Caller<'_>,
@@ -113,9 +119,11 @@ async fn decide(
             false,
             "mode",
             Some(format!(
-                "mode {} does not allow {} tools; {}",
+                "mode {} does not allow {} tools ({} is {}); {}",
                 run.mode(),
                 entry.effect,
+                entry.name,
+                effect_with_reason(entry.effect, extension_effect_reason(entry)),
                 how_to_allow(entry.effect, false)
             )),
         ),
@@ -130,6 +138,7 @@ async fn decide(
                     Caller::Extension { key, .. } => Some(key.to_string()),
                 },
                 effect: entry.effect,
+                effect_reason: extension_effect_reason(entry).to_string(),
                 arguments: arguments.clone(),
                 mode: run.mode(),
                 can_remember: run.approvals().is_some(),

@@ -405,11 +405,18 @@ pub struct GuestHttp {
     source: String,
     deadline: Instant,
     requests: u32,
+    /// Why every request of this call is refused (the tool does not use `http`).
+    refused: Option<String>,
 }
 
 impl GuestHttp {
     pub fn new(egress: Option<Arc<Egress>>, run: Option<RunContext>, source: &str, deadline: Instant) -> GuestHttp {
-        GuestHttp { egress, run, source: source.to_string(), deadline, requests: 0 }
+        GuestHttp { egress, run, source: source.to_string(), deadline, requests: 0, refused: None }
+    }
+
+    /// The hooks of a call whose every request is refused, for `why`.
+    pub fn refusing(self, why: String) -> GuestHttp {
+        GuestHttp { refused: Some(why), ..self }
     }
 
     /// Refuse a request: its event now; the guest's answer once it has
@@ -458,6 +465,9 @@ impl WasiHttpHooks for GuestHttp {
             let why = format!("{} may not make HTTP requests", self.source);
             return Self::refuse(Some(report), HttpError::HttpRequestDenied, why, request.into_body());
         };
+        if let Some(why) = self.refused.clone() {
+            return Self::refuse(Some(report), HttpError::HttpRequestDenied, why, request.into_body());
+        }
         let Some(target) = target else {
             let why = "the request's URL is not an http(s) URL with a host".to_string();
             return Self::refuse(Some(report), HttpError::HttpRequestUriInvalid, why, request.into_body());

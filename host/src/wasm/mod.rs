@@ -81,6 +81,15 @@ pub async fn start_plugin(
             .problems
             .push(format!("{} tools past the first {TOOLS_PER_SERVER_MAX} were dropped", plugin.dropped_tools()));
     }
+    let listed = plugin.tools();
+    for named in plugin.tool_uses().named_tools() {
+        if !listed.iter().any(|spec| spec.name == named) {
+            status.problems.push(format!(
+                "clat-plugin.toml has [tools.{named}], but the plugin lists no tool {named} (a misspelled name \
+                 leaves the tool it meant without the capabilities it uses)"
+            ));
+        }
+    }
     for result in plugin.register(registry) {
         match result {
             Ok(name) => status.tools.push(name),

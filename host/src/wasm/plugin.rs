@@ -15,7 +15,7 @@ use super::cache::CacheOutcome;
 use super::runtime::WasmRuntime;
 use super::stdio::SharedTail;
 use super::store::{GuestState, StoreTemplate};
-use crate::capabilities::Capabilities;
+use crate::capabilities::{Capabilities, ToolUses};
 use crate::contract::{ClatPluginPre, ContextSnapshot, ToolOutput, ToolSpec};
 use crate::limits::{CONTEXT_DELIVERY_TIMEOUT, HOST_REQUEST_EXTENSION_MAX, TOOL_CALL_TIMEOUT, TOOLS_PER_SERVER_MAX};
 use crate::registry::ToolError;
@@ -26,6 +26,8 @@ pub struct WasmPlugin {
     pub(super) name: String,
     /// What the user granted of what the manifest declares.
     pub(super) granted: Capabilities,
+    /// Which tools use the grant (`[tools]` of the manifest).
+    pub(super) uses: ToolUses,
     pub(super) pre: ClatPluginPre<GuestState>,
     pub(super) runtime: Arc<WasmRuntime>,
     /// What each call's store is made from (the WASI context's parts, the limits, the grant).
@@ -52,6 +54,11 @@ impl WasmPlugin {
         &self.granted
     }
 
+    /// Which of its tools use which capability.
+    pub fn tool_uses(&self) -> &ToolUses {
+        &self.uses
+    }
+
     /// Whether loading compiled the component or reused the cache.
     pub fn cache_outcome(&self) -> CacheOutcome {
         self.cache
@@ -72,7 +79,7 @@ impl WasmPlugin {
         self.tail.lock().unwrap_or_else(|p| p.into_inner()).lines()
     }
 
-    pub(super) fn store(&self, run: Option<&RunContext>) -> wasmtime::Store<GuestState> {
+    pub(super) fn store(&self, tool: Option<&str>, run: Option<&RunContext>) -> wasmtime::Store<GuestState> {
         // In a run the registry owns the call's deadline (and extends it while the
         // guest waits on the host); the epoch interrupt is the backstop past any
         // extension. Outside a run (list-tools, install validation) it is the bound.
@@ -87,7 +94,7 @@ impl WasmPlugin {
             let call = r.call_deadline(TOOL_CALL_TIMEOUT);
             r.deadline().map_or(call, |end| end.min(call))
         });
-        self.template.new_store(&self.runtime.engine, run.cloned(), deadline, http_deadline)
+        self.template.new_store(&self.runtime.engine, tool, run.cloned(), deadline, http_deadline)
     }
 
     /// Describe a guest failure: traps by kind, with the output tail.
@@ -106,7 +113,7 @@ impl WasmPlugin {
     }
 
     pub(super) async fn list_tools(&self) -> Result<Vec<ToolSpec>, GuestFailure> {
-        let mut store = self.store(None);
+        let mut store = self.store(None, None);
         let instance = self.pre.instantiate_async(&mut store).await.map_err(|e| self.failure("instantiation", e))?;
         let tools = instance
             .artec_clat_plugin()
@@ -123,7 +130,7 @@ impl WasmPlugin {
 
     /// Run one of the plugin's tools in `run`, in a fresh store.
     pub async fn call_tool(&self, tool: &str, arguments: &Value, run: &RunContext) -> Result<ToolOutput, ToolError> {
-        let mut store = self.store(Some(run));
+        let mut store = self.store(Some(tool), Some(run));
         let instance = self
             .pre
             .instantiate_async(&mut store)
@@ -143,7 +150,7 @@ impl WasmPlugin {
     /// Create a fresh store and instance and drop them: the per-call setup
     /// cost, for benchmarks and health checks.
     pub async fn instantiate_once(&self) -> Result<(), GuestFailure> {
-        let mut store = self.store(None);
+        let mut store = self.store(None, None);
         self.pre.instantiate_async(&mut store).await.map(drop).map_err(|e| self.failure("instantiation", e))
     }
 
@@ -160,7 +167,7 @@ impl WasmPlugin {
     }
 
     async fn deliver_context(&self, snapshot: Option<ContextSnapshot>) -> Result<(), GuestFailure> {
-        let mut store = self.store(None);
+        let mut store = self.store(None, None);
         let instance = self.pre.instantiate_async(&mut store).await.map_err(|e| self.failure("instantiation", e))?;
         instance
             .artec_clat_plugin()

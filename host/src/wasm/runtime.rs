@@ -20,7 +20,7 @@ use super::imports;
 use super::plugin::{WasmPlugin, spawn_context_delivery};
 use super::stdio::SharedTail;
 use super::store::{self, GuestState, StoreTemplate, TemplateSpec};
-use crate::capabilities::Capabilities;
+use crate::capabilities::{Capabilities, ToolUses};
 use crate::contract::{ClatPlugin, ClatPluginPre, ToolSpec};
 use crate::limits::{WASM_COMPONENT_MAX_BYTES, WASM_MEMORY_MAX_BYTES};
 use crate::redact::OutputTail;
@@ -53,6 +53,8 @@ pub struct PluginSetup {
     pub memory_max: Option<usize>,
     pub declared: Capabilities,
     pub granted: Capabilities,
+    /// Which tools use which capability (`[tools]` of the manifest).
+    pub uses: ToolUses,
     pub identity: Option<crate::identity::Identity>,
 }
 
@@ -63,6 +65,7 @@ impl PluginSetup {
             memory_max: package.manifest.memory_max(),
             declared: package.manifest.capabilities.clone(),
             granted: package.grants.clone(),
+            uses: package.manifest.tool_uses(),
             identity: Some(package.identity()),
         }
     }
@@ -284,12 +287,14 @@ impl WasmRuntime {
             waits: waits.clone(),
             egress,
             env_grants: granted.env.clone(),
+            uses: setup.uses.clone(),
             identity: setup.identity.clone().unwrap_or_else(|| crate::identity::Identity::file(entry)),
         })
         .map_err(LoadError::NotAComponent)?;
         let plugin = Arc::new(WasmPlugin {
             name: name.to_string(),
             granted,
+            uses: setup.uses.clone(),
             pre,
             runtime: Arc::clone(self),
             template,

@@ -2,7 +2,8 @@
 //! guest's WASI context (no ambient authority: no args, no sockets, no
 //! project; its own artifact dir read-only at `/plugin`; stdout/stderr into its
 //! tail; as environment only the variables its grant names, read when the call
-//! starts), its `wasi:http` hooks (the grant, for plugins that declare `http`),
+//! starts, and only for a tool that uses `env`), its `wasi:http` hooks (the
+//! grant, for plugins that declare `http`; refused for a tool that does not use it),
 //! its resource limits, the epoch deadline, and what host services need (the
 //! scope's services, the current run, the plugin's name).
 //!
@@ -24,6 +25,7 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::http::{Egress, GuestHttp};
 use super::stdio::{SharedTail, TailStream};
+use crate::capabilities::{Capability, ToolUses};
 use crate::identity::Identity;
 use crate::limits::{WASM_INSTANCES_MAX, WASM_TABLE_ELEMENTS_MAX};
 use crate::run::RunContext;
@@ -79,6 +81,8 @@ pub struct StoreTemplate {
     egress: Option<Arc<Egress>>,
     /// The environment variables granted to the plugin.
     env_grants: Vec<String>,
+    /// Which tools use the grant.
+    uses: ToolUses,
 }
 
 /// How one template is made.
@@ -94,6 +98,8 @@ pub struct TemplateSpec<'a> {
     pub waits: HostWaits,
     pub egress: Option<Arc<Egress>>,
     pub env_grants: Vec<String>,
+    /// Which tools use the grant (`[tools]` of the manifest).
+    pub uses: ToolUses,
     /// What the plugin is (its package's artifact digest).
     pub identity: Identity,
 }
@@ -117,6 +123,7 @@ impl StoreTemplate {
             waits: spec.waits,
             egress: spec.egress,
             env_grants: spec.env_grants,
+            uses: spec.uses,
         })
     }
 
@@ -125,25 +132,42 @@ impl StoreTemplate {
         &self.identity
     }
 
-    /// A fresh store for one call in `run` (or none), interrupted at
-    /// `deadline`; its HTTP requests must end by `http_deadline`.
+    /// A fresh store for one call of `tool` (or of no tool: list-tools,
+    /// context delivery) in `run` (or none), interrupted at `deadline`; its
+    /// HTTP requests must end by `http_deadline`. It gets the granted
+    /// environment and HTTP only if the tool uses them.
     pub fn new_store(
         &self,
         engine: &Engine,
+        tool: Option<&str>,
         run: Option<RunContext>,
         deadline: Instant,
         http_deadline: Instant,
     ) -> Store<GuestState> {
+        let uses = |capability| match tool {
+            Some(tool) => self.uses.allows(tool, capability),
+            None => !self.uses.is_per_tool(),
+        };
         let mut wasi = WasiCtxBuilder::new();
         wasi.stdout(TailStream(Arc::clone(&self.tail)))
             .stderr(TailStream(Arc::clone(&self.tail)))
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false);
-        for name in &self.env_grants {
-            if let Ok(value) = std::env::var(name) {
-                wasi.env(name, value);
+        if uses(Capability::Env) {
+            for name in &self.env_grants {
+                if let Ok(value) = std::env::var(name) {
+                    wasi.env(name, value);
+                }
             }
+        }
+        let mut http = GuestHttp::new(self.egress.clone(), run.clone(), &self.source, http_deadline);
+        if let Some(tool) = tool.filter(|_| self.egress.is_some() && !uses(Capability::Http)) {
+            http = http.refusing(format!(
+                "tool {tool} of {} does not use http: its manifest lists it under [tools] without \
+                 `uses = [\"http\"]` (add it there to let this tool reach its plugin's http grant)",
+                self.source
+            ));
         }
         let limits = StoreLimitsBuilder::new()
             .memory_size(self.memory_max)
@@ -157,7 +181,7 @@ impl StoreTemplate {
             wasi: wasi.build(),
             table: ResourceTable::new(),
             http_ctx: WasiHttpCtx::new(),
-            http: GuestHttp::new(self.egress.clone(), run.clone(), &self.source, http_deadline),
+            http,
             limits,
             plugin_dir: self.plugin_dir.clone(),
             services: Arc::clone(&self.services),

@@ -1,6 +1,6 @@
 //! A WASM plugin's tools in the registry, the twin of `mcp/tools.rs`:
 //! registering them as `wasm_{plugin}_{tool}` under the plugin's identity (at
-//! least `network` when it holds an HTTP grant), and `WasmTool`, the handler
+//! least `network` when it holds an HTTP grant the tool uses), and `WasmTool`, the handler
 //! that runs one `call-tool` in a fresh instance.
 
 use std::sync::Arc;
@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::plugin::WasmPlugin;
+use crate::capabilities::Capability;
 use crate::contract::ToolOutput;
 use crate::names::ExternalKind;
 use crate::registry::{RegistrationError, Registry, ToolError, ToolHandler};
@@ -21,7 +22,7 @@ impl WasmPlugin {
             .iter()
             .map(|spec| {
                 let handler = Arc::new(WasmTool { plugin: Arc::clone(self), tool: spec.name.clone() });
-                let network = !self.granted.http.is_empty();
+                let network = !self.granted.http.is_empty() && self.uses.allows(&spec.name, Capability::Http);
                 registry.register_external(
                     ExternalKind::Wasm,
                     &self.name,
