@@ -278,6 +278,9 @@ fn new_test_install_call(lang: &str, kind: &str, tool: &str) {
         let modules = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/guest-toolchains/node_modules");
         std::os::unix::fs::symlink(modules.canonicalize().unwrap(), project.join("node_modules")).unwrap();
     }
+    if kind == "wasm" {
+        unit_tests_pass_in_the_languages_runner(lang, &project, &vars);
+    }
     let out = env.clat_with_env(&["plugin", "test", project.to_str().unwrap()], &vars);
     assert_eq!(out.status.code(), Some(0), "{}\n{}", stdout(&out), stderr(&out));
     assert!(stdout(&out).contains("ok   case greets by name"), "{}", stdout(&out));
@@ -293,6 +296,26 @@ fn new_test_install_call(lang: &str, kind: &str, tool: &str) {
         .unwrap();
     assert_eq!(stdout(&out), "Hello, author!\n", "{}", stderr(&out));
     no_throwaway_left(&env);
+}
+
+/// The unit tests a new JavaScript or Python component project comes with run in the language's own runner
+/// (`npm test`: `node --test`; `python3 -m unittest`) against the mock host, before anything is built.
+fn unit_tests_pass_in_the_languages_runner(lang: &str, project: &Path, vars: &[(&str, &str)]) {
+    let (program, args, passed): (&str, &[&str], &str) = match lang {
+        "javascript" => ("npm", &["test"], "# pass 2"),
+        "python" => ("python3", &["-m", "unittest", "-v"], "Ran 2 tests"),
+        _ => return,
+    };
+    let out = std::process::Command::new(program)
+        .args(args)
+        .current_dir(project)
+        .envs(vars.iter().copied())
+        .output()
+        .unwrap_or_else(|e| panic!("{program}: {e}"));
+    let shown = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(out.status.success(), "{program} {}: {shown}", args.join(" "));
+    assert!(shown.contains(passed), "{shown}");
+    assert!(!project.join("dist").exists(), "the unit tests build nothing");
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Project templates for `clat plugin new NAME`: a manifest, the build
-//! configuration, one tool with a test case (`cases.jsonl`) and a README of
-//! three commands, with `{{name}}` (and friends) filled in. A Rust project
+//! configuration, one tool with a test case (`cases.jsonl`), a unit test in
+//! the language's own runner with a mock host (JavaScript and Python
+//! components) and a README of its commands, with `{{name}}` (and friends) filled in. A Rust project
 //! also gets the guest SDK (`vendor/clat-guest`), the very files of
 //! `guests/clat-guest` this clat was built with, and the lock file the
 //! repository's guests are tested with.
@@ -36,6 +37,9 @@ const JAVASCRIPT_WASM: &[TemplateFile] = &[
     ("package.json", include_str!("../../templates/javascript-wasm/package.json")),
     ("src/index.js", include_str!("../../templates/javascript-wasm/src/index.js")),
     ("src/clat.js", include_str!("../../templates/javascript-wasm/src/clat.js")),
+    ("test/hello.test.js", include_str!("../../templates/javascript-wasm/test/hello.test.js")),
+    ("test/mock-host.js", include_str!("../../templates/javascript-wasm/test/mock-host.js")),
+    ("test/register-mock-host.js", include_str!("../../templates/javascript-wasm/test/register-mock-host.js")),
     ("wit/clat.wit", include_str!("../../../wit/clat.wit")),
     ("clat-plugin.toml", include_str!("../../templates/javascript-wasm/clat-plugin.toml")),
     ("cases.jsonl", include_str!("../../templates/javascript-wasm/cases.jsonl")),
@@ -48,6 +52,8 @@ const PYTHON_WASM: &[TemplateFile] = &[
     ("app.py", include_str!("../../templates/python-wasm/app.py")),
     ("clat.py", include_str!("../../templates/python-wasm/clat.py")),
     ("clat_http.py", include_str!("../../templates/python-wasm/clat_http.py")),
+    ("clat_testing.py", include_str!("../../templates/python-wasm/clat_testing.py")),
+    ("test_app.py", include_str!("../../templates/python-wasm/test_app.py")),
     ("wit/clat.wit", include_str!("../../../wit/clat.wit")),
     ("wit/http.wit", include_str!("../../templates/python-wasm/wit/http.wit")),
     ("wit/deps/http/http.wit", include_str!("../../templates/python-wasm/wit/deps/http/http.wit")),
