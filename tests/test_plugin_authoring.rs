@@ -231,6 +231,28 @@ fn bad_input_is_a_clear_error_before_anything_is_built_or_installed() {
         "{}",
         stderr(&out)
     );
+    // Without a toolchain found, the printed next step installs the project's pinned one first.
+    for (lang, setup) in [
+        ("javascript", "npm install && npm test && clat plugin test ."),
+        (
+            "python",
+            "python3 -m venv .venv && .venv/bin/pip install componentize-py==0.25.1 && .venv/bin/python -m unittest \
+             && clat plugin test .",
+        ),
+    ] {
+        let name = format!("{lang}-fresh");
+        let out = env
+            .clat_command(&["plugin", "new", &name, "--lang", lang, "--dir", parent.to_str().unwrap()])
+            .env("PATH", &empty)
+            .env_remove("CLAT_COMPONENTIZE_JS")
+            .env_remove("CLAT_COMPONENTIZE_PY")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let project = parent.join(&name);
+        let expected = format!("next: cd {} && {setup} && clat plugin install --build .\n", project.display());
+        assert!(stdout(&out).ends_with(&expected), "{}", stdout(&out));
+    }
     // A component of another world is refused at its interfaces, before it is compiled or installed.
     let package = env.dir.path().join("command");
     copy_dir(Path::new(guests::HELLO_PACKAGE), &package);
@@ -251,7 +273,8 @@ fn bad_input_is_a_clear_error_before_anything_is_built_or_installed() {
     );
 }
 
-/// `plugin new --lang LANG --kind KIND` → `plugin test` → `plugin install --build` → `clat call`, with the
+/// `plugin new --lang LANG --kind KIND` → the printed next step (unit tests, `plugin test`, `plugin install
+/// --build`) → `clat call`, with the
 /// pinned toolchains (and, for an MCP server, the Python SDK of the test peers as the `python3` on PATH, or the
 /// MCP SDK and esbuild of the toolchain directory as the project's `node_modules`).
 fn new_test_install_call(lang: &str, kind: &str, tool: &str) {
@@ -265,8 +288,15 @@ fn new_test_install_call(lang: &str, kind: &str, tool: &str) {
     let mut vars = support::toolchains::toolchain_env();
     vars.push(("TMPDIR", tmp.display().to_string()));
     vars.push(("PATH", path));
-    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let name = format!("{lang}-tool");
+    if lang == "javascript" && kind == "mcp-stdio" {
+        // With esbuild found, the printed next step needs no `npm install`; the MCP SDK is linked in below.
+        let esbuild = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/guest-toolchains/node_modules/.bin/esbuild");
+        vars.push(("CLAT_ESBUILD", esbuild.display().to_string()));
+    }
+    let clat_dir = Path::new(env!("CARGO_BIN_EXE_clat")).parent().unwrap().display().to_string();
+    vars.push(("CLAT_HOME", env.home.display().to_string()));
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let out = env.clat_with_env(
         &["plugin", "new", &name, "--lang", lang, "--kind", kind, "--dir", parent.to_str().unwrap()],
         &vars,
@@ -278,15 +308,33 @@ fn new_test_install_call(lang: &str, kind: &str, tool: &str) {
         let modules = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/guest-toolchains/node_modules");
         std::os::unix::fs::symlink(modules.canonicalize().unwrap(), project.join("node_modules")).unwrap();
     }
-    if kind == "wasm" {
-        unit_tests_pass_in_the_languages_runner(lang, &project, &vars);
+    // The printed next step, run as printed (from the parent directory, `clat` on PATH): the unit tests in the
+    // language's own runner against the mock host, `clat plugin test .`, `clat plugin install --build .`.
+    let next = stdout(&out).lines().find_map(|l| l.strip_prefix("next: ").map(str::to_string)).expect("a next step");
+    let unit_tests = match (lang, kind) {
+        ("javascript", "wasm") => Some(("npm test", "# pass 2")),
+        ("python", "wasm") => Some(("python3 -m unittest", "Ran 2 tests")),
+        _ => None,
+    };
+    if let Some((command, _)) = unit_tests {
+        assert!(next.contains(command), "{next}");
     }
-    let out = env.clat_with_env(&["plugin", "test", project.to_str().unwrap()], &vars);
-    assert_eq!(out.status.code(), Some(0), "{}\n{}", stdout(&out), stderr(&out));
-    assert!(stdout(&out).contains("ok   case greets by name"), "{}", stdout(&out));
-    assert!(stdout(&out).ends_with(" passed, 0 failed\n"), "{}", stdout(&out));
-    let out = env.clat_with_env(&["plugin", "install", "--build", project.to_str().unwrap()], &vars);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let path = format!("{clat_dir}:{}", vars.iter().find(|(k, _)| *k == "PATH").unwrap().1);
+    let out = std::process::Command::new("sh")
+        .args(["-c", &next])
+        .current_dir(&parent)
+        .envs(vars.iter().copied())
+        .env("PATH", path)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let shown = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(out.status.success(), "{next}:\n{shown}");
+    if let Some((_, passed)) = unit_tests {
+        assert!(shown.contains(passed), "the unit tests ran: {shown}");
+    }
+    assert!(stdout(&out).contains("ok   case greets by name"), "{shown}");
+    assert!(stdout(&out).contains(" passed, 0 failed\n"), "{shown}");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_clat"))
         .args(["--home", env.home.to_str().unwrap(), "--project", project.to_str().unwrap()])
         .args(["call", tool, r#"{"name":"author"}"#])
@@ -296,26 +344,6 @@ fn new_test_install_call(lang: &str, kind: &str, tool: &str) {
         .unwrap();
     assert_eq!(stdout(&out), "Hello, author!\n", "{}", stderr(&out));
     no_throwaway_left(&env);
-}
-
-/// The unit tests a new JavaScript or Python component project comes with run in the language's own runner
-/// (`npm test`: `node --test`; `python3 -m unittest`) against the mock host, before anything is built.
-fn unit_tests_pass_in_the_languages_runner(lang: &str, project: &Path, vars: &[(&str, &str)]) {
-    let (program, args, passed): (&str, &[&str], &str) = match lang {
-        "javascript" => ("npm", &["test"], "# pass 2"),
-        "python" => ("python3", &["-m", "unittest", "-v"], "Ran 2 tests"),
-        _ => return,
-    };
-    let out = std::process::Command::new(program)
-        .args(args)
-        .current_dir(project)
-        .envs(vars.iter().copied())
-        .output()
-        .unwrap_or_else(|e| panic!("{program}: {e}"));
-    let shown = format!("{}{}", stdout(&out), stderr(&out));
-    assert!(out.status.success(), "{program} {}: {shown}", args.join(" "));
-    assert!(shown.contains(passed), "{shown}");
-    assert!(!project.join("dist").exists(), "the unit tests build nothing");
 }
 
 #[test]
@@ -379,4 +407,63 @@ fn a_javascript_component_that_imports_wasi_http_is_refused_with_the_fix() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("wasi:http"), "{}", stderr(&out));
     assert!(!env.home.join("plugins/installed.json").exists());
+}
+
+/// A syntax error is reported by the language's own parser as the author's `file:line`, the line and the message —
+/// not componentize-js's "failed to parse JS source", not componentize-py's Rust backtrace — and nothing is built;
+/// a component built against another contract version is refused with the fix.
+#[test]
+fn errors_point_at_the_authors_code_and_name_the_fix() {
+    let env = TestEnv::new();
+    let parent = env.dir.path().join("work");
+    std::fs::create_dir_all(&parent).unwrap();
+    let mut vars = support::toolchains::toolchain_env();
+    vars.push(("RUST_BACKTRACE", "1".into()));
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    for (lang, file, broken_from, broken_to, at) in [
+        ("javascript", "src/index.js", "`Hello, ${name}!`,", "`Hello, ${name}!`,,", "src/index.js:21"),
+        ("python", "app.py", "return f\"Hello, {args.name}!\"", "return f\"Hello, {args.name}!\" +", "app.py:29:"),
+    ] {
+        let name = format!("{lang}-broken");
+        let out =
+            env.clat_with_env(&["plugin", "new", &name, "--lang", lang, "--dir", parent.to_str().unwrap()], &vars);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let project = parent.join(&name);
+        let source = std::fs::read_to_string(project.join(file)).unwrap();
+        assert!(source.contains(broken_from), "{source}");
+        std::fs::write(project.join(file), source.replace(broken_from, broken_to)).unwrap();
+        let out = env.clat_with_env(&["plugin", "build", project.to_str().unwrap()], &vars);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(&format!("{lang} syntax error, nothing was built")), "{err}");
+        assert!(err.contains(at) && err.contains("SyntaxError"), "the author's file and line: {err}");
+        assert!(err.contains(broken_to.trim_end_matches(',')), "the line itself: {err}");
+        for noise in ["componentize", "Stack backtrace", "node:internal", "Traceback"] {
+            assert!(!err.contains(noise), "no toolchain internals ({noise}): {err}");
+        }
+        assert!(
+            !project.join("dist").exists() && !project.join("__pycache__").exists(),
+            "nothing was built or written"
+        );
+    }
+    // A component of another contract version: refused at install, with what to do.
+    let package = env.dir.path().join("old-contract");
+    copy_dir(Path::new(guests::HELLO_PACKAGE), &package);
+    let wasm = std::fs::read(package.join("hello.wasm")).unwrap();
+    let (from, to) = (b"artec:clat/plugin@0.1.0", b"artec:clat/plugin@0.0.9");
+    let mut patched = wasm.clone();
+    let places: Vec<usize> = wasm.windows(from.len()).enumerate().filter(|(_, w)| w == from).map(|(i, _)| i).collect();
+    assert!(!places.is_empty(), "the component exports the contract");
+    for at in places {
+        patched[at..at + to.len()].copy_from_slice(to);
+    }
+    std::fs::write(package.join("hello.wasm"), patched).unwrap();
+    let out = clat(&env, &["plugin", "install", package.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("it was built for the contract artec:clat@0.0.9; this host accepts artec:clat@0.1.0"),
+        "{err}"
+    );
+    assert!(err.contains("take wit/clat.wit") && err.contains("`clat plugin new`"), "the fix: {err}");
 }

@@ -17,6 +17,9 @@
 //!   `clat-plugin-http` (`wit/http.wit`) when the manifest declares http.
 //!
 //! Both bind the contract from `DIR/wit/` (the template writes it there).
+//! Before either runs, the language's own parser checks the author's sources
+//! (`node --check`, Python's `compile`), so a syntax error is `file:line`,
+//! the line and the message, not the toolchain's "failed to parse".
 //!
 //! An `mcp-stdio` project is not compiled: a Python one is its files
 //! (`assemble_files`), a JavaScript one is bundled with its dependencies by
@@ -27,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use super::{AuthoringError, Language, io};
-use crate::packages::{MANIFEST, read_manifest};
+use crate::packages::{MANIFEST, PackageKind, read_manifest};
 
 /// Where `build` assembles the package, inside the project.
 pub const DIST_DIR: &str = "dist";
@@ -51,6 +54,44 @@ pub fn detect(dir: &Path) -> Option<Language> {
         .find(|(file, _)| dir.join(file).is_file())
         .map(|(_, language)| language)
 }
+
+/// The steps a new project at `dir` needs before `clat plugin test .`, as
+/// shell commands run in it: installing its pinned toolchain when none is
+/// found yet (the same search the build makes), then its unit tests (a
+/// component in JavaScript or Python comes with one against a mock host).
+pub fn first_steps(dir: &Path, language: Language, kind: PackageKind) -> Vec<String> {
+    let mut steps = Vec::new();
+    match (language, kind) {
+        (Language::Javascript, PackageKind::Wasm) => {
+            if find_tool(dir.join("node_modules/.bin/componentize-js"), "CLAT_COMPONENTIZE_JS", "componentize-js")
+                .is_none()
+            {
+                steps.push("npm install".to_string());
+            }
+            steps.push("npm test".to_string());
+        }
+        (Language::Javascript, PackageKind::McpStdio)
+            if find_tool(dir.join("node_modules/.bin/esbuild"), "CLAT_ESBUILD", "esbuild").is_none() =>
+        {
+            steps.push("npm install".to_string());
+        }
+        (Language::Python, PackageKind::Wasm) => {
+            let found = find_tool(dir.join(".venv/bin/componentize-py"), "CLAT_COMPONENTIZE_PY", "componentize-py");
+            if found.is_none() {
+                steps
+                    .push(format!("python3 -m venv .venv && .venv/bin/pip install componentize-py=={COMPONENTIZE_PY}"));
+            }
+            let python =
+                if found.is_none() || dir.join(".venv/bin/python").is_file() { ".venv/bin/python" } else { "python3" };
+            steps.push(format!("{python} -m unittest"));
+        }
+        _ => {}
+    }
+    steps
+}
+
+/// The componentize-py the Python template pins.
+const COMPONENTIZE_PY: &str = "0.25.1";
 
 /// Spawn `program --version`: is it there?
 fn present(program: &str) -> bool {
@@ -245,6 +286,8 @@ fn run_tool_with(
         .args(args)
         .arg(out_arg)
         .current_dir(dir)
+        // A toolchain's own error is the author's to read, not its Rust backtrace (componentize-py's anyhow).
+        .env("RUST_LIB_BACKTRACE", "0")
         .stdin(Stdio::null())
         .stdout(Stdio::inherit())
         .stderr(Stdio::inherit())
@@ -281,6 +324,7 @@ fn build_javascript(dir: &Path, out: &Path, http: bool) -> Result<PathBuf, Autho
         })?;
     require_wit(dir)?;
     let main = package_main(dir, "src/index.js")?;
+    check_syntax(dir, Language::Javascript, Path::new("node"))?;
     let mut args = vec![main.as_str(), "--wit", "wit", "--world-name", "clat-plugin", "--disable"];
     if !http {
         args.push("http");
@@ -327,7 +371,7 @@ fn build_python(dir: &Path, out: &Path, http: bool) -> Result<PathBuf, Authoring
         || {
             missing(
                 "componentize-py",
-                "run `python3 -m venv .venv && .venv/bin/pip install componentize-py==0.25.1` in the project",
+                &format!("run `python3 -m venv .venv && .venv/bin/pip install componentize-py=={COMPONENTIZE_PY}` in the project"),
             )
         },
     )?;
@@ -347,5 +391,101 @@ fn build_python(dir: &Path, out: &Path, http: bool) -> Result<PathBuf, Authoring
             dir.display()
         )));
     }
+    // The venv's python beside componentize-py parses as the build does; else the first python3 on PATH.
+    let python = tool.parent().map(|bin| bin.join("python3")).filter(|p| p.is_file());
+    check_syntax(dir, Language::Python, python.as_deref().unwrap_or(Path::new("python3")))?;
     run_tool(dir, &tool, &["-d", "wit", "-w", world, "componentize", "app", "-o"], out)
+}
+
+/// Directories whose sources are not the author's (dependencies, outputs).
+const NOT_AUTHORED: &[&str] = &["node_modules", ".venv", "venv", "dist", "target", "__pycache__", ".git"];
+
+/// The author's source files of `language` under `dir` (`.js`/`.mjs`, `.py`), sorted.
+fn authored_sources(dir: &Path, language: Language) -> Vec<PathBuf> {
+    let extensions: &[&str] = if language == Language::Python { &["py"] } else { &["js", "mjs"] };
+    let mut found = Vec::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(dir.join(&rel)) else { continue };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let path = rel.join(&name);
+            match entry.file_type() {
+                Ok(t) if t.is_dir() && !NOT_AUTHORED.contains(&name.to_string_lossy().as_ref()) => stack.push(path),
+                Ok(t)
+                    if t.is_file() && path.extension().is_some_and(|e| extensions.contains(&&*e.to_string_lossy())) =>
+                {
+                    found.push(path)
+                }
+                _ => {}
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The parser that reports a syntax error as `file:line` with the line and
+/// the message, and nothing of its own stack: `python3` compiling each file
+/// in memory (no `__pycache__` written).
+const PYTHON_SYNTAX_CHECK: &str = r#"
+import sys
+failed = False
+for path in sys.argv[1:]:
+    try:
+        compile(open(path, encoding="utf-8").read(), path, "exec", dont_inherit=True)
+    except SyntaxError as e:
+        failed = True
+        print(f"{e.filename}:{e.lineno}:{e.offset or 0}: SyntaxError: {e.msg}")
+        if e.text:
+            print("    " + e.text.rstrip())
+            print("    " + " " * max((e.offset or 1) - 1, 0) + "^")
+sys.exit(1 if failed else 0)
+"#;
+
+/// Parse the author's sources with the language's own parser before the
+/// toolchain runs (componentize-js says only "failed to parse JS source";
+/// componentize-py prints its own Rust backtrace): a syntax error is reported
+/// as `file:line`, the line and the message. A parser that cannot be started
+/// skips the check (the build still reports the error, less well).
+fn check_syntax(dir: &Path, language: Language, parser: &Path) -> Result<(), AuthoringError> {
+    let sources = authored_sources(dir, language);
+    let mut report = String::new();
+    if language == Language::Python {
+        let Ok(out) = Command::new(parser).arg("-c").arg(PYTHON_SYNTAX_CHECK).args(&sources).current_dir(dir).output()
+        else {
+            return Ok(());
+        };
+        if !out.status.success() {
+            report.push_str(&String::from_utf8_lossy(&out.stdout));
+        }
+    } else {
+        for source in &sources {
+            let Ok(out) = Command::new(parser).arg("--check").arg(source).current_dir(dir).output() else {
+                return Ok(());
+            };
+            if !out.status.success() {
+                report.push_str(&node_syntax_report(&String::from_utf8_lossy(&out.stderr)));
+            }
+        }
+    }
+    if report.trim().is_empty() {
+        return Ok(());
+    }
+    Err(AuthoringError::Syntax { language: language.as_str(), report: report.trim_end().to_string() })
+}
+
+/// `node --check`'s report without node's own stack: `file:line`, the line,
+/// the caret, and the `SyntaxError: …` line.
+fn node_syntax_report(stderr: &str) -> String {
+    let mut kept = Vec::new();
+    for line in stderr.lines() {
+        kept.push(line);
+        if line.starts_with("SyntaxError") {
+            break;
+        }
+    }
+    let mut report = kept.join("\n");
+    report.push('\n');
+    report
 }

@@ -40,6 +40,9 @@ pub enum AuthoringError {
     MissingToolchain { tool: String, install: String },
     #[error("the build failed ({command}); its output is above")]
     BuildFailed { command: String },
+    /// The language's own parser refused a source file: where and why, as it says it.
+    #[error("{language} syntax error, nothing was built:\n{report}")]
+    Syntax { language: &'static str, report: String },
     #[error("{0}")]
     Invalid(String),
     #[error("{context}: {source}")]

@@ -45,7 +45,14 @@ pub(crate) fn new(
     } else {
         println!("created {} ({} {}): {}", dir.display(), language.as_str(), kind.as_str(), files.join(", "));
         println!("trusted {} (it holds only what clat wrote)", trusted.display());
-        println!("next: cd {name} && clat plugin test . && clat plugin install --build .");
+        // From where the user is: the name when the project is in the current directory, else its path.
+        let here = std::env::current_dir().and_then(|d| d.canonicalize()).ok();
+        let in_here = here.is_some_and(|h| parent.canonicalize().is_ok_and(|p| p == h));
+        let cd = if in_here { name.to_string() } else { dir.display().to_string() };
+        let mut next = vec![format!("cd {}", shlex::try_quote(&cd).unwrap_or(cd.as_str().into()))];
+        next.extend(crate::authoring::build::first_steps(&dir, language, kind));
+        next.extend(["clat plugin test .".to_string(), "clat plugin install --build .".to_string()]);
+        println!("next: {}", next.join(" && "));
     }
     Ok(Exit::Ok)
 }

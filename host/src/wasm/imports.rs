@@ -49,7 +49,12 @@ pub enum ImportProblem {
         "it exports no `{CONTRACT_PACKAGE}/plugin` interface, so it is not a CLAT plugin (exports: {exports}); build it for the world `clat-plugin` of wit/clat.wit"
     )]
     NotAPlugin { exports: String },
-    #[error("it was built for the contract {CONTRACT_PACKAGE}@{found}; this host accepts {}", accepted())]
+    #[error(
+        "it was built for the contract {CONTRACT_PACKAGE}@{found}; this host accepts {}. Rebuild it against this \
+         clat's contract: take wit/clat.wit (in Rust, vendor/clat-guest) from a project `clat plugin new` writes \
+         with this clat, then run `clat plugin build`",
+        accepted()
+    )]
     OtherContract { found: String },
     #[error("it imports `{interface}`, which CLAT does not link for guests. {fix}")]
     Unlinked { interface: String, fix: String },
