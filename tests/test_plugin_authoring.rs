@@ -149,6 +149,44 @@ fn plugin_call_runs_a_package_without_installing_it() {
     assert_eq!(out.status.code(), Some(2), "invalid arguments: {}", stderr(&out));
     assert!(!env.home.join("plugins/installed.json").exists(), "nothing was installed");
     assert!(!env.home.join("trusted-projects.json").exists(), "the project was trusted for the call only");
+    // Compiled by the baseline compiler into the authoring cache, which keeps one build (its content and named
+    // entries); installed plugins' cache is untouched.
+    let dev: Vec<_> = std::fs::read_dir(env.home.join("cache/wasm-dev")).unwrap().flatten().collect();
+    assert_eq!(dev.len(), 2, "one build's entries: {dev:?}");
+    assert!(!env.home.join("cache/wasm").exists(), "nothing in the installed plugins' cache");
+    no_throwaway_left(&env);
+}
+
+/// `clat plugin test --watch` runs the test, then again when a file of the package or project changes (a failing
+/// case added here), and ends at Ctrl-C.
+#[test]
+fn plugin_test_watch_runs_again_on_a_change_until_interrupted() {
+    use std::io::{BufRead, BufReader};
+    let env = TestEnv::new();
+    let package = env.dir.path().join("watched");
+    copy_dir(Path::new(guests::HELLO_PACKAGE), &package);
+    let ok_case =
+        r#"{"name": "greets", "tool": "greet", "arguments": {"name": "Ada"}, "expect": {"text": "Hello, Ada!"}}"#;
+    std::fs::write(package.join("cases.jsonl"), format!("{ok_case}\n")).unwrap();
+    let tmp = env.dir.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut child = env
+        .clat_command(&["plugin", "test", package.to_str().unwrap(), "--watch"])
+        .env("TMPDIR", &tmp)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next_summary =
+        || lines.by_ref().map_while(Result::ok).find(|l| l.contains(" passed, ")).expect("a summary");
+    assert!(next_summary().ends_with(" passed, 0 failed"));
+    let failing = r#"{"name": "fails", "tool": "greet", "arguments": {"name": "Ada"}, "expect": {"text": "Bye"}}"#;
+    std::fs::write(package.join("cases.jsonl"), format!("{ok_case}\n{failing}\n")).unwrap();
+    assert!(next_summary().ends_with(" passed, 1 failed"), "the change ran the cases again");
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert!(status.code().is_some(), "it ended at Ctrl-C: {status:?}");
     no_throwaway_left(&env);
 }
 
@@ -332,6 +370,8 @@ fn new_test_install_call(lang: &str, kind: &str, tool: &str) {
     assert!(out.status.success(), "{next}:\n{shown}");
     if let Some((_, passed)) = unit_tests {
         assert!(shown.contains(passed), "the unit tests ran: {shown}");
+        // `install --build` after `plugin test`, sources unchanged: the componentize step is not run again.
+        assert!(shown.contains("sources and toolchain unchanged since the last build, so it was reused"), "{shown}");
     }
     assert!(stdout(&out).contains("ok   case greets by name"), "{shown}");
     assert!(stdout(&out).contains(" passed, 0 failed\n"), "{shown}");

@@ -68,7 +68,8 @@ fn new_secret() -> String {
 async fn a_guest_never_sees_what_the_previous_call_left_in_its_memory() {
     let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("test-wasm-cache");
     let runtime: Arc<WasmRuntime> =
-        WasmRuntime::with_options(&cache, None, EngineOptions { instances_max: 1 }).unwrap();
+        WasmRuntime::with_options(&cache, None, EngineOptions { instances_max: 1, ..EngineOptions::default() })
+            .unwrap();
     assert_eq!(runtime.allocator(), &Allocator::Pooling { instances: 1 }, "the pool is what is under test");
     let env = TestEnv::trusted();
     let scope = env.mount();
@@ -235,7 +236,7 @@ fn freshness_module() -> Vec<u8> {
 
 #[test]
 fn core_instances_never_see_a_previous_instances_memory_or_table() {
-    let engine = new_engine(EngineOptions { instances_max: 1 }).unwrap();
+    let engine = new_engine(EngineOptions { instances_max: 1, ..EngineOptions::default() }).unwrap();
     assert_eq!(engine.allocator, Allocator::Pooling { instances: 1 });
     let bytes = freshness_module();
     // More modules than the pool has memory and table slots: slots pass from one module to another.

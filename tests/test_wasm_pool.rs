@@ -22,7 +22,7 @@ use support::{TestEnv, run_in, text};
 
 fn runtime_with(instances_max: u32) -> Arc<WasmRuntime> {
     let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("test-wasm-cache");
-    WasmRuntime::with_options(&cache, None, EngineOptions { instances_max }).unwrap()
+    WasmRuntime::with_options(&cache, None, EngineOptions { instances_max, ..EngineOptions::default() }).unwrap()
 }
 
 async fn load(runtime: &Arc<WasmRuntime>, scope: &ProjectScope) {

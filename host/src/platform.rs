@@ -56,6 +56,7 @@ use crate::run::{EventSink, NullSink, RunContext};
 use crate::sampling::ModelProvider;
 use crate::scope::{ProjectScope, ScopeError, ScopeOptions};
 use crate::trust::{ClatHome, TrustError, TrustStore};
+use crate::wasm::WasmCompiler;
 use crate::wasm::cache::CompileObserver;
 
 /// Why the platform could not do what was asked.
@@ -121,6 +122,7 @@ impl Platform {
             start: options.start,
             compile_observer: options.compile_observer,
             default_startup_timeout: options.default_startup_timeout,
+            wasm_compiler: options.wasm_compiler,
         };
         let scope = ProjectScope::mount(&self.home, project, scope_options)?;
         Ok(Project { scope: Arc::new(scope) })
@@ -147,6 +149,10 @@ pub struct MountOptions {
     /// Give it when someone watches the start, e.g. `WATCHED_START_TIMEOUT`
     /// as `clat mcp` and `clat tools` do; at most `STARTUP_TIMEOUT_MAX`.
     pub default_startup_timeout: Option<Duration>,
+    /// The compiler of WASM plugins (default: the optimizing one;
+    /// `WasmCompiler::Baseline` compiles about 5x faster and runs slower, for an
+    /// author's edit loop).
+    pub wasm_compiler: WasmCompiler,
 }
 
 /// A mounted, trusted project: one registry of native, WASM and MCP tools,

@@ -29,6 +29,17 @@ use crate::wasm::{WasmPlugin, WasmRuntime};
 
 /// Where compiled components are cached, inside `$CLAT_HOME`.
 pub const WASM_CACHE_DIR: &str = "cache/wasm";
+/// Where the baseline compiler's entries (an author's edit loop) are cached:
+/// apart, so a sweep after each `clat plugin call | test` keeps only the latest build's.
+pub const WASM_DEV_CACHE_DIR: &str = "cache/wasm-dev";
+
+/// The compiled cache of `compiler` in `home`.
+pub fn wasm_cache_dir(home: &ClatHome, compiler: crate::wasm::WasmCompiler) -> PathBuf {
+    match compiler {
+        crate::wasm::WasmCompiler::Optimizing => home.path().join(WASM_CACHE_DIR),
+        crate::wasm::WasmCompiler::Baseline => home.path().join(WASM_DEV_CACHE_DIR),
+    }
+}
 
 /// Why an extension was not started.
 const NOT_NEEDED: &str = "not started: this command does not use it";
@@ -62,6 +73,9 @@ pub struct ScopeOptions {
     /// The startup timeout of a server that sets none (no `startup_timeout_sec`,
     /// no `MCP_TIMEOUT`); `None`: the spec's bounds.
     pub default_startup_timeout: Option<std::time::Duration>,
+    /// The compiler of WASM plugins (and the compiled cache it uses: the
+    /// baseline compiler's entries live in `WASM_DEV_CACHE_DIR`).
+    pub wasm_compiler: crate::wasm::WasmCompiler,
 }
 
 /// A mounted, trusted project.
@@ -80,6 +94,7 @@ pub struct ProjectScope {
     start: StartFilter,
     compile_observer: Option<Arc<dyn crate::wasm::cache::CompileObserver>>,
     default_startup_timeout: Option<std::time::Duration>,
+    wasm_compiler: crate::wasm::WasmCompiler,
     /// Set by `start_extensions`: becomes true when the startup worker is done.
     startup: Mutex<Option<tokio::sync::watch::Receiver<bool>>>,
     /// Cancelled when the scope starts closing: extensions still starting stop.
@@ -115,6 +130,7 @@ impl ProjectScope {
             start: options.start,
             compile_observer: options.compile_observer,
             default_startup_timeout: options.default_startup_timeout,
+            wasm_compiler: options.wasm_compiler,
             startup: Mutex::default(),
             closing: CancellationToken::new(),
             missed: Mutex::default(),
@@ -139,7 +155,11 @@ impl ProjectScope {
         if let Some(rt) = self.wasm.get() {
             return Ok(Arc::clone(rt));
         }
-        let rt = WasmRuntime::with_observer(&self.home.path().join(WASM_CACHE_DIR), self.compile_observer.clone())?;
+        let rt = WasmRuntime::with_options(
+            &wasm_cache_dir(&self.home, self.wasm_compiler),
+            self.compile_observer.clone(),
+            crate::wasm::EngineOptions { compiler: self.wasm_compiler, ..Default::default() },
+        )?;
         Ok(Arc::clone(self.wasm.get_or_init(|| rt)))
     }
 

@@ -45,6 +45,8 @@ pub struct Built {
     pub language: Language,
     /// The size of the built entry.
     pub entry_bytes: u64,
+    /// The toolchain did not run: the sources and the toolchain are those of the last build, whose output was kept.
+    pub reused: bool,
 }
 
 /// The language of a project directory, by its build file; `None`: not a project (perhaps a package).
@@ -130,17 +132,18 @@ pub fn build(dir: &Path) -> Result<Built, AuthoringError> {
         let entry_bytes = std::fs::metadata(&entry)
             .map_err(|e| AuthoringError::Invalid(format!("the entry {:?} is not in the project: {e}", manifest.entry)))?
             .len();
-        return Ok(Built { package, language, entry_bytes });
+        return Ok(Built { package, language, entry_bytes, reused: false });
     }
     let scratch = dir.join("target").join("clat-build");
-    let entry = match language {
-        Language::Rust => build_rust(dir)?,
+    let (entry, reused) = match language {
+        Language::Rust => (build_rust(dir)?, false),
         Language::Javascript => {
             build_javascript(dir, &scratch.join(&manifest.entry), !manifest.capabilities.http.is_empty())?
         }
         Language::Python => build_python(dir, &scratch.join(&manifest.entry), !manifest.capabilities.http.is_empty())?,
     };
-    assemble(dir, &manifest, &package, &entry, language)
+    let built = assemble(dir, &manifest, &package, &entry, language)?;
+    Ok(Built { reused, ..built })
 }
 
 /// A fresh `package`: the manifest, the built `entry` under the manifest's name (executable for an
@@ -169,7 +172,7 @@ fn assemble(
         std::fs::copy(dir.join(CASES_FILE), package.join(CASES_FILE))
             .map_err(io(format!("cannot copy {CASES_FILE}")))?;
     }
-    Ok(Built { package: package.to_path_buf(), language, entry_bytes })
+    Ok(Built { package: package.to_path_buf(), language, entry_bytes, reused: false })
 }
 
 /// `cargo build --release --target wasm32-wasip2`; the component is the
@@ -311,7 +314,7 @@ fn require_wit(dir: &Path) -> Result<(), AuthoringError> {
 
 /// componentize-js on the package's `main`, without the fetch event, and
 /// without `wasi:http` unless the manifest declares `http` (`fetch`).
-fn build_javascript(dir: &Path, out: &Path, http: bool) -> Result<PathBuf, AuthoringError> {
+fn build_javascript(dir: &Path, out: &Path, http: bool) -> Result<(PathBuf, bool), AuthoringError> {
     if !present("node") {
         return Err(missing("node", "install Node.js 20 or later (https://nodejs.org)"));
     }
@@ -324,13 +327,19 @@ fn build_javascript(dir: &Path, out: &Path, http: bool) -> Result<PathBuf, Autho
         })?;
     require_wit(dir)?;
     let main = package_main(dir, "src/index.js")?;
+    let record = BuildRecord::of(dir, &tool, out);
+    if record.matches() {
+        return Ok((out.to_path_buf(), true));
+    }
     check_syntax(dir, Language::Javascript, Path::new("node"))?;
     let mut args = vec![main.as_str(), "--wit", "wit", "--world-name", "clat-plugin", "--disable"];
     if !http {
         args.push("http");
     }
     args.extend(["fetch-event", "-o"]);
-    run_tool(dir, &tool, &args, out)
+    let built = run_tool(dir, &tool, &args, out)?;
+    record.keep();
+    Ok((built, false))
 }
 
 /// An MCP server in JavaScript: esbuild bundles the package's `main` and its dependencies into one
@@ -366,7 +375,7 @@ fn package_main(dir: &Path, default: &str) -> Result<String, AuthoringError> {
 
 /// componentize-py on the module `app`, for the world `clat-plugin`, or
 /// `clat-plugin-http` (`wit/http.wit`, the template's) when the manifest declares http.
-fn build_python(dir: &Path, out: &Path, http: bool) -> Result<PathBuf, AuthoringError> {
+fn build_python(dir: &Path, out: &Path, http: bool) -> Result<(PathBuf, bool), AuthoringError> {
     let tool = find_tool(dir.join(".venv/bin/componentize-py"), "CLAT_COMPONENTIZE_PY", "componentize-py").ok_or_else(
         || {
             missing(
@@ -391,37 +400,118 @@ fn build_python(dir: &Path, out: &Path, http: bool) -> Result<PathBuf, Authoring
             dir.display()
         )));
     }
+    let record = BuildRecord::of(dir, &tool, out);
+    if record.matches() {
+        return Ok((out.to_path_buf(), true));
+    }
     // The venv's python beside componentize-py parses as the build does; else the first python3 on PATH.
     let python = tool.parent().map(|bin| bin.join("python3")).filter(|p| p.is_file());
     check_syntax(dir, Language::Python, python.as_deref().unwrap_or(Path::new("python3")))?;
-    run_tool(dir, &tool, &["-d", "wit", "-w", world, "componentize", "app", "-o"], out)
+    let built = run_tool(dir, &tool, &["-d", "wit", "-w", world, "componentize", "app", "-o"], out)?;
+    record.keep();
+    Ok((built, false))
 }
 
-/// Directories whose sources are not the author's (dependencies, outputs).
+/// What a JavaScript or Python build was made from: componentize-js and
+/// componentize-py give a different component for the same sources on every
+/// run (so the compiled cache would miss every time), and take seconds. The
+/// key hashes clat's version, the toolchain (its path, size and time), and
+/// every file of the project but dependencies and outputs (`NOT_AUTHORED`);
+/// it is kept beside the output with the output's own hash. A build whose
+/// key and output match is not run again.
+struct BuildRecord {
+    /// `OUT.build-key`.
+    path: PathBuf,
+    out: PathBuf,
+    /// `None`: the key could not be computed (a file could not be read), so nothing is reused or kept.
+    key: Option<String>,
+}
+
+impl BuildRecord {
+    fn of(dir: &Path, toolchain: &Path, out: &Path) -> BuildRecord {
+        let path = out.with_extension("build-key");
+        BuildRecord { path, out: out.to_path_buf(), key: sources_key(dir, toolchain, out) }
+    }
+
+    /// The last build was made from the same sources by the same toolchain, and its output is intact.
+    fn matches(&self) -> bool {
+        let Some(key) = &self.key else { return false };
+        let Ok(kept) = std::fs::read_to_string(&self.path) else { return false };
+        let mut lines = kept.lines();
+        lines.next() == Some(key.as_str())
+            && lines.next().is_some_and(|hash| file_hash(&self.out).as_deref() == Some(hash))
+    }
+
+    /// Keep the key of the build just made (a failure to keep it only costs a rebuild next time).
+    fn keep(&self) {
+        if let (Some(key), Some(hash)) = (&self.key, file_hash(&self.out)) {
+            let _ = std::fs::write(&self.path, format!("{key}\n{hash}\n"));
+        }
+    }
+}
+
+fn file_hash(path: &Path) -> Option<String> {
+    use sha2::{Digest, Sha256};
+    let bytes = std::fs::read(path).ok()?;
+    Some(Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect())
+}
+
+fn sources_key(dir: &Path, toolchain: &Path, out: &Path) -> Option<String> {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    hasher.update(env!("CARGO_PKG_VERSION").as_bytes());
+    hasher.update([0]);
+    hasher.update(out.file_name()?.as_encoded_bytes());
+    hasher.update([0]);
+    let toolchain = which(toolchain)?;
+    let meta = std::fs::metadata(&toolchain).ok()?;
+    let modified = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
+    hasher.update(format!("{}\0{}\0{}\0", toolchain.display(), meta.len(), modified.as_nanos()).as_bytes());
+    for file in project_files(dir)? {
+        hasher.update(file.as_os_str().as_encoded_bytes());
+        hasher.update([0]);
+        hasher.update(Sha256::digest(std::fs::read(dir.join(&file)).ok()?));
+    }
+    Some(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Every file of the project at `dir` but its dependencies and outputs
+/// (`NOT_AUTHORED`), relative, sorted; `None` when a directory cannot be read.
+pub fn project_files(dir: &Path) -> Option<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        for entry in std::fs::read_dir(dir.join(&rel)).ok()?.flatten() {
+            let name = entry.file_name();
+            let path = rel.join(&name);
+            match entry.file_type() {
+                Ok(t) if t.is_dir() && !NOT_AUTHORED.contains(&name.to_string_lossy().as_ref()) => stack.push(path),
+                Ok(t) if t.is_file() => files.push(path),
+                _ => {}
+            }
+        }
+    }
+    files.sort();
+    Some(files)
+}
+
+/// The file a toolchain command names: itself when it is a path, else the first match on PATH; symlinks resolved.
+fn which(program: &Path) -> Option<PathBuf> {
+    if program.components().count() > 1 {
+        return program.canonicalize().ok();
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join(program)).find(|p| p.is_file())?.canonicalize().ok()
+}
+
+/// Directories whose files are not the author's sources (dependencies, outputs, caches, tests' mock bindings).
 const NOT_AUTHORED: &[&str] = &["node_modules", ".venv", "venv", "dist", "target", "__pycache__", ".git"];
 
 /// The author's source files of `language` under `dir` (`.js`/`.mjs`, `.py`), sorted.
 fn authored_sources(dir: &Path, language: Language) -> Vec<PathBuf> {
     let extensions: &[&str] = if language == Language::Python { &["py"] } else { &["js", "mjs"] };
-    let mut found = Vec::new();
-    let mut stack = vec![PathBuf::new()];
-    while let Some(rel) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(dir.join(&rel)) else { continue };
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let path = rel.join(&name);
-            match entry.file_type() {
-                Ok(t) if t.is_dir() && !NOT_AUTHORED.contains(&name.to_string_lossy().as_ref()) => stack.push(path),
-                Ok(t)
-                    if t.is_file() && path.extension().is_some_and(|e| extensions.contains(&&*e.to_string_lossy())) =>
-                {
-                    found.push(path)
-                }
-                _ => {}
-            }
-        }
-    }
-    found.sort();
+    let mut found = project_files(dir).unwrap_or_default();
+    found.retain(|path| path.extension().is_some_and(|e| extensions.contains(&&*e.to_string_lossy())));
     found
 }
 

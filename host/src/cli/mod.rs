@@ -252,6 +252,9 @@ pub(crate) enum PluginCommand {
         /// Grant the capabilities the manifest declares for these cases without asking.
         #[arg(long)]
         grant: bool,
+        /// Run again whenever a file of the project changes, until interrupted (Ctrl-C).
+        #[arg(long)]
+        watch: bool,
     },
     /// Validate a package directory (clat-plugin.toml + entry) and install it.
     Install {
@@ -528,6 +531,7 @@ fn mount_options(sandbox: SandboxPolicy, start: StartFilter) -> MountOptions {
         model: None,
         compile_observer: progress::compile_observer(),
         default_startup_timeout: None,
+        wasm_compiler: Default::default(),
     }
 }
 

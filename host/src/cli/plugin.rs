@@ -157,9 +157,14 @@ pub(crate) async fn plugin(
             let call = author::PluginCall { package, no_build, project, request, sandbox, grant };
             author::call(home, call, shutdown).await
         }
-        PluginCommand::Test { package, json, no_build, grant } => {
+        PluginCommand::Test { package, json, no_build, grant, watch } => {
             let dir = package.map_or_else(here, Ok)?;
-            author::test(home, &dir, &project_dir(project)?, no_build, grant, json, shutdown).await
+            let project = project_dir(project)?;
+            if watch {
+                author::test_watch(home, &dir, &project, no_build, grant, json, shutdown).await
+            } else {
+                author::test(home, &dir, &project, no_build, grant, json, shutdown).await
+            }
         }
         PluginCommand::Install { dir, build: true, grant, json } => {
             let package = author::build_project(&dir)?;

@@ -21,6 +21,8 @@ use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
+use super::engine::WasmCompiler;
+
 /// Whether a load compiled or reused a cached artifact.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CacheOutcome {
@@ -81,11 +83,19 @@ impl std::fmt::Debug for ComponentCache {
 }
 
 impl ComponentCache {
-    pub fn new(engine: &Engine, dir: &Path, observer: Option<Arc<dyn CompileObserver>>) -> Self {
+    pub fn new(
+        engine: &Engine,
+        compiler: WasmCompiler,
+        dir: &Path,
+        observer: Option<Arc<dyn CompileObserver>>,
+    ) -> Self {
         // DefaultHasher::new() is deterministic for a given std; a new Rust
-        // release at worst costs one recompilation.
+        // release at worst costs one recompilation. The compiler is in the key
+        // whether or not the engine's hash covers it: a baseline entry never
+        // stands in for an optimized one.
         let mut hasher = std::hash::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
+        compiler.as_str().hash(&mut hasher);
         ComponentCache {
             dir: dir.to_path_buf(),
             engine_key: format!("{:016x}", hasher.finish()),

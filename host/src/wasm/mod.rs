@@ -35,7 +35,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-pub use engine::{ALLOCATOR_ENV, Allocator, EngineOptions};
+pub use engine::{ALLOCATOR_ENV, Allocator, EngineOptions, WasmCompiler};
 pub use plugin::WasmPlugin;
 pub use runtime::{LoadError, PluginSetup, WasmRuntime, load_file, validate_component};
 

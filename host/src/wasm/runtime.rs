@@ -128,7 +128,7 @@ impl WasmRuntime {
             .map_err(anyhow::Error::from)?;
         let stop_ticker = Arc::new(AtomicBool::new(false));
         engine::spawn_epoch_ticker(&engine, &stop_ticker)?;
-        let cache = ComponentCache::new(&engine, cache_dir, observer);
+        let cache = ComponentCache::new(&engine, options.compiler, cache_dir, observer);
         Ok(Arc::new(WasmRuntime {
             engine,
             allocator,
