@@ -50,7 +50,7 @@ fn add_refuses_what_is_ambiguous_or_unsupported_and_says_what_to_do() {
         ),
         (vec!["mcp", "add", "-t", "http", "cmd", "--", "npx", "x"], "--transport http takes the server's URL"),
         (vec!["mcp", "add", "-t", "stdio", "u", "https://a.example/mcp"], "--transport stdio takes a command"),
-        (vec!["mcp", "add", "-s", "project", "p", "--", "x"], "`--scope user`"),
+        (vec!["mcp", "add", "-s", "local", "p", "--", "x"], "`user` ($CLAT_HOME/mcp.json) or `project`"),
         (vec!["mcp", "add", "-H", "A: b", "h", "--", "x"], "--header applies to HTTP servers"),
     ] {
         let out = env.clat(&args);

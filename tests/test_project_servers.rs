@@ -109,3 +109,32 @@ fn at_a_terminal_the_user_is_asked_and_a_yes_is_kept() {
     assert!(shown.contains("proj  stdio  ready"), "{shown}");
     assert_eq!(server(&env, "proj")["state"], "ready", "the yes was kept for later commands");
 }
+
+/// `clat mcp add --scope project` writes the project's `.mcp.json` in Claude Code's shape; the user wrote it, so
+/// it is approved for them when it was approved before (or new), and never approves servers someone else added.
+#[test]
+fn mcp_add_with_project_scope_writes_the_checked_in_file_and_approves_only_what_was_approved() {
+    let env = TestEnv::trusted();
+    let out = env.clat(&["mcp", "add", "-s", "project", "mine", "--", SERVER]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("approved") && !stdout(&out).contains("not approved"), "{}", stdout(&out));
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.project.join(".mcp.json")).unwrap()).unwrap();
+    assert_eq!(written, json!({ "mcpServers": { "mine": { "command": SERVER } } }));
+    assert!(!env.home.join("mcp.json").exists(), "the user's mcp.json is untouched");
+    assert_eq!(server(&env, "mine")["state"], "ready");
+
+    // A teammate's unapproved server in the file: adding one of your own approves nothing.
+    write_project_file(&env, json!({ "mine": { "command": SERVER }, "theirs": { "command": SERVER } }));
+    let out = env.clat(&["mcp", "add", "--scope", "project", "second", "--", SERVER]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("holds servers you have not approved"), "{}", stdout(&out));
+    assert_eq!(server(&env, "theirs")["state"], "configured", "still not started");
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.project.join(".mcp.json")).unwrap()).unwrap();
+    assert_eq!(written["mcpServers"]["theirs"], json!({ "command": SERVER }), "other entries are kept");
+    assert!(written["mcpServers"]["second"].is_object());
+    let out = env.clat(&["mcp", "add", "-s", "workspace", "x", "--", SERVER]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("`user` ($CLAT_HOME/mcp.json) or `project`"), "{}", stderr(&out));
+}

@@ -36,8 +36,9 @@ pub(crate) enum McpCommand {
         /// `stdio` (a command) or `http` (a URL); `sse`, the deprecated HTTP+SSE transport, is refused.
         #[arg(short = 't', long, value_name = "stdio|http")]
         transport: Option<String>,
-        /// Where the entry is kept: `user` ($CLAT_HOME/mcp.json, the default).
-        #[arg(short = 's', long, value_name = "user", default_value = "user")]
+        /// Where the entry is kept: `user` ($CLAT_HOME/mcp.json, the default) or `project` (the project's
+        /// checked-in .mcp.json, which others who clone it are asked to approve).
+        #[arg(short = 's', long, value_name = "user|project", default_value = "user")]
         scope: String,
         /// An HTTP header for the server, `'NAME: VALUE'` (repeatable).
         #[arg(short = 'H', long = "header", value_name = "'NAME: VALUE'")]
@@ -421,6 +422,51 @@ fn entry_from(
     Ok(Value::Object(entry))
 }
 
+/// `clat mcp add --scope project`: the entry goes into the project's
+/// `.mcp.json` (created in Claude Code's shape). You wrote it, so the file is
+/// approved for you as it now is — but only when it was approved before (or
+/// did not exist): a file holding servers you never approved stays
+/// unapproved, and `clat mcp approve` is named.
+fn add_to_project(
+    home: &ClatHome,
+    project: Option<PathBuf>,
+    name: &str,
+    entry: Value,
+    force: bool,
+    json: bool,
+) -> Result<Exit, Failure> {
+    let root = canonical_project(&project_dir(project)?)?;
+    let before = project_servers::read(&root).map_err(|e| configuration(e.to_string()))?;
+    let was_approved = match &before {
+        None => true,
+        Some(file) => project_servers::approval(home, &root, file)? == project_servers::Approval::Approved,
+    };
+    McpConfigFile::of_project(home, &root).add(name, entry, force)?;
+    let path = root.join(project_servers::PROJECT_MCP_FILE);
+    let after = project_servers::read(&root).map_err(|e| configuration(e.to_string()))?;
+    let approved = match (&after, was_approved) {
+        (Some(file), true) => {
+            project_servers::approve(home, &root, file)?;
+            true
+        }
+        _ => false,
+    };
+    if json {
+        println!("{}", json!({ "added": name, "file": path.display().to_string(), "approved": approved }));
+    } else {
+        println!("added {name} to {}", path.display());
+        if approved {
+            println!(
+                "approved {} for you as it is now; whoever clones the project is asked to approve it",
+                path.display()
+            );
+        } else {
+            println!("{} holds servers you have not approved: review it, then run `clat mcp approve`", path.display());
+        }
+    }
+    Ok(Exit::Ok)
+}
+
 fn done(json: bool, what: &str, name: &str, file: &std::path::Path) {
     if json {
         println!("{}", json!({ what: name, "file": file.display().to_string() }));
@@ -446,16 +492,19 @@ pub(crate) async fn mcp(
         .await
         .map(|failed| if failed { Exit::ServerFailed } else { Exit::Ok }),
         Some(McpCommand::Add { name, url, transport, scope, headers, env, cwd, force, command }) => {
-            if scope != "user" {
+            if scope != "user" && scope != "project" {
                 return Err(Failure::new(
                     Exit::Usage,
                     "usage",
-                    format!("--scope {scope:?}: servers are kept in the user's mcp.json (`--scope user`)"),
+                    format!("--scope {scope:?}: `user` ($CLAT_HOME/mcp.json) or `project` (the project's .mcp.json)"),
                 ));
             }
             check_command_words(&command)?;
             let (url, command) = target(url, transport.as_deref(), command)?;
             let entry = entry_from(url, &headers, &env, cwd, &command)?;
+            if scope == "project" {
+                return add_to_project(home, project, &name, entry, force, json);
+            }
             file.add(&name, entry, force)?;
             done(json, "added", &name, &path);
             Ok(Exit::Ok)

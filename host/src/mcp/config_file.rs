@@ -1,8 +1,9 @@
 //! Editing `$CLAT_HOME/mcp.json` for `clat mcp add | remove | enable |
-//! disable`: one read-modify-write under the home's advisory lock, replaced
-//! atomically, on the file's JSON as written — every other entry is kept as
-//! it was, and so is the file's shape (the flat map or the `mcpServers`
-//! wrapper). The result is checked with the same parser that reads it for a
+//! disable` (or, with `--scope project`, the project's checked-in
+//! `.mcp.json`, created in Claude Code's `mcpServers` shape): one
+//! read-modify-write under the home's advisory lock, replaced atomically, on
+//! the file's JSON as written — every other entry is kept as it was, and so
+//! is the file's shape (the flat map or the `mcpServers` wrapper). The result is checked with the same parser that reads it for a
 //! mount before anything is written; a malformed file is never overwritten.
 
 use clat_mcp::config::{ConfigError, VSCODE_WRAPPER_KEY, WRAPPER_KEY, parse_config, wrapper_key};
@@ -37,6 +38,15 @@ pub enum EditError {
     BadEntry(ConfigError),
 }
 
+/// Write `path` atomically: a temporary file beside it, then a rename.
+fn write_beside(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(std::path::Path::new("."));
+    let tmp = dir.join(format!(".mcp.json.{}.tmp", uuid::Uuid::new_v4().simple()));
+    std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path)).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
 /// Whether `name` may be given to `clat mcp add`.
 pub fn valid_server_name(name: &str) -> bool {
     !name.is_empty()
@@ -45,25 +55,43 @@ pub fn valid_server_name(name: &str) -> bool {
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
-/// `$CLAT_HOME/mcp.json`, for editing.
+/// `$CLAT_HOME/mcp.json` (or a project's `.mcp.json`), for editing.
 pub struct McpConfigFile<'h> {
     home: &'h ClatHome,
+    /// `None`: the home's `mcp.json`; `Some(root)`: the project's `.mcp.json`.
+    project: Option<std::path::PathBuf>,
 }
 
 impl<'h> McpConfigFile<'h> {
     pub fn new(home: &'h ClatHome) -> Self {
-        McpConfigFile { home }
+        McpConfigFile { home, project: None }
+    }
+
+    /// The `.mcp.json` of the project at `root` (edited under `home`'s lock).
+    pub fn of_project(home: &'h ClatHome, root: &std::path::Path) -> Self {
+        McpConfigFile { home, project: Some(root.to_path_buf()) }
+    }
+
+    fn path(&self) -> std::path::PathBuf {
+        match &self.project {
+            Some(root) => root.join(super::project_servers::PROJECT_MCP_FILE),
+            None => self.home.path().join(MCP_CONFIG_FILE),
+        }
     }
 
     fn file(&self) -> String {
-        self.home.path().join(MCP_CONFIG_FILE).display().to_string()
+        self.path().display().to_string()
     }
 
-    /// The file's JSON (an empty object when there is none), and whether it is wrapped.
+    /// The file's JSON (when there is none: an empty object, or for a
+    /// project Claude Code's `{"mcpServers": {}}`).
     fn read(&self) -> Result<Value, EditError> {
-        let path = self.home.path().join(MCP_CONFIG_FILE);
+        let path = self.path();
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && self.project.is_some() => {
+                return Ok(serde_json::json!({ WRAPPER_KEY: {} }));
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Value::Object(Map::new())),
             Err(e) => return Err(EditError::Unreadable { file: self.file(), message: e.to_string() }),
         };
@@ -97,7 +125,7 @@ impl<'h> McpConfigFile<'h> {
         name: &str,
         change: impl FnOnce(&mut Map<String, Value>) -> Result<(), EditError>,
     ) -> Result<(), EditError> {
-        let _lock = self.home.lock(MCP_CONFIG_FILE)?;
+        let _lock = self.home.lock(if self.project.is_some() { "project-mcp-json" } else { MCP_CONFIG_FILE })?;
         let mut document = self.read()?;
         change(Self::entries(&mut document))?;
         let text = serde_json::to_string_pretty(&document).expect("JSON values serialize") + "\n";
@@ -107,7 +135,11 @@ impl<'h> McpConfigFile<'h> {
         {
             return Err(EditError::BadEntry(error));
         }
-        self.home.write_atomic(MCP_CONFIG_FILE, text.as_bytes())?;
+        match &self.project {
+            None => self.home.write_atomic(MCP_CONFIG_FILE, text.as_bytes())?,
+            Some(_) => write_beside(&self.path(), text.as_bytes())
+                .map_err(|e| EditError::Unreadable { file: self.file(), message: format!("cannot write it: {e}") })?,
+        }
         Ok(())
     }
 
