@@ -375,6 +375,14 @@ fn new_test_install_call(lang: &str, kind: &str, tool: &str) {
     }
     assert!(stdout(&out).contains("ok   case greets by name"), "{shown}");
     assert!(stdout(&out).contains(" passed, 0 failed\n"), "{shown}");
+    if unit_tests.is_some() {
+        // Editing the cases alone does not rebuild the component.
+        let cases = std::fs::read_to_string(project.join("cases.jsonl")).unwrap();
+        std::fs::write(project.join("cases.jsonl"), format!("# edited\n{cases}")).unwrap();
+        let out = env.clat_with_env(&["plugin", "test", project.to_str().unwrap()], &vars);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert!(stderr(&out).contains("so it was reused"), "{}", stderr(&out));
+    }
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_clat"))
         .args(["--home", env.home.to_str().unwrap(), "--project", project.to_str().unwrap()])
         .args(["call", tool, r#"{"name":"author"}"#])

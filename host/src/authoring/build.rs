@@ -416,7 +416,8 @@ fn build_python(dir: &Path, out: &Path, http: bool) -> Result<(PathBuf, bool), A
 /// componentize-py give a different component for the same sources on every
 /// run (so the compiled cache would miss every time), and take seconds. The
 /// key hashes clat's version, the toolchain (its path, size and time), and
-/// every file of the project but dependencies and outputs (`NOT_AUTHORED`);
+/// every file of the project but dependencies and outputs (`NOT_AUTHORED`)
+/// and the cases (copied into each package anew);
 /// it is kept beside the output with the output's own hash. A build whose
 /// key and output match is not run again.
 struct BuildRecord {
@@ -467,7 +468,8 @@ fn sources_key(dir: &Path, toolchain: &Path, out: &Path) -> Option<String> {
     let meta = std::fs::metadata(&toolchain).ok()?;
     let modified = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
     hasher.update(format!("{}\0{}\0{}\0", toolchain.display(), meta.len(), modified.as_nanos()).as_bytes());
-    for file in project_files(dir)? {
+    // The cases are not part of the build (each build assembles them anew): editing them reuses it.
+    for file in project_files(dir)?.into_iter().filter(|f| f != Path::new(CASES_FILE)) {
         hasher.update(file.as_os_str().as_encoded_bytes());
         hasher.update([0]);
         hasher.update(Sha256::digest(std::fs::read(dir.join(&file)).ok()?));
