@@ -43,7 +43,11 @@ fn an_unknown_tool_gets_a_did_you_mean_and_a_bare_name_is_resolved_when_it_is_un
 #[test]
 fn completions_version_and_log_levels() {
     let env = TestEnv::trusted();
-    for (shell, marker) in [("bash", "_clat()"), ("zsh", "#compdef clat"), ("fish", "complete -c clat")] {
+    for (shell, marker) in [
+        ("bash", "complete -o nospace -o bashdefault -o nosort -F _clap_complete_clat clat"),
+        ("zsh", "#compdef clat"),
+        ("fish", "complete --keep-order --exclusive --command clat"),
+    ] {
         let out = env.clat(&["completions", shell]);
         assert_eq!(out.status.code(), Some(0), "{shell}");
         assert!(stdout(&out).contains(marker), "{shell}: {}", stdout(&out));
@@ -144,9 +148,36 @@ fn clat_tools_name_shows_one_tool_and_completions_offer_modes_and_sandboxes() {
     let out = env.clat(&["tools", "write_file"]);
     assert!(stdout(&out).contains("effect       write — one of CLAT's own tools"), "{}", stdout(&out));
 
-    let out = env.clat(&["completions", "bash"]);
-    let script = stdout(&out);
-    for value in ["read-only", "auto-edit", "full-access", "restrict-writes"] {
-        assert!(script.contains(value), "the bash completion offers {value}");
+    // The completer offers option values, tool names (native, and a server's last listing), servers and plugins.
+    let script = stdout(&env.clat(&["completions", "bash"]));
+    assert!(script.contains("COMPLETE=\"bash\""), "{script}");
+    assert!(script.contains(&format!("\"{}\" --", env!("CARGO_BIN_EXE_clat"))), "it calls this clat: {script}");
+    assert!(env.clat(&["plugin", "install", clat_guest_artifacts::HELLO_PACKAGE]).status.success());
+    for (words, offered) in [
+        (vec!["call", "read_file", "{}", "--mode", ""], vec!["read-only", "ask", "auto-edit", "full-access"]),
+        (vec!["call", "--sandbox", ""], vec!["none", "restrict-writes"]),
+        (vec!["call", ""], vec!["read_file\tnative", "mcp_everything_get_sum\tserver everything"]),
+        (vec!["tools", "mcp_every"], vec!["mcp_everything_get_sum\tserver everything"]),
+        (vec!["mcp", "get", ""], vec!["everything"]),
+        (vec!["plugin", "remove", ""], vec!["hello\t"]),
+    ] {
+        let candidates = complete(&env, &words);
+        for value in offered {
+            assert!(candidates.contains(value), "{words:?} offers {value:?}: {candidates}");
+        }
     }
+}
+
+/// What the completer answers fish for `clat WORDS…` (the last word being typed), as the registration asks it.
+fn complete(env: &TestEnv, words: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_clat"))
+        .arg("--")
+        .arg("clat")
+        .args(words)
+        .env("COMPLETE", "fish")
+        .env("CLAT_HOME", &env.home)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    stdout(&out)
 }

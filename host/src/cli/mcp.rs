@@ -75,11 +75,13 @@ pub(crate) enum McpCommand {
     /// Remove a server from mcp.json.
     Remove {
         /// The server's name.
+        #[arg(add = clap_complete::ArgValueCandidates::new(super::completion::server_names))]
         name: String,
     },
     /// Show one server: its entry (every env and header value masked), state, and tools with their effects.
     Get {
         /// The server's name.
+        #[arg(add = clap_complete::ArgValueCandidates::new(super::completion::server_names))]
         name: String,
         /// Show env and header values (and the OAuth client secret) as written in mcp.json.
         #[arg(long)]
@@ -88,11 +90,13 @@ pub(crate) enum McpCommand {
     /// Start a disabled server again at the next mount.
     Enable {
         /// The server's name.
+        #[arg(add = clap_complete::ArgValueCandidates::new(super::completion::server_names))]
         name: String,
     },
     /// Keep a server in mcp.json without starting it.
     Disable {
         /// The server's name.
+        #[arg(add = clap_complete::ArgValueCandidates::new(super::completion::server_names))]
         name: String,
     },
     /// Log in to an HTTP server that asks for OAuth: the login page opens in
@@ -103,11 +107,13 @@ pub(crate) enum McpCommand {
     /// CLAT_CREDENTIAL_STORE=file|keyring chooses. It is sent only to that server.
     Login {
         /// The server's name.
+        #[arg(add = clap_complete::ArgValueCandidates::new(super::completion::server_names))]
         name: String,
     },
     /// Forget an HTTP server's OAuth token.
     Logout {
         /// The server's name.
+        #[arg(add = clap_complete::ArgValueCandidates::new(super::completion::server_names))]
         name: String,
     },
 }

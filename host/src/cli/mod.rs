@@ -16,6 +16,7 @@
 
 mod approvals;
 mod author;
+mod completion;
 mod exit;
 mod mcp;
 mod plugin;
@@ -79,7 +80,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Print a completion script for a shell (e.g. `clat completions bash > /etc/bash_completion.d/clat`).
+    /// Print the shell's registration of clat's completer, which completes commands, options, `--mode` and
+    /// `--sandbox` values, tool, server and plugin names (e.g. `source <(clat completions bash)` in ~/.bashrc).
     Completions {
         /// bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,
@@ -88,6 +90,7 @@ enum Command {
     /// its names): its description, effect and why, source, and arguments.
     Tools {
         /// One tool: its registered name, or its server's or plugin's name for it.
+        #[arg(add = clap_complete::ArgValueCandidates::new(completion::tool_names))]
         name: Option<String>,
         /// Print JSON instead of a table.
         #[arg(long)]
@@ -119,6 +122,7 @@ enum Command {
     /// Run one tool call as one run, through the whole pipeline.
     Call {
         /// The registered tool name.
+        #[arg(add = clap_complete::ArgValueCandidates::new(completion::tool_names))]
         tool: String,
         #[command(flatten)]
         call: CallArgs,
@@ -274,6 +278,7 @@ pub(crate) enum PluginCommand {
     /// Grant an installed plugin the capabilities its manifest declares.
     Grant {
         /// The plugin's name.
+        #[arg(add = clap_complete::ArgValueCandidates::new(completion::plugin_names))]
         name: String,
         /// Print JSON instead of text.
         #[arg(long)]
@@ -282,6 +287,7 @@ pub(crate) enum PluginCommand {
     /// Take back every capability granted to an installed plugin (its calls that need one then fail).
     Revoke {
         /// The plugin's name.
+        #[arg(add = clap_complete::ArgValueCandidates::new(completion::plugin_names))]
         name: String,
         /// Print JSON instead of text.
         #[arg(long)]
@@ -296,6 +302,7 @@ pub(crate) enum PluginCommand {
     /// Remove an installed package (and its compiled cache entries).
     Remove {
         /// The package's name.
+        #[arg(add = clap_complete::ArgValueCandidates::new(completion::plugin_names))]
         name: String,
         /// Print JSON instead of text.
         #[arg(long)]
@@ -311,6 +318,7 @@ pub(crate) enum PluginCommand {
 
 /// Run the CLI with the process's arguments.
 pub fn main() -> ExitCode {
+    completion::answer_if_asked();
     let cli = Cli::parse();
     progress::set_quiet(cli.quiet);
     let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter(log_filter(&cli)).try_init();
@@ -418,9 +426,8 @@ async fn dispatch(cli: Cli, shutdown: &Shutdown) -> Result<Exit, Failure> {
             Ok(Exit::Ok)
         }
         Command::Completions { shell } => {
-            use clap::CommandFactory;
-            let mut script = Vec::new();
-            clap_complete::generate(shell, &mut Cli::command(), "clat", &mut script);
+            let script = completion::registration(shell)
+                .map_err(|e| Failure::new(Exit::Internal, "internal", format!("cannot write the script: {e}")))?;
             // A reader that stops early (`| head`) is not an error.
             let _ = std::io::stdout().write_all(&script);
             Ok(Exit::Ok)

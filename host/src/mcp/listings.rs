@@ -65,3 +65,13 @@ pub fn registered_names(home: &ClatHome, written: &str, current: &HashMap<String
         .collect();
     (!found.is_empty()).then_some(found)
 }
+
+/// Every (server, registered tool name) of the kept listings, whatever the
+/// servers' configuration now: hints for shell completion.
+pub fn all_tools(home: &ClatHome) -> Vec<(String, String)> {
+    load(home)
+        .servers
+        .into_iter()
+        .flat_map(|(server, listing)| listing.tools.into_iter().map(move |tool| (server.clone(), tool)))
+        .collect()
+}
