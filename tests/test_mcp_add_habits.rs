@@ -139,3 +139,84 @@ fn vs_code_s_shape_is_read_and_kept_by_edits() {
     let out = env.clat(&["mcp", "list"]);
     assert!(stdout(&out).contains("local  stdio  npx -y pkg") && stdout(&out).contains("other  stdio  uvx srv"));
 }
+
+/// VS Code's `inputs`: at a terminal each one a server to be started uses is asked once (a password unseen, a
+/// `pickString` by number), reaches the server, and never shows; headless the server fails with what to write.
+#[test]
+fn vs_code_inputs_are_asked_at_a_terminal_and_refused_clearly_headless() {
+    let script = std::process::Command::new("script").arg("--version").output();
+    assert!(script.is_ok_and(|o| o.status.success()), "util-linux `script` gives the test a terminal");
+    let env = TestEnv::trusted();
+    let server = clat_test_server_artifact::MCP_TEST_SERVER;
+    let logs = env.dir.path().join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    env.write_mcp_config(json!({
+        "inputs": [
+            { "type": "promptString", "id": "token", "description": "Server token", "password": true },
+            { "type": "pickString", "id": "region", "description": "Region", "options": ["eu", "us"] },
+            { "type": "promptString", "id": "unused", "description": "Never asked" }
+        ],
+        "servers": { "vs": { "command": server,
+                             "args": ["--echo-env", "VS_TOKEN", "--log-file", format!("{}/${{input:region}}.log", logs.display())],
+                             "env": { "VS_TOKEN": "${input:token}" } } }
+    }));
+    let out = env.clat(&["mcp", "--json"]);
+    assert_eq!(out.status.code(), Some(7), "{}", stderr(&out));
+    let status: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let problem = status["servers"][0]["problems"].to_string();
+    assert!(problem.contains("uses ${input:region}, a VS Code input, which is asked for at a terminal"), "{problem}");
+    assert!(problem.contains("write ${env:NAME} instead"), "{problem}");
+
+    let clat =
+        format!("{} --home {} --project {} mcp", env!("CARGO_BIN_EXE_clat"), env.home.display(), env.project.display());
+    let shown = at_a_terminal_answering(&env, &clat, &[("(hidden) ", "s3cret-tok-777\n"), ("2. us\n> ", "2\n")]);
+    assert!(shown.contains("Server token (input \"token\", for vs):\n> (hidden)"), "{shown}");
+    assert!(shown.contains("Region (input \"region\", for vs):\n  1. eu\n  2. us"), "{shown}");
+    assert!(!shown.contains("Never asked"), "an input no server uses is not asked: {shown}");
+    assert!(shown.contains("vs  stdio  ready"), "{shown}");
+    assert!(!shown.contains("s3cret-tok-777"), "the password is typed unseen and redacted: {shown}");
+    assert!(logs.join("us.log").exists(), "the picked option reached the server's arguments");
+}
+
+/// Run `command` in a terminal (util-linux `script`), typing each answer once its prompt has shown (so nothing is
+/// typed ahead of a prompt that turns echo off); the whole screen, without carriage returns.
+fn at_a_terminal_answering(env: &TestEnv, command: &str, answers: &[(&str, &str)]) -> String {
+    use std::io::{Read, Write};
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", command, "/dev/null"])
+        .current_dir(&env.project)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let (sent, received) = std::sync::mpsc::channel::<Vec<u8>>();
+    let reader = std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stdout.read(&mut buf) {
+            if n == 0 || sent.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut screen = String::new();
+    for (prompt, answer) in answers {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !screen.replace('\r', "").ends_with(prompt) {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let chunk = received.recv_timeout(left).unwrap_or_else(|_| panic!("no prompt {prompt:?}: {screen}"));
+            screen.push_str(&String::from_utf8_lossy(&chunk));
+        }
+        stdin.write_all(answer.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    }
+    drop(stdin);
+    child.wait().unwrap();
+    reader.join().unwrap();
+    while let Ok(chunk) = received.try_recv() {
+        screen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    screen.replace('\r', "")
+}

@@ -225,7 +225,7 @@ impl ProjectScope {
     /// with its redacted stderr tail. Servers still starting when the scope
     /// closes are stopped.
     pub async fn load_mcp_servers(&self) -> Vec<ExtensionStatus> {
-        let env = |k: &str| std::env::var(k).ok();
+        let env = |k: &str| crate::mcp::inputs::lookup(k);
         let set = crate::mcp::configured_servers(&self.home, Some(&self.root), self.glm_plan.as_ref(), &env);
         let mut statuses: Vec<ExtensionStatus> = set.statuses.into_iter().map(|s| self.set_status(s)).collect();
         // Every server connects, lists and registers on its own, so a slow one

@@ -2,7 +2,8 @@
 //! (a flat object), in the `{"mcpServers": {...}}` wrapper that server
 //! READMEs and other agents use, or in VS Code's `{"servers": {...},
 //! "inputs": [...]}`; a file that mixes shapes is refused. A `${input:ID}`
-//! (VS Code's prompted value) fails its server with what to write instead. Each
+//! (VS Code's prompted value) is looked up as `input:ID` (the host holds the
+//! values the user gave); without one it fails its server with what to write instead. Each
 //! entry chooses exactly one transport — `command` (+ `args`, `env`, `cwd`,
 //! `env_inherit`) for stdio, or `url` (+ `headers`) for Streamable HTTP, with
 //! an optional `type` of `stdio` or `http` (`streamable-http` too; the
@@ -534,8 +535,8 @@ pub enum ExpandError {
     #[error("{CWD_LEAVES_HOME}, once its variables are expanded")]
     CwdLeavesHome,
     #[error(
-        "`{field}` uses ${{input:{id}}}, a VS Code input, which CLAT does not prompt for: put the value in clat's \
-         environment and write ${{env:NAME}} instead"
+        "`{field}` uses ${{input:{id}}}, a VS Code input, which is asked for at a terminal and was not given: run \
+         at a terminal, or put the value in clat's environment and write ${{env:NAME}} instead"
     )]
     Input { field: String, id: String },
 }
@@ -585,7 +586,14 @@ fn expand_text(
             out.push_str("${");
             rest = tail;
         } else if let Some(id) = after.strip_prefix("{input:").and_then(|t| t.split_once('}')).map(|(id, _)| id) {
-            return Err(ExpandError::Input { field: field.to_string(), id: id.to_string() });
+            // VS Code's input: the value the user gave for this process, which the host's lookup holds as `input:ID`.
+            let value = lookup(&format!("input:{id}"))
+                .ok_or_else(|| ExpandError::Input { field: field.to_string(), id: id.to_string() })?;
+            if !value.is_empty() {
+                substituted.push(value.clone());
+            }
+            out.push_str(&value);
+            rest = &after["{input:".len() + id.len() + 1..];
         } else if let Some((name, default, len)) = variable_at(after) {
             let value = match (lookup(name).filter(|v| !v.is_empty() || default.is_none()), default) {
                 (Some(value), _) => value,
@@ -777,7 +785,7 @@ mod tests {
     }
 
     #[test]
-    fn vs_code_s_servers_wrapper_is_read_and_an_input_reference_is_refused_clearly() {
+    fn vs_code_s_servers_wrapper_is_read_and_an_input_reference_is_given_or_refused_clearly() {
         let c = parse(
             r#"{ "inputs": [{ "type": "promptString", "id": "key", "password": true }],
                  "servers": { "gh": { "type": "http", "url": "https://api.example/mcp",
@@ -792,6 +800,13 @@ mod tests {
                 && err.to_string().contains("${env:NAME}"),
             "{err}"
         );
+        // A value given for the input (the host's lookup answers `input:ID`) is substituted, and is a secret.
+        let given = c.servers["gh"].expand(&|k| (k == "input:key").then(|| "s3cret-token".to_string())).unwrap();
+        match &given.entry.transport {
+            EntryTransport::Http { headers, .. } => assert_eq!(headers["Authorization"], "Bearer s3cret-token"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(given.substituted, ["s3cret-token"]);
         let flat = parse(r#"{ "servers": { "command": "x" } }"#).unwrap();
         assert!(flat.servers.contains_key("servers"), "a flat file's server named servers stays a server");
         let err = parse(r#"{ "servers": { "a": { "command": "x" } }, "b": { "command": "y" } }"#).unwrap_err();

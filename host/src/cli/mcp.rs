@@ -349,6 +349,85 @@ pub(crate) fn review_project_servers(home: &ClatHome, dir: &std::path::Path) {
     }
 }
 
+/// At a terminal, ask for the VS Code inputs (`${input:ID}`) that the
+/// servers this command may start use, once per process (a password without
+/// echo; a `pickString` by number); the values are kept in memory only
+/// (`mcp/inputs.rs`). Headless nothing is asked, and such a server fails with
+/// what to write instead. An empty answer takes the input's default, if any.
+pub(crate) fn ask_for_inputs(home: &ClatHome, start: &StartFilter) {
+    use std::io::{BufRead, IsTerminal, Write};
+    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        return;
+    }
+    let wanted = |server: &String| {
+        start.wants(crate::extension::ExtensionKind::McpStdio, server)
+            || start.wants(crate::extension::ExtensionKind::McpHttp, server)
+    };
+    let path = home.path().join(crate::mcp::MCP_CONFIG_FILE);
+    for input in crate::mcp::inputs::referenced(&path) {
+        if crate::mcp::inputs::is_given(&input.id) || !input.servers.iter().any(wanted) {
+            continue;
+        }
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "{} (input {:?}, for {}):", input.description, input.id, input.servers.join(", "));
+        for (i, option) in input.options.iter().enumerate() {
+            let _ = writeln!(err, "  {}. {option}", i + 1);
+        }
+        let default = input.default.as_deref().map(|d| format!(" [{d}]")).unwrap_or_default();
+        let _ = write!(err, "> {}", if input.password { "(hidden) " } else { "" });
+        let _ = write!(err, "{default}");
+        let _ = err.flush();
+        let echo_off = input.password.then(EchoOff::start);
+        let mut answer = String::new();
+        let _ = std::io::stdin().lock().read_line(&mut answer);
+        drop(echo_off);
+        if input.password {
+            let _ = writeln!(err);
+        }
+        let answer = answer.trim_end_matches(['\n', '\r']).to_string();
+        let value = match (answer.is_empty(), &input.default) {
+            (true, Some(default)) => default.clone(),
+            _ => match answer.parse::<usize>().ok().and_then(|n| input.options.get(n.wrapping_sub(1))) {
+                Some(option) => option.clone(),
+                None => answer,
+            },
+        };
+        crate::mcp::inputs::provide(&input.id, value);
+    }
+}
+
+/// The terminal's echo, off until dropped (a password is typed unseen).
+struct EchoOff(Option<libc::termios>);
+
+impl EchoOff {
+    fn start() -> EchoOff {
+        // SAFETY: tcgetattr/tcsetattr on stdin's descriptor with a termios we own.
+        unsafe {
+            let mut attributes: libc::termios = std::mem::zeroed();
+            if libc::tcgetattr(libc::STDIN_FILENO, &mut attributes) != 0 {
+                return EchoOff(None);
+            }
+            let saved = attributes;
+            attributes.c_lflag &= !libc::ECHO;
+            if libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, &attributes) != 0 {
+                return EchoOff(None);
+            }
+            EchoOff(Some(saved))
+        }
+    }
+}
+
+impl Drop for EchoOff {
+    fn drop(&mut self) {
+        if let Some(saved) = self.0 {
+            // SAFETY: restores the attributes read in `start`.
+            unsafe {
+                libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, &saved);
+            }
+        }
+    }
+}
+
 /// `clat mcp list`: the configured servers as `mcp.json` holds them, nothing started.
 fn list(home: &ClatHome, json: bool) -> Result<(), Failure> {
     let path = home.path().join(crate::mcp::MCP_CONFIG_FILE);
@@ -631,6 +710,7 @@ async fn status_of(
     };
     let dir = project_dir(project)?;
     review_project_servers(home, &dir);
+    ask_for_inputs(home, &options.start);
     let project = platform.mount(&dir, options)?;
     let servers = tokio::select! {
         servers = super::progress::while_starting(&project, json, project.load_mcp_servers()) => Some(servers),

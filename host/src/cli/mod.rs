@@ -526,6 +526,7 @@ fn start_filter(platform: &Platform, dir: &std::path::Path, external: Vec<String
 fn mount(platform: &Platform, project: Option<PathBuf>, options: MountOptions) -> Result<Project, Failure> {
     let dir = project_dir(project)?;
     mcp::review_project_servers(platform.clat_home(), &dir);
+    mcp::ask_for_inputs(platform.clat_home(), &options.start);
     Ok(platform.mount(&dir, options)?)
 }
 
