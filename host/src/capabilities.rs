@@ -571,6 +571,24 @@ fn internal_v6(ip: Ipv6Addr) -> bool {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_tools_table_past_the_tool_cap_or_using_what_is_undeclared_is_refused() {
+        let declared = caps(&["https://api.example.com"], &[]);
+        let uses = |capability| ToolDeclaration { uses: vec![capability] };
+        let at_cap: BTreeMap<String, ToolDeclaration> =
+            (0..TOOLS_PER_SERVER_MAX).map(|i| (format!("t{i}"), uses(Capability::Http))).collect();
+        assert_eq!(ToolUses::validate(&at_cap, &declared), Ok(()));
+        let mut past = at_cap.clone();
+        past.insert("one-more".into(), ToolDeclaration::default());
+        assert_eq!(ToolUses::validate(&past, &declared), Err(ToolDeclarationError::TooMany(TOOLS_PER_SERVER_MAX + 1)));
+        let env = BTreeMap::from([("get".to_string(), uses(Capability::Env))]);
+        let err = ToolUses::validate(&env, &declared).unwrap_err();
+        assert_eq!(err.to_string(), "tools.get uses env, which [capabilities] does not declare");
+        let table = ToolUses::of(&BTreeMap::from([("get".to_string(), uses(Capability::Http))]));
+        assert!(table.allows("get", Capability::Http) && !table.allows("env", Capability::Http));
+        assert!(ToolUses::of(&BTreeMap::new()).allows("anything", Capability::Env), "no table: every tool");
+    }
+
     fn caps(http: &[&str], env: &[&str]) -> Capabilities {
         Capabilities {
             http: http.iter().map(|s| s.to_string()).collect(),

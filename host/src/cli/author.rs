@@ -225,18 +225,11 @@ fn fingerprint(dir: &Path) -> Vec<(PathBuf, u64, Option<std::time::SystemTime>)>
 /// interrupted. A failure (a syntax error, a failing case) is reported and
 /// the watch goes on; with sources unchanged the build is reused, so a change
 /// to `cases.jsonl` alone re-runs in about a second.
-pub(crate) async fn test_watch(
-    real: &ClatHome,
-    dir: &Path,
-    project: &Path,
-    no_build: bool,
-    grant: bool,
-    json: bool,
-    shutdown: &Shutdown,
-) -> Result<Exit, Failure> {
+pub(crate) async fn test_watch(real: &ClatHome, plugin: &PluginTest<'_>, shutdown: &Shutdown) -> Result<Exit, Failure> {
+    let dir = plugin.dir;
     loop {
         let seen = fingerprint(dir);
-        if let Err(failure) = test(real, dir, project, no_build, grant, json, shutdown).await {
+        if let Err(failure) = test(real, plugin, shutdown).await {
             if shutdown.token().is_cancelled() {
                 return Err(failure);
             }
@@ -263,17 +256,22 @@ struct Check {
     detail: String,
 }
 
+/// What `clat plugin test` runs: the project or package `dir`, on the trusted-for-the-test `project`.
+#[derive(Clone, Copy)]
+pub(crate) struct PluginTest<'a> {
+    pub(crate) dir: &'a Path,
+    pub(crate) project: &'a Path,
+    /// Use the project's last build.
+    pub(crate) no_build: bool,
+    /// Grant the declared capabilities without asking.
+    pub(crate) grant: bool,
+    pub(crate) json: bool,
+}
+
 /// `clat plugin test DIR|PACKAGE`: the package, its interfaces, its tool
 /// specs, then the author's cases through the pipeline.
-pub(crate) async fn test(
-    real: &ClatHome,
-    dir: &Path,
-    project: &Path,
-    no_build: bool,
-    grant: bool,
-    json: bool,
-    shutdown: &Shutdown,
-) -> Result<Exit, Failure> {
+pub(crate) async fn test(real: &ClatHome, plugin: &PluginTest<'_>, shutdown: &Shutdown) -> Result<Exit, Failure> {
+    let PluginTest { dir, project, no_build, grant, json } = *plugin;
     // The cases are read and checked before anything is built, compiled or installed.
     let cases_path = dir.join(CASES_FILE);
     let cases = if cases_path.is_file() { read_cases(&cases_path)? } else { Vec::new() };

@@ -359,10 +359,8 @@ pub(crate) fn ask_for_inputs(home: &ClatHome, start: &StartFilter) {
     if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
         return;
     }
-    let wanted = |server: &String| {
-        start.wants(crate::extension::ExtensionKind::McpStdio, server)
-            || start.wants(crate::extension::ExtensionKind::McpHttp, server)
-    };
+    // Both MCP kinds own tools by the same prefix, so either kind asks the filter the same question.
+    let wanted = |server: &String| start.wants(crate::extension::ExtensionKind::McpStdio, server);
     let path = home.path().join(crate::mcp::MCP_CONFIG_FILE);
     for input in crate::mcp::inputs::referenced(&path) {
         if crate::mcp::inputs::is_given(&input.id) || !input.servers.iter().any(wanted) {

@@ -160,10 +160,11 @@ pub(crate) async fn plugin(
         PluginCommand::Test { package, json, no_build, grant, watch } => {
             let dir = package.map_or_else(here, Ok)?;
             let project = project_dir(project)?;
+            let plugin = author::PluginTest { dir: &dir, project: &project, no_build, grant, json };
             if watch {
-                author::test_watch(home, &dir, &project, no_build, grant, json, shutdown).await
+                author::test_watch(home, &plugin, shutdown).await
             } else {
-                author::test(home, &dir, &project, no_build, grant, json, shutdown).await
+                author::test(home, &plugin, shutdown).await
             }
         }
         PluginCommand::Install { dir, build: true, grant, json } => {
