@@ -372,10 +372,11 @@ pub(crate) fn ask_for_inputs(home: &ClatHome, start: &StartFilter) {
             let _ = writeln!(err, "  {}. {option}", i + 1);
         }
         let default = input.default.as_deref().map(|d| format!(" [{d}]")).unwrap_or_default();
+        // Echo goes off before the prompt shows, so nothing typed after it is ever echoed.
+        let echo_off = input.password.then(EchoOff::start);
         let _ = write!(err, "> {}", if input.password { "(hidden) " } else { "" });
         let _ = write!(err, "{default}");
         let _ = err.flush();
-        let echo_off = input.password.then(EchoOff::start);
         let mut answer = String::new();
         let _ = std::io::stdin().lock().read_line(&mut answer);
         drop(echo_off);
