@@ -40,6 +40,8 @@ pub struct WasmPlugin {
     /// `Some(None)` = the run ended, `Some(Some(s))` = a new snapshot.
     pub(super) context: tokio::sync::watch::Sender<Option<Option<ContextSnapshot>>>,
     pub(super) delivered: std::sync::atomic::AtomicU64,
+    /// The task delivering the context; `close` ends it.
+    pub(super) delivery: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// Its sampling and elicitation requests waiting on the host.
     pub(super) waits: crate::services::HostWaits,
 }
@@ -217,7 +219,7 @@ pub(super) fn spawn_context_delivery(plugin: &Arc<WasmPlugin>) {
     let Ok(handle) = tokio::runtime::Handle::try_current() else { return };
     let mut rx = plugin.context.subscribe();
     let weak = Arc::downgrade(plugin);
-    handle.spawn(async move {
+    let task = handle.spawn(async move {
         while rx.changed().await.is_ok() {
             let Some(value) = rx.borrow_and_update().clone() else { continue };
             let Some(plugin) = weak.upgrade() else { return };
@@ -230,6 +232,7 @@ pub(super) fn spawn_context_delivery(plugin: &Arc<WasmPlugin>) {
             }
         }
     });
+    *plugin.delivery.lock().unwrap_or_else(|p| p.into_inner()) = Some(task);
 }
 
 #[async_trait]
@@ -250,9 +253,17 @@ impl crate::extension::Extension for WasmPlugin {
         WasmPlugin::notify_context(self, snapshot.cloned());
     }
 
-    /// Nothing runs between calls: each call's store is gone when it ends, and
-    /// the context delivery task ends with the last reference to the plugin.
-    async fn close(&self) {}
+    /// Nothing runs between calls: each call's store is gone when it ends. A
+    /// context delivery still running is ended here, before the process's
+    /// runtime goes (a guest dropped mid-way through a WASI file read as the
+    /// runtime shuts down makes wasmtime-wasi panic on its cancelled task).
+    async fn close(&self) {
+        let delivery = self.delivery.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(task) = delivery {
+            task.abort();
+            let _ = task.await;
+        }
+    }
 
     fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
         self

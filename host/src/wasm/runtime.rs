@@ -304,6 +304,7 @@ impl WasmRuntime {
             cache: outcome,
             context: tokio::sync::watch::channel(None).0,
             delivered: Default::default(),
+            delivery: Default::default(),
             waits,
         });
         let tools = plugin.list_tools().await.map_err(LoadError::ListTools)?;
