@@ -327,11 +327,6 @@ fn new_test_install_call(lang: &str, kind: &str, tool: &str) {
     vars.push(("TMPDIR", tmp.display().to_string()));
     vars.push(("PATH", path));
     let name = format!("{lang}-tool");
-    if lang == "javascript" && kind == "mcp-stdio" {
-        // With esbuild found, the printed next step needs no `npm install`; the MCP SDK is linked in below.
-        let esbuild = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/guest-toolchains/node_modules/.bin/esbuild");
-        vars.push(("CLAT_ESBUILD", esbuild.display().to_string()));
-    }
     let clat_dir = Path::new(env!("CARGO_BIN_EXE_clat")).parent().unwrap().display().to_string();
     vars.push(("CLAT_HOME", env.home.display().to_string()));
     let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
@@ -341,8 +336,9 @@ fn new_test_install_call(lang: &str, kind: &str, tool: &str) {
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let project = parent.join(&name);
-    if lang == "javascript" && kind == "mcp-stdio" {
-        // `npm install`, from the pinned toolchain directory: the MCP SDK, zod and esbuild.
+    if lang == "javascript" {
+        // `npm install`, from the pinned toolchain directory: componentize-js, the MCP SDK, zod and esbuild (so the
+        // printed next step has no `npm install`).
         let modules = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/guest-toolchains/node_modules");
         std::os::unix::fs::symlink(modules.canonicalize().unwrap(), project.join("node_modules")).unwrap();
     }
@@ -350,7 +346,7 @@ fn new_test_install_call(lang: &str, kind: &str, tool: &str) {
     // language's own runner against the mock host, `clat plugin test .`, `clat plugin install --build .`.
     let next = stdout(&out).lines().find_map(|l| l.strip_prefix("next: ").map(str::to_string)).expect("a next step");
     let unit_tests = match (lang, kind) {
-        ("javascript", "wasm") => Some(("npm test", "# pass 2")),
+        ("javascript", "wasm") => Some(("npm test", "# pass 3")),
         ("python", "wasm") => Some(("python3 -m unittest", "Ran 2 tests")),
         _ => None,
     };
@@ -370,8 +366,9 @@ fn new_test_install_call(lang: &str, kind: &str, tool: &str) {
     assert!(out.status.success(), "{next}:\n{shown}");
     if let Some((_, passed)) = unit_tests {
         assert!(shown.contains(passed), "the unit tests ran: {shown}");
-        // `install --build` after `plugin test`, sources unchanged: the componentize step is not run again.
-        assert!(shown.contains("sources and toolchain unchanged since the last build, so it was reused"), "{shown}");
+        // `plugin test` ran the edit loop's package (a runtime reading the sources); `install --build` the component.
+        assert!(shown.contains("sources ready for the edit loop"), "{shown}");
+        assert!(shown.contains(&format!("built {lang} package")), "{shown}");
     }
     assert!(stdout(&out).contains("ok   case greets by name"), "{shown}");
     assert!(stdout(&out).contains(" passed, 0 failed\n"), "{shown}");
@@ -381,7 +378,8 @@ fn new_test_install_call(lang: &str, kind: &str, tool: &str) {
         std::fs::write(project.join("cases.jsonl"), format!("# edited\n{cases}")).unwrap();
         let out = env.clat_with_env(&["plugin", "test", project.to_str().unwrap()], &vars);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-        assert!(stderr(&out).contains("so it was reused"), "{}", stderr(&out));
+        assert!(stderr(&out).contains(", reused) reads them at each call"), "{}", stderr(&out));
+        edit_loop_sees_an_edit_without_a_build(&env, lang, &project, &vars);
     }
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_clat"))
         .args(["--home", env.home.to_str().unwrap(), "--project", project.to_str().unwrap()])
@@ -391,7 +389,56 @@ fn new_test_install_call(lang: &str, kind: &str, tool: &str) {
         .output()
         .unwrap();
     assert_eq!(stdout(&out), "Hello, author!\n", "{}", stderr(&out));
+    if (lang, kind) == ("javascript", "wasm") {
+        // The tool's JSON Schema is its zod schema's.
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_clat"))
+            .args(["--home", env.home.to_str().unwrap(), "--project", project.to_str().unwrap()])
+            .args(["tools", tool, "--json"])
+            .output()
+            .unwrap();
+        let shown: Value = serde_json::from_str(&stdout(&out)).unwrap_or_else(|_| panic!("{}", stderr(&out)));
+        let schema = &shown["input_schema"];
+        assert_eq!(schema["$schema"], "https://json-schema.org/draft/2020-12/schema", "{shown}");
+        assert_eq!(schema["properties"]["name"]["description"], "Who to greet.", "{shown}");
+        assert_eq!(schema["required"], serde_json::json!(["name"]), "{shown}");
+    }
     no_throwaway_left(&env);
+}
+
+/// The edit loop (`plugin call` of a project): a one-line edit of a tool is answered by the runtime already built
+/// (the sources are read at each call), and the installed component is not touched (the caller's `clat call` after
+/// it still answers the installed "Hello"); in Python a new import line
+/// builds the runtime again, so the module it names is in it; in JavaScript a top-level await, which the loop's
+/// CommonJS bundle cannot hold, builds the component instead.
+fn edit_loop_sees_an_edit_without_a_build(env: &TestEnv, lang: &str, project: &Path, vars: &[(&str, &str)]) {
+    let source = project.join(if lang == "python" { "app.py" } else { "src/index.js" });
+    let text = std::fs::read_to_string(&source).unwrap();
+    std::fs::write(&source, text.replace("Hello, ", "Hi, ")).unwrap();
+    let call = |args: &str| env.clat_with_env(&["plugin", "call", project.to_str().unwrap(), "hello", args], vars);
+    let out = call(r#"{"name":"Ada"}"#);
+    assert_eq!((out.status.code(), stdout(&out).as_str()), (Some(0), "Hi, Ada!\n"), "{}", stderr(&out));
+    assert!(stderr(&out).contains(", reused) reads them at each call"), "{}", stderr(&out));
+    if lang == "python" {
+        let edited = std::fs::read_to_string(&source).unwrap();
+        let edited = format!("import textwrap\n{edited}")
+            .replace("return f\"Hi, {args.name}!\"", "return textwrap.shorten(f\"Hi, {args.name}!\", width=12)");
+        std::fs::write(&source, edited).unwrap();
+        let out = call(r#"{"name":"Ada Lovelace"}"#);
+        assert_eq!((out.status.code(), stdout(&out).as_str()), (Some(0), "Hi, [...]\n"), "{}", stderr(&out));
+        assert!(stderr(&out).contains("built once per toolchain and contract"), "{}", stderr(&out));
+    } else {
+        // Sources esbuild cannot bundle as CommonJS (a top-level await) are built as a component instead.
+        let edited = std::fs::read_to_string(&source).unwrap();
+        let edited = edited
+            .replace("export const plugin", "const greeting = await Promise.resolve(\"Hey, \");\nexport const plugin")
+            .replace("`Hi, ${name}!`", "`${greeting}${name}!`");
+        std::fs::write(&source, edited).unwrap();
+        let out = call(r#"{"name":"Ada"}"#);
+        assert_eq!((out.status.code(), stdout(&out).as_str()), (Some(0), "Hey, Ada!\n"), "{}", stderr(&out));
+        let shown = stderr(&out);
+        assert!(shown.contains("the edit loop cannot load these sources (Top-level await is currently not"), "{shown}");
+        assert!(shown.contains("so the component is built") && shown.contains("built javascript package"), "{shown}");
+    }
 }
 
 #[test]
@@ -469,7 +516,7 @@ fn errors_point_at_the_authors_code_and_name_the_fix() {
     vars.push(("RUST_BACKTRACE", "1".into()));
     let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
     for (lang, file, broken_from, broken_to, at) in [
-        ("javascript", "src/index.js", "`Hello, ${name}!`,", "`Hello, ${name}!`,,", "src/index.js:21"),
+        ("javascript", "src/index.js", "`Hello, ${name}!`,", "`Hello, ${name}!`,,", "src/index.js:18"),
         ("python", "app.py", "return f\"Hello, {args.name}!\"", "return f\"Hello, {args.name}!\" +", "app.py:29:"),
     ] {
         let name = format!("{lang}-broken");

@@ -30,10 +30,18 @@ pub fn componentize_py() -> PathBuf {
     tool
 }
 
+/// esbuild, as the install script puts it.
+pub fn esbuild() -> PathBuf {
+    let tool = root().join("tests/guest-toolchains/node_modules/.bin/esbuild");
+    assert!(tool.is_file(), "{} is missing: run scripts/install-guest-toolchains.sh", tool.display());
+    tool
+}
+
 /// The environment that points `clat plugin build` at the pinned toolchains.
 pub fn toolchain_env() -> Vec<(&'static str, String)> {
     vec![
         ("CLAT_COMPONENTIZE_JS", componentize_js().display().to_string()),
+        ("CLAT_ESBUILD", esbuild().display().to_string()),
         ("CLAT_COMPONENTIZE_PY", componentize_py().display().to_string()),
     ]
 }

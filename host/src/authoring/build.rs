@@ -6,9 +6,10 @@
 //! under the name the manifest gives, and the test cases.
 //!
 //! - Rust: `cargo build --release --target wasm32-wasip2`.
-//! - JavaScript: componentize-js (`DIR/node_modules/.bin`, else
-//!   `$CLAT_COMPONENTIZE_JS`, else PATH) on the package's `main` (default
-//!   `src/index.js`) with `--disable http fetch-event`: without it the
+//! - JavaScript: esbuild bundles the package's `main` (default
+//!   `src/index.js`) with its dependencies, then componentize-js
+//!   (`DIR/node_modules/.bin`, else `$CLAT_COMPONENTIZE_JS`, else PATH) builds
+//!   the bundle with `--disable http fetch-event`: without it the
 //!   component imports `wasi:http`, which guests get only when the manifest
 //!   declares `[capabilities] http` (then only `fetch-event` is disabled, and
 //!   the guest's `fetch` goes through the host's grant).
@@ -45,8 +46,11 @@ pub struct Built {
     pub language: Language,
     /// The size of the built entry.
     pub entry_bytes: u64,
-    /// The toolchain did not run: the sources and the toolchain are those of the last build, whose output was kept.
+    /// The toolchain did not run: the sources and the toolchain are those of the last build, whose output was kept
+    /// (for the edit loop's package: its runtime's).
     pub reused: bool,
+    /// The edit loop's package (`dev::build_for_loop`): a runtime built once, the sources read at each call.
+    pub edit_loop: bool,
 }
 
 /// The language of a project directory, by its build file; `None`: not a project (perhaps a package).
@@ -65,16 +69,13 @@ pub fn first_steps(dir: &Path, language: Language, kind: PackageKind) -> Vec<Str
     let mut steps = Vec::new();
     match (language, kind) {
         (Language::Javascript, PackageKind::Wasm) => {
-            if find_tool(dir.join("node_modules/.bin/componentize-js"), "CLAT_COMPONENTIZE_JS", "componentize-js")
-                .is_none()
-            {
+            // The unit tests import the project's dependencies (zod) from its node_modules.
+            if !dir.join("node_modules").is_dir() {
                 steps.push("npm install".to_string());
             }
             steps.push("npm test".to_string());
         }
-        (Language::Javascript, PackageKind::McpStdio)
-            if find_tool(dir.join("node_modules/.bin/esbuild"), "CLAT_ESBUILD", "esbuild").is_none() =>
-        {
+        (Language::Javascript, PackageKind::McpStdio) if find_esbuild(dir).is_none() => {
             steps.push("npm install".to_string());
         }
         (Language::Python, PackageKind::Wasm) => {
@@ -106,6 +107,8 @@ fn missing(tool: &str, install: &str) -> AuthoringError {
 
 /// Build the project in `dir` and assemble its package in `dir/dist`.
 pub fn build(dir: &Path) -> Result<Built, AuthoringError> {
+    // The toolchains run in `dir`: every path handed to them (the project's own tools, outputs) is absolute.
+    let dir = &std::path::absolute(dir).map_err(io(format!("cannot resolve {}", dir.display())))?;
     let manifest = read_manifest(dir).map_err(|e| AuthoringError::Invalid(e.to_string()))?;
     let language = detect(dir).ok_or_else(|| {
         AuthoringError::Invalid(format!(
@@ -132,7 +135,7 @@ pub fn build(dir: &Path) -> Result<Built, AuthoringError> {
         let entry_bytes = std::fs::metadata(&entry)
             .map_err(|e| AuthoringError::Invalid(format!("the entry {:?} is not in the project: {e}", manifest.entry)))?
             .len();
-        return Ok(Built { package, language, entry_bytes, reused: false });
+        return Ok(Built { package, language, entry_bytes, reused: false, edit_loop: false });
     }
     let scratch = dir.join("target").join("clat-build");
     let (entry, reused) = match language {
@@ -172,7 +175,7 @@ fn assemble(
         std::fs::copy(dir.join(CASES_FILE), package.join(CASES_FILE))
             .map_err(io(format!("cannot copy {CASES_FILE}")))?;
     }
-    Ok(Built { package: package.to_path_buf(), language, entry_bytes, reused: false })
+    Ok(Built { package: package.to_path_buf(), language, entry_bytes, reused: false, edit_loop: false })
 }
 
 /// `cargo build --release --target wasm32-wasip2`; the component is the
@@ -269,13 +272,13 @@ fn find_tool(local: PathBuf, env: &str, name: &str) -> Option<PathBuf> {
 }
 
 /// Run a toolchain command in `dir`, its output on stderr; `out` is what it must produce.
-fn run_tool(dir: &Path, program: &Path, args: &[&str], out: &Path) -> Result<PathBuf, AuthoringError> {
+pub(super) fn run_tool(dir: &Path, program: &Path, args: &[&str], out: &Path) -> Result<PathBuf, AuthoringError> {
     run_tool_with(dir, program, args, &out.display().to_string(), out)
 }
 
 /// `run_tool`, with the output named by `out_arg` (the last argument: the path,
 /// or a flag carrying it such as esbuild's `--outfile=PATH`).
-fn run_tool_with(
+pub(super) fn run_tool_with(
     dir: &Path,
     program: &Path,
     args: &[&str],
@@ -292,7 +295,8 @@ fn run_tool_with(
         // A toolchain's own error is the author's to read, not its Rust backtrace (componentize-py's anyhow).
         .env("RUST_LIB_BACKTRACE", "0")
         .stdin(Stdio::null())
-        .stdout(Stdio::inherit())
+        // stdout carries `plugin call`'s answer and `--json`: the toolchain's chatter goes to stderr.
+        .stdout(Stdio::from(std::io::stderr()))
         .stderr(Stdio::inherit())
         .status()
         .map_err(io(format!("cannot run {command}")))?;
@@ -312,34 +316,75 @@ fn require_wit(dir: &Path) -> Result<(), AuthoringError> {
     )))
 }
 
-/// componentize-js on the package's `main`, without the fetch event, and
-/// without `wasi:http` unless the manifest declares `http` (`fetch`).
-fn build_javascript(dir: &Path, out: &Path, http: bool) -> Result<(PathBuf, bool), AuthoringError> {
+/// What a JavaScript component is built with: componentize-js, esbuild, and the package's `main`.
+pub(super) struct JavascriptToolchain {
+    pub(super) componentize: PathBuf,
+    pub(super) esbuild: PathBuf,
+    pub(super) main: String,
+}
+
+/// The JavaScript toolchain of the project at `dir`, its contract present and its sources parsed by node.
+pub(super) fn javascript_toolchain(dir: &Path) -> Result<JavascriptToolchain, AuthoringError> {
     if !present("node") {
         return Err(missing("node", "install Node.js 20 or later (https://nodejs.org)"));
     }
-    let tool = find_tool(dir.join("node_modules/.bin/componentize-js"), "CLAT_COMPONENTIZE_JS", "componentize-js")
-        .ok_or_else(|| {
-            missing(
-                "componentize-js",
-                "run `npm install` in the project (its package.json pins @bytecodealliance/componentize-js 0.23.0)",
-            )
-        })?;
+    let install = "run `npm install` in the project (its package.json pins @bytecodealliance/componentize-js 0.23.0 \
+                   and esbuild 0.25.12)";
+    let componentize =
+        find_tool(dir.join("node_modules/.bin/componentize-js"), "CLAT_COMPONENTIZE_JS", "componentize-js")
+            .ok_or_else(|| missing("componentize-js", install))?;
+    let esbuild = find_esbuild(dir).ok_or_else(|| missing("esbuild", install))?;
     require_wit(dir)?;
     let main = package_main(dir, "src/index.js")?;
-    let record = BuildRecord::of(dir, &tool, out);
-    if record.matches() {
-        return Ok((out.to_path_buf(), true));
-    }
     check_syntax(dir, Language::Javascript, Path::new("node"))?;
-    let mut args = vec![main.as_str(), "--wit", "wit", "--world-name", "clat-plugin", "--disable"];
+    Ok(JavascriptToolchain { componentize, esbuild, main })
+}
+
+/// esbuild's arguments for the package's `main` and its dependencies in one file of `format` (`esm` for the
+/// component, `cjs` for the edit loop's runtime), the contract's imports left to the component.
+pub(super) fn component_bundle_args(main: &str, format: &str, out: &Path) -> Vec<String> {
+    let fixed = ["--bundle", "--platform=browser", "--external:artec:clat/*", "--log-level=warning"];
+    let mut args = vec![main.to_string(), format!("--format={format}")];
+    args.extend(fixed.map(String::from));
+    args.push(format!("--outfile={}", out.display()));
+    args
+}
+
+/// componentize-js's arguments after the module: the world, and `--disable http fetch-event` (only `fetch-event`
+/// when the manifest declares `http`: the guest's `fetch` then goes through the host's grant).
+pub(super) fn componentize_js_args(world: &str, http: bool) -> Vec<&str> {
+    let mut args = vec!["--wit", "wit", "--world-name", world, "--disable"];
     if !http {
         args.push("http");
     }
     args.extend(["fetch-event", "-o"]);
-    let built = run_tool(dir, &tool, &args, out)?;
+    args
+}
+
+/// esbuild bundles the package's `main` and its dependencies (zod, say)
+/// into one module; then componentize-js on the bundle. The bundle is part
+/// of the build's key, so a dependency's update rebuilds.
+fn build_javascript(dir: &Path, out: &Path, http: bool) -> Result<(PathBuf, bool), AuthoringError> {
+    let toolchain = javascript_toolchain(dir)?;
+    let bundle = out.with_extension("bundle.js");
+    let mut args = component_bundle_args(&toolchain.main, "esm", &bundle);
+    let outfile = args.pop().unwrap_or_default();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let bundle = run_tool_with(dir, &toolchain.esbuild, &args, &outfile, &bundle)?;
+    let record = BuildRecord::of(dir, &toolchain.componentize, out, &[&bundle]);
+    if record.matches() {
+        return Ok((out.to_path_buf(), true));
+    }
+    let bundle = bundle.display().to_string();
+    let args = [&[bundle.as_str()][..], &componentize_js_args("clat-plugin", http)].concat();
+    let built = run_tool(dir, &toolchain.componentize, &args, out)?;
     record.keep();
     Ok((built, false))
+}
+
+/// esbuild: the project's (`DIR/node_modules/.bin`), else `$CLAT_ESBUILD`, else PATH's.
+fn find_esbuild(dir: &Path) -> Option<PathBuf> {
+    find_tool(dir.join("node_modules/.bin/esbuild"), "CLAT_ESBUILD", "esbuild")
 }
 
 /// An MCP server in JavaScript: esbuild bundles the package's `main` and its dependencies into one
@@ -348,7 +393,7 @@ fn bundle_javascript(dir: &Path, out: &Path) -> Result<PathBuf, AuthoringError> 
     if !present("node") {
         return Err(missing("node", "install Node.js 20 or later (https://nodejs.org)"));
     }
-    let tool = find_tool(dir.join("node_modules/.bin/esbuild"), "CLAT_ESBUILD", "esbuild").ok_or_else(|| {
+    let tool = find_esbuild(dir).ok_or_else(|| {
         missing("esbuild", "run `npm install` in the project (its package.json pins esbuild and the MCP SDK)")
     })?;
     let main = package_main(dir, "src/server.js")?;
@@ -373,17 +418,22 @@ fn package_main(dir: &Path, default: &str) -> Result<String, AuthoringError> {
     Ok(package["main"].as_str().unwrap_or(default).to_string())
 }
 
-/// componentize-py on the module `app`, for the world `clat-plugin`, or
-/// `clat-plugin-http` (`wit/http.wit`, the template's) when the manifest declares http.
-fn build_python(dir: &Path, out: &Path, http: bool) -> Result<(PathBuf, bool), AuthoringError> {
-    let tool = find_tool(dir.join(".venv/bin/componentize-py"), "CLAT_COMPONENTIZE_PY", "componentize-py").ok_or_else(
-        || {
+/// What a Python component is built with: componentize-py and the world.
+pub(super) struct PythonToolchain {
+    pub(super) componentize: PathBuf,
+    /// `clat-plugin`, or `clat-plugin-http` (`wit/http.wit`, the template's) when the manifest declares http.
+    pub(super) world: &'static str,
+}
+
+/// The Python toolchain of the project at `dir`, its contract and `app.py` present and its sources parsed.
+pub(super) fn python_toolchain(dir: &Path, http: bool) -> Result<PythonToolchain, AuthoringError> {
+    let componentize =
+        find_tool(dir.join(".venv/bin/componentize-py"), "CLAT_COMPONENTIZE_PY", "componentize-py").ok_or_else(|| {
             missing(
                 "componentize-py",
                 &format!("run `python3 -m venv .venv && .venv/bin/pip install componentize-py=={COMPONENTIZE_PY}` in the project"),
             )
-        },
-    )?;
+        })?;
     require_wit(dir)?;
     if !dir.join("app.py").is_file() {
         return Err(AuthoringError::Invalid(format!(
@@ -400,14 +450,21 @@ fn build_python(dir: &Path, out: &Path, http: bool) -> Result<(PathBuf, bool), A
             dir.display()
         )));
     }
-    let record = BuildRecord::of(dir, &tool, out);
+    // The venv's python beside componentize-py parses as the build does; else the first python3 on PATH.
+    let python = componentize.parent().map(|bin| bin.join("python3")).filter(|p| p.is_file());
+    check_syntax(dir, Language::Python, python.as_deref().unwrap_or(Path::new("python3")))?;
+    Ok(PythonToolchain { componentize, world })
+}
+
+/// componentize-py on the module `app`.
+fn build_python(dir: &Path, out: &Path, http: bool) -> Result<(PathBuf, bool), AuthoringError> {
+    let toolchain = python_toolchain(dir, http)?;
+    let record = BuildRecord::of(dir, &toolchain.componentize, out, &[]);
     if record.matches() {
         return Ok((out.to_path_buf(), true));
     }
-    // The venv's python beside componentize-py parses as the build does; else the first python3 on PATH.
-    let python = tool.parent().map(|bin| bin.join("python3")).filter(|p| p.is_file());
-    check_syntax(dir, Language::Python, python.as_deref().unwrap_or(Path::new("python3")))?;
-    let built = run_tool(dir, &tool, &["-d", "wit", "-w", world, "componentize", "app", "-o"], out)?;
+    let args = ["-d", "wit", "-w", toolchain.world, "componentize", "app", "-o"];
+    let built = run_tool(dir, &toolchain.componentize, &args, out)?;
     record.keep();
     Ok((built, false))
 }
@@ -420,7 +477,7 @@ fn build_python(dir: &Path, out: &Path, http: bool) -> Result<(PathBuf, bool), A
 /// and the cases (copied into each package anew);
 /// it is kept beside the output with the output's own hash. A build whose
 /// key and output match is not run again.
-struct BuildRecord {
+pub(super) struct BuildRecord {
     /// `OUT.build-key`.
     path: PathBuf,
     out: PathBuf,
@@ -429,13 +486,18 @@ struct BuildRecord {
 }
 
 impl BuildRecord {
-    fn of(dir: &Path, toolchain: &Path, out: &Path) -> BuildRecord {
-        let path = out.with_extension("build-key");
-        BuildRecord { path, out: out.to_path_buf(), key: sources_key(dir, toolchain, out) }
+    /// `inputs`: files outside the project's own that the build reads (a bundle of its dependencies).
+    fn of(dir: &Path, toolchain: &Path, out: &Path, inputs: &[&Path]) -> BuildRecord {
+        BuildRecord::keyed(out, sources_key(dir, toolchain, out, inputs))
+    }
+
+    /// The record of `out` under a key the caller made (`build_hasher`, then what else the build reads).
+    pub(super) fn keyed(out: &Path, key: Option<String>) -> BuildRecord {
+        BuildRecord { path: out.with_extension("build-key"), out: out.to_path_buf(), key }
     }
 
     /// The last build was made from the same sources by the same toolchain, and its output is intact.
-    fn matches(&self) -> bool {
+    pub(super) fn matches(&self) -> bool {
         let Some(key) = &self.key else { return false };
         let Ok(kept) = std::fs::read_to_string(&self.path) else { return false };
         let mut lines = kept.lines();
@@ -444,7 +506,7 @@ impl BuildRecord {
     }
 
     /// Keep the key of the build just made (a failure to keep it only costs a rebuild next time).
-    fn keep(&self) {
+    pub(super) fn keep(&self) {
         if let (Some(key), Some(hash)) = (&self.key, file_hash(&self.out)) {
             let _ = std::fs::write(&self.path, format!("{key}\n{hash}\n"));
         }
@@ -457,9 +519,10 @@ fn file_hash(path: &Path) -> Option<String> {
     Some(Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect())
 }
 
-fn sources_key(dir: &Path, toolchain: &Path, out: &Path) -> Option<String> {
-    use sha2::{Digest, Sha256};
-    let mut hasher = Sha256::new();
+/// The start of a build's key: clat's version, the output's name, and the toolchain (its path, size and time).
+pub(super) fn build_hasher(toolchain: &Path, out: &Path) -> Option<sha2::Sha256> {
+    use sha2::Digest;
+    let mut hasher = sha2::Sha256::new();
     hasher.update(env!("CARGO_PKG_VERSION").as_bytes());
     hasher.update([0]);
     hasher.update(out.file_name()?.as_encoded_bytes());
@@ -468,13 +531,28 @@ fn sources_key(dir: &Path, toolchain: &Path, out: &Path) -> Option<String> {
     let meta = std::fs::metadata(&toolchain).ok()?;
     let modified = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
     hasher.update(format!("{}\0{}\0{}\0", toolchain.display(), meta.len(), modified.as_nanos()).as_bytes());
+    Some(hasher)
+}
+
+/// A finished key, as hex.
+pub(super) fn hex_key(hasher: sha2::Sha256) -> String {
+    use sha2::Digest;
+    hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn sources_key(dir: &Path, toolchain: &Path, out: &Path, inputs: &[&Path]) -> Option<String> {
+    use sha2::{Digest, Sha256};
+    let mut hasher = build_hasher(toolchain, out)?;
     // The cases are not part of the build (each build assembles them anew): editing them reuses it.
     for file in project_files(dir)?.into_iter().filter(|f| f != Path::new(CASES_FILE)) {
         hasher.update(file.as_os_str().as_encoded_bytes());
         hasher.update([0]);
         hasher.update(Sha256::digest(std::fs::read(dir.join(&file)).ok()?));
     }
-    Some(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    for input in inputs {
+        hasher.update(Sha256::digest(std::fs::read(input).ok()?));
+    }
+    Some(hex_key(hasher))
 }
 
 /// Every file of the project at `dir` but its dependencies and outputs
@@ -510,7 +588,7 @@ fn which(program: &Path) -> Option<PathBuf> {
 const NOT_AUTHORED: &[&str] = &["node_modules", ".venv", "venv", "dist", "target", "__pycache__", ".git"];
 
 /// The author's source files of `language` under `dir` (`.js`/`.mjs`, `.py`), sorted.
-fn authored_sources(dir: &Path, language: Language) -> Vec<PathBuf> {
+pub(super) fn authored_sources(dir: &Path, language: Language) -> Vec<PathBuf> {
     let extensions: &[&str] = if language == Language::Python { &["py"] } else { &["js", "mjs"] };
     let mut found = project_files(dir).unwrap_or_default();
     found.retain(|path| path.extension().is_some_and(|e| extensions.contains(&&*e.to_string_lossy())));

@@ -2,11 +2,15 @@
 //! template (`templates.rs`), `clat plugin build` runs the language's
 //! toolchain and assembles the package in `dist/` (`build.rs`), and `clat
 //! plugin test` runs the author's cases (`cases.rs`: one JSON object per line,
-//! what to call and what to expect) through the same pipeline as `clat call`.
-//! The CLI (`cli/author.rs`) drives them; nothing here prints.
+//! what to call and what to expect) through the same pipeline as `clat call`;
+//! `clat plugin call | test` of a JavaScript or Python project run the edit
+//! loop's package instead (`dev.rs`: a runtime built once, the sources read at
+//! each call). The CLI (`cli/author.rs`) drives them; nothing here prints but
+//! the edit loop's one line when it falls back to a build.
 
 pub mod build;
 pub mod cases;
+pub mod dev;
 pub mod templates;
 
 use std::path::PathBuf;

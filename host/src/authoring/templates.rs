@@ -121,6 +121,11 @@ fn template(language: Language, kind: PackageKind) -> Result<&'static [TemplateF
     }
 }
 
+/// The text of one file of the `language` component template.
+pub(super) fn template_file(language: Language, path: &str) -> Option<&'static str> {
+    template(language, PackageKind::Wasm).ok()?.iter().find(|(p, _)| *p == path).map(|(_, text)| *text)
+}
+
 /// Write a new project `NAME` inside `parent` (it must not exist yet). Returns
 /// the project directory and the files written, relative to it.
 pub fn scaffold(

@@ -13,8 +13,9 @@ use serde_json::{Value, json};
 use super::exit::{Exit, Failure};
 use super::shutdown::Shutdown;
 use crate::authoring::Language;
-use crate::authoring::build::{CASES_FILE, DIST_DIR, build, detect};
+use crate::authoring::build::{Built, CASES_FILE, DIST_DIR, build, detect};
 use crate::authoring::cases::{Case, Mismatch, Outcome, judge, read_cases};
+use crate::authoring::dev::build_for_loop;
 use crate::extension::StartFilter;
 use crate::native::process::SandboxPolicy;
 use crate::packages::{Manifest, PackageKind, PackageStore, read_manifest};
@@ -61,15 +62,28 @@ pub(crate) fn new(
 /// Build a project, saying so on stderr; returns its package directory.
 pub(crate) fn build_project(dir: &Path) -> Result<PathBuf, Failure> {
     eprintln!("clat: building {} ...", dir.display());
-    let built = build(dir)?;
-    eprintln!(
-        "clat: built {} package {} ({}){}",
-        built.language.as_str(),
-        built.package.display(),
-        super::progress::size(built.entry_bytes),
-        if built.reused { "; sources and toolchain unchanged since the last build, so it was reused" } else { "" }
-    );
-    Ok(built.package)
+    Ok(report_build(build(dir)?))
+}
+
+/// What a build made, on stderr; its package directory.
+fn report_build(built: Built) -> PathBuf {
+    let size = super::progress::size(built.entry_bytes);
+    let language = built.language.as_str();
+    if built.edit_loop {
+        let runtime = if built.reused { "reused" } else { "built once per toolchain and contract" };
+        eprintln!(
+            "clat: {language} sources ready for the edit loop in {}: its runtime ({size}, {runtime}) reads them at \
+             each call",
+            built.package.display()
+        );
+    } else {
+        eprintln!(
+            "clat: built {language} package {} ({size}){}",
+            built.package.display(),
+            if built.reused { "; sources and toolchain unchanged since the last build, so it was reused" } else { "" }
+        );
+    }
+    built.package
 }
 
 /// `clat plugin build [DIR]`.
@@ -83,26 +97,41 @@ pub(crate) fn build_command(dir: &Path, json: bool) -> Result<Exit, Failure> {
     Ok(Exit::Ok)
 }
 
+/// The package a `call` or `test` argument names, and the compiler it runs on.
+struct LoopPackage {
+    dir: PathBuf,
+    /// Cranelift for the edit loop's runtime (built once, then compiled once: its code runs at every call);
+    /// Winch for anything else, which is compiled anew after each edit.
+    compiler: WasmCompiler,
+}
+
 /// The package a `call` or `test` argument names: a project is built first
-/// (or, with `no_build`, its last build is used); anything else is a package.
-fn package_of(dir: &Path, no_build: bool) -> Result<PathBuf, Failure> {
+/// (the edit loop's package for a JavaScript or Python component; or, with
+/// `no_build`, its last build is used); anything else is a package.
+fn package_of(dir: &Path, no_build: bool) -> Result<LoopPackage, Failure> {
+    let baseline = |dir: PathBuf| LoopPackage { dir, compiler: WasmCompiler::Baseline };
     if detect(dir).is_none() {
-        return Ok(dir.to_path_buf());
+        return Ok(baseline(dir.to_path_buf()));
     }
     if !no_build {
-        return build_project(dir);
+        eprintln!("clat: building {} ...", dir.display());
+        let built = build_for_loop(dir)?;
+        let compiler = if built.edit_loop { WasmCompiler::Optimizing } else { WasmCompiler::Baseline };
+        return Ok(LoopPackage { dir: report_build(built), compiler });
     }
     let package = dir.join(DIST_DIR);
     if !package.is_dir() {
         let message = format!("{} has not been built: run `clat plugin build {}`", dir.display(), dir.display());
         return Err(Failure::new(Exit::Usage, "package", message));
     }
-    Ok(package)
+    Ok(baseline(package))
 }
 
 /// A home that lives as long as one command: removed on drop.
 struct ThrowawayHome {
     home: ClatHome,
+    /// What its plugin is compiled with.
+    compiler: WasmCompiler,
 }
 
 impl Drop for ThrowawayHome {
@@ -112,30 +141,32 @@ impl Drop for ThrowawayHome {
 }
 
 /// A throwaway home with `project` trusted and `package` installed, compiled
-/// by the baseline compiler (the author's loop: ~5x faster to compile) into
-/// the real home's `WASM_DEV_CACHE_DIR`, which then keeps only this build's
-/// entries (an edit loop leaves one compiled build behind, not one per edit).
+/// by the package's compiler into the real home's `WASM_DEV_CACHE_DIR`, which
+/// then keeps only this build's entries (an edit loop leaves one compiled
+/// build behind, not one per edit).
 /// `grant`: `--grant` was given (otherwise declared capabilities are asked for
 /// at a terminal, or refused headless, as at install, naming the user's own
 /// command line with `--grant` as the retry; `command` is `call` or `test`).
 fn throwaway_home(
     real: &ClatHome,
     project: &Path,
-    package: &Path,
+    package: &LoopPackage,
     grant: bool,
     command: &str,
 ) -> Result<(ThrowawayHome, Manifest), Failure> {
+    let (compiler, package) = (package.compiler, package.dir.as_path());
     let internal = |what: &str, e: std::io::Error| Failure::new(Exit::Internal, "internal", format!("{what}: {e}"));
     let dir = std::env::temp_dir().join(format!("clat-plugin-{}", uuid::Uuid::new_v4().simple()));
-    let throwaway = ThrowawayHome { home: ClatHome::at(&dir) };
+    let throwaway = ThrowawayHome { home: ClatHome::at(&dir), compiler };
     throwaway.home.ensure()?;
     let real_cache = wasm_cache_dir(real, WasmCompiler::Baseline);
     std::fs::create_dir_all(&real_cache).map_err(|e| internal("cannot create the compiled cache", e))?;
     std::fs::create_dir_all(dir.join("cache")).map_err(|e| internal("cannot create the throwaway home", e))?;
-    std::os::unix::fs::symlink(&real_cache, wasm_cache_dir(&throwaway.home, WasmCompiler::Baseline))
+    // Whichever compiler, the throwaway's cache is the real home's authoring cache (never its installed one).
+    std::os::unix::fs::symlink(&real_cache, wasm_cache_dir(&throwaway.home, compiler))
         .map_err(|e| internal("cannot share the compiled cache", e))?;
     TrustStore::new(&throwaway.home).trust(project)?;
-    let engine = EngineOptions { compiler: WasmCompiler::Baseline, ..EngineOptions::default() };
+    let engine = EngineOptions { compiler, ..EngineOptions::default() };
     let runtime = crate::wasm::WasmRuntime::with_options(&real_cache, super::progress::compile_observer(), engine)
         .map_err(|e| Failure::new(Exit::Internal, "internal", format!("the WASM runtime could not start: {e:#}")))?;
     let retry =
@@ -176,7 +207,7 @@ fn mount(
         model: Some(crate::model::provider_for(model.as_ref()).map_err(configuration)?),
         compile_observer: super::progress::compile_observer(),
         default_startup_timeout: None,
-        wasm_compiler: WasmCompiler::Baseline,
+        wasm_compiler: throwaway.compiler,
     };
     Ok(Platform::open(Some(throwaway.home.path()))?.mount(project, options)?)
 }
@@ -275,7 +306,8 @@ pub(crate) async fn test(real: &ClatHome, plugin: &PluginTest<'_>, shutdown: &Sh
     // The cases are read and checked before anything is built, compiled or installed.
     let cases_path = dir.join(CASES_FILE);
     let cases = if cases_path.is_file() { read_cases(&cases_path)? } else { Vec::new() };
-    let package = package_of(dir, no_build)?;
+    let built = package_of(dir, no_build)?;
+    let package = built.dir.clone();
     let mut checks = Vec::new();
     let manifest = read_manifest(&package)?;
     crate::packages::check_entry(&package, &manifest)?;
@@ -315,7 +347,7 @@ pub(crate) async fn test(real: &ClatHome, plugin: &PluginTest<'_>, shutdown: &Sh
             }
         }
     }
-    let (throwaway, _) = match throwaway_home(real, project, &package, grant, "test") {
+    let (throwaway, _) = match throwaway_home(real, project, &built, grant, "test") {
         Ok(t) => t,
         Err(failure) => {
             checks.push(Check { what: "load".into(), ok: false, detail: failure.message });

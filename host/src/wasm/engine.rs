@@ -55,8 +55,8 @@ pub enum WasmCompiler {
     Optimizing,
     /// Winch, wasmtime's baseline compiler: one pass, about 5x faster to
     /// compile a 12–18 MB JavaScript or Python guest (2 s instead of 10 s
-    /// on the 2-core machine), slower code. The author's edit loop (`clat
-    /// plugin call | test` of a project) runs on it.
+    /// on the 2-core machine), slower code. What the author's edit loop
+    /// compiles anew after each edit (a Rust project, a package) runs on it.
     Baseline,
 }
 

@@ -1,6 +1,9 @@
 // clat.js: the CLAT plugin contract (artec:clat@0.1.0, wit/clat.wit) for JavaScript guests built with
 // componentize-js. `definePlugin(tools)` makes the `plugin` export from a table of tools, each declared once:
-// its description, JSON Schema, effect hints and `run(args)` (which may be async). What `run` returns is text, or a ToolOutput
+// its description, its arguments, effect hints and `run(args)` (which may be async). The arguments are a zod schema
+// (`input: z.object({...})`: its JSON Schema is the tool's, and the arguments are parsed with it before `run`, a
+// mismatch being a tool error that names the field) or a JSON Schema (`inputSchema`); `output`, a zod schema, makes
+// what `run` returns structured content checked against it. What `run` returns is text, or a ToolOutput
 // (`text`, `error`, `structured`); an Error it throws becomes a tool error the model reads. Host services
 // (the six host tools, sampling, elicitation, context, log) are the imports of `artec:clat/host-services`;
 // a host error arrives as a thrown error whose `payload` is `{tag, val}` (`hostErrorKind` names it).
@@ -39,6 +42,19 @@ export function elicit(message, fields) {
   });
 }
 
+/** A zod schema (or any with the same two methods): the arguments' parser and its JSON Schema. */
+const isSchema = (s) => !!s && typeof s.safeParse === "function" && typeof s.toJSONSchema === "function";
+
+/** zod's issues as one line per field: `name: Invalid input: expected string, received undefined`. */
+const issuesText = (issues) => issues.map((i) => `${i.path.length ? i.path.join(".") : "arguments"}: ${i.message}`).join("\n");
+
+/** Parse `value` with `schema` (a tool's `input` or `output`): its data, or an Error naming each field that failed. */
+function parseWith(schema, value, what) {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw new Error(`${what}:\n${issuesText(parsed.error.issues)}`);
+  return parsed.data;
+}
+
 /** The `plugin` export for a table of tools. */
 export function definePlugin(tools) {
   return {
@@ -47,8 +63,14 @@ export function definePlugin(tools) {
         name,
         title: tool.title,
         description: tool.description,
-        inputSchema: JSON.stringify(tool.inputSchema ?? { type: "object" }),
-        outputSchema: tool.outputSchema ? JSON.stringify(tool.outputSchema) : undefined,
+        inputSchema: JSON.stringify(
+          isSchema(tool.input) ? tool.input.toJSONSchema({ io: "input" }) : (tool.inputSchema ?? { type: "object" }),
+        ),
+        outputSchema: isSchema(tool.output)
+          ? JSON.stringify(tool.output.toJSONSchema({ io: "output" }))
+          : tool.outputSchema
+            ? JSON.stringify(tool.outputSchema)
+            : undefined,
         annotations: {
           title: undefined,
           readOnly: tool.readOnly,
@@ -64,7 +86,13 @@ export function definePlugin(tools) {
       const tool = tools[name];
       if (!tool) throw `no tool named ${JSON.stringify(name)}`;
       try {
-        const result = await tool.run(JSON.parse(argumentsJson));
+        let args = JSON.parse(argumentsJson);
+        if (isSchema(tool.input)) args = parseWith(tool.input, args, `invalid arguments for ${name}`);
+        const result = await tool.run(args);
+        if (isSchema(tool.output)) {
+          const data = parseWith(tool.output, result, `${name} returned what its output schema does not allow`);
+          return structured(JSON.stringify(data), data);
+        }
         return typeof result === "object" && result !== null && "content" in result ? result : text(result);
       } catch (e) {
         return error(e instanceof Error ? e.message : String(e));

@@ -17,6 +17,12 @@ test("hello greets by name", async () => {
   assert.equal(output.isError, false);
 });
 
+test("hello's arguments are checked by its zod schema", async () => {
+  const output = await call("hello", { name: 7 });
+  assert.equal(output.isError, true);
+  assert.match(outputText(output), /^invalid arguments for hello:\nname: /);
+});
+
 test("hello is declared read-only and closed-world", () => {
   const hello = plugin.listTools().find((t) => t.name === "hello");
   assert.equal(hello.annotations.readOnly, true);
