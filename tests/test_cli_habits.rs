@@ -148,7 +148,8 @@ fn clat_tools_name_shows_one_tool_and_completions_offer_modes_and_sandboxes() {
     let out = env.clat(&["tools", "write_file"]);
     assert!(stdout(&out).contains("effect       write — one of CLAT's own tools"), "{}", stdout(&out));
 
-    // The completer offers option values, tool names (native, and a server's last listing), servers and plugins.
+    // The completer offers option values, tool names (native, a server's last listing, an installed plugin's
+    // listing from its install), servers and plugins.
     let script = stdout(&env.clat(&["completions", "bash"]));
     assert!(script.contains("COMPLETE=\"bash\""), "{script}");
     assert!(script.contains(&format!("\"{}\" --", env!("CARGO_BIN_EXE_clat"))), "it calls this clat: {script}");
@@ -160,12 +161,16 @@ fn clat_tools_name_shows_one_tool_and_completions_offer_modes_and_sandboxes() {
         (vec!["tools", "mcp_every"], vec!["mcp_everything_get_sum\tserver everything"]),
         (vec!["mcp", "get", ""], vec!["everything"]),
         (vec!["plugin", "remove", ""], vec!["hello\t"]),
+        (vec!["call", "wasm_"], vec!["wasm_hello_greet\tplugin hello"]),
     ] {
         let candidates = complete(&env, &words);
         for value in offered {
             assert!(candidates.contains(value), "{words:?} offers {value:?}: {candidates}");
         }
     }
+    // A removed plugin's tools are not offered.
+    assert!(env.clat(&["plugin", "remove", "hello"]).status.success());
+    assert!(!complete(&env, &["call", "wasm_"]).contains("wasm_hello_greet"));
 }
 
 /// What the completer answers fish for `clat WORDS…` (the last word being typed), as the registration asks it.

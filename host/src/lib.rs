@@ -51,6 +51,8 @@ pub mod identity;
 #[doc(hidden)]
 pub mod limits;
 #[doc(hidden)]
+pub mod listings;
+#[doc(hidden)]
 pub mod mcp;
 #[doc(hidden)]
 pub mod model;

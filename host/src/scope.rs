@@ -211,11 +211,19 @@ impl ProjectScope {
                 crate::wasm::start_plugin(self.wasm_runtime(), &package, &self.services, &self.registry, &self.closing)
                     .await;
             if let Some(plugin) = plugin {
+                self.remember_listing(ExtensionKind::Wasm, &status, &package.identity());
                 self.live.lock().unwrap_or_else(|p| p.into_inner()).push(plugin);
             }
             statuses.push(self.set_status(status));
         }
         statuses
+    }
+
+    /// Keep what a started extension registered (`listings.rs`); a failure costs only a hint.
+    fn remember_listing(&self, kind: ExtensionKind, status: &ExtensionStatus, identity: &crate::identity::Identity) {
+        if let Err(e) = crate::listings::remember(&self.home, kind, &status.name, identity, &status.tools) {
+            tracing::debug!("cannot keep the listing of {}: {e}", status.name);
+        }
     }
 
     /// Connect every configured MCP server that this scope starts
@@ -249,13 +257,8 @@ impl ProjectScope {
         }
         while let Some(joined) = connecting.join_next().await {
             let Ok((status, server)) = joined else { continue };
-            if let Some(server) = &server
-                && let Err(e) =
-                    crate::mcp::listings::remember(&self.home, &status.name, &server.link.identity, &status.tools)
-            {
-                tracing::debug!("cannot keep the listing of server {}: {e}", status.name);
-            }
             if let Some(server) = server {
+                self.remember_listing(status.kind, &status, &server.link.identity);
                 self.live.lock().unwrap_or_else(|p| p.into_inner()).push(server);
             }
             statuses.push(self.set_status(status));

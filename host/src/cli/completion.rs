@@ -3,7 +3,8 @@
 //! as the user types, the shell asks clat itself (`COMPLETE=SHELL clat -- …`)
 //! and gets command and option names, the values of `--mode` / `--sandbox`,
 //! and names from the home: tools (CLAT's native ones, and the tools each MCP
-//! server offered when it last started — its listing in the cache), servers
+//! server or installed plugin offered when it last started or was installed
+//! — its listing in the cache), servers
 //! (`mcp.json`), installed plugins. Nothing is started or contacted, and a
 //! home that cannot be read completes with what can.
 
@@ -18,13 +19,15 @@ fn home() -> Option<ClatHome> {
     ClatHome::resolve(None).ok()
 }
 
-/// Tool names: the native tools and every tool of the servers' last listings.
+/// Tool names: the native tools, and every tool of the servers' and the installed plugins' last listings.
 pub(crate) fn tool_names() -> Vec<CompletionCandidate> {
     let mut names: Vec<CompletionCandidate> =
         NATIVE_TOOL_NAMES.iter().map(|n| CompletionCandidate::new(*n).help(Some("native".into()))).collect();
     if let Some(home) = home() {
-        for (server, tool) in crate::mcp::listings::all_tools(&home) {
-            names.push(CompletionCandidate::new(tool).help(Some(format!("server {server}").into())));
+        let installed = crate::packages::PackageStore::new(&home).list().unwrap_or_default();
+        let installed = installed.iter().map(|p| (p.manifest.name.clone(), p.identity())).collect();
+        for (owner, tool) in crate::listings::all_tools(&home, &installed) {
+            names.push(CompletionCandidate::new(tool).help(Some(owner.into())));
         }
     }
     names

@@ -499,7 +499,7 @@ fn mount_for_runs(
 
 /// What to start for these tools of a run. A registered name starts its
 /// owner only. A short name (`get_sum`) starts every plugin and the servers
-/// whose last listing has a tool of that name (`mcp/listings.rs`); one that
+/// whose last listing has a tool of that name (`listings.rs`); one that
 /// no listing of a server configured now has starts everything.
 fn start_filter(platform: &Platform, dir: &std::path::Path, external: Vec<String>) -> StartFilter {
     let (mut owners, short): (Vec<String>, Vec<String>) =
@@ -514,7 +514,7 @@ fn start_filter(platform: &Platform, dir: &std::path::Path, external: Vec<String
     let root = crate::trust::canonical_project(dir).ok();
     let current = crate::scope::configured_identities(home, root.as_deref(), glm_plan.as_ref());
     for name in &short {
-        match crate::mcp::listings::registered_names(home, name, &current) {
+        match crate::listings::registered_names(home, name, &current) {
             Some(found) => owners.extend(found),
             None => return StartFilter::All,
         }

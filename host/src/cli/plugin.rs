@@ -16,6 +16,7 @@ use super::shutdown::Shutdown;
 use super::{PluginCommand, author, project_dir};
 use crate::capabilities::Capabilities;
 use crate::contract::ToolSpec;
+use crate::extension::ExtensionKind;
 use crate::packages::{Installed, Manifest, PackageError, PackageKind, PackageStore, check_entry, read_manifest};
 use crate::trust::ClatHome;
 use crate::wasm::WasmRuntime;
@@ -202,6 +203,13 @@ pub(crate) async fn plugin(
                     )
                 })
                 .collect();
+            if installed.manifest.kind == PackageKind::Wasm {
+                // Its listing is known now: completions offer its tools before it ever starts.
+                let (plugin, identity) = (&installed.manifest.name, installed.identity());
+                if let Err(e) = crate::listings::remember(home, ExtensionKind::Wasm, plugin, &identity, &names) {
+                    tracing::debug!("cannot keep the listing of {plugin}: {e}");
+                }
+            }
             if json {
                 let document = json!({ "installed": installed.manifest.name, "version": installed.manifest.version,
                                        "kind": kind, "dir": installed.dir.display().to_string(), "tools": names,

@@ -14,8 +14,6 @@
 //! - `tools.rs`: its tools in the registry and the `tools/call` handler;
 //! - `prompts.rs`: its DSH system prompts;
 //! - `supervisor.rs`: its restart after it stopped, with back-off and a cap;
-//! - `listings.rs`: each server's last listing, so a short tool name starts
-//!   only the servers that have it;
 //! - `host_services.rs`: what it asks of CLAT, served by `HostServices` (the
 //!   twin of `wasm/host_services.rs`), and the wire form of `HostError`.
 //!
@@ -27,7 +25,6 @@ pub mod credentials;
 pub mod glm;
 pub mod host_services;
 pub mod inputs;
-pub mod listings;
 pub mod project_servers;
 pub mod prompts;
 pub mod server;
