@@ -1,6 +1,7 @@
-//! `clat-mcp`: a host-agnostic MCP client. It knows nothing of CLAT: it speaks
-//! JSON-RPC to MCP servers, keeps wire errors apart from runtime errors, and
-//! hands server-initiated requests to a handler the host provides.
+//! `clat-mcp`: host-agnostic MCP, both ways. It knows nothing of CLAT: as a
+//! client it speaks JSON-RPC to MCP servers, keeps wire errors apart from
+//! runtime errors, and hands server-initiated requests to a handler the host
+//! provides; as a server (`server`) it serves a host's tools to an agent.
 //!
 //! The JSON-RPC core, two transports behind one `Transport` trait (stdio
 //! subprocesses and Streamable HTTP), both protocol eras on each, the
@@ -19,6 +20,7 @@ pub mod http;
 pub mod inbound;
 pub mod jsonrpc;
 pub mod limits;
+pub mod server;
 pub mod stdio;
 pub mod transport;
 

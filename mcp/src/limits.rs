@@ -24,7 +24,10 @@ pub const TOOLS_PER_SERVER_MAX: usize = 512;
 pub const INBOUND_REQUEST_QUEUE: usize = 16;
 /// Outgoing messages queued per connection before senders wait.
 pub const WRITER_QUEUE: usize = 64;
-/// How long a closing server gets after its stdin closes before its process group is killed.
+/// `tools/call` requests a served session runs at once; past it a call is refused with `SERVER_BUSY`.
+pub const SERVE_IN_FLIGHT_MAX: usize = 64;
+/// How long a closing server gets after its stdin closes before its process group is killed (and a served
+/// session's calls, after the client closed its end, before they are dropped).
 pub const CLOSE_GRACE: Duration = Duration::from_secs(2);
 /// Modern `input_required` rounds for one request before it fails.
 pub const INPUT_REQUIRED_MAX_ROUNDS: usize = 10;

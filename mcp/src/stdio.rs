@@ -214,31 +214,19 @@ impl Connection {
             let mut closed_by_then = closed.clone();
             tasks.push(tokio::spawn(async move {
                 let mut reader = BufReader::with_capacity(64 * 1024, stdout);
-                let mut frame = Vec::new();
                 let reason = loop {
-                    let chunk = match reader.fill_buf().await {
-                        Ok(c) => c,
-                        Err(e) => break format!("reading from the server failed: {e}"),
-                    };
-                    if chunk.is_empty() {
-                        // Most often the server is exiting: let the watcher say how.
-                        let _ = tokio::time::timeout(EXIT_REPORT_WAIT, closed_by_then.wait_for(Option::is_some)).await;
-                        break "the server closed its output".to_string();
-                    }
-                    let (take, complete) = match chunk.iter().position(|&b| b == b'\n') {
-                        Some(pos) => (pos, true),
-                        None => (chunk.len(), false),
-                    };
-                    if frame.len() + take > STDIO_FRAME_MAX_BYTES {
-                        break format!("the server sent a frame of more than {STDIO_FRAME_MAX_BYTES} bytes");
-                    }
-                    frame.extend_from_slice(&chunk[..take]);
-                    reader.consume(if complete { take + 1 } else { take });
-                    if complete {
-                        let line = std::mem::take(&mut frame);
-                        if !line.iter().all(u8::is_ascii_whitespace) {
-                            route(&line, &pending, &incoming);
+                    match read_frame(&mut reader).await {
+                        Ok(Some(line)) => route(&line, &pending, &incoming),
+                        Ok(None) => {
+                            // Most often the server is exiting: let the watcher say how.
+                            let _ =
+                                tokio::time::timeout(EXIT_REPORT_WAIT, closed_by_then.wait_for(Option::is_some)).await;
+                            break "the server closed its output".to_string();
                         }
+                        Err(FrameError::TooLarge) => {
+                            break format!("the server sent a frame of more than {STDIO_FRAME_MAX_BYTES} bytes");
+                        }
+                        Err(FrameError::Read(e)) => break format!("reading from the server failed: {e}"),
                     }
                 };
                 close_tx.send_if_modified(|c| set_reason(c, reason));
@@ -451,5 +439,43 @@ impl Transport for Connection {
 
     fn process_group(&self) -> Option<i32> {
         Some(self.pgid)
+    }
+}
+
+/// Why the next frame could not be read.
+#[derive(Debug)]
+pub(crate) enum FrameError {
+    /// A line longer than `STDIO_FRAME_MAX_BYTES`.
+    TooLarge,
+    Read(std::io::Error),
+}
+
+/// The next frame of a stdio stream, the client's or the server's side: one
+/// line, at most `STDIO_FRAME_MAX_BYTES`, blank lines skipped; `None` at the
+/// end of the stream.
+pub(crate) async fn read_frame<R: tokio::io::AsyncRead + Unpin>(
+    reader: &mut BufReader<R>,
+) -> Result<Option<Vec<u8>>, FrameError> {
+    let mut frame = Vec::new();
+    loop {
+        let chunk = reader.fill_buf().await.map_err(FrameError::Read)?;
+        if chunk.is_empty() {
+            return Ok(None);
+        }
+        let (take, complete) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(pos) => (pos, true),
+            None => (chunk.len(), false),
+        };
+        if frame.len() + take > STDIO_FRAME_MAX_BYTES {
+            return Err(FrameError::TooLarge);
+        }
+        frame.extend_from_slice(&chunk[..take]);
+        reader.consume(if complete { take + 1 } else { take });
+        if complete {
+            if !frame.iter().all(u8::is_ascii_whitespace) {
+                return Ok(Some(frame));
+            }
+            frame.clear();
+        }
     }
 }

@@ -22,6 +22,7 @@ mod mcp;
 mod plugin;
 mod progress;
 mod runs;
+mod serve;
 mod shutdown;
 mod status;
 
@@ -126,6 +127,17 @@ enum Command {
         tool: String,
         #[command(flatten)]
         call: CallArgs,
+    },
+    /// Serve the project's tools (native, WASM plugins, MCP servers) as an MCP server on stdio, each call
+    /// through CLAT's permission pipeline: `claude mcp add clat -- clat serve --project DIR`.
+    Serve {
+        /// Permission mode of every call: read-only, ask, auto-edit, full-access (`ask` denies what needs an
+        /// approval: nobody can answer through the session; kept approvals apply).
+        #[arg(long, default_value = "ask", value_parser = Suggested(&MODES))]
+        mode: String,
+        /// Sandbox policy for commands: none, restrict-writes.
+        #[arg(long, default_value = "none", value_parser = Suggested(&SANDBOXES))]
+        sandbox: String,
     },
     /// Run a script of tool calls headless, as one run: one run id, one mode, one sampling budget.
     /// SCRIPT has one JSON object per line, {"tool": NAME, "arguments": {...}} (`-`: standard input).
@@ -466,6 +478,11 @@ async fn dispatch(cli: Cli, shutdown: &Shutdown) -> Result<Exit, Failure> {
             let result = runs::call(&project, request, shutdown).await;
             project.close().await;
             result
+        }
+        Command::Serve { mode, sandbox } => {
+            let mode: PermissionMode = mode.parse().map_err(usage)?;
+            let sandbox: SandboxPolicy = sandbox.parse().map_err(usage)?;
+            serve::serve(&platform, project_dir(cli.project)?, mode, sandbox, shutdown).await
         }
         Command::Exec { script, mode, sandbox } => {
             let mode: PermissionMode = mode.parse().map_err(usage)?;

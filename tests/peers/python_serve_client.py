@@ -1,0 +1,38 @@
+"""Drives `clat serve` with the official Python SDK's stdio client, as an agent would: initialize, list the tools,
+make the calls given as JSON, and print one JSON document — the server's name and protocol version, each tool's
+annotations by name, and each call's text and isError (or the error the SDK raised).
+
+Usage: python_serve_client.py CLAT ARGS_JSON CALLS_JSON (CALLS_JSON: [{"name": ..., "arguments": {...}}, ...])."""
+
+import asyncio
+import json
+import sys
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+
+async def main() -> None:
+    command, args, calls = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+    report = {"calls": []}
+    async with stdio_client(StdioServerParameters(command=command, args=args)) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            report["server"] = init.server_info.name
+            report["protocol"] = init.protocol_version
+            listed = await session.list_tools()
+            report["tools"] = {
+                t.name: t.annotations.model_dump(by_alias=True, exclude_none=True) if t.annotations else {}
+                for t in listed.tools
+            }
+            for call in calls:
+                try:
+                    result = await session.call_tool(call["name"], call.get("arguments", {}))
+                    text = "\n".join(block.text for block in result.content if block.type == "text")
+                    report["calls"].append({"text": text, "isError": result.is_error})
+                except Exception as e:  # the SDK raises a JSON-RPC error as an exception
+                    report["calls"].append({"error": str(e)})
+    print(json.dumps(report))
+
+
+asyncio.run(main())
