@@ -1,7 +1,8 @@
 //! `clat serve`: the project's registry as an MCP server on stdio, driven by a real client (the official Python
 //! SDK): native tools, a WASM plugin and an MCP server served side by side with annotations from their effects,
-//! every call through the one pipeline (a call that needs an approval is denied at once, saying how to allow it),
-//! and nothing started in an untrusted project.
+//! every call through the one pipeline (a call that needs an approval is asked of the client's user in a form when
+//! the client elicits forms, else denied at once, saying how to allow it) and in the audit trail, and nothing
+//! started in an untrusted project.
 
 mod support;
 
@@ -16,15 +17,22 @@ fn python() -> std::path::PathBuf {
     python
 }
 
-/// What the Python SDK's client saw of `clat serve --mode MODE` in `env`'s project, making `calls`.
-fn served(env: &TestEnv, mode: &str, calls: Value) -> Value {
+/// What the Python SDK's client saw of `clat serve --mode MODE [EXTRA…]` in `env`'s project, making `calls`.
+fn served(env: &TestEnv, mode: &str, extra: &[&str], calls: Value) -> Value {
+    served_answering(env, mode, extra, calls, None)
+}
+
+/// The same, the client declaring form elicitation and giving `answer` (an `ElicitResult`) to every form.
+fn served_answering(env: &TestEnv, mode: &str, extra: &[&str], calls: Value, answer: Option<Value>) -> Value {
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/peers/python_serve_client.py");
-    let args = json!(["--home", env.home, "--project", env.project, "serve", "--mode", mode]);
+    let mut args = json!(["--home", env.home, "--project", env.project, "serve", "--mode", mode]);
+    args.as_array_mut().unwrap().extend(extra.iter().map(|a| json!(a)));
     let out = std::process::Command::new(python())
         .arg(script)
         .arg(env!("CARGO_BIN_EXE_clat"))
         .arg(args.to_string())
         .arg(calls.to_string())
+        .args(answer.map(|a| a.to_string()))
         .output()
         .unwrap();
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
@@ -45,7 +53,7 @@ fn an_agent_gets_native_wasm_and_mcp_tools_through_the_one_pipeline() {
         { "name": "write_file", "arguments": { "path": "w.txt", "content": "x" } },
         { "name": "no_such_tool", "arguments": {} },
     ]);
-    let report = served(&env, "ask", calls);
+    let report = served(&env, "ask", &[], calls);
     assert_eq!(report["server"], "clat", "{report}");
     assert_eq!(report["protocol"], "2025-11-25", "{report}");
     let tools = &report["tools"];
@@ -60,15 +68,66 @@ fn an_agent_gets_native_wasm_and_mcp_tools_through_the_one_pipeline() {
     // Needs an approval nobody can give through the session: denied at once, with the ways to allow it.
     assert_eq!(calls[3]["isError"], true, "{report}");
     let denial = calls[3]["text"].as_str().unwrap();
-    assert!(denial.contains("the client mcp cannot give one through clat serve"), "{denial}");
+    assert!(denial.contains("the client mcp cannot give one through clat serve (it declared no form"), "{denial}");
     assert!(denial.contains("serve with --mode auto-edit or full-access"), "{denial}");
     assert!(!env.project.join("w.txt").exists(), "nothing was written");
     assert!(calls[4]["error"].as_str().unwrap().contains("unknown tool"), "{report}");
-    // The mode the session was started with applies to every call.
-    let report =
-        served(&env, "auto-edit", json!([{ "name": "write_file", "arguments": { "path": "w.txt", "content": "x" } }]));
+    // One record per call in the home's audit trail: who, what, the decision and who made it, how it ended.
+    let trail: Vec<Value> =
+        env.read_home("audit/calls.jsonl").lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(trail.len(), 5, "{trail:?}");
+    let read = &trail[0];
+    assert!(read["client"].as_str().unwrap().starts_with("mcp"), "the client as it named itself: {read}");
+    assert!(read["time"].as_str().unwrap().ends_with('Z'), "{read}");
+    for (key, value) in [("tool", "read_file"), ("source", "native"), ("effect", "read"), ("mode", "ask")] {
+        assert_eq!(read[key], value, "{read}");
+    }
+    assert_eq!((read["decided_by"].as_str(), read["outcome"].as_str()), (Some("mode"), Some("ok")), "{read}");
+    assert_eq!(trail[1]["source"], "wasm:hello/greet", "{}", trail[1]);
+    assert_eq!(trail[2]["source"], "mcp:srv/echo", "{}", trail[2]);
+    let denied = &trail[3];
+    assert_eq!((denied["decided_by"].as_str(), denied["outcome"].as_str()), (Some("approver"), Some("denied")));
+    assert!(denied["error"].as_str().unwrap().contains("cannot give one through clat serve"), "{denied}");
+    assert_eq!((trail[4]["outcome"].as_str(), trail[4]["source"].as_str()), (Some("rejected"), None));
+    // The mode the session was started with applies to every call; `--audit` names the trail's file.
+    let audit = env.dir.path().join("served.jsonl");
+    let write = json!([{ "name": "write_file", "arguments": { "path": "w.txt", "content": "x" } }]);
+    let report = served(&env, "auto-edit", &["--audit", audit.to_str().unwrap()], write);
     assert_eq!(report["calls"][0]["isError"], false, "{report}");
     assert_eq!(env.read("w.txt"), "x");
+    let record: Value = serde_json::from_str(std::fs::read_to_string(&audit).unwrap().trim()).unwrap();
+    assert_eq!((record["mode"].as_str(), record["outcome"].as_str()), (Some("auto-edit"), Some("ok")), "{record}");
+    assert_eq!(env.read_home("audit/calls.jsonl").lines().count(), 5, "the home's trail was not written");
+}
+
+/// A client that declared form elicitation is asked: its user's answer decides (once, always, or no), and what
+/// is kept applies to the next session's calls like any kept approval.
+#[test]
+fn a_client_that_elicits_forms_approves_through_its_user() {
+    let env = TestEnv::trusted();
+    let write = |path: &str| json!([{ "name": "write_file", "arguments": { "path": path, "content": "x" } }]);
+    let answer = |decision: &str| Some(json!({ "action": "accept", "content": { "decision": decision } }));
+    let report = served_answering(&env, "ask", &[], write("once.txt"), answer("allow"));
+    assert_eq!(report["calls"][0]["isError"], false, "{report}");
+    assert_eq!(env.read("once.txt"), "x");
+    let asked = &report["asked"][0];
+    let message = asked["message"].as_str().unwrap();
+    assert!(message.contains("allow write_file (write) in mode ask") && message.contains("once.txt"), "{message}");
+    assert_eq!(asked["schema"]["properties"]["decision"]["enum"], json!(["allow", "always", "deny"]), "{asked}");
+    // Declined: denied, nothing written.
+    let report = served_answering(&env, "ask", &[], write("no.txt"), Some(json!({ "action": "decline" })));
+    assert!(report["calls"][0]["text"].as_str().unwrap().contains("the form was declined"), "{report}");
+    assert!(!env.project.join("no.txt").exists());
+    // "Always": kept, so a later session whose client cannot be asked is allowed without a question.
+    let report = served_answering(&env, "ask", &[], write("always.txt"), answer("always"));
+    assert_eq!(report["calls"][0]["isError"], false, "{report}");
+    let report = served(&env, "ask", &[], write("later.txt"));
+    assert_eq!(report["calls"][0]["isError"], false, "{report}");
+    assert_eq!(report["asked"], json!([]), "{report}");
+    assert_eq!(env.read("later.txt"), "x");
+    let trail = env.read_home("audit/calls.jsonl");
+    let last: Value = serde_json::from_str(trail.lines().last().unwrap()).unwrap();
+    assert_eq!(last["decided_by"], "stored", "{last}");
 }
 
 #[test]

@@ -31,6 +31,8 @@ pub mod approvals;
 #[doc(hidden)]
 pub mod asker;
 #[doc(hidden)]
+pub mod audit;
+#[doc(hidden)]
 pub mod authoring;
 #[doc(hidden)]
 pub mod budget;

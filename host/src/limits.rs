@@ -101,6 +101,8 @@ pub const MODEL_ERROR_BODY_MAX_CHARS: usize = 500;
 pub const PLUGIN_LOG_LINE_MAX_CHARS: usize = 2_000;
 /// Characters of one string field in a context snapshot.
 pub const SNAPSHOT_MAX_STRING_CHARS: usize = 4_096;
+/// Bytes of the audit trail's file before it is rotated (`audit.rs`).
+pub const AUDIT_FILE_MAX_BYTES: u64 = 16 * 1024 * 1024;
 /// Bytes of a tool call's arguments accepted by the pipeline.
 pub const TOOL_ARGUMENTS_MAX_BYTES: usize = 8 * 1024 * 1024;
 

@@ -24,6 +24,8 @@ pub const TOOLS_PER_SERVER_MAX: usize = 512;
 pub const INBOUND_REQUEST_QUEUE: usize = 16;
 /// Outgoing messages queued per connection before senders wait.
 pub const WRITER_QUEUE: usize = 64;
+/// How long a served session waits for the client to answer one of its requests (an approval form the user fills in).
+pub const SERVE_CLIENT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 /// `tools/call` requests a served session runs at once; past it a call is refused with `SERVER_BUSY`.
 pub const SERVE_IN_FLIGHT_MAX: usize = 64;
 /// How long a closing server gets after its stdin closes before its process group is killed (and a served

@@ -21,10 +21,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::{ClientInfo, LEGACY_VERSIONS};
 use crate::jsonrpc::{
-    INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Message, PARSE_ERROR, RequestId, SERVER_BUSY, WireError,
-    encode_line, parse, recover_response_id,
+    INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Message, PARSE_ERROR, RequestId, SERVER_BUSY,
+    WireError, encode_line, parse, recover_response_id,
 };
-use crate::limits::{CLOSE_GRACE, SERVE_IN_FLIGHT_MAX, STDIO_FRAME_MAX_BYTES, WRITER_QUEUE};
+use crate::limits::{
+    CLOSE_GRACE, SERVE_CLIENT_REQUEST_TIMEOUT, SERVE_IN_FLIGHT_MAX, STDIO_FRAME_MAX_BYTES, WRITER_QUEUE,
+};
+use crate::lock;
 use crate::stdio::{FrameError, read_frame};
 
 /// What the host serves.
@@ -33,15 +36,68 @@ pub trait ServedTools: Send + Sync + 'static {
     /// The tools, as MCP `Tool` objects (`name`, `description`, `inputSchema`, `annotations`).
     async fn list(&self) -> Vec<Value>;
     /// Call one tool: a `CallToolResult`, or a wire error (an unknown tool,
-    /// bad arguments). `cancelled` fires when the client cancels the call or
-    /// the session ends.
+    /// bad arguments). `client` is who asked, and how to ask it something
+    /// back; `cancelled` fires when the client cancels the call or the
+    /// session ends.
     async fn call(
         &self,
-        client: &ClientInfo,
+        client: &Peer,
         name: &str,
         arguments: Value,
         cancelled: CancellationToken,
     ) -> Result<Value, WireError>;
+}
+
+/// The connected client, as a call sees it: who it is, what it declared it
+/// can do, and requests to it (`elicitation/create`, …), each answered within
+/// `SERVE_CLIENT_REQUEST_TIMEOUT` or failed.
+#[derive(Clone)]
+pub struct Peer {
+    shared: Arc<Shared>,
+    info: ClientInfo,
+    capabilities: Value,
+}
+
+impl Peer {
+    pub fn info(&self) -> &ClientInfo {
+        &self.info
+    }
+
+    /// The client's `capabilities`, as it declared them in `initialize`.
+    pub fn capabilities(&self) -> &Value {
+        &self.capabilities
+    }
+
+    /// Whether it takes form elicitation (`elicitation: {}` in 2025-06-18; `{form: {}}`, or `{}`, in 2025-11-25).
+    pub fn elicits_forms(&self) -> bool {
+        let declared = &self.capabilities["elicitation"];
+        declared.as_object().is_some_and(|e| e.is_empty() || e.contains_key("form"))
+    }
+
+    /// Ask the client `method` and wait for its answer.
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, WireError> {
+        let number = self.shared.next_request.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let id = RequestId::String(format!("clat-{number}"));
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        lock(&self.shared.asked).insert(id.clone(), answer);
+        let request = Message::Request { id: id.clone(), method: method.to_string(), params: Some(params) };
+        self.shared.send(request).await;
+        let outcome = tokio::select! {
+            answer = tokio::time::timeout(SERVE_CLIENT_REQUEST_TIMEOUT, answered) => match answer {
+                Ok(Ok(result)) => result,
+                Ok(Err(_)) => Err(WireError::new(INTERNAL_ERROR, "the session ended before the client answered")),
+                Err(_) => Err(WireError::new(
+                    INTERNAL_ERROR,
+                    format!("the client did not answer {method} within {} s", SERVE_CLIENT_REQUEST_TIMEOUT.as_secs()),
+                )),
+            },
+            _ = self.shared.ending.cancelled() => {
+                Err(WireError::new(INTERNAL_ERROR, "the session ended before the client answered"))
+            }
+        };
+        lock(&self.shared.asked).remove(&id);
+        outcome
+    }
 }
 
 /// Who the server says it is in `initialize`.
@@ -72,7 +128,11 @@ struct Shared {
     out: tokio::sync::mpsc::Sender<String>,
     /// Calls in flight, by request id: their cancel tokens.
     calls: Mutex<HashMap<RequestId, CancellationToken>>,
-    client: Mutex<Option<ClientInfo>>,
+    /// Who the client is and what it declared, once it has initialized.
+    client: Mutex<Option<(ClientInfo, Value)>>,
+    /// The server's own requests to the client, waiting for its answer.
+    asked: Mutex<HashMap<RequestId, tokio::sync::oneshot::Sender<Result<Value, WireError>>>>,
+    next_request: std::sync::atomic::AtomicU64,
     /// Ended when the session ends: every call still running is cancelled.
     ending: CancellationToken,
 }
@@ -115,6 +175,8 @@ where
         out,
         calls: Mutex::new(HashMap::new()),
         client: Mutex::new(None),
+        asked: Mutex::new(HashMap::new()),
+        next_request: Default::default(),
         ending: CancellationToken::new(),
     });
     let mut reader = BufReader::with_capacity(64 * 1024, input);
@@ -155,15 +217,20 @@ async fn dispatch(shared: &Arc<Shared>, line: &[u8], tasks: &mut tokio::task::Jo
     match message {
         Message::Request { id, method, params } => request(shared, id, &method, params, tasks).await,
         Message::Notification { method, params } => notification(shared, &method, params.as_ref()),
-        // The server sends no requests yet, so a response answers nothing.
-        Message::Response { .. } | Message::OrphanError(_) => {}
+        // The answer to one of our requests (`Peer::request`); any other answers nothing.
+        Message::Response { id, result } => {
+            if let Some(waiting) = lock(&shared.asked).remove(&id) {
+                let _ = waiting.send(result);
+            }
+        }
+        Message::OrphanError(_) => {}
     }
 }
 
 fn notification(shared: &Shared, method: &str, params: Option<&Value>) {
     if method == "notifications/cancelled" {
         let id = params.and_then(|p| serde_json::from_value::<RequestId>(p["requestId"].clone()).ok());
-        if let Some(token) = id.and_then(|id| shared.calls.lock().unwrap_or_else(|p| p.into_inner()).remove(&id)) {
+        if let Some(token) = id.and_then(|id| lock(&shared.calls).remove(&id)) {
             token.cancel();
         }
     }
@@ -176,7 +243,11 @@ async fn request(
     params: Option<Value>,
     tasks: &mut tokio::task::JoinSet<()>,
 ) {
-    let initialized = shared.client.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let initialized = lock(&shared.client).clone().map(|(info, capabilities)| Peer {
+        shared: Arc::clone(shared),
+        info,
+        capabilities,
+    });
     let result = match (method, initialized) {
         ("initialize", _) => initialize(shared, params.as_ref()),
         ("ping", _) => Ok(json!({})),
@@ -201,7 +272,7 @@ fn initialize(shared: &Shared, params: Option<&Value>) -> Result<Value, WireErro
         name: params["clientInfo"]["name"].as_str().unwrap_or("unknown").to_string(),
         version: params["clientInfo"]["version"].as_str().unwrap_or("").to_string(),
     };
-    *shared.client.lock().unwrap_or_else(|p| p.into_inner()) = Some(client);
+    *lock(&shared.client) = Some((client, params["capabilities"].clone()));
     let mut result = json!({
         "protocolVersion": version,
         "capabilities": { "tools": { "listChanged": false } },
@@ -217,13 +288,13 @@ fn call(
     shared: &Arc<Shared>,
     id: RequestId,
     params: Option<Value>,
-    client: ClientInfo,
+    client: Peer,
     tasks: &mut tokio::task::JoinSet<()>,
 ) {
     let shared = Arc::clone(shared);
     let token = shared.ending.child_token();
     let admitted = {
-        let mut calls = shared.calls.lock().unwrap_or_else(|p| p.into_inner());
+        let mut calls = lock(&shared.calls);
         let admitted = calls.len() < SERVE_IN_FLIGHT_MAX && !calls.contains_key(&id);
         if admitted {
             calls.insert(id.clone(), token.clone());
@@ -243,7 +314,7 @@ fn call(
                 shared.tools.call(&client, name, arguments, token.clone()).await
             }
         };
-        let ours = shared.calls.lock().unwrap_or_else(|p| p.into_inner()).remove(&id).is_some();
+        let ours = lock(&shared.calls).remove(&id).is_some();
         // A call the client cancelled is not answered.
         if ours && !token.is_cancelled() {
             shared.answer(id, result).await;
@@ -269,7 +340,7 @@ mod tests {
 
         async fn call(
             &self,
-            _: &ClientInfo,
+            client: &Peer,
             name: &str,
             arguments: Value,
             cancelled: CancellationToken,
@@ -280,6 +351,13 @@ mod tests {
                     cancelled.cancelled().await;
                     let _ = self.cancelled.send(arguments["tag"].as_str().unwrap_or_default().to_string());
                     Ok(json!({ "content": [], "isError": true }))
+                }
+                "ask" => {
+                    let text = |t: &str, is_error: bool| json!({ "content": [{ "type": "text", "text": t }], "isError": is_error });
+                    match client.request("elicitation/create", json!({ "message": "ok?" })).await {
+                        Ok(answer) => Ok(text(answer["action"].as_str().unwrap_or_default(), !client.elicits_forms())),
+                        Err(e) => Ok(text(&e.message, true)),
+                    }
                 }
                 other => Err(WireError::new(INVALID_PARAMS, format!("unknown tool {other}"))),
             }
@@ -314,8 +392,13 @@ mod tests {
         }
 
         async fn initialize(&mut self, version: &str) -> Value {
+            self.initialize_with(version, json!({})).await
+        }
+
+        async fn initialize_with(&mut self, version: &str, capabilities: Value) -> Value {
             self.send(json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-                "protocolVersion": version, "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } }))
+                "protocolVersion": version, "capabilities": capabilities,
+                "clientInfo": { "name": "t", "version": "1" } } }))
                 .await;
             self.next().await
         }
@@ -390,5 +473,31 @@ mod tests {
             ended += 1;
         }
         assert_eq!(ended, SERVE_IN_FLIGHT_MAX - 1, "the session's end cancelled every call still running");
+    }
+
+    #[tokio::test]
+    async fn a_call_asks_the_client_and_waits_for_its_answer() {
+        let mut client = Client::start();
+        client.initialize_with("2025-11-25", json!({ "elicitation": { "form": {} } })).await;
+        client.send(json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "ask" } })).await;
+        let asked = client.next().await;
+        assert_eq!((asked["method"].as_str(), asked["id"].as_str()), (Some("elicitation/create"), Some("clat-0")));
+        client.send(json!({ "jsonrpc": "2.0", "id": "clat-0", "result": { "action": "accept" } })).await;
+        let answer = client.next().await;
+        assert_eq!(answer["id"], 1, "{answer}");
+        assert_eq!(answer["result"]["content"][0]["text"], "accept", "{answer}");
+        assert_eq!(answer["result"]["isError"], false, "a client declaring form elicitation elicits forms");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_client_that_never_answers_fails_the_request_after_the_timeout() {
+        let mut client = Client::start();
+        client.initialize("2025-11-25").await;
+        client.send(json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "ask" } })).await;
+        assert_eq!(client.next().await["method"], "elicitation/create");
+        let answer = client.next().await;
+        let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+        let waited = SERVE_CLIENT_REQUEST_TIMEOUT.as_secs();
+        assert_eq!(text, format!("the client did not answer elicitation/create within {waited} s"), "{answer}");
     }
 }

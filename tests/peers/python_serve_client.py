@@ -2,21 +2,32 @@
 make the calls given as JSON, and print one JSON document — the server's name and protocol version, each tool's
 annotations by name, and each call's text and isError (or the error the SDK raised).
 
-Usage: python_serve_client.py CLAT ARGS_JSON CALLS_JSON (CALLS_JSON: [{"name": ..., "arguments": {...}}, ...])."""
+Usage: python_serve_client.py CLAT ARGS_JSON CALLS_JSON [ELICIT_JSON]
+(CALLS_JSON: [{"name": ..., "arguments": {...}}, ...]). With ELICIT_JSON (an ElicitResult: {"action": ..., "content":
+{...}}) the client declares elicitation and answers every form with it; the forms asked are reported as "asked"."""
 
 import asyncio
 import json
 import sys
 
-from mcp import ClientSession, StdioServerParameters
+from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 
 
 async def main() -> None:
     command, args, calls = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
-    report = {"calls": []}
+    answer = json.loads(sys.argv[4]) if len(sys.argv) > 4 else None
+    report = {"calls": [], "asked": []}
+
+    async def elicit(context, params):
+        schema = params.requested_schema
+        if hasattr(schema, "model_dump"):
+            schema = schema.model_dump(by_alias=True, exclude_none=True)
+        report["asked"].append({"message": params.message, "schema": schema})
+        return types.ElicitResult(action=answer["action"], content=answer.get("content"))
+
     async with stdio_client(StdioServerParameters(command=command, args=args)) as (read, write):
-        async with ClientSession(read, write) as session:
+        async with ClientSession(read, write, elicitation_callback=elicit if answer else None) as session:
             init = await session.initialize()
             report["server"] = init.server_info.name
             report["protocol"] = init.protocol_version

@@ -138,6 +138,9 @@ enum Command {
         /// Sandbox policy for commands: none, restrict-writes.
         #[arg(long, default_value = "none", value_parser = Suggested(&SANDBOXES))]
         sandbox: String,
+        /// The audit trail's file, one JSON line per call (default: $CLAT_HOME/audit/calls.jsonl).
+        #[arg(long, value_name = "FILE")]
+        audit: Option<PathBuf>,
     },
     /// Run a script of tool calls headless, as one run: one run id, one mode, one sampling budget.
     /// SCRIPT has one JSON object per line, {"tool": NAME, "arguments": {...}} (`-`: standard input).
@@ -479,10 +482,11 @@ async fn dispatch(cli: Cli, shutdown: &Shutdown) -> Result<Exit, Failure> {
             project.close().await;
             result
         }
-        Command::Serve { mode, sandbox } => {
+        Command::Serve { mode, sandbox, audit } => {
             let mode: PermissionMode = mode.parse().map_err(usage)?;
             let sandbox: SandboxPolicy = sandbox.parse().map_err(usage)?;
-            serve::serve(&platform, project_dir(cli.project)?, mode, sandbox, shutdown).await
+            let options = serve::ServeOptions { dir: project_dir(cli.project)?, mode, sandbox, audit };
+            serve::serve(&platform, options, shutdown).await
         }
         Command::Exec { script, mode, sandbox } => {
             let mode: PermissionMode = mode.parse().map_err(usage)?;

@@ -5,42 +5,48 @@
 //! the session; the first `tools/list` or call waits for them at most the
 //! initial surface (`INITIAL_SURFACE_WAIT`), and the registry then freezes
 //! for the session. Each `tools/call` is one run under the session's mode,
-//! the project's kept approvals applying; an approval nobody can give here is
-//! denied at once, saying how to allow it (`ServeApprover`). A client's
+//! the project's kept approvals applying; an `ask` becomes a form the client
+//! shows its user (allow once / always for this tool / deny) when it declared
+//! form elicitation, and is otherwise denied at once, saying how to allow it
+//! (`ServeApprover`): a call never waits on a question nobody can answer. A client's
 //! cancel cancels the call's run; the end of the session closes everything.
-//! The wire side is `clat_mcp::server`.
+//! Every call leaves a record in the audit trail (`audit.rs`). The wire side
+//! is `clat_mcp::server`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use clat_mcp::ClientInfo;
 use clat_mcp::jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS, WireError};
-use clat_mcp::server::{ServeEnd, ServedTools, ServerInfo};
+use clat_mcp::server::{Peer, ServeEnd, ServedTools, ServerInfo};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::exit::{Exit, Failure};
 use super::shutdown::Shutdown;
 use crate::asker::HeadlessAsker;
+use crate::audit::{AuditTrail, CallAudit, CallRecord};
 use crate::contract::Effect;
 use crate::contract::PermissionMode;
 use crate::contract::json::tool_output_to_json;
 use crate::extension::StartFilter;
 use crate::limits::INITIAL_SURFACE_WAIT;
-use crate::permissions::{Approval, ApprovalRequest, Approver, effect_with_reason, how_to_allow};
+use crate::permissions::{Approval, ApprovalRequest, Approver, Remember, effect_with_reason, how_to_allow};
 use crate::platform::{Platform, Project, RunOptions};
 use crate::registry::{CallError, ToolInfo};
-use crate::run::NullSink;
 
-/// Serve the project at `dir` on stdin/stdout until the client closes its end or a stop signal.
-pub(crate) async fn serve(
-    platform: &Platform,
-    dir: PathBuf,
-    mode: PermissionMode,
-    sandbox: crate::native::process::SandboxPolicy,
-    shutdown: &Shutdown,
-) -> Result<Exit, Failure> {
+/// How `clat serve` was asked to serve.
+pub(crate) struct ServeOptions {
+    pub(crate) dir: PathBuf,
+    pub(crate) mode: PermissionMode,
+    pub(crate) sandbox: crate::native::process::SandboxPolicy,
+    /// The audit trail's file (default: the home's, `audit::AUDIT_FILE`).
+    pub(crate) audit: Option<PathBuf>,
+}
+
+/// Serve the project on stdin/stdout until the client closes its end or a stop signal.
+pub(crate) async fn serve(platform: &Platform, options: ServeOptions, shutdown: &Shutdown) -> Result<Exit, Failure> {
+    let ServeOptions { dir, mode, sandbox, audit } = options;
     // No terminal questions here (stdin is the protocol): unapproved project servers and unanswered inputs stay out.
     let project = Arc::new(platform.mount(&dir, super::mount_options(sandbox, StartFilter::All))?);
     project.start_extensions();
@@ -53,7 +59,11 @@ pub(crate) async fn serve(
             project.root().display()
         )),
     };
-    let served = Arc::new(ServedProject { project: Arc::clone(&project), mode });
+    let trail = match audit {
+        Some(file) => AuditTrail::at(&file),
+        None => AuditTrail::in_home(platform.clat_home()),
+    };
+    let served = Arc::new(ServedProject { project: Arc::clone(&project), mode, trail });
     let end =
         clat_mcp::server::serve(tokio::io::stdin(), tokio::io::stdout(), info, served, shutdown.token().clone()).await;
     project.close().await;
@@ -67,6 +77,7 @@ pub(crate) async fn serve(
 struct ServedProject {
     project: Arc<Project>,
     mode: PermissionMode,
+    trail: AuditTrail,
 }
 
 impl ServedProject {
@@ -86,17 +97,43 @@ impl ServedTools for ServedProject {
 
     async fn call(
         &self,
-        client: &ClientInfo,
+        client: &Peer,
         name: &str,
         arguments: Value,
         cancelled: CancellationToken,
     ) -> Result<Value, WireError> {
         self.surface().await;
+        let audit = Arc::new(CallAudit::default());
+        let called = self.run_call(client, name, arguments, cancelled, &audit).await;
+        let who = format!("{} {}", client.info().name, client.info().version);
+        let rejected = match &called {
+            Err(e) if e.code == INVALID_PARAMS => Some(e.message.as_str()),
+            _ => None,
+        };
+        let mode = self.mode.to_string();
+        let record = audit.record(&CallRecord { client: who.trim(), tool: name, mode: &mode, rejected });
+        if let Err(e) = self.trail.append(&record) {
+            tracing::warn!("cannot write the audit trail {}: {e}", self.trail.path().display());
+        }
+        called
+    }
+}
+
+impl ServedProject {
+    /// One call as one run: its events to `audit`, a client's cancel cancelling it.
+    async fn run_call(
+        &self,
+        client: &Peer,
+        name: &str,
+        arguments: Value,
+        cancelled: CancellationToken,
+        audit: &Arc<CallAudit>,
+    ) -> Result<Value, WireError> {
         let options = RunOptions {
             mode: self.mode,
-            approver: Arc::new(ServeApprover { client: client.name.clone() }),
+            approver: Arc::new(ServeApprover { client: client.clone() }),
             asker: Arc::new(HeadlessAsker),
-            events: Arc::new(NullSink),
+            events: Arc::clone(audit) as Arc<dyn crate::run::EventSink>,
             keep_approvals: true,
             deadline: None,
         };
@@ -137,25 +174,93 @@ fn mcp_tool(tool: &ToolInfo) -> Value {
     })
 }
 
-/// Who answers a call that needs approval under `clat serve`: nobody can
-/// here (the session's stdin is the protocol), so it is denied at once, with
-/// the ways to allow it beforehand.
+/// Who answers a call that needs approval under `clat serve`: the client's
+/// user, through a form, when the client declared form elicitation; else
+/// nobody (the session's stdin is the protocol), so it is denied at once,
+/// with the ways to allow it beforehand.
 struct ServeApprover {
-    client: String,
+    client: Peer,
+}
+
+/// The form's choices: its field, and the values with their labels.
+const DECISION: &str = "decision";
+const ALLOW_ONCE: &str = "allow";
+const ALLOW_ALWAYS: &str = "always";
+const DENY: &str = "deny";
+
+impl ServeApprover {
+    fn name(&self) -> &str {
+        &self.client.info().name
+    }
+
+    /// What the request is, as the form and the denials say it.
+    fn what(request: &ApprovalRequest) -> String {
+        let asked_by = request.asked_by.as_deref().map(|who| format!(" (asked for by {who})")).unwrap_or_default();
+        format!("{} ({}){asked_by}", request.tool, effect_with_reason(request.effect, &request.effect_reason))
+    }
+
+    /// `elicitation/create` for `request`: the tool, its effect and why, who asks, the complete arguments.
+    fn form(request: &ApprovalRequest) -> Value {
+        let arguments = crate::redact::redact(&request.arguments.to_string());
+        let mut choices = vec![(ALLOW_ONCE, "Allow once")];
+        if request.can_remember {
+            choices.push((ALLOW_ALWAYS, "Always allow this tool in this project"));
+        }
+        choices.push((DENY, "Deny"));
+        json!({
+            "mode": "form",
+            "message": format!(
+                "CLAT asks: allow {} in mode {}? Arguments: {arguments}",
+                Self::what(request),
+                request.mode
+            ),
+            "requestedSchema": {
+                "type": "object",
+                "properties": { DECISION: {
+                    "type": "string",
+                    "title": "Decision",
+                    "enum": choices.iter().map(|(value, _)| *value).collect::<Vec<_>>(),
+                    "enumNames": choices.iter().map(|(_, label)| *label).collect::<Vec<_>>(),
+                } },
+                "required": [DECISION],
+            },
+        })
+    }
 }
 
 #[async_trait]
 impl Approver for ServeApprover {
     async fn approve(&self, request: &ApprovalRequest) -> Approval {
-        Approval::Denied(format!(
-            "{} ({}) needs approval in mode {} and the client {} cannot give one through clat serve; {}, or approve it \
-             once at a terminal (`clat call {}` and answer [a]lways: kept approvals apply here)",
-            request.tool,
-            effect_with_reason(request.effect, &request.effect_reason),
-            request.mode,
-            self.client,
-            how_to_allow(request.effect, false).replace("run with --mode", "serve with --mode"),
-            request.tool,
-        ))
+        if !self.client.elicits_forms() {
+            return Approval::Denied(format!(
+                "{} needs approval in mode {} and the client {} cannot give one through clat serve (it declared no \
+                 form elicitation); {}, or approve it once at a terminal (`clat call {}` and answer [a]lways: kept \
+                 approvals apply here)",
+                Self::what(request),
+                request.mode,
+                self.name(),
+                how_to_allow(request.effect, false).replace("run with --mode", "serve with --mode"),
+                request.tool,
+            ));
+        }
+        match self.client.request("elicitation/create", Self::form(request)).await {
+            Ok(answer) if answer["action"] == "accept" => match answer["content"][DECISION].as_str() {
+                Some(ALLOW_ONCE) => Approval::Approved,
+                Some(ALLOW_ALWAYS) => Approval::Always(Remember::Tool),
+                _ => Approval::Denied(format!("the user of {} denied {}", self.name(), Self::what(request))),
+            },
+            Ok(answer) => Approval::Denied(format!(
+                "the user of {} did not approve {} (the form was {})",
+                self.name(),
+                Self::what(request),
+                if answer["action"] == "decline" { "declined" } else { "dismissed" }
+            )),
+            Err(e) => Approval::Denied(format!(
+                "{} could not be asked to approve {}: {}",
+                self.name(),
+                request.tool,
+                e.message
+            )),
+        }
     }
 }

@@ -1,0 +1,187 @@
+//! The audit trail of the calls CLAT serves to other agents (`clat serve`):
+//! one JSON line per call — when (UTC, RFC 3339), which client, the tool,
+//! its source and effect, the mode, the permission decision and who made it,
+//! how long it took, how it ended, the sampling tokens its run charged. A
+//! call's record is filled from its run's events (`CallAudit`, an
+//! `EventSink`), redacted like every diagnostic, and appended to
+//! `$CLAT_HOME/audit/calls.jsonl` or the file the user names
+//! (`AuditTrail`). A file that would pass `AUDIT_FILE_MAX_BYTES` is first
+//! rotated to `FILE.1` (replacing the one before), so the trail takes at most
+//! twice that.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde_json::{Value, json};
+
+use crate::limits::AUDIT_FILE_MAX_BYTES;
+use crate::run::{EventSink, RunEvent, RunEventKind};
+use crate::trust::ClatHome;
+
+/// The audit trail inside `$CLAT_HOME`.
+pub const AUDIT_FILE: &str = "audit/calls.jsonl";
+
+/// Where call records go.
+#[derive(Debug)]
+pub struct AuditTrail {
+    path: PathBuf,
+    /// One append (and rotation) at a time in this process.
+    writing: Mutex<()>,
+}
+
+impl AuditTrail {
+    /// The trail in the file `path`.
+    pub fn at(path: &Path) -> AuditTrail {
+        AuditTrail { path: path.to_path_buf(), writing: Mutex::new(()) }
+    }
+
+    /// The home's trail (`AUDIT_FILE`).
+    pub fn in_home(home: &ClatHome) -> AuditTrail {
+        AuditTrail::at(&home.path().join(AUDIT_FILE))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Append one record as a redacted JSON line, rotating the file first when
+    /// the line would take it past `AUDIT_FILE_MAX_BYTES`.
+    pub fn append(&self, record: &Value) -> std::io::Result<()> {
+        let _writing = self.writing.lock().unwrap_or_else(|p| p.into_inner());
+        let mut line = crate::redact::redact(&record.to_string());
+        line.push('\n');
+        if let Some(parent) = self.path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        let size = std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0);
+        if size > 0 && size + line.len() as u64 > AUDIT_FILE_MAX_BYTES {
+            let mut rotated = self.path.clone().into_os_string();
+            rotated.push(".1");
+            std::fs::rename(&self.path, rotated)?;
+        }
+        let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&self.path)?;
+        file.write_all(line.as_bytes())
+    }
+}
+
+/// What one call's run said about it: its first call (the one served; host
+/// tools a plugin calls come after it) and the sampling its run charged.
+#[derive(Debug, Default)]
+pub struct CallAudit(Mutex<Seen>);
+
+#[derive(Debug, Default)]
+struct Seen {
+    source: Option<String>,
+    effect: Option<String>,
+    allowed: Option<bool>,
+    decided_by: Option<String>,
+    reason: Option<String>,
+    duration_ms: Option<u64>,
+    is_error: bool,
+    error: Option<String>,
+    cancelled: bool,
+    sampling_tokens: u64,
+}
+
+impl EventSink for CallAudit {
+    fn emit(&self, event: RunEvent) {
+        let mut seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        match event.kind {
+            RunEventKind::ToolStarted { call_id: 1, source, effect, .. } => {
+                (seen.source, seen.effect) = (Some(source), Some(effect));
+            }
+            RunEventKind::Permission { call_id: 1, allowed, decided_by, reason, .. } => {
+                (seen.allowed, seen.decided_by, seen.reason) = (Some(allowed), Some(decided_by), reason);
+            }
+            RunEventKind::ToolFinished { call_id: 1, duration_ms, is_error, error, .. } => {
+                (seen.duration_ms, seen.is_error, seen.error) = (Some(duration_ms), is_error, error);
+            }
+            RunEventKind::Sampling { input_tokens, output_tokens, outcome, .. } if outcome == "completed" => {
+                seen.sampling_tokens += input_tokens + output_tokens;
+            }
+            RunEventKind::RunFinished { cancelled } => seen.cancelled |= cancelled,
+            _ => {}
+        }
+    }
+}
+
+/// Who called, and what: the parts of a record the run does not know.
+pub struct CallRecord<'a> {
+    /// The client's name and version, as it gave them.
+    pub client: &'a str,
+    pub tool: &'a str,
+    /// The session's permission mode.
+    pub mode: &'a str,
+    /// Why the call was not made at all (an unknown tool, bad arguments), if it was not.
+    pub rejected: Option<&'a str>,
+}
+
+impl CallAudit {
+    /// The call's record: `outcome` is `ok`, `error` (the tool's error
+    /// result), `denied`, `cancelled`, `failed` (the pipeline's error) or
+    /// `rejected` (never made).
+    pub fn record(&self, call: &CallRecord<'_>) -> Value {
+        let seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let outcome = match (call.rejected, seen.allowed) {
+            (Some(_), _) => "rejected",
+            (None, Some(false)) => "denied",
+            _ if seen.cancelled => "cancelled",
+            _ if seen.error.is_some() => "failed",
+            _ if seen.is_error => "error",
+            _ => "ok",
+        };
+        json!({
+            "time": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            "client": call.client,
+            "tool": call.tool,
+            "source": seen.source,
+            "effect": seen.effect,
+            "mode": call.mode,
+            "allowed": seen.allowed,
+            "decided_by": seen.decided_by,
+            "duration_ms": seen.duration_ms,
+            "outcome": outcome,
+            "error": call.rejected.map(str::to_string).or_else(|| seen.error.clone()).or_else(|| seen.reason.clone()),
+            "sampling_tokens": seen.sampling_tokens,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_trail_past_its_bound_is_rotated_before_the_next_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let trail = AuditTrail::at(&dir.path().join("audit/calls.jsonl"));
+        trail.append(&json!({ "n": 1 })).unwrap();
+        assert_eq!(std::fs::read_to_string(trail.path()).unwrap(), "{\"n\":1}\n");
+        // Fill it to the bound: the next record would pass it.
+        let filler = vec![b'x'; AUDIT_FILE_MAX_BYTES as usize - 8];
+        std::fs::OpenOptions::new().append(true).open(trail.path()).unwrap().write_all(&filler).unwrap();
+        trail.append(&json!({ "n": 2 })).unwrap();
+        assert_eq!(std::fs::read_to_string(trail.path()).unwrap(), "{\"n\":2}\n", "a fresh file");
+        let rotated = dir.path().join("audit/calls.jsonl.1");
+        assert_eq!(std::fs::metadata(&rotated).unwrap().len(), AUDIT_FILE_MAX_BYTES, "the full one kept once");
+        trail.append(&json!({ "n": 3 })).unwrap();
+        assert_eq!(std::fs::read_to_string(trail.path()).unwrap(), "{\"n\":2}\n{\"n\":3}\n");
+    }
+
+    #[test]
+    fn a_record_is_redacted() {
+        crate::redact::register_secrets(["sk-audit-secret-value".to_string()]);
+        let dir = tempfile::tempdir().unwrap();
+        let trail = AuditTrail::at(&dir.path().join("calls.jsonl"));
+        let audit = CallAudit::default();
+        let call =
+            CallRecord { client: "agent 1", tool: "t", mode: "ask", rejected: Some("bad sk-audit-secret-value") };
+        trail.append(&audit.record(&call)).unwrap();
+        let written = std::fs::read_to_string(trail.path()).unwrap();
+        assert!(
+            !written.contains("sk-audit-secret-value") && written.contains("\"outcome\":\"rejected\""),
+            "{written}"
+        );
+    }
+}
