@@ -24,15 +24,28 @@ fn served(env: &TestEnv, mode: &str, extra: &[&str], calls: Value) -> Value {
 
 /// The same, the client declaring form elicitation and giving `answer` (an `ElicitResult`) to every form.
 fn served_answering(env: &TestEnv, mode: &str, extra: &[&str], calls: Value, answer: Option<Value>) -> Value {
+    served_by(env, &["serve", "--mode", mode], extra, calls, answer, None)
+}
+
+/// What the client saw of `clat ARGS… EXTRA…`, answering forms with `answer` and sampling with `model_text`.
+fn served_by(
+    env: &TestEnv,
+    args: &[&str],
+    extra: &[&str],
+    calls: Value,
+    answer: Option<Value>,
+    model_text: Option<&str>,
+) -> Value {
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/peers/python_serve_client.py");
-    let mut args = json!(["--home", env.home, "--project", env.project, "serve", "--mode", mode]);
-    args.as_array_mut().unwrap().extend(extra.iter().map(|a| json!(a)));
+    let mut all = json!(["--home", env.home, "--project", env.project]);
+    all.as_array_mut().unwrap().extend(args.iter().chain(extra).map(|a| json!(a)));
     let out = std::process::Command::new(python())
         .arg(script)
         .arg(env!("CARGO_BIN_EXE_clat"))
-        .arg(args.to_string())
+        .arg(all.to_string())
         .arg(calls.to_string())
-        .args(answer.map(|a| a.to_string()))
+        .args((answer.is_some() || model_text.is_some()).then(|| answer.unwrap_or(Value::Null).to_string()))
+        .args(model_text)
         .output()
         .unwrap();
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
@@ -128,6 +141,30 @@ fn a_client_that_elicits_forms_approves_through_its_user() {
     let trail = env.read_home("audit/calls.jsonl");
     let last: Value = serde_json::from_str(trail.lines().last().unwrap()).unwrap();
     assert_eq!(last["decided_by"], "stored", "{last}");
+}
+
+/// What a served MCP server asks of CLAT reaches the connected agent: its sampling (after the gates and the
+/// budget) goes to the client's model, its form to the client's user.
+#[test]
+fn an_extensions_sampling_and_forms_reach_the_client() {
+    let env = TestEnv::trusted();
+    env.write_mcp_config(json!({ "srv": { "command": SERVER, "args": ["--contract"] } }));
+    let calls = json!([
+        { "name": "mcp_srv_sample", "arguments": { "text": "summarize this" } },
+        { "name": "mcp_srv_ask", "arguments": {} },
+    ]);
+    // The server's form has two fields (name, admin): the client's user is asked one at a time.
+    let form = json!([{ "action": "accept", "content": { "answer": "Ada" } },
+                      { "action": "accept", "content": { "answer": true } }]);
+    let report = served_by(&env, &["serve", "--mode", "full-access"], &[], calls, Some(form), Some("from the agent"));
+    assert_eq!(report["calls"][0]["text"], "model said: from the agent", "{report}");
+    assert_eq!(report["sampled"], json!([["summarize this"]]), "{report}");
+    assert_eq!(report["calls"][1]["text"], "accepted name=Ada admin=true", "{report}");
+    assert_eq!(report["asked"][0]["schema"]["properties"]["answer"]["type"], "string", "{report}");
+    assert_eq!(report["asked"][1]["schema"]["properties"]["answer"]["type"], "boolean", "{report}");
+    let trail = env.read_home("audit/calls.jsonl");
+    let sampled: Value = serde_json::from_str(trail.lines().next().unwrap()).unwrap();
+    assert!(sampled["sampling_tokens"].as_u64().unwrap() > 0, "the budget was charged: {sampled}");
 }
 
 #[test]

@@ -42,6 +42,14 @@ pub trait ModelProvider: Send + Sync {
 #[derive(Debug, Default, Clone)]
 pub struct OfflineProvider;
 
+/// The tokens of a request and its answer at four characters a token: for a
+/// model that reports no usage (the offline one, an MCP client's model).
+pub fn estimated_usage(request: &SamplingRequest, answer: &str) -> (u32, u32) {
+    let input_chars: usize = request.system_prompt.as_deref().map_or(0, |s| s.chars().count())
+        + request.messages.iter().map(|m| m.text.chars().count()).sum::<usize>();
+    ((input_chars as u32).div_ceil(4), (answer.chars().count() as u32).div_ceil(4))
+}
+
 #[async_trait]
 impl ModelProvider for OfflineProvider {
     fn model(&self) -> String {
@@ -61,15 +69,8 @@ impl ModelProvider for OfflineProvider {
         if text.chars().count() > budget_chars {
             text = text.chars().take(budget_chars).collect();
         }
-        let input_chars: usize = request.system_prompt.as_deref().map_or(0, |s| s.chars().count())
-            + request.messages.iter().map(|m| m.text.chars().count()).sum::<usize>();
-        Ok(Completion {
-            output_tokens: (text.chars().count() as u32).div_ceil(4),
-            input_tokens: (input_chars as u32).div_ceil(4),
-            text,
-            model: self.model(),
-            stop_reason: Some("endTurn".into()),
-        })
+        let (input_tokens, output_tokens) = estimated_usage(request, &text);
+        Ok(Completion { output_tokens, input_tokens, text, model: self.model(), stop_reason: Some("endTurn".into()) })
     }
 }
 

@@ -2,9 +2,11 @@
 make the calls given as JSON, and print one JSON document — the server's name and protocol version, each tool's
 annotations by name, and each call's text and isError (or the error the SDK raised).
 
-Usage: python_serve_client.py CLAT ARGS_JSON CALLS_JSON [ELICIT_JSON]
+Usage: python_serve_client.py CLAT ARGS_JSON CALLS_JSON [ELICIT_JSON [MODEL_TEXT]]
 (CALLS_JSON: [{"name": ..., "arguments": {...}}, ...]). With ELICIT_JSON (an ElicitResult: {"action": ..., "content":
-{...}}) the client declares elicitation and answers every form with it; the forms asked are reported as "asked"."""
+{...}}, or a list of them taken in turn; `null`: none) the client declares elicitation and answers every form with it; the forms asked are reported as
+"asked". With MODEL_TEXT it declares sampling and its model ("agent-model") answers every request with that text; the
+requests are reported as "sampled"."""
 
 import asyncio
 import json
@@ -17,17 +19,25 @@ from mcp.client.stdio import stdio_client
 async def main() -> None:
     command, args, calls = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
     answer = json.loads(sys.argv[4]) if len(sys.argv) > 4 else None
-    report = {"calls": [], "asked": []}
+    model_text = sys.argv[5] if len(sys.argv) > 5 else None
+    report = {"calls": [], "asked": [], "sampled": []}
+
+    async def sample(context, params):
+        report["sampled"].append([m.content.text for m in params.messages])
+        content = types.TextContent(type="text", text=model_text)
+        return types.CreateMessageResult(role="assistant", content=content, model="agent-model", stop_reason="endTurn")
 
     async def elicit(context, params):
         schema = params.requested_schema
         if hasattr(schema, "model_dump"):
             schema = schema.model_dump(by_alias=True, exclude_none=True)
         report["asked"].append({"message": params.message, "schema": schema})
-        return types.ElicitResult(action=answer["action"], content=answer.get("content"))
+        given = answer.pop(0) if isinstance(answer, list) else answer
+        return types.ElicitResult(action=given["action"], content=given.get("content"))
 
     async with stdio_client(StdioServerParameters(command=command, args=args)) as (read, write):
-        async with ClientSession(read, write, elicitation_callback=elicit if answer else None) as session:
+        callbacks = {"elicitation_callback": elicit if answer else None, "sampling_callback": sample if model_text else None}
+        async with ClientSession(read, write, **callbacks) as session:
             init = await session.initialize()
             report["server"] = init.server_info.name
             report["protocol"] = init.protocol_version

@@ -199,12 +199,10 @@ fn mount(
     project: &Path,
     sandbox: SandboxPolicy,
 ) -> Result<Project, Failure> {
-    let configuration = |e: crate::model::ModelConfigError| Failure::new(Exit::Usage, "configuration", e.to_string());
-    let model = crate::model::active_model(real, |k| std::env::var(k).ok()).map_err(configuration)?;
     let options = MountOptions {
         start: StartFilter::Named(vec![package.name.clone()]),
         sandbox,
-        model: Some(crate::model::provider_for(model.as_ref()).map_err(configuration)?),
+        model: Some(super::configured_model(real)?),
         compile_observer: super::progress::compile_observer(),
         default_startup_timeout: None,
         wasm_compiler: throwaway.compiler,

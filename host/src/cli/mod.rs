@@ -551,6 +551,15 @@ fn mount(platform: &Platform, project: Option<PathBuf>, options: MountOptions) -
     Ok(platform.mount(&dir, options)?)
 }
 
+/// The session model the home configures (`model.json`, `CLAT_MODEL_*`), as a provider.
+fn configured_model(
+    home: &crate::trust::ClatHome,
+) -> Result<std::sync::Arc<dyn crate::sampling::ModelProvider>, Failure> {
+    let configuration = |e: crate::model::ModelConfigError| Failure::new(Exit::Usage, "configuration", e.to_string());
+    let model = crate::model::active_model(home, |k| std::env::var(k).ok()).map_err(configuration)?;
+    crate::model::provider_for(model.as_ref()).map_err(configuration)
+}
+
 /// How the command line mounts: the session model from the home's
 /// configuration (the platform reads it), compile progress on stderr.
 fn mount_options(sandbox: SandboxPolicy, start: StartFilter) -> MountOptions {

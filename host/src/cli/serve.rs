@@ -8,7 +8,12 @@
 //! the project's kept approvals applying; an `ask` becomes a form the client
 //! shows its user (allow once / always for this tool / deny) when it declared
 //! form elicitation, and is otherwise denied at once, saying how to allow it
-//! (`ServeApprover`): a call never waits on a question nobody can answer. A client's
+//! (`ServeApprover`): a call never waits on a question nobody can answer.
+//! What an extension asks of CLAT reaches the connected agent the same way:
+//! its forms (and `ask_user`) go to the client's user (`ClientAsker`), its
+//! sampling — after the three gates and the shared budget — to the client's
+//! model when the client offers sampling, else to the configured one
+//! (`ClientModel`). A client's
 //! cancel cancels the call's run; the end of the session closes everything.
 //! Every call leaves a record in the audit trail (`audit.rs`). The wire side
 //! is `clat_mcp::server`.
@@ -24,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::exit::{Exit, Failure};
 use super::shutdown::Shutdown;
-use crate::asker::HeadlessAsker;
+use crate::asker::{Answer, AskError, Question, UserAsker};
 use crate::audit::{AuditTrail, CallAudit, CallRecord};
 use crate::contract::Effect;
 use crate::contract::PermissionMode;
@@ -34,6 +39,7 @@ use crate::limits::INITIAL_SURFACE_WAIT;
 use crate::permissions::{Approval, ApprovalRequest, Approver, Remember, effect_with_reason, how_to_allow};
 use crate::platform::{Platform, Project, RunOptions};
 use crate::registry::{CallError, ToolInfo};
+use crate::sampling::{Completion, ModelProvider};
 
 /// How `clat serve` was asked to serve.
 pub(crate) struct ServeOptions {
@@ -48,7 +54,13 @@ pub(crate) struct ServeOptions {
 pub(crate) async fn serve(platform: &Platform, options: ServeOptions, shutdown: &Shutdown) -> Result<Exit, Failure> {
     let ServeOptions { dir, mode, sandbox, audit } = options;
     // No terminal questions here (stdin is the protocol): unapproved project servers and unanswered inputs stay out.
-    let project = Arc::new(platform.mount(&dir, super::mount_options(sandbox, StartFilter::All))?);
+    let configured = super::configured_model(platform.clat_home())?;
+    let model = Arc::new(ClientModel { client: std::sync::OnceLock::new(), configured });
+    let options = crate::platform::MountOptions {
+        model: Some(Arc::clone(&model) as Arc<dyn ModelProvider>),
+        ..super::mount_options(sandbox, StartFilter::All)
+    };
+    let project = Arc::new(platform.mount(&dir, options)?);
     project.start_extensions();
     let info = ServerInfo {
         name: "clat".into(),
@@ -63,7 +75,7 @@ pub(crate) async fn serve(platform: &Platform, options: ServeOptions, shutdown: 
         Some(file) => AuditTrail::at(&file),
         None => AuditTrail::in_home(platform.clat_home()),
     };
-    let served = Arc::new(ServedProject { project: Arc::clone(&project), mode, trail });
+    let served = Arc::new(ServedProject { project: Arc::clone(&project), mode, trail, model });
     let end =
         clat_mcp::server::serve(tokio::io::stdin(), tokio::io::stdout(), info, served, shutdown.token().clone()).await;
     project.close().await;
@@ -78,6 +90,8 @@ struct ServedProject {
     project: Arc<Project>,
     mode: PermissionMode,
     trail: AuditTrail,
+    /// The project's session model: the client's, once it has called (one client per stdio session).
+    model: Arc<ClientModel>,
 }
 
 impl ServedProject {
@@ -103,6 +117,7 @@ impl ServedTools for ServedProject {
         cancelled: CancellationToken,
     ) -> Result<Value, WireError> {
         self.surface().await;
+        let _ = self.model.client.set(client.clone());
         let audit = Arc::new(CallAudit::default());
         let called = self.run_call(client, name, arguments, cancelled, &audit).await;
         let who = format!("{} {}", client.info().name, client.info().version);
@@ -132,7 +147,7 @@ impl ServedProject {
         let options = RunOptions {
             mode: self.mode,
             approver: Arc::new(ServeApprover { client: client.clone() }),
-            asker: Arc::new(HeadlessAsker),
+            asker: Arc::new(ClientAsker { client: client.clone() }),
             events: Arc::clone(audit) as Arc<dyn crate::run::EventSink>,
             keep_approvals: true,
             deadline: None,
@@ -261,6 +276,93 @@ impl Approver for ServeApprover {
                 request.tool,
                 e.message
             )),
+        }
+    }
+}
+
+/// The session model under `clat serve`: the client's (`sampling/createMessage`) when it declared sampling,
+/// else the configured one. An extension's request reaches it only after the three gates and the shared budget.
+struct ClientModel {
+    client: std::sync::OnceLock<Peer>,
+    configured: Arc<dyn ModelProvider>,
+}
+
+impl ClientModel {
+    /// The client, when it offers sampling.
+    fn sampling_client(&self) -> Option<&Peer> {
+        self.client.get().filter(|client| client.capabilities()["sampling"].is_object())
+    }
+}
+
+#[async_trait]
+impl ModelProvider for ClientModel {
+    fn model(&self) -> String {
+        match self.sampling_client() {
+            Some(client) => format!("the model of {}", client.info().name),
+            None => self.configured.model(),
+        }
+    }
+
+    async fn complete(&self, request: &crate::contract::SamplingRequest) -> anyhow::Result<Completion> {
+        let Some(client) = self.sampling_client() else { return self.configured.complete(request).await };
+        let params = crate::contract::json::sampling_request_to_json(request);
+        let result = client.request("sampling/createMessage", params).await.map_err(|e| anyhow::anyhow!(e.message))?;
+        let (text, model, stop_reason) = crate::contract::json::create_message_result_from_json(&result)?;
+        let (input_tokens, output_tokens) = crate::sampling::estimated_usage(request, &text);
+        Ok(Completion { text, model, stop_reason, input_tokens, output_tokens })
+    }
+}
+
+/// Questions for the user under `clat serve` (an extension's form, field by
+/// field; `ask_user`): each a one-field form to the client's user when the
+/// client declared form elicitation, else unanswerable.
+struct ClientAsker {
+    client: Peer,
+}
+
+/// The one field of a question's form.
+const ANSWER: &str = "answer";
+
+#[async_trait]
+impl UserAsker for ClientAsker {
+    async fn ask(&self, question: &Question) -> Result<Answer, AskError> {
+        if !self.client.elicits_forms() {
+            let name = &self.client.info().name;
+            return Err(AskError::Unavailable(format!(
+                "the client {name} cannot be asked (it declared no form elicitation)"
+            )));
+        }
+        let (prompt, mut field) = match question {
+            Question::Text { prompt, default } => (prompt, json!({ "type": "string", "default": default })),
+            Question::YesNo { prompt, default } => (prompt, json!({ "type": "boolean", "default": default })),
+            Question::Choice { prompt, options, .. } => (
+                prompt,
+                json!({ "type": "string",
+                        "enum": options.iter().map(|o| o.value.as_str()).collect::<Vec<_>>(),
+                        "enumNames": options.iter().map(|o| o.title.as_str()).collect::<Vec<_>>() }),
+            ),
+        };
+        if field["default"].is_null() {
+            field.as_object_mut().map(|f| f.remove("default"));
+        }
+        let form = json!({ "mode": "form", "message": prompt, "requestedSchema": {
+            "type": "object", "properties": { ANSWER: field }, "required": [ANSWER] } });
+        let answer =
+            self.client.request("elicitation/create", form).await.map_err(|e| AskError::Unavailable(e.message))?;
+        match answer["action"].as_str() {
+            Some("accept") => {}
+            Some("decline") => return Err(AskError::Declined),
+            _ => return Err(AskError::Cancelled),
+        }
+        let given = &answer["content"][ANSWER];
+        let unusable = || AskError::Unavailable(format!("the client's answer {given} does not fit the question"));
+        match question {
+            Question::Text { .. } => given.as_str().map(|t| Answer::Text(t.to_string())).ok_or_else(unusable),
+            Question::YesNo { .. } => given.as_bool().map(Answer::YesNo).ok_or_else(unusable),
+            Question::Choice { options, .. } => {
+                let chosen = given.as_str().and_then(|v| options.iter().position(|o| o.value == v));
+                chosen.map(Answer::Choice).ok_or_else(unusable)
+            }
         }
     }
 }

@@ -1,5 +1,6 @@
 //! `sampling/createMessage`: its params to the contract's request (text only),
-//! and the contract's result back.
+//! and the contract's result back — and the other way, for a request CLAT
+//! sends to a client's model (`clat serve`).
 
 use serde_json::{Value, json};
 
@@ -99,6 +100,50 @@ pub fn sampling_result_to_json(result: &SamplingResult) -> Value {
         v["stopReason"] = json!(reason);
     }
     v
+}
+
+/// Contract request → MCP `sampling/createMessage` params (text messages).
+pub fn sampling_request_to_json(request: &SamplingRequest) -> Value {
+    let messages: Vec<Value> = request
+        .messages
+        .iter()
+        .map(|m| json!({ "role": role_str(m.role), "content": { "type": "text", "text": m.text } }))
+        .collect();
+    let mut v = json!({ "messages": messages, "maxTokens": request.max_tokens });
+    if let Some(system) = &request.system_prompt {
+        v["systemPrompt"] = json!(system);
+    }
+    if let Some(temperature) = request.temperature {
+        v["temperature"] = f32_to_json(temperature);
+    }
+    if !request.stop_sequences.is_empty() {
+        v["stopSequences"] = json!(request.stop_sequences);
+    }
+    if !request.model_hints.is_empty() {
+        let hints: Vec<Value> = request.model_hints.iter().map(|name| json!({ "name": name })).collect();
+        v["modelPreferences"] = json!({ "hints": hints });
+    }
+    v
+}
+
+/// MCP `CreateMessageResult` → its text (every text block), model and stop reason.
+pub fn create_message_result_from_json(result: &Value) -> Result<(String, String, Option<String>), ShapeError> {
+    const WHAT: &str = "sampling result";
+    let obj = as_object(result, WHAT)?;
+    let blocks: Vec<&Value> = match obj.get("content") {
+        Some(Value::Array(items)) => items.iter().collect(),
+        Some(other) => vec![other],
+        None => return Err(shape(WHAT, "`content` is missing")),
+    };
+    let mut text = String::new();
+    for block in blocks {
+        match content_block_from_json(block) {
+            Ok(ContentBlock::Text(t)) => text.push_str(&t),
+            Ok(_) => return Err(shape(WHAT, "the answer is not text (only text content is supported)")),
+            Err(e) => return Err(shape(WHAT, e.to_string())),
+        }
+    }
+    Ok((text, opt_str(obj, "model", WHAT)?.unwrap_or_default(), opt_str(obj, "stopReason", WHAT)?))
 }
 
 /// An `f32` from the contract (e.g. a sampling temperature) as a JSON number
