@@ -6,8 +6,11 @@
 
 mod support;
 
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Stdio};
+
 use serde_json::{Value, json};
-use support::{TestEnv, stderr, stdout};
+use support::{TestEnv, stderr, stdout, wait_pid_gone};
 
 const SERVER: &str = clat_test_server_artifact::MCP_TEST_SERVER;
 
@@ -165,6 +168,77 @@ fn an_extensions_sampling_and_forms_reach_the_client() {
     let trail = env.read_home("audit/calls.jsonl");
     let sampled: Value = serde_json::from_str(trail.lines().next().unwrap()).unwrap();
     assert!(sampled["sampling_tokens"].as_u64().unwrap() > 0, "the budget was charged: {sampled}");
+}
+
+/// An agent speaking the protocol by hand on `clat serve`'s stdio.
+struct RawClient {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl RawClient {
+    fn start(env: &TestEnv, args: &[&str]) -> RawClient {
+        let mut child =
+            env.clat_command(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        let (stdin, stdout) = (child.stdin.take(), BufReader::new(child.stdout.take().unwrap()));
+        let mut client = RawClient { child, stdin, stdout };
+        client.send(json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "raw", "version": "1" } } }));
+        assert_eq!(client.next()["result"]["protocolVersion"], "2025-11-25");
+        client.send(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+        client
+    }
+
+    fn send(&mut self, message: Value) {
+        writeln!(self.stdin.as_mut().unwrap(), "{message}").unwrap();
+    }
+
+    fn next(&mut self) -> Value {
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+    }
+
+    fn run_until_killed(&mut self, id: u64, pid_file: &str) {
+        let command = format!("echo $$ > {pid_file}; exec sleep 300");
+        self.send(json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+                          "params": { "name": "run_command", "arguments": { "command": command } } }));
+    }
+}
+
+fn wait_for_file(path: &std::path::Path) {
+    for _ in 0..2000 {
+        if std::fs::read_to_string(path).is_ok_and(|t| !t.trim().is_empty()) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("{} never appeared", path.display());
+}
+
+/// A client's cancel ends that call's run (its command dies, it is not answered) and the session goes on; a
+/// client that disconnects mid-call ends everything and leaves no process.
+#[test]
+fn a_cancel_ends_the_call_and_a_disconnect_ends_everything() {
+    let env = TestEnv::trusted();
+    let mut client = RawClient::start(&env, &["serve", "--mode", "full-access"]);
+    client.run_until_killed(1, "first.pid");
+    wait_for_file(&env.project.join("first.pid"));
+    client.send(json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 1 } }));
+    assert!(wait_pid_gone(&env.project.join("first.pid")), "the cancelled call's command survived");
+    client.send(json!({ "jsonrpc": "2.0", "id": 2, "method": "ping" }));
+    assert_eq!(client.next()["id"], 2, "the cancelled call was not answered; the session goes on");
+    client.run_until_killed(3, "second.pid");
+    wait_for_file(&env.project.join("second.pid"));
+    drop(client.stdin.take());
+    let status = client.child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(wait_pid_gone(&env.project.join("second.pid")), "the disconnected client's command survived");
+    let trail = env.read_home("audit/calls.jsonl");
+    let outcomes: Vec<String> =
+        trail.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["outcome"].as_str().unwrap().into()).collect();
+    assert_eq!(outcomes, ["cancelled", "cancelled"], "{trail}");
 }
 
 #[test]

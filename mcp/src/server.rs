@@ -53,7 +53,8 @@ pub trait ServedTools: Send + Sync + 'static {
 /// `SERVE_CLIENT_REQUEST_TIMEOUT` or failed.
 #[derive(Clone)]
 pub struct Peer {
-    shared: Arc<Shared>,
+    /// Weak: a host that keeps a `Peer` (its session model) does not keep the session alive.
+    shared: std::sync::Weak<Shared>,
     info: ClientInfo,
     capabilities: Value,
 }
@@ -76,26 +77,26 @@ impl Peer {
 
     /// Ask the client `method` and wait for its answer.
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, WireError> {
-        let number = self.shared.next_request.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let ended = || WireError::new(INTERNAL_ERROR, "the session ended before the client answered");
+        let shared = self.shared.upgrade().ok_or_else(ended)?;
+        let number = shared.next_request.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let id = RequestId::String(format!("clat-{number}"));
         let (answer, answered) = tokio::sync::oneshot::channel();
-        lock(&self.shared.asked).insert(id.clone(), answer);
+        lock(&shared.asked).insert(id.clone(), answer);
         let request = Message::Request { id: id.clone(), method: method.to_string(), params: Some(params) };
-        self.shared.send(request).await;
+        shared.send(request).await;
         let outcome = tokio::select! {
             answer = tokio::time::timeout(SERVE_CLIENT_REQUEST_TIMEOUT, answered) => match answer {
                 Ok(Ok(result)) => result,
-                Ok(Err(_)) => Err(WireError::new(INTERNAL_ERROR, "the session ended before the client answered")),
+                Ok(Err(_)) => Err(ended()),
                 Err(_) => Err(WireError::new(
                     INTERNAL_ERROR,
                     format!("the client did not answer {method} within {} s", SERVE_CLIENT_REQUEST_TIMEOUT.as_secs()),
                 )),
             },
-            _ = self.shared.ending.cancelled() => {
-                Err(WireError::new(INTERNAL_ERROR, "the session ended before the client answered"))
-            }
+            _ = shared.ending.cancelled() => Err(ended()),
         };
-        lock(&self.shared.asked).remove(&id);
+        lock(&shared.asked).remove(&id);
         outcome
     }
 }
@@ -244,7 +245,7 @@ async fn request(
     tasks: &mut tokio::task::JoinSet<()>,
 ) {
     let initialized = lock(&shared.client).clone().map(|(info, capabilities)| Peer {
-        shared: Arc::clone(shared),
+        shared: Arc::downgrade(shared),
         info,
         capabilities,
     });
