@@ -26,7 +26,7 @@ use sha2::Digest;
 
 use super::build::{
     BuildRecord, Built, CASES_FILE, authored_sources, build, build_hasher, component_bundle_args, componentize_js_args,
-    detect, hex_key, javascript_toolchain, python_toolchain, run_tool,
+    detect, hex_key, javascript_toolchain, project_files, python_toolchain, run_tool,
 };
 use super::{AuthoringError, Language, io};
 use crate::packages::{MANIFEST, Manifest, PackageKind, read_manifest};
@@ -180,10 +180,7 @@ fn python_runtime(
 /// The key of a runtime: clat, the toolchain, the contract (every file of `wit/`), and `parts`.
 fn runtime_key(dir: &Path, componentize: &Path, out: &Path, parts: &[&str]) -> Option<String> {
     let mut hasher = build_hasher(componentize, out)?;
-    let mut wit = Vec::new();
-    list_tree(&dir.join("wit"), Path::new(""), &mut wit).ok()?;
-    wit.sort();
-    for file in wit {
+    for file in project_files(&dir.join("wit"))? {
         hasher.update(file.as_os_str().as_encoded_bytes());
         hasher.update([0]);
         hasher.update(sha2::Sha256::digest(std::fs::read(dir.join("wit").join(&file)).ok()?));
@@ -227,22 +224,9 @@ fn contract_package(dir: &Path) -> Result<ContractPackage, AuthoringError> {
     Ok(ContractPackage { line: line.to_string(), version: version.to_string() })
 }
 
-fn list_tree(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(root.join(rel))? {
-        let entry = entry?;
-        let path = rel.join(entry.file_name());
-        if entry.file_type()?.is_dir() {
-            list_tree(root, &path, out)?;
-        } else {
-            out.push(path);
-        }
-    }
-    Ok(())
-}
-
 fn copy_tree(from: &Path, to: &Path) -> Result<(), AuthoringError> {
-    let mut files = Vec::new();
-    list_tree(from, Path::new(""), &mut files).map_err(io(format!("cannot read {}", from.display())))?;
+    let unreadable = || std::io::Error::other(format!("a directory under {} cannot be read", from.display()));
+    let files = project_files(from).ok_or_else(unreadable).map_err(io(format!("cannot read {}", from.display())))?;
     for file in files {
         let target = to.join(&file);
         std::fs::create_dir_all(target.parent().unwrap_or(to))
