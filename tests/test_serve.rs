@@ -39,18 +39,34 @@ fn served_by(
     answer: Option<Value>,
     model_text: Option<&str>,
 ) -> Value {
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/peers/python_serve_client.py");
     let mut all = json!(["--home", env.home, "--project", env.project]);
     all.as_array_mut().unwrap().extend(args.iter().chain(extra).map(|a| json!(a)));
-    let out = std::process::Command::new(python())
+    report(python_client(env!("CARGO_BIN_EXE_clat"), all, calls, answer, model_text).output().unwrap())
+}
+
+/// The Python SDK's client for `target` (the `clat` binary, with `args` its arguments; or a served URL, with
+/// `args` the headers to send), making `calls`, answering forms with `answer` and sampling with `model_text`.
+fn python_client(
+    target: &str,
+    args: Value,
+    calls: Value,
+    answer: Option<Value>,
+    model_text: Option<&str>,
+) -> std::process::Command {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/peers/python_serve_client.py");
+    let mut command = std::process::Command::new(python());
+    command
         .arg(script)
-        .arg(env!("CARGO_BIN_EXE_clat"))
-        .arg(all.to_string())
+        .arg(target)
+        .arg(args.to_string())
         .arg(calls.to_string())
         .args((answer.is_some() || model_text.is_some()).then(|| answer.unwrap_or(Value::Null).to_string()))
-        .args(model_text)
-        .output()
-        .unwrap();
+        .args(model_text);
+    command
+}
+
+/// The client's report, from its output.
+fn report(out: std::process::Output) -> Value {
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
     serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)))
 }
@@ -249,4 +265,103 @@ fn an_untrusted_project_is_not_served_and_nothing_starts() {
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     assert!(stdout(&out).is_empty(), "nothing on the protocol channel: {}", stdout(&out));
     assert!(stderr(&out).contains("trust"), "{}", stderr(&out));
+}
+
+/// `clat serve --http 127.0.0.1:0 EXTRA…` in `env`'s project, and the URL it serves.
+struct HttpServe {
+    child: Child,
+    url: String,
+}
+
+impl HttpServe {
+    fn start(env: &TestEnv, extra: &[&str]) -> HttpServe {
+        let args = [&["serve", "--http", "127.0.0.1:0"], extra].concat();
+        let mut child =
+            env.clat_command(&args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let url = loop {
+            let line = lines.next().expect("clat serve printed its URL").unwrap();
+            if let Some(url) = line.strip_prefix("clat serve: ") {
+                break url.to_string();
+            }
+        };
+        std::thread::spawn(move || lines.for_each(drop));
+        HttpServe { child, url }
+    }
+
+    /// Stop it as a terminal would (SIGTERM) and wait for it.
+    fn stop(mut self) -> std::process::ExitStatus {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.child.id() as i32), nix::sys::signal::Signal::SIGTERM)
+            .unwrap();
+        self.child.wait().unwrap()
+    }
+}
+
+impl Drop for HttpServe {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Two agents on one `clat serve --http` at once: each gets the tools, its approval forms on its own call's
+/// stream, and an extension's sampling during its call goes to its own model, not the other's.
+#[test]
+fn agents_over_http_each_get_their_forms_and_their_own_model() {
+    let env = TestEnv::trusted();
+    assert!(env.clat(&["plugin", "install", clat_guest_artifacts::HELLO_PACKAGE]).status.success());
+    env.write_mcp_config(json!({ "srv": { "command": SERVER, "args": ["--contract"] } }));
+    let server = HttpServe::start(&env, &["--mode", "ask"]);
+    let allow = json!({ "action": "accept", "content": { "decision": "allow" } });
+    let first = json!([
+        { "name": "write_file", "arguments": { "path": "a.txt", "content": "from a" } },
+        { "name": "mcp_srv_sample", "arguments": { "text": "for a" } },
+    ]);
+    let second = json!([
+        { "name": "mcp_srv_sample", "arguments": { "text": "for b" } },
+        { "name": "wasm_hello_greet", "arguments": { "name": "Ada" } },
+    ]);
+    let a = in_background(python_client(&server.url, json!({}), first, Some(allow.clone()), Some("model a")));
+    let b = in_background(python_client(&server.url, json!({}), second, Some(allow), Some("model b")));
+    let (a, b) = (report(a.join().unwrap()), report(b.join().unwrap()));
+    assert_eq!(a["calls"][0]["isError"], false, "{a}");
+    assert_eq!(env.read("a.txt"), "from a");
+    assert!(a["asked"][0]["message"].as_str().unwrap().contains("allow write_file (write)"), "{a}");
+    assert_eq!(a["calls"][1]["text"], "model said: model a", "{a}");
+    assert_eq!(a["sampled"], json!([["for a"]]), "{a}");
+    assert_eq!(b["calls"][0]["text"], "model said: model b", "{b}");
+    assert_eq!(b["sampled"], json!([["for b"]]), "{b}");
+    assert_eq!(b["calls"][1]["text"], "Hello, Ada! (from a WASM plugin)", "{b}");
+    assert!(b["tools"].get("read_file").is_some() && b["tools"].get("mcp_srv_echo").is_some(), "{b}");
+    let status = server.stop();
+    assert!(status.success(), "a stop signal ends the server cleanly: {status:?}");
+    let trail = env.read_home("audit/calls.jsonl");
+    assert_eq!(trail.lines().count(), 4, "{trail}");
+}
+
+/// A token server serves only requests carrying its token; off loopback a token is required before anything starts.
+#[test]
+fn http_serving_takes_a_bearer_token_and_needs_one_off_loopback() {
+    let env = TestEnv::trusted();
+    env.write("token", "t0ken\n");
+    let server = HttpServe::start(&env, &["--token-file", env.project.join("token").to_str().unwrap()]);
+    let calls = json!([{ "name": "read_file", "arguments": { "path": "token" } }]);
+    let with = python_client(&server.url, json!({ "Authorization": "Bearer t0ken" }), calls.clone(), None, None);
+    assert_eq!(report(in_background(with).join().unwrap())["calls"][0]["text"], "t0ken\n");
+    let without = in_background(python_client(&server.url, json!({}), calls, None, None)).join().unwrap();
+    assert!(!without.status.success(), "no token, no session");
+    assert!(stderr(&without).contains("this server needs Authorization: Bearer TOKEN"), "{}", stderr(&without));
+    drop(server);
+
+    env.write_mcp_config(json!({ "srv": { "command": SERVER } }));
+    let out = env.clat_command(&["serve", "--http", "0.0.0.0:0"]).stdin(Stdio::null()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("0.0.0.0:0 is not a loopback address: serving on it needs a bearer token (--token-file)")
+    );
+}
+
+/// Run `command` to its end on another thread.
+fn in_background(mut command: std::process::Command) -> std::thread::JoinHandle<std::process::Output> {
+    std::thread::spawn(move || command.output().unwrap())
 }

@@ -220,6 +220,9 @@ impl Project {
         if let Some(deadline) = options.deadline {
             builder = builder.deadline(deadline);
         }
+        if let Some(model) = options.model {
+            builder = builder.model(model);
+        }
         let context = self.scope.start_run_when_ready(builder).await;
         Ok(Run { context, scope: Arc::clone(&self.scope) })
     }
@@ -261,6 +264,8 @@ pub struct RunOptions {
     pub keep_approvals: bool,
     /// Ends the run's calls this long after it starts (default: none; each call still has its 120 s).
     pub deadline: Option<Duration>,
+    /// Where the run's sampling goes (default: the project's session model, `MountOptions::model`).
+    pub model: Option<Arc<dyn crate::sampling::ModelProvider>>,
 }
 
 impl Default for RunOptions {
@@ -272,6 +277,7 @@ impl Default for RunOptions {
             events: Arc::new(NullSink),
             keep_approvals: true,
             deadline: None,
+            model: None,
         }
     }
 }

@@ -17,6 +17,7 @@ use crate::asker::{HeadlessAsker, UserAsker};
 use crate::budget::SamplingBudget;
 use crate::contract::PermissionMode;
 use crate::permissions::{Approver, HeadlessApprover, Rule};
+use crate::sampling::ModelProvider;
 
 /// What happened in a run. Serialized with a `type` tag, one JSON object per line.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -267,6 +268,8 @@ struct RunInner {
     approvals: Option<Arc<dyn ApprovalMemory>>,
     asker: Arc<dyn UserAsker>,
     budget: Arc<SamplingBudget>,
+    /// The run's own model (`RunBuilder::model`), else the project's.
+    model: Option<Arc<dyn ModelProvider>>,
     processes: ProcessTable,
     finished: std::sync::atomic::AtomicBool,
 }
@@ -295,6 +298,7 @@ pub struct RunBuilder {
     asker: Arc<dyn UserAsker>,
     budget: Option<Arc<SamplingBudget>>,
     cancel: Option<CancellationToken>,
+    model: Option<Arc<dyn ModelProvider>>,
 }
 
 impl RunBuilder {
@@ -335,6 +339,11 @@ impl RunBuilder {
         self.cancel = Some(token);
         self
     }
+    /// The model this run's sampling goes to (default: the project's session model).
+    pub fn model(mut self, model: Arc<dyn ModelProvider>) -> Self {
+        self.model = Some(model);
+        self
+    }
     /// Start the run: emits `run_started`.
     pub fn start(self) -> RunContext {
         let started = Instant::now();
@@ -353,6 +362,7 @@ impl RunBuilder {
                 approvals: self.approvals,
                 asker: self.asker,
                 budget: self.budget.unwrap_or_else(|| Arc::new(SamplingBudget::per_run())),
+                model: self.model,
                 processes: ProcessTable::default(),
                 finished: Default::default(),
             }),
@@ -374,6 +384,7 @@ impl RunContext {
             asker: Arc::new(HeadlessAsker),
             budget: None,
             cancel: None,
+            model: None,
         }
     }
 
@@ -416,6 +427,10 @@ impl RunContext {
     }
     pub fn asker(&self) -> &dyn UserAsker {
         self.inner.asker.as_ref()
+    }
+    /// The model this run's sampling goes to, when it is not the project's session model.
+    pub fn model(&self) -> Option<&Arc<dyn ModelProvider>> {
+        self.inner.model.as_ref()
     }
     pub fn budget(&self) -> &Arc<SamplingBudget> {
         &self.inner.budget

@@ -128,7 +128,8 @@ impl HostServices {
         })
     }
 
-    /// One completion from the active session model, through the three gates.
+    /// One completion from the run's model (the project's session model unless
+    /// the run has its own), through the three gates.
     pub async fn create_message(
         &self,
         request: &SamplingRequest,
@@ -136,7 +137,8 @@ impl HostServices {
         run: Option<&RunContext>,
     ) -> Result<SamplingResult, HostError> {
         let run = run.ok_or_else(no_run)?;
-        crate::sampling::create_message(self.provider.as_ref(), request, source, run).await
+        let provider = run.model().unwrap_or(&self.provider);
+        crate::sampling::create_message(provider.as_ref(), request, source, run).await
     }
 
     /// Ask the user one primitive form.

@@ -28,6 +28,14 @@ pub const WRITER_QUEUE: usize = 64;
 pub const SERVE_CLIENT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 /// `tools/call` requests a served session runs at once; past it a call is refused with `SERVER_BUSY`.
 pub const SERVE_IN_FLIGHT_MAX: usize = 64;
+/// `clat serve --http`: one request's body (one JSON-RPC message); past it 413.
+pub const SERVE_HTTP_BODY_MAX_BYTES: usize = 4 * 1024 * 1024;
+/// `clat serve --http`: sessions open at once; past it `initialize` gets 503.
+pub const SERVE_HTTP_SESSIONS_MAX: usize = 64;
+/// `clat serve --http`: a session nobody used for this long, with nothing in flight, ends.
+pub const SERVE_HTTP_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
+/// `clat serve --http`: how long a connection may take to send a request's headers (slow clients hold no slot).
+pub const SERVE_HTTP_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a closing server gets after its stdin closes before its process group is killed (and a served
 /// session's calls, after the client closed its end, before they are dropped).
 pub const CLOSE_GRACE: Duration = Duration::from_secs(2);

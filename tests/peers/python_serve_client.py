@@ -1,9 +1,10 @@
-"""Drives `clat serve` with the official Python SDK's stdio client, as an agent would: initialize, list the tools,
+"""Drives `clat serve` with the official Python SDK's client, as an agent would: initialize, list the tools,
 make the calls given as JSON, and print one JSON document — the server's name and protocol version, each tool's
 annotations by name, and each call's text and isError (or the error the SDK raised).
 
 Usage: python_serve_client.py CLAT ARGS_JSON CALLS_JSON [ELICIT_JSON [MODEL_TEXT]]
-(CALLS_JSON: [{"name": ..., "arguments": {...}}, ...]). With ELICIT_JSON (an ElicitResult: {"action": ..., "content":
+(stdio: CLAT is the binary, ARGS_JSON its arguments; Streamable HTTP: CLAT is the server's URL and ARGS_JSON the
+headers to send, e.g. {"Authorization": "Bearer T"}; CALLS_JSON: [{"name": ..., "arguments": {...}}, ...]). With ELICIT_JSON (an ElicitResult: {"action": ..., "content":
 {...}}, or a list of them taken in turn; `null`: none) the client declares elicitation and answers every form with it; the forms asked are reported as
 "asked". With MODEL_TEXT it declares sampling and its model ("agent-model") answers every request with that text; the
 requests are reported as "sampled"."""
@@ -14,6 +15,15 @@ import sys
 
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+
+def connect(command, args):
+    """The transport: stdio to a spawned `clat serve`, or Streamable HTTP to a running one."""
+    if command.startswith("http://"):
+        return streamable_http_client(command, http_client=create_mcp_http_client(headers=args))
+    return stdio_client(StdioServerParameters(command=command, args=args))
 
 
 async def main() -> None:
@@ -35,7 +45,7 @@ async def main() -> None:
         given = answer.pop(0) if isinstance(answer, list) else answer
         return types.ElicitResult(action=given["action"], content=given.get("content"))
 
-    async with stdio_client(StdioServerParameters(command=command, args=args)) as (read, write):
+    async with connect(command, args) as (read, write):
         callbacks = {"elicitation_callback": elicit if answer else None, "sampling_callback": sample if model_text else None}
         async with ClientSession(read, write, **callbacks) as session:
             init = await session.initialize()

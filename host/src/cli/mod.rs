@@ -128,8 +128,9 @@ enum Command {
         #[command(flatten)]
         call: CallArgs,
     },
-    /// Serve the project's tools (native, WASM plugins, MCP servers) as an MCP server on stdio, each call
-    /// through CLAT's permission pipeline: `claude mcp add clat -- clat serve --project DIR`.
+    /// Serve the project's tools (native, WASM plugins, MCP servers) as an MCP server on stdio (or Streamable
+    /// HTTP with --http), each call through CLAT's permission pipeline:
+    /// `claude mcp add clat -- clat serve --project DIR`.
     Serve {
         /// Permission mode of every call: read-only, ask, auto-edit, full-access (`ask` denies what needs an
         /// approval: nobody can answer through the session; kept approvals apply).
@@ -141,6 +142,13 @@ enum Command {
         /// The audit trail's file, one JSON line per call (default: $CLAT_HOME/audit/calls.jsonl).
         #[arg(long, value_name = "FILE")]
         audit: Option<PathBuf>,
+        /// Serve Streamable HTTP on ADDR (e.g. 127.0.0.1:8808; port 0 picks one) instead of stdio; the URL
+        /// (http://ADDR/mcp) goes to stderr. Off loopback it needs --token-file.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+        /// A file whose first line is the bearer token every HTTP request must carry.
+        #[arg(long, value_name = "FILE", requires = "http")]
+        token_file: Option<PathBuf>,
     },
     /// Run a script of tool calls headless, as one run: one run id, one mode, one sampling budget.
     /// SCRIPT has one JSON object per line, {"tool": NAME, "arguments": {...}} (`-`: standard input).
@@ -482,10 +490,11 @@ async fn dispatch(cli: Cli, shutdown: &Shutdown) -> Result<Exit, Failure> {
             project.close().await;
             result
         }
-        Command::Serve { mode, sandbox, audit } => {
+        Command::Serve { mode, sandbox, audit, http, token_file } => {
             let mode: PermissionMode = mode.parse().map_err(usage)?;
             let sandbox: SandboxPolicy = sandbox.parse().map_err(usage)?;
-            let options = serve::ServeOptions { dir: project_dir(cli.project)?, mode, sandbox, audit };
+            let dir = project_dir(cli.project)?;
+            let options = serve::ServeOptions { dir, mode, sandbox, audit, http, token_file };
             serve::serve(&platform, options, shutdown).await
         }
         Command::Exec { script, mode, sandbox } => {

@@ -1,7 +1,8 @@
-//! `clat serve`: the project's registry as an MCP server on stdio, so any
-//! agent gets its native tools, WASM plugins and MCP servers behind the one
-//! pipeline (`claude mcp add clat -- clat serve --project DIR`). Nothing
-//! starts before the project is trusted (exit 3). The extensions start with
+//! `clat serve`: the project's registry as an MCP server — on stdio
+//! (`claude mcp add clat -- clat serve --project DIR`), or on Streamable HTTP
+//! (`--http ADDR`, loopback unless given a bearer token with `--token-file`) —
+//! so any agent gets its native tools, WASM plugins and MCP servers behind the
+//! one pipeline. Nothing starts before the project is trusted (exit 3). The extensions start with
 //! the session; the first `tools/list` or call waits for them at most the
 //! initial surface (`INITIAL_SURFACE_WAIT`), and the registry then freezes
 //! for the session. Each `tools/call` is one run under the session's mode,
@@ -11,10 +12,10 @@
 //! (`ServeApprover`): a call never waits on a question nobody can answer.
 //! What an extension asks of CLAT reaches the connected agent the same way:
 //! its forms (and `ask_user`) go to the client's user (`ClientAsker`), its
-//! sampling — after the three gates and the shared budget — to the client's
-//! model when the client offers sampling, else to the configured one
-//! (`ClientModel`). A client's
-//! cancel cancels the call's run; the end of the session closes everything.
+//! sampling — after the three gates and the shared budget — to the model of
+//! the client that made the call when it offers sampling, else to the
+//! configured one (`ClientModel`, one per call). A client's cancel cancels
+//! the call's run; the end of the server closes everything.
 //! Every call leaves a record in the audit trail (`audit.rs`). The wire side
 //! is `clat_mcp::server`.
 
@@ -23,7 +24,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use clat_mcp::jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS, WireError};
-use clat_mcp::server::{Peer, ServeEnd, ServedTools, ServerInfo};
+use clat_mcp::server::{HttpServeOptions, Peer, ServeEnd, ServedTools, ServerInfo};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -48,19 +49,35 @@ pub(crate) struct ServeOptions {
     pub(crate) sandbox: crate::native::process::SandboxPolicy,
     /// The audit trail's file (default: the home's, `audit::AUDIT_FILE`).
     pub(crate) audit: Option<PathBuf>,
+    /// Serve Streamable HTTP on this address instead of stdio.
+    pub(crate) http: Option<std::net::SocketAddr>,
+    /// The file holding the bearer token HTTP requests must carry.
+    pub(crate) token_file: Option<PathBuf>,
 }
 
-/// Serve the project on stdin/stdout until the client closes its end or a stop signal.
+/// Serve the project on stdin/stdout (or HTTP) until the client closes its end or a stop signal.
 pub(crate) async fn serve(platform: &Platform, options: ServeOptions, shutdown: &Shutdown) -> Result<Exit, Failure> {
-    let ServeOptions { dir, mode, sandbox, audit } = options;
+    let ServeOptions { dir, mode, sandbox, audit, http, token_file } = options;
+    let token = token_file.as_deref().map(read_token).transpose()?;
+    if let Some(address) = http {
+        clat_mcp::server::http::check_bind(address, token.as_deref())
+            .map_err(|e| Failure::new(Exit::Usage, "usage", e.to_string()))?;
+    }
     // No terminal questions here (stdin is the protocol): unapproved project servers and unanswered inputs stay out.
     let configured = super::configured_model(platform.clat_home())?;
-    let model = Arc::new(ClientModel { client: std::sync::OnceLock::new(), configured });
     let options = crate::platform::MountOptions {
-        model: Some(Arc::clone(&model) as Arc<dyn ModelProvider>),
+        model: Some(Arc::clone(&configured)),
         ..super::mount_options(sandbox, StartFilter::All)
     };
     let project = Arc::new(platform.mount(&dir, options)?);
+    let listener = match http {
+        Some(address) => Some(
+            tokio::net::TcpListener::bind(address)
+                .await
+                .map_err(|e| Failure::new(Exit::Usage, "usage", format!("cannot serve HTTP on {address}: {e}")))?,
+        ),
+        None => None,
+    };
     project.start_extensions();
     let info = ServerInfo {
         name: "clat".into(),
@@ -75,14 +92,40 @@ pub(crate) async fn serve(platform: &Platform, options: ServeOptions, shutdown: 
         Some(file) => AuditTrail::at(&file),
         None => AuditTrail::in_home(platform.clat_home()),
     };
-    let served = Arc::new(ServedProject { project: Arc::clone(&project), mode, trail, model });
-    let end =
-        clat_mcp::server::serve(tokio::io::stdin(), tokio::io::stdout(), info, served, shutdown.token().clone()).await;
+    let served = Arc::new(ServedProject { project: Arc::clone(&project), mode, trail, configured });
+    let stop = shutdown.token().clone();
+    let ended = match listener {
+        None => match clat_mcp::server::serve(tokio::io::stdin(), tokio::io::stdout(), info, served, stop).await {
+            ServeEnd::ClientClosed | ServeEnd::Stopped => Ok(Exit::Ok),
+            other => Err(Failure::new(Exit::Usage, "protocol", format!("the session ended: {other}"))),
+        },
+        Some(listener) => {
+            let url = format!(
+                "http://{}{}",
+                listener.local_addr().map_err(|e| Failure::new(Exit::Internal, "internal", e.to_string()))?,
+                clat_mcp::server::http::MCP_PATH
+            );
+            eprintln!("clat serve: {url}");
+            let options = HttpServeOptions { token, ..HttpServeOptions::default() };
+            match clat_mcp::server::serve_http(listener, options, info, served, stop).await {
+                Ok(()) => Ok(Exit::Ok),
+                Err(e) => Err(Failure::new(Exit::Internal, "internal", e.to_string())),
+            }
+        }
+    };
     project.close().await;
-    match end {
-        ServeEnd::ClientClosed | ServeEnd::Stopped => Ok(Exit::Ok),
-        other => Err(Failure::new(Exit::Usage, "protocol", format!("the session ended: {other}"))),
+    ended
+}
+
+/// The bearer token in `file`: its first line, trimmed; never empty.
+fn read_token(file: &std::path::Path) -> Result<String, Failure> {
+    let unusable = |why: String| Failure::new(Exit::Usage, "usage", format!("--token-file {}: {why}", file.display()));
+    let text = std::fs::read_to_string(file).map_err(|e| unusable(e.to_string()))?;
+    let token = text.lines().next().unwrap_or_default().trim();
+    if token.is_empty() {
+        return Err(unusable("the file holds no token".into()));
     }
+    Ok(token.to_string())
 }
 
 /// The project, as `clat_mcp::server` asks for its tools.
@@ -90,8 +133,8 @@ struct ServedProject {
     project: Arc<Project>,
     mode: PermissionMode,
     trail: AuditTrail,
-    /// The project's session model: the client's, once it has called (one client per stdio session).
-    model: Arc<ClientModel>,
+    /// The configured model: a call's sampling goes to it when the calling client offers none.
+    configured: Arc<dyn ModelProvider>,
 }
 
 impl ServedProject {
@@ -117,7 +160,6 @@ impl ServedTools for ServedProject {
         cancelled: CancellationToken,
     ) -> Result<Value, WireError> {
         self.surface().await;
-        let _ = self.model.client.set(client.clone());
         let audit = Arc::new(CallAudit::default());
         let called = self.run_call(client, name, arguments, cancelled, &audit).await;
         let who = format!("{} {}", client.info().name, client.info().version);
@@ -151,6 +193,7 @@ impl ServedProject {
             events: Arc::clone(audit) as Arc<dyn crate::run::EventSink>,
             keep_approvals: true,
             deadline: None,
+            model: Some(Arc::new(ClientModel { client: client.clone(), configured: Arc::clone(&self.configured) })),
         };
         let run = self.project.start_run(options).await.map_err(|e| WireError::new(INTERNAL_ERROR, e.to_string()))?;
         let called = tokio::select! {
@@ -280,17 +323,18 @@ impl Approver for ServeApprover {
     }
 }
 
-/// The session model under `clat serve`: the client's (`sampling/createMessage`) when it declared sampling,
-/// else the configured one. An extension's request reaches it only after the three gates and the shared budget.
+/// A call's model under `clat serve`: the calling client's (`sampling/createMessage`) when it declared
+/// sampling, else the configured one. An extension's request reaches it only after the three gates and the
+/// shared budget.
 struct ClientModel {
-    client: std::sync::OnceLock<Peer>,
+    client: Peer,
     configured: Arc<dyn ModelProvider>,
 }
 
 impl ClientModel {
     /// The client, when it offers sampling.
     fn sampling_client(&self) -> Option<&Peer> {
-        self.client.get().filter(|client| client.capabilities()["sampling"].is_object())
+        Some(&self.client).filter(|client| client.capabilities()["sampling"].is_object())
     }
 }
 

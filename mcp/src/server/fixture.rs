@@ -1,0 +1,45 @@
+//! The served tools the transports' tests share.
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::{Peer, ServedTools};
+use crate::jsonrpc::{INVALID_PARAMS, WireError};
+
+/// `echo` answers its text; `wait` runs until cancelled, then reports its tag; `ask` asks
+/// the client a form and answers with its action.
+pub(crate) struct Fixture {
+    pub(crate) cancelled: tokio::sync::mpsc::UnboundedSender<String>,
+}
+
+#[async_trait::async_trait]
+impl ServedTools for Fixture {
+    async fn list(&self) -> Vec<Value> {
+        vec![json!({ "name": "echo", "inputSchema": { "type": "object" } })]
+    }
+
+    async fn call(
+        &self,
+        client: &Peer,
+        name: &str,
+        arguments: Value,
+        cancelled: CancellationToken,
+    ) -> Result<Value, WireError> {
+        match name {
+            "echo" => Ok(json!({ "content": [{ "type": "text", "text": arguments["text"] }], "isError": false })),
+            "wait" => {
+                cancelled.cancelled().await;
+                let _ = self.cancelled.send(arguments["tag"].as_str().unwrap_or_default().to_string());
+                Ok(json!({ "content": [], "isError": true }))
+            }
+            "ask" => {
+                let text = |t: &str, is_error: bool| json!({ "content": [{ "type": "text", "text": t }], "isError": is_error });
+                match client.request("elicitation/create", json!({ "message": "ok?" })).await {
+                    Ok(answer) => Ok(text(answer["action"].as_str().unwrap_or_default(), !client.elicits_forms())),
+                    Err(e) => Ok(text(&e.message, true)),
+                }
+            }
+            other => Err(WireError::new(INVALID_PARAMS, format!("unknown tool {other}"))),
+        }
+    }
+}

@@ -1,0 +1,710 @@
+//! Sessions over Streamable HTTP (the 2025-11-25 transport), on one endpoint,
+//! `MCP_PATH`. A POST carries one message: an `initialize` without a session
+//! opens one (its id in `Mcp-Session-Id`, at most `SERVE_HTTP_SESSIONS_MAX`
+//! live, past it 503); everything after names its session (400 without, 404
+//! for one that ended). A request is answered on its own response — plain
+//! JSON when the answer is all there is, else an event stream carrying what
+//! the call asks the client first (forms, sampling), then the answer; a
+//! notification or an answer to our request gets 202. DELETE ends a session;
+//! GET gets 405 (nothing is said outside a request's stream). A session
+//! unused for `HttpServeOptions::session_idle` with nothing in flight ends.
+//!
+//! Before any of that, every request passes the same checks: `Host` and
+//! `Origin` must name loopback when the server is bound to loopback (DNS
+//! rebinding), and must agree otherwise; a server off loopback needs a bearer
+//! token and every request must carry it (401); a body is at most
+//! `SERVE_HTTP_BODY_MAX_BYTES` (413); a connection has
+//! `SERVE_HTTP_HEADER_READ_TIMEOUT` to send its headers.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{HeaderMap, Method, Request, Response, StatusCode, header};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, Limited, StreamBody};
+use hyper::body::{Frame, Incoming};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use super::{Outlet, ServedTools, ServerInfo, Session};
+use crate::client::LEGACY_VERSIONS;
+use crate::jsonrpc::{INVALID_REQUEST, Message, PARSE_ERROR, RequestId, SERVER_BUSY, WireError, encode, parse};
+use crate::limits::{
+    SERVE_HTTP_BODY_MAX_BYTES, SERVE_HTTP_HEADER_READ_TIMEOUT, SERVE_HTTP_SESSION_IDLE, SERVE_HTTP_SESSIONS_MAX,
+    WRITER_QUEUE,
+};
+use crate::lock;
+
+/// The one endpoint.
+pub const MCP_PATH: &str = "/mcp";
+
+const SESSION_HEADER: &str = "mcp-session-id";
+const VERSION_HEADER: &str = "mcp-protocol-version";
+
+/// How an HTTP server serves.
+#[derive(Debug, Clone)]
+pub struct HttpServeOptions {
+    /// The bearer token every request must carry (`Authorization: Bearer …`); required off loopback.
+    pub token: Option<String>,
+    /// A session unused this long, with nothing in flight, ends (default `SERVE_HTTP_SESSION_IDLE`).
+    pub session_idle: Duration,
+    /// How long a connection may take to send a request's headers (default `SERVE_HTTP_HEADER_READ_TIMEOUT`).
+    pub header_read_timeout: Duration,
+}
+
+impl Default for HttpServeOptions {
+    fn default() -> Self {
+        HttpServeOptions {
+            token: None,
+            session_idle: SERVE_HTTP_SESSION_IDLE,
+            header_read_timeout: SERVE_HTTP_HEADER_READ_TIMEOUT,
+        }
+    }
+}
+
+/// Why an HTTP server could not serve.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpServeError {
+    #[error("{0} is not a loopback address: serving on it needs a bearer token (--token-file)")]
+    TokenRequired(SocketAddr),
+    #[error("the bearer token is empty")]
+    EmptyToken,
+    #[error("cannot serve: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Serve sessions on `listener` until `stop` fires; then every session ends.
+pub async fn serve_http(
+    listener: TcpListener,
+    options: HttpServeOptions,
+    info: ServerInfo,
+    tools: Arc<dyn ServedTools>,
+    stop: CancellationToken,
+) -> Result<(), HttpServeError> {
+    let local = listener.local_addr()?;
+    check_bind(local, options.token.as_deref())?;
+    let loopback = local.ip().is_loopback();
+    let sweep_every = (options.session_idle / 4).clamp(Duration::from_millis(10), Duration::from_secs(60));
+    let served =
+        Arc::new(Served { info: Arc::new(info), tools, options, loopback, sessions: Mutex::new(HashMap::new()) });
+    let mut connections = tokio::task::JoinSet::new();
+    let mut sweep = tokio::time::interval(sweep_every);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let served = Arc::clone(&served);
+                    connections.spawn(connection(served, stream));
+                }
+                Err(e) => {
+                    // Out of descriptors, a connection reset before accept: wait a little, go on.
+                    tracing::warn!("accepting a connection failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            _ = sweep.tick() => served.end_idle_sessions().await,
+            _ = stop.cancelled() => break,
+        }
+        while connections.try_join_next().is_some() {}
+    }
+    let sessions: Vec<_> = lock(&served.sessions).drain().map(|(_, live)| live.session).collect();
+    futures_util::future::join_all(sessions.iter().map(|s| s.end())).await;
+    connections.shutdown().await;
+    Ok(())
+}
+
+/// Off loopback, a server needs a (non-empty) bearer token.
+pub fn check_bind(local: SocketAddr, token: Option<&str>) -> Result<(), HttpServeError> {
+    match token {
+        Some("") => Err(HttpServeError::EmptyToken),
+        None if !local.ip().is_loopback() => Err(HttpServeError::TokenRequired(local)),
+        _ => Ok(()),
+    }
+}
+
+async fn connection(served: Arc<Served>, stream: tokio::net::TcpStream) {
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(served.options.header_read_timeout);
+    let service = hyper::service::service_fn(move |request| {
+        let served = Arc::clone(&served);
+        async move { Ok::<_, Infallible>(served.handle(request).await) }
+    });
+    if let Err(e) = builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service).await {
+        tracing::debug!("an HTTP connection ended: {e}");
+    }
+}
+
+type Body = BoxBody<Bytes, Infallible>;
+
+/// A live session and when the client last used it.
+struct Live {
+    session: Arc<Session>,
+    last_seen: Instant,
+}
+
+struct Served {
+    info: Arc<ServerInfo>,
+    tools: Arc<dyn ServedTools>,
+    options: HttpServeOptions,
+    loopback: bool,
+    sessions: Mutex<HashMap<String, Live>>,
+}
+
+/// A refusal: its status and a JSON-RPC error saying why.
+struct Refusal(StatusCode, WireError);
+
+impl Refusal {
+    fn new(status: StatusCode, message: impl Into<String>) -> Refusal {
+        let code = if status == StatusCode::SERVICE_UNAVAILABLE { SERVER_BUSY } else { INVALID_REQUEST };
+        Refusal(status, WireError::new(code, message))
+    }
+
+    fn response(self) -> Response<Body> {
+        let mut response = json_response(self.0, &Message::OrphanError(self.1));
+        if self.0 == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+        }
+        if self.0 == StatusCode::METHOD_NOT_ALLOWED {
+            response.headers_mut().insert(header::ALLOW, header::HeaderValue::from_static("POST, DELETE"));
+        }
+        response
+    }
+}
+
+impl Served {
+    async fn handle(&self, request: Request<Incoming>) -> Response<Body> {
+        match self.route(request).await {
+            Ok(response) => response,
+            Err(refusal) => refusal.response(),
+        }
+    }
+
+    async fn route(&self, request: Request<Incoming>) -> Result<Response<Body>, Refusal> {
+        if request.uri().path() != MCP_PATH {
+            return Err(Refusal::new(StatusCode::NOT_FOUND, format!("the MCP endpoint is {MCP_PATH}")));
+        }
+        self.check_origin(request.headers())?;
+        self.check_token(request.headers())?;
+        match *request.method() {
+            Method::POST => self.post(request).await,
+            Method::DELETE => {
+                let id = session_id(request.headers())?;
+                let live = lock(&self.sessions).remove(&id);
+                let live = live.ok_or_else(|| Refusal::new(StatusCode::NOT_FOUND, "no such session"))?;
+                live.session.end().await;
+                Ok(empty(StatusCode::NO_CONTENT))
+            }
+            _ => Err(Refusal::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "this server says everything on the stream of the request it concerns: POST a message, DELETE a session",
+            )),
+        }
+    }
+
+    /// DNS rebinding: on loopback, `Host` and any `Origin` must name loopback; elsewhere any `Origin` must be the `Host`.
+    fn check_origin(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+        let forbidden = |what: &str| Refusal::new(StatusCode::FORBIDDEN, format!("{what} is not allowed here"));
+        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+        let host_name = host.and_then(|h| url::Url::parse(&format!("http://{h}")).ok()).and_then(|u| {
+            let name = u.host_str()?.to_ascii_lowercase();
+            Some((name, u.port_or_known_default()))
+        });
+        if self.loopback && !host_name.as_ref().is_some_and(|(name, _)| is_loopback_name(name)) {
+            return Err(forbidden(&format!("Host {}", host.unwrap_or("(none)"))));
+        }
+        let Some(origin) = headers.get(header::ORIGIN) else { return Ok(()) };
+        let origin_text = origin.to_str().unwrap_or("(not text)");
+        let parsed = url::Url::parse(origin_text).ok();
+        let origin_name = parsed.as_ref().and_then(|u| u.host_str()).map(str::to_ascii_lowercase);
+        let allowed = match (&origin_name, &host_name) {
+            (Some(name), _) if self.loopback => is_loopback_name(name),
+            (Some(name), Some((host, _))) => name == host,
+            _ => false,
+        };
+        if allowed { Ok(()) } else { Err(forbidden(&format!("Origin {origin_text}"))) }
+    }
+
+    fn check_token(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+        let Some(expected) = &self.options.token else { return Ok(()) };
+        let given = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+        let token = given.and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")));
+        match token {
+            Some(token) if same_secret(token.trim().as_bytes(), expected.as_bytes()) => Ok(()),
+            Some(_) => Err(Refusal::new(StatusCode::UNAUTHORIZED, "the bearer token is not this server's")),
+            None => Err(Refusal::new(StatusCode::UNAUTHORIZED, "this server needs Authorization: Bearer TOKEN")),
+        }
+    }
+
+    async fn post(&self, request: Request<Incoming>) -> Result<Response<Body>, Refusal> {
+        let headers = request.headers().clone();
+        if let Some(version) = headers.get(VERSION_HEADER) {
+            let version = version.to_str().unwrap_or_default();
+            if !LEGACY_VERSIONS.contains(&version) {
+                let supported = LEGACY_VERSIONS.join(", ");
+                let why = format!("MCP-Protocol-Version {version} is not one this server speaks ({supported})");
+                return Err(Refusal::new(StatusCode::BAD_REQUEST, why));
+            }
+        }
+        let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
+        if !content_type.to_ascii_lowercase().starts_with("application/json") {
+            let why = format!("a message is application/json, not {content_type:?}");
+            return Err(Refusal::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, why));
+        }
+        let body = read_body(request).await?;
+        if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+            return Err(Refusal::new(StatusCode::BAD_REQUEST, "one message per POST: batches are not accepted"));
+        }
+        let message = match parse(&body) {
+            Ok(message) => message,
+            Err(malformed) => {
+                let error = Message::OrphanError(WireError::new(PARSE_ERROR, malformed.to_string()));
+                return Ok(json_response(StatusCode::BAD_REQUEST, &error));
+            }
+        };
+        let opens = matches!(&message, Message::Request { method, .. } if method == "initialize")
+            && !headers.contains_key(SESSION_HEADER);
+        let (id, session) = if opens { self.open()? } else { self.session(&headers)? };
+        let Message::Request { id: request_id, .. } = &message else {
+            // A notification, or the client's answer to one of our requests: nothing to say back here.
+            let (outlet, _) = Outlet::new(1);
+            session.receive(message, &outlet).await;
+            return Ok(empty(StatusCode::ACCEPTED));
+        };
+        let request_id = request_id.clone();
+        // A call may take long and ask the client things first: its stream starts at once, when the client takes one.
+        let streams = matches!(&message, Message::Request { method, .. } if method == "tools/call")
+            && headers
+                .get(header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.contains("text/event-stream"));
+        let (outlet, said) = Outlet::new(WRITER_QUEUE);
+        session.receive(message, &outlet).await;
+        drop(outlet);
+        let mut response = answer(said, request_id, streams).await;
+        if opens {
+            let value = header::HeaderValue::from_str(&id).expect("a uuid is a header value");
+            response.headers_mut().insert(SESSION_HEADER, value);
+        }
+        Ok(response)
+    }
+
+    /// A new session, when there is room for one.
+    fn open(&self) -> Result<(String, Arc<Session>), Refusal> {
+        let mut sessions = lock(&self.sessions);
+        if sessions.len() >= SERVE_HTTP_SESSIONS_MAX {
+            let why = format!("{SERVE_HTTP_SESSIONS_MAX} sessions are open: end one (DELETE) or try again later");
+            return Err(Refusal::new(StatusCode::SERVICE_UNAVAILABLE, why));
+        }
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        let session = Session::new(Arc::clone(&self.info), Arc::clone(&self.tools));
+        sessions.insert(id.clone(), Live { session: Arc::clone(&session), last_seen: Instant::now() });
+        Ok((id, session))
+    }
+
+    /// The session a request names, marked as used now.
+    fn session(&self, headers: &HeaderMap) -> Result<(String, Arc<Session>), Refusal> {
+        let id = session_id(headers)?;
+        let mut sessions = lock(&self.sessions);
+        let live = sessions.get_mut(&id).ok_or_else(|| {
+            Refusal::new(StatusCode::NOT_FOUND, "no such session (it ended, or expired): initialize a new one")
+        })?;
+        live.last_seen = Instant::now();
+        Ok((id, Arc::clone(&live.session)))
+    }
+
+    async fn end_idle_sessions(&self) {
+        let idle = self.options.session_idle;
+        let ended: Vec<_> = {
+            let mut sessions = lock(&self.sessions);
+            let expired: Vec<String> = sessions
+                .iter()
+                .filter(|(_, live)| live.last_seen.elapsed() >= idle && live.session.is_quiet())
+                .map(|(id, _)| id.clone())
+                .collect();
+            expired.iter().filter_map(|id| sessions.remove(id)).collect()
+        };
+        for live in ended {
+            tracing::debug!("a session unused for {} s ended", idle.as_secs());
+            live.session.end().await;
+        }
+    }
+}
+
+fn session_id(headers: &HeaderMap) -> Result<String, Refusal> {
+    let id = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok());
+    id.map(str::to_string)
+        .ok_or_else(|| Refusal::new(StatusCode::BAD_REQUEST, "Mcp-Session-Id is missing: initialize first"))
+}
+
+fn is_loopback_name(name: &str) -> bool {
+    name == "localhost" || name == "[::1]" || name.parse::<std::net::Ipv4Addr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Compare secrets in time that does not depend on where they differ.
+fn same_secret(given: &[u8], expected: &[u8]) -> bool {
+    given.len() == expected.len() && given.iter().zip(expected).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+}
+
+async fn read_body(request: Request<Incoming>) -> Result<Bytes, Refusal> {
+    let too_large = || {
+        let why = format!("a message is at most {SERVE_HTTP_BODY_MAX_BYTES} bytes");
+        Refusal::new(StatusCode::PAYLOAD_TOO_LARGE, why)
+    };
+    let declared = request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > SERVE_HTTP_BODY_MAX_BYTES as u64) {
+        return Err(too_large());
+    }
+    match Limited::new(request.into_body(), SERVE_HTTP_BODY_MAX_BYTES).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
+        Err(e) => Err(Refusal::new(StatusCode::BAD_REQUEST, format!("reading the body failed: {e}"))),
+    }
+}
+
+/// The response to request `id`: an event stream of everything said until
+/// the answer when `streams`, or when something comes before the answer;
+/// else the answer alone, as JSON.
+async fn answer(mut said: tokio::sync::mpsc::Receiver<Message>, id: RequestId, streams: bool) -> Response<Body> {
+    let first = if streams { None } else { said.recv().await };
+    if let Some(message @ Message::Response { .. }) = &first {
+        return json_response(StatusCode::OK, message);
+    }
+    // Said before the answer (a form, a sampling request), or nothing at all (a cancelled call).
+    let events = futures_util::stream::unfold((first, said, false), move |(first, mut said, answered)| {
+        let id = id.clone();
+        async move {
+            if answered {
+                return None;
+            }
+            let message = match first {
+                Some(message) => message,
+                None => said.recv().await?,
+            };
+            let answered = matches!(&message, Message::Response { id: answered, .. } if *answered == id);
+            let event = format!("event: message\ndata: {}\n\n", encode(&message));
+            Some((Ok::<_, Infallible>(Frame::data(Bytes::from(event))), (None, said, answered)))
+        }
+    });
+    let mut response = Response::new(StreamBody::new(events).boxed());
+    response.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("text/event-stream"));
+    response.headers_mut().insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-cache"));
+    response
+}
+
+fn json_response(status: StatusCode, message: &Message) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(encode(message))).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
+    response
+}
+
+fn empty(status: StatusCode) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::new()).boxed());
+    *response.status_mut() = status;
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jsonrpc::{INVALID_PARAMS, PARSE_ERROR};
+    use crate::server::fixture::Fixture;
+    use serde_json::{Value, json};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    struct Server {
+        url: String,
+        stop: CancellationToken,
+        served: tokio::task::JoinHandle<Result<(), HttpServeError>>,
+        cancelled: tokio::sync::mpsc::UnboundedReceiver<String>,
+        http: reqwest::Client,
+    }
+
+    impl Server {
+        async fn start(options: HttpServeOptions) -> Server {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let url = format!("http://{}{MCP_PATH}", listener.local_addr().unwrap());
+            let (tx, cancelled) = tokio::sync::mpsc::unbounded_channel();
+            let info = ServerInfo { name: "fixture".into(), version: "1".into(), instructions: None };
+            let stop = CancellationToken::new();
+            let served =
+                tokio::spawn(serve_http(listener, options, info, Arc::new(Fixture { cancelled: tx }), stop.clone()));
+            Server { url, stop, served, cancelled, http: reqwest::Client::new() }
+        }
+
+        fn post(&self, session: Option<&str>, message: &Value) -> reqwest::RequestBuilder {
+            let mut request = self
+                .http
+                .post(&self.url)
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .body(message.to_string());
+            if let Some(session) = session {
+                request = request.header(SESSION_HEADER, session);
+            }
+            request
+        }
+
+        /// `initialize` with `capabilities`: the new session's id.
+        async fn initialize(&self, capabilities: Value) -> String {
+            let response = self
+                .post(
+                    None,
+                    &json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "capabilities": capabilities,
+                    "clientInfo": { "name": "t", "version": "1" } } }),
+                )
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 200);
+            let id = response.headers()[SESSION_HEADER].to_str().unwrap().to_string();
+            let answer: Value = response.json().await.unwrap();
+            assert_eq!(answer["result"]["protocolVersion"], "2025-11-25", "{answer}");
+            id
+        }
+
+        async fn call(&self, session: &str, id: u64, tool: &str, arguments: Value) -> reqwest::Response {
+            let message = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+                                  "params": { "name": tool, "arguments": arguments } });
+            self.post(Some(session), &message).send().await.unwrap()
+        }
+
+        async fn stop(self) {
+            self.stop.cancel();
+            self.served.await.unwrap().unwrap();
+        }
+    }
+
+    /// The next event of an event stream: its data, as JSON.
+    async fn next_event(response: &mut reqwest::Response, buffer: &mut String) -> Value {
+        loop {
+            if let Some(end) = buffer.find("\n\n") {
+                let event: String = buffer.drain(..end + 2).collect();
+                let data = event.lines().find_map(|l| l.strip_prefix("data: ")).expect("a data line");
+                return serde_json::from_str(data).unwrap();
+            }
+            let chunk = response.chunk().await.unwrap().expect("the stream goes on");
+            buffer.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+    }
+
+    /// The first event of a stream.
+    async fn only_event(mut response: reqwest::Response) -> Value {
+        next_event(&mut response, &mut String::new()).await
+    }
+
+    #[tokio::test]
+    async fn a_session_is_opened_used_and_ended() {
+        let server = Server::start(HttpServeOptions::default()).await;
+        let session = server.initialize(json!({})).await;
+        assert!(session.bytes().all(|b| (0x21..=0x7e).contains(&b)), "visible ASCII: {session}");
+        let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+        assert_eq!(server.post(Some(&session), &initialized).send().await.unwrap().status(), 202);
+
+        let list = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" });
+        let listed: Value = server.post(Some(&session), &list).send().await.unwrap().json().await.unwrap();
+        assert_eq!(listed["result"]["tools"][0]["name"], "echo", "{listed}");
+        let echoed = server.call(&session, 2, "echo", json!({ "text": "hi" })).await;
+        assert_eq!(echoed.headers()["content-type"], "text/event-stream", "a call streams");
+        let echoed = only_event(echoed).await;
+        assert_eq!((echoed["id"].clone(), echoed["result"]["content"][0]["text"].clone()), (json!(2), json!("hi")));
+        let unknown = only_event(server.call(&session, 3, "nope", json!({})).await).await;
+        assert_eq!(unknown["error"]["code"], INVALID_PARAMS);
+
+        assert_eq!(server.post(None, &list).send().await.unwrap().status(), 400, "no session");
+        assert_eq!(server.post(Some("nope"), &list).send().await.unwrap().status(), 404, "not a session");
+        let get = server.http.get(&server.url).header(SESSION_HEADER, &session).send().await.unwrap();
+        assert_eq!(get.status(), 405);
+        let delete = server.http.delete(&server.url).header(SESSION_HEADER, &session).send().await.unwrap();
+        assert_eq!(delete.status(), 204);
+        assert_eq!(server.post(Some(&session), &list).send().await.unwrap().status(), 404, "ended");
+        server.stop().await;
+    }
+
+    #[tokio::test]
+    async fn what_a_call_asks_the_client_comes_on_its_stream_before_its_answer() {
+        let server = Server::start(HttpServeOptions::default()).await;
+        let session = server.initialize(json!({ "elicitation": { "form": {} } })).await;
+        let mut stream = server.call(&session, 7, "ask", json!({})).await;
+        assert_eq!(stream.headers()["content-type"], "text/event-stream");
+        let mut buffer = String::new();
+        let asked = next_event(&mut stream, &mut buffer).await;
+        assert_eq!((asked["method"].as_str(), asked["id"].as_str()), (Some("elicitation/create"), Some("clat-0")));
+        let reply = json!({ "jsonrpc": "2.0", "id": "clat-0", "result": { "action": "accept" } });
+        assert_eq!(server.post(Some(&session), &reply).send().await.unwrap().status(), 202);
+        let answer = next_event(&mut stream, &mut buffer).await;
+        assert_eq!(answer["id"], 7, "{answer}");
+        assert_eq!(answer["result"]["content"][0]["text"], "accept", "{answer}");
+        assert!(stream.chunk().await.unwrap().is_none(), "the stream ends with the answer");
+        server.stop().await;
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_call_is_not_answered_and_stopping_the_server_ends_every_call() {
+        let mut server = Server::start(HttpServeOptions::default()).await;
+        let session = server.initialize(json!({})).await;
+        let (waiting, other) = tokio::join!(
+            server.call(&session, 1, "wait", json!({ "tag": "one" })),
+            server.call(&session, 2, "wait", json!({ "tag": "two" })),
+        );
+        let cancel = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 1 } });
+        assert_eq!(server.post(Some(&session), &cancel).send().await.unwrap().status(), 202);
+        assert_eq!(server.cancelled.recv().await.unwrap(), "one");
+        assert_eq!(waiting.text().await.unwrap(), "", "a cancelled call's stream ends without an answer");
+        drop(other);
+        let mut cancelled = server.cancelled;
+        server.stop.cancel();
+        server.served.await.unwrap().unwrap();
+        assert_eq!(cancelled.recv().await.unwrap(), "two", "the server's end cancelled the call still running");
+    }
+
+    #[tokio::test]
+    async fn foreign_hosts_and_origins_are_refused_and_loopback_ones_served() {
+        let server = Server::start(HttpServeOptions::default()).await;
+        let initialize = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } });
+        let port = server.url.split(':').nth(2).unwrap().split('/').next().unwrap().to_string();
+        let status = |request: reqwest::RequestBuilder| async move { request.send().await.unwrap().status() };
+        let evil = server.post(None, &initialize).header("host", "evil.example.com");
+        assert_eq!(status(evil.header("origin", "http://evil.example.com")).await, 403, "DNS rebinding");
+        let evil_origin = server.post(None, &initialize).header("origin", "http://evil.example.com");
+        assert_eq!(status(evil_origin).await, 403, "a page elsewhere");
+        assert_eq!(status(server.post(None, &initialize).header("origin", "null")).await, 403);
+        let localhost = server.post(None, &initialize).header("host", format!("localhost:{port}"));
+        assert_eq!(status(localhost.header("origin", format!("http://localhost:{port}"))).await, 200);
+        let ipv6 = server.post(None, &initialize).header("origin", "http://[::1]:9");
+        assert_eq!(status(ipv6).await, 200);
+        server.stop().await;
+    }
+
+    #[tokio::test]
+    async fn a_token_server_refuses_requests_without_its_token_and_off_loopback_one_is_required() {
+        let token = HttpServeOptions { token: Some("s3cret".into()), ..HttpServeOptions::default() };
+        let server = Server::start(token).await;
+        let ping = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } });
+        let missing = server.post(None, &ping).send().await.unwrap();
+        assert_eq!(missing.status(), 401);
+        assert_eq!(missing.headers()["www-authenticate"], "Bearer");
+        assert_eq!(server.post(None, &ping).bearer_auth("guess").send().await.unwrap().status(), 401);
+        assert_eq!(server.post(None, &ping).bearer_auth("s3cret").send().await.unwrap().status(), 200);
+        server.stop().await;
+
+        let everywhere: SocketAddr = "0.0.0.0:8080".parse().unwrap();
+        let refused = check_bind(everywhere, None).unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            "0.0.0.0:8080 is not a loopback address: serving on it needs a bearer token (--token-file)"
+        );
+        assert!(check_bind(everywhere, Some("t")).is_ok());
+        assert!(matches!(check_bind("127.0.0.1:1".parse().unwrap(), Some("")), Err(HttpServeError::EmptyToken)));
+        assert!(check_bind("[::1]:1".parse().unwrap(), None).is_ok());
+    }
+
+    #[tokio::test]
+    async fn bad_requests_are_refused_with_their_reason_and_the_session_goes_on() {
+        let server = Server::start(HttpServeOptions::default()).await;
+        let session = server.initialize(json!({})).await;
+        let typed = |content_type: &'static str, body: &'static str| {
+            server
+                .http
+                .post(&server.url)
+                .header("content-type", content_type)
+                .header(SESSION_HEADER, &session)
+                .body(body)
+        };
+        let raw = |body: &'static str| typed("application/json", body);
+        let malformed = raw("{\"jsonrpc\": ").send().await.unwrap();
+        assert_eq!(malformed.status(), 400);
+        assert_eq!(malformed.json::<Value>().await.unwrap()["error"]["code"], PARSE_ERROR);
+        let batch = raw("[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]").send().await.unwrap();
+        assert_eq!(batch.status(), 400);
+        let text = typed("text/plain", "{}").send().await.unwrap();
+        assert_eq!(text.status(), 415);
+        let version = raw("{}").header(VERSION_HEADER, "1999-01-01").send().await.unwrap();
+        assert_eq!(version.status(), 400);
+        let ping = json!({ "jsonrpc": "2.0", "id": 9, "method": "ping" });
+        let pong: Value = server.post(Some(&session), &ping).send().await.unwrap().json().await.unwrap();
+        assert_eq!(pong["result"], json!({}));
+        let elsewhere = server.http.post(server.url.replace(MCP_PATH, "/other")).send().await.unwrap();
+        assert_eq!(elsewhere.status(), 404);
+        server.stop().await;
+    }
+
+    #[tokio::test]
+    async fn past_the_body_bound_a_message_is_refused() {
+        let server = Server::start(HttpServeOptions::default()).await;
+        let session = server.initialize(json!({})).await;
+        let big = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                          "params": { "name": "echo", "arguments": { "text": "x".repeat(SERVE_HTTP_BODY_MAX_BYTES) } } });
+        let refused = server.post(Some(&session), &big).send().await.unwrap();
+        assert_eq!(refused.status(), 413);
+        let why = refused.json::<Value>().await.unwrap();
+        assert_eq!(why["error"]["message"], format!("a message is at most {SERVE_HTTP_BODY_MAX_BYTES} bytes"));
+        // Undeclared (chunked): the bound holds while reading.
+        let chunks = futures_util::stream::iter(
+            (0..=SERVE_HTTP_BODY_MAX_BYTES / 65536).map(|_| Ok::<_, std::io::Error>(vec![b' '; 65536])),
+        );
+        let chunked = server
+            .http
+            .post(&server.url)
+            .header("content-type", "application/json")
+            .header(SESSION_HEADER, &session)
+            .body(reqwest::Body::wrap_stream(chunks))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(chunked.status(), 413);
+        let echoed = server.call(&session, 2, "echo", json!({ "text": "small" })).await;
+        assert_eq!(only_event(echoed).await["result"]["content"][0]["text"], "small");
+        server.stop().await;
+    }
+
+    #[tokio::test]
+    async fn past_the_session_bound_initialize_is_refused_until_one_ends() {
+        let server = Server::start(HttpServeOptions::default()).await;
+        let mut sessions = Vec::new();
+        for _ in 0..SERVE_HTTP_SESSIONS_MAX {
+            sessions.push(server.initialize(json!({})).await);
+        }
+        let initialize = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } });
+        let refused = server.post(None, &initialize).send().await.unwrap();
+        assert_eq!(refused.status(), 503);
+        assert_eq!(refused.json::<Value>().await.unwrap()["error"]["code"], SERVER_BUSY);
+        server.http.delete(&server.url).header(SESSION_HEADER, &sessions[0]).send().await.unwrap();
+        server.initialize(json!({})).await;
+        server.stop().await;
+    }
+
+    #[tokio::test]
+    async fn an_idle_session_ends_and_one_with_a_call_in_flight_does_not() {
+        let idle = HttpServeOptions { session_idle: Duration::from_millis(200), ..HttpServeOptions::default() };
+        let server = Server::start(idle).await;
+        let (quiet, busy) = (server.initialize(json!({})).await, server.initialize(json!({})).await);
+        let waiting = server.call(&busy, 1, "wait", json!({ "tag": "busy" }));
+        let ping = json!({ "jsonrpc": "2.0", "id": 2, "method": "ping" });
+        let (_waiting, ()) = tokio::join!(waiting, tokio::time::sleep(Duration::from_millis(800)));
+        assert_eq!(server.post(Some(&quiet), &ping).send().await.unwrap().status(), 404, "idle: ended");
+        assert_eq!(server.post(Some(&busy), &ping).send().await.unwrap().status(), 200, "a call in flight");
+        server.stop().await;
+    }
+
+    #[tokio::test]
+    async fn a_connection_slow_to_send_its_headers_is_closed() {
+        let slow = HttpServeOptions { header_read_timeout: Duration::from_millis(200), ..HttpServeOptions::default() };
+        let server = Server::start(slow).await;
+        let address = server.url.trim_start_matches("http://").trim_end_matches(MCP_PATH).to_string();
+        let mut connection = tokio::net::TcpStream::connect(address).await.unwrap();
+        connection.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n").await.unwrap();
+        let mut rest = Vec::new();
+        let closed = tokio::time::timeout(Duration::from_secs(20), connection.read_to_end(&mut rest)).await;
+        assert!(closed.is_ok(), "the server closed the connection");
+        server.stop().await;
+    }
+}

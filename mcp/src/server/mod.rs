@@ -1,0 +1,315 @@
+//! The server side of MCP, beside the client and on the same wire types and
+//! limits: a host serves its tools to an agent. This module owns a session —
+//! the legacy lifecycle (`initialize` with the client's version when it is
+//! one of `LEGACY_VERSIONS`, else the newest; `ping`; `tools/list`;
+//! `tools/call`; `notifications/cancelled`), the calls in flight, and the
+//! server's own requests to the client (`Peer::request`) waiting for their
+//! answers. Its two transports feed it messages and carry what it says back:
+//! `stdio` (one session on a byte stream) and `http` (Streamable HTTP, a
+//! session per `Mcp-Session-Id`, each request's messages on its own response).
+//!
+//! Each call (and each listing, which the host may make wait for its tools)
+//! runs on its own task, at most `SERVE_IN_FLIGHT_MAX` at once per session
+//! (past it a call is refused with `SERVER_BUSY`); a cancelled call ends and is
+//! not answered; the end of a session cancels every call still running and
+//! gives them `CLOSE_GRACE`. What the tools are and what a call does is the
+//! host's (`ServedTools`).
+
+#[cfg(test)]
+mod fixture;
+pub mod http;
+mod stdio;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::client::{ClientInfo, LEGACY_VERSIONS};
+use crate::jsonrpc::{
+    INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Message, PARSE_ERROR, RequestId, SERVER_BUSY,
+    WireError, parse, recover_response_id,
+};
+use crate::limits::{CLOSE_GRACE, SERVE_CLIENT_REQUEST_TIMEOUT, SERVE_IN_FLIGHT_MAX};
+use crate::lock;
+
+pub use http::{HttpServeError, HttpServeOptions, serve_http};
+pub use stdio::{ServeEnd, serve};
+
+/// What the host serves.
+#[async_trait::async_trait]
+pub trait ServedTools: Send + Sync + 'static {
+    /// The tools, as MCP `Tool` objects (`name`, `description`, `inputSchema`, `annotations`).
+    async fn list(&self) -> Vec<Value>;
+    /// Call one tool: a `CallToolResult`, or a wire error (an unknown tool,
+    /// bad arguments). `client` is who asked, and how to ask it something
+    /// back; `cancelled` fires when the client cancels the call or the
+    /// session ends.
+    async fn call(
+        &self,
+        client: &Peer,
+        name: &str,
+        arguments: Value,
+        cancelled: CancellationToken,
+    ) -> Result<Value, WireError>;
+}
+
+/// Who the server says it is in `initialize`.
+#[derive(Debug, Clone)]
+pub struct ServerInfo {
+    pub name: String,
+    pub version: String,
+    pub instructions: Option<String>,
+}
+
+/// Where what the session says goes: the stdio writer, or the stream of the
+/// HTTP response whose request it concerns.
+#[derive(Clone)]
+pub(crate) struct Outlet(tokio::sync::mpsc::Sender<Message>);
+
+impl Outlet {
+    /// An outlet and the receiver its transport drains (at most `capacity` messages queued).
+    pub(crate) fn new(capacity: usize) -> (Outlet, tokio::sync::mpsc::Receiver<Message>) {
+        let (sender, receiver) = tokio::sync::mpsc::channel(capacity);
+        (Outlet(sender), receiver)
+    }
+
+    /// Send `message`; false when nobody reads this outlet any more.
+    async fn send(&self, message: Message) -> bool {
+        self.0.send(message).await.is_ok()
+    }
+}
+
+/// The connected client, as a call sees it: who it is, what it declared it
+/// can do, and requests to it (`elicitation/create`, …), each answered within
+/// `SERVE_CLIENT_REQUEST_TIMEOUT` or failed.
+#[derive(Clone)]
+pub struct Peer {
+    /// Weak: a host that keeps a `Peer` does not keep the session alive.
+    session: std::sync::Weak<Session>,
+    info: ClientInfo,
+    capabilities: Value,
+    /// Where the call's own messages go (over HTTP: that call's event stream).
+    outlet: Outlet,
+}
+
+impl Peer {
+    pub fn info(&self) -> &ClientInfo {
+        &self.info
+    }
+
+    /// The client's `capabilities`, as it declared them in `initialize`.
+    pub fn capabilities(&self) -> &Value {
+        &self.capabilities
+    }
+
+    /// Whether it takes form elicitation (`elicitation: {}` in 2025-06-18; `{form: {}}`, or `{}`, in 2025-11-25).
+    pub fn elicits_forms(&self) -> bool {
+        let declared = &self.capabilities["elicitation"];
+        declared.as_object().is_some_and(|e| e.is_empty() || e.contains_key("form"))
+    }
+
+    /// Ask the client `method` and wait for its answer.
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, WireError> {
+        let ended = || WireError::new(INTERNAL_ERROR, "the session ended before the client answered");
+        let session = self.session.upgrade().ok_or_else(ended)?;
+        let number = session.next_request.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let id = RequestId::String(format!("clat-{number}"));
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        lock(&session.asked).insert(id.clone(), answer);
+        let request = Message::Request { id: id.clone(), method: method.to_string(), params: Some(params) };
+        let outcome = if !self.outlet.send(request).await {
+            Err(WireError::new(INTERNAL_ERROR, format!("the client stopped reading before {method} could be sent")))
+        } else {
+            tokio::select! {
+                answer = tokio::time::timeout(SERVE_CLIENT_REQUEST_TIMEOUT, answered) => match answer {
+                    Ok(Ok(result)) => result,
+                    Ok(Err(_)) => Err(ended()),
+                    Err(_) => Err(WireError::new(
+                        INTERNAL_ERROR,
+                        format!(
+                            "the client did not answer {method} within {} s",
+                            SERVE_CLIENT_REQUEST_TIMEOUT.as_secs()
+                        ),
+                    )),
+                },
+                _ = session.ending.cancelled() => Err(ended()),
+            }
+        };
+        lock(&session.asked).remove(&id);
+        outcome
+    }
+}
+
+/// One session: who the client is, its calls in flight, the server's
+/// requests to it, and the tasks that run its requests.
+pub(crate) struct Session {
+    info: Arc<ServerInfo>,
+    tools: Arc<dyn ServedTools>,
+    /// Calls in flight, by request id: their cancel tokens.
+    calls: Mutex<HashMap<RequestId, CancellationToken>>,
+    /// Who the client is and what it declared, once it has initialized.
+    client: Mutex<Option<(ClientInfo, Value)>>,
+    /// The server's own requests to the client, waiting for its answer.
+    asked: Mutex<HashMap<RequestId, tokio::sync::oneshot::Sender<Result<Value, WireError>>>>,
+    next_request: std::sync::atomic::AtomicU64,
+    /// Ended when the session ends: every call still running is cancelled.
+    ending: CancellationToken,
+    tasks: Mutex<tokio::task::JoinSet<()>>,
+}
+
+impl Session {
+    pub(crate) fn new(info: Arc<ServerInfo>, tools: Arc<dyn ServedTools>) -> Arc<Session> {
+        Arc::new(Session {
+            info,
+            tools,
+            calls: Mutex::new(HashMap::new()),
+            client: Mutex::new(None),
+            asked: Mutex::new(HashMap::new()),
+            next_request: Default::default(),
+            ending: CancellationToken::new(),
+            tasks: Mutex::new(tokio::task::JoinSet::new()),
+        })
+    }
+
+    /// Take one frame from the client; what answers it goes to `outlet`. A
+    /// malformed frame is answered with a parse error and the session goes on.
+    pub(crate) async fn receive_frame(self: &Arc<Self>, frame: &[u8], outlet: &Outlet) {
+        match parse(frame) {
+            Ok(message) => self.receive(message, outlet).await,
+            Err(malformed) => {
+                let error = WireError::new(PARSE_ERROR, malformed.to_string());
+                let answer = match recover_response_id(frame) {
+                    Some(id) => Message::Response { id, result: Err(error) },
+                    None => Message::OrphanError(error),
+                };
+                outlet.send(answer).await;
+            }
+        }
+    }
+
+    /// Take one message from the client; what answers it goes to `outlet`.
+    pub(crate) async fn receive(self: &Arc<Self>, message: Message, outlet: &Outlet) {
+        match message {
+            Message::Request { id, method, params } => self.request(id, &method, params, outlet).await,
+            Message::Notification { method, params } => self.notification(&method, params.as_ref()),
+            // The answer to one of our requests (`Peer::request`); any other answers nothing.
+            Message::Response { id, result } => {
+                if let Some(waiting) = lock(&self.asked).remove(&id) {
+                    let _ = waiting.send(result);
+                }
+            }
+            Message::OrphanError(_) => {}
+        }
+    }
+
+    /// End the session: every call still running is cancelled and given `CLOSE_GRACE`, then dropped.
+    pub(crate) async fn end(&self) {
+        self.ending.cancel();
+        let mut tasks = std::mem::take(&mut *lock(&self.tasks));
+        let _ = tokio::time::timeout(CLOSE_GRACE, async { while tasks.join_next().await.is_some() {} }).await;
+        tasks.shutdown().await;
+    }
+
+    /// Nothing in flight: no call, no request of ours waiting for the client.
+    pub(crate) fn is_quiet(&self) -> bool {
+        lock(&self.calls).is_empty() && lock(&self.asked).is_empty()
+    }
+
+    fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
+        let mut tasks = lock(&self.tasks);
+        while tasks.try_join_next().is_some() {}
+        tasks.spawn(task);
+    }
+
+    fn notification(&self, method: &str, params: Option<&Value>) {
+        if method == "notifications/cancelled" {
+            let id = params.and_then(|p| serde_json::from_value::<RequestId>(p["requestId"].clone()).ok());
+            if let Some(token) = id.and_then(|id| lock(&self.calls).remove(&id)) {
+                token.cancel();
+            }
+        }
+    }
+
+    async fn request(self: &Arc<Self>, id: RequestId, method: &str, params: Option<Value>, outlet: &Outlet) {
+        let initialized = lock(&self.client).clone().map(|(info, capabilities)| Peer {
+            session: Arc::downgrade(self),
+            info,
+            capabilities,
+            outlet: outlet.clone(),
+        });
+        let result = match (method, initialized) {
+            ("initialize", _) => self.initialize(params.as_ref()),
+            ("ping", _) => Ok(json!({})),
+            (_, None) => Err(WireError::new(INVALID_REQUEST, format!("{method} before initialize"))),
+            // The host may wait for its tools (an initial surface): the session goes on meanwhile.
+            ("tools/list", Some(_)) => {
+                let (session, outlet) = (Arc::clone(self), outlet.clone());
+                self.spawn(async move {
+                    let tools = session.tools.list().await;
+                    outlet.send(Message::Response { id, result: Ok(json!({ "tools": tools })) }).await;
+                });
+                return;
+            }
+            ("tools/call", Some(client)) => return self.call(id, params, client),
+            (other, Some(_)) => Err(WireError::new(METHOD_NOT_FOUND, format!("method not found: {other}"))),
+        };
+        outlet.send(Message::Response { id, result }).await;
+    }
+
+    fn initialize(&self, params: Option<&Value>) -> Result<Value, WireError> {
+        let params = params.ok_or_else(|| WireError::new(INVALID_PARAMS, "initialize needs params"))?;
+        let asked = params["protocolVersion"].as_str().unwrap_or_default();
+        let version = LEGACY_VERSIONS.iter().find(|v| **v == asked).copied().unwrap_or(LEGACY_VERSIONS[0]);
+        let client = ClientInfo {
+            name: params["clientInfo"]["name"].as_str().unwrap_or("unknown").to_string(),
+            version: params["clientInfo"]["version"].as_str().unwrap_or("").to_string(),
+        };
+        *lock(&self.client) = Some((client, params["capabilities"].clone()));
+        let mut result = json!({
+            "protocolVersion": version,
+            "capabilities": { "tools": { "listChanged": false } },
+            "serverInfo": { "name": self.info.name, "version": self.info.version },
+        });
+        if let Some(instructions) = &self.info.instructions {
+            result["instructions"] = json!(instructions);
+        }
+        Ok(result)
+    }
+
+    fn call(self: &Arc<Self>, id: RequestId, params: Option<Value>, client: Peer) {
+        let token = self.ending.child_token();
+        let admitted = {
+            let mut calls = lock(&self.calls);
+            let admitted = calls.len() < SERVE_IN_FLIGHT_MAX && !calls.contains_key(&id);
+            if admitted {
+                calls.insert(id.clone(), token.clone());
+            }
+            admitted
+        };
+        let session = Arc::clone(self);
+        self.spawn(async move {
+            let outlet = client.outlet.clone();
+            if !admitted {
+                let why = format!("more than {SERVE_IN_FLIGHT_MAX} calls in flight, or a request id already in use");
+                outlet.send(Message::Response { id, result: Err(WireError::new(SERVER_BUSY, why)) }).await;
+                return;
+            }
+            let params = params.unwrap_or(Value::Null);
+            let result = match params["name"].as_str() {
+                None => Err(WireError::new(INVALID_PARAMS, "tools/call needs a tool name")),
+                Some(name) => {
+                    let arguments = params.get("arguments").cloned().unwrap_or_else(|| json!({}));
+                    session.tools.call(&client, name, arguments, token.clone()).await
+                }
+            };
+            drop(client);
+            let ours = lock(&session.calls).remove(&id).is_some();
+            // A call the client cancelled is not answered.
+            if ours && !token.is_cancelled() {
+                outlet.send(Message::Response { id, result }).await;
+            }
+        });
+    }
+}

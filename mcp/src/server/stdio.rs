@@ -1,0 +1,218 @@
+//! A session on a byte stream (stdio): one JSON message per line, at most
+//! `STDIO_FRAME_MAX_BYTES`, everything the session says on one writer. A
+//! malformed line is answered with a parse error and the session goes on; a
+//! frame past the bound, or the end of the input, ends the session.
+
+use std::sync::Arc;
+
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio_util::sync::CancellationToken;
+
+use super::{Outlet, ServedTools, ServerInfo, Session};
+use crate::jsonrpc::encode_line;
+use crate::limits::{CLOSE_GRACE, STDIO_FRAME_MAX_BYTES, WRITER_QUEUE};
+use crate::stdio::{FrameError, read_frame};
+
+/// How a session ended.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ServeEnd {
+    #[error("the client closed its end")]
+    ClientClosed,
+    #[error("the client sent a frame of more than {STDIO_FRAME_MAX_BYTES} bytes")]
+    FrameTooLarge,
+    #[error("reading from the client failed: {0}")]
+    Read(String),
+    #[error("the session was stopped")]
+    Stopped,
+}
+
+/// Serve one session on `input` / `output` until the client closes its end,
+/// sends a frame past the bound, or `stop` fires.
+pub async fn serve<R, W>(
+    input: R,
+    output: W,
+    info: ServerInfo,
+    tools: Arc<dyn ServedTools>,
+    stop: CancellationToken,
+) -> ServeEnd
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (outlet, mut queued) = Outlet::new(WRITER_QUEUE);
+    let writer = tokio::spawn(async move {
+        let mut output = output;
+        while let Some(message) = queued.recv().await {
+            let line = encode_line(&message);
+            if output.write_all(line.as_bytes()).await.is_err() || output.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+    let session = Session::new(Arc::new(info), tools);
+    let mut reader = BufReader::with_capacity(64 * 1024, input);
+    let end = loop {
+        let frame = tokio::select! {
+            frame = read_frame(&mut reader) => frame,
+            _ = stop.cancelled() => break ServeEnd::Stopped,
+        };
+        match frame {
+            Ok(Some(line)) => session.receive_frame(&line, &outlet).await,
+            Ok(None) => break ServeEnd::ClientClosed,
+            Err(FrameError::TooLarge) => break ServeEnd::FrameTooLarge,
+            Err(FrameError::Read(e)) => break ServeEnd::Read(e.to_string()),
+        }
+    };
+    session.end().await;
+    drop((session, outlet));
+    let _ = tokio::time::timeout(CLOSE_GRACE, writer).await;
+    end
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::LEGACY_VERSIONS;
+    use crate::jsonrpc::{INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, SERVER_BUSY};
+    use crate::limits::{SERVE_CLIENT_REQUEST_TIMEOUT, SERVE_IN_FLIGHT_MAX};
+    use crate::server::fixture::Fixture;
+    use serde_json::{Value, json};
+    use tokio::io::{AsyncBufReadExt, DuplexStream};
+
+    struct Client {
+        to: DuplexStream,
+        from: tokio::io::Lines<BufReader<DuplexStream>>,
+        served: tokio::task::JoinHandle<ServeEnd>,
+        cancelled: tokio::sync::mpsc::UnboundedReceiver<String>,
+    }
+
+    impl Client {
+        fn start() -> Client {
+            let (to, server_in) = tokio::io::duplex(1 << 16);
+            let (server_out, from) = tokio::io::duplex(1 << 16);
+            let (tx, cancelled) = tokio::sync::mpsc::unbounded_channel();
+            let info = ServerInfo { name: "fixture".into(), version: "1".into(), instructions: None };
+            let tools = Arc::new(Fixture { cancelled: tx });
+            let served = tokio::spawn(serve(server_in, server_out, info, tools, CancellationToken::new()));
+            Client { to, from: BufReader::new(from).lines(), served, cancelled }
+        }
+
+        async fn send(&mut self, message: Value) {
+            self.to.write_all(format!("{message}\n").as_bytes()).await.unwrap();
+        }
+
+        async fn next(&mut self) -> Value {
+            let line = self.from.next_line().await.unwrap().expect("a message");
+            serde_json::from_str(&line).unwrap()
+        }
+
+        async fn initialize(&mut self, version: &str) -> Value {
+            self.initialize_with(version, json!({})).await
+        }
+
+        async fn initialize_with(&mut self, version: &str, capabilities: Value) -> Value {
+            self.send(json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": version, "capabilities": capabilities,
+                "clientInfo": { "name": "t", "version": "1" } } }))
+                .await;
+            self.next().await
+        }
+    }
+
+    #[tokio::test]
+    async fn initialize_negotiates_then_tools_are_listed_and_called() {
+        let mut client = Client::start();
+        client.send(json!({ "jsonrpc": "2.0", "id": "early", "method": "tools/list" })).await;
+        assert_eq!(client.next().await["error"]["code"], INVALID_REQUEST, "nothing before initialize");
+        let answer = client.initialize("2025-06-18").await;
+        assert_eq!(answer["result"]["protocolVersion"], "2025-06-18", "a version we speak is kept: {answer}");
+        assert_eq!(answer["result"]["serverInfo"]["name"], "fixture");
+        assert_eq!(client.initialize("1999-01-01").await["result"]["protocolVersion"], LEGACY_VERSIONS[0]);
+        client.send(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" })).await;
+        client.send(json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" })).await;
+        assert_eq!(client.next().await["result"]["tools"][0]["name"], "echo");
+        client
+            .send(json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                          "params": { "name": "echo", "arguments": { "text": "hi" } } }))
+            .await;
+        let answer = client.next().await;
+        assert_eq!((answer["id"].clone(), answer["result"]["content"][0]["text"].clone()), (json!(2), json!("hi")));
+        client.send(json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": { "name": "nope" } })).await;
+        assert_eq!(client.next().await["error"]["code"], INVALID_PARAMS);
+        client.send(json!({ "jsonrpc": "2.0", "id": 4, "method": "resources/list" })).await;
+        assert_eq!(client.next().await["error"]["code"], METHOD_NOT_FOUND);
+        drop(client.to);
+        assert_eq!(client.served.await.unwrap(), ServeEnd::ClientClosed);
+    }
+
+    #[tokio::test]
+    async fn a_malformed_line_is_answered_and_the_session_goes_on_and_an_oversized_frame_ends_it() {
+        let mut client = Client::start();
+        client.to.write_all(b"{\"jsonrpc\": \"2.0\", \"id\": 7, \"method\": \n").await.unwrap();
+        assert_eq!(client.next().await["error"]["code"], PARSE_ERROR);
+        client.initialize("2025-11-25").await;
+        client.send(json!({ "jsonrpc": "2.0", "id": 1, "method": "ping" })).await;
+        assert_eq!(client.next().await["result"], json!({}));
+        let big = vec![b'x'; STDIO_FRAME_MAX_BYTES + 1];
+        let writer = tokio::spawn(async move {
+            let _ = client.to.write_all(&big).await;
+            client.to
+        });
+        assert_eq!(client.served.await.unwrap(), ServeEnd::FrameTooLarge);
+        drop(writer);
+    }
+
+    #[tokio::test]
+    async fn past_the_in_flight_bound_a_call_is_refused_and_a_cancelled_call_ends_unanswered() {
+        let mut client = Client::start();
+        client.initialize("2025-11-25").await;
+        for id in 0..=SERVE_IN_FLIGHT_MAX {
+            client
+                .send(json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+                              "params": { "name": "wait", "arguments": { "tag": id.to_string() } } }))
+                .await;
+        }
+        let refused = client.next().await;
+        assert_eq!(refused["id"], SERVE_IN_FLIGHT_MAX, "the one past the bound: {refused}");
+        assert_eq!(refused["error"]["code"], SERVER_BUSY);
+        client
+            .send(json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 3 } }))
+            .await;
+        assert_eq!(client.cancelled.recv().await.unwrap(), "3", "the cancelled call's tool saw it");
+        client.send(json!({ "jsonrpc": "2.0", "id": "p", "method": "ping" })).await;
+        assert_eq!(client.next().await["id"], "p", "the cancelled call was not answered; the session goes on");
+        drop(client.to);
+        assert_eq!(client.served.await.unwrap(), ServeEnd::ClientClosed);
+        let mut ended = 0;
+        while client.cancelled.try_recv().is_ok() {
+            ended += 1;
+        }
+        assert_eq!(ended, SERVE_IN_FLIGHT_MAX - 1, "the session's end cancelled every call still running");
+    }
+
+    #[tokio::test]
+    async fn a_call_asks_the_client_and_waits_for_its_answer() {
+        let mut client = Client::start();
+        client.initialize_with("2025-11-25", json!({ "elicitation": { "form": {} } })).await;
+        client.send(json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "ask" } })).await;
+        let asked = client.next().await;
+        assert_eq!((asked["method"].as_str(), asked["id"].as_str()), (Some("elicitation/create"), Some("clat-0")));
+        client.send(json!({ "jsonrpc": "2.0", "id": "clat-0", "result": { "action": "accept" } })).await;
+        let answer = client.next().await;
+        assert_eq!(answer["id"], 1, "{answer}");
+        assert_eq!(answer["result"]["content"][0]["text"], "accept", "{answer}");
+        assert_eq!(answer["result"]["isError"], false, "a client declaring form elicitation elicits forms");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_client_that_never_answers_fails_the_request_after_the_timeout() {
+        let mut client = Client::start();
+        client.initialize("2025-11-25").await;
+        client.send(json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "ask" } })).await;
+        assert_eq!(client.next().await["method"], "elicitation/create");
+        let answer = client.next().await;
+        let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+        let waited = SERVE_CLIENT_REQUEST_TIMEOUT.as_secs();
+        assert_eq!(text, format!("the client did not answer elicitation/create within {waited} s"), "{answer}");
+    }
+}
