@@ -267,6 +267,44 @@ fn an_untrusted_project_is_not_served_and_nothing_starts() {
     assert!(stderr(&out).contains("trust"), "{}", stderr(&out));
 }
 
+/// With `--tool-names source` an extension's tool is served under its own name when that is unambiguous; what
+/// a served MCP server reports while it works — progress and log lines — reaches the client during the call.
+#[test]
+fn own_names_are_served_and_progress_and_logs_reach_the_client() {
+    let env = TestEnv::trusted();
+    assert!(env.clat(&["plugin", "install", clat_guest_artifacts::HELLO_PACKAGE]).status.success());
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/conformance/server_fixture.py");
+    env.write_mcp_config(json!({
+        "fixture": { "command": python(), "args": [fixture] },
+        "one": { "command": SERVER, "args": ["--tool-names", "echo"] },
+        "two": { "command": SERVER, "args": ["--tool-names", "echo"] },
+    }));
+    let calls = json!([
+        { "name": "test_tool_with_progress" },
+        { "name": "test_tool_with_logging" },
+        { "name": "greet", "arguments": { "name": "Ada" } },
+        { "name": "mcp_one_echo", "arguments": { "said": "one" } },
+    ]);
+    let args = ["serve", "--mode", "full-access", "--tool-names", "source"];
+    let report = served_by(&env, &args, &[], calls, None, None);
+    let tools = report["tools"].as_object().unwrap();
+    for own in ["test_simple_text", "greet", "read_file", "mcp_one_echo", "mcp_two_echo"] {
+        assert!(tools.contains_key(own), "{own} is served: {report}");
+    }
+    assert!(!tools.contains_key("echo"), "two servers' echo keep their registered names: {report}");
+    assert_eq!(report["calls"][0]["text"], "Tool with progress executed successfully", "{report}");
+    assert_eq!(report["progress"], json!([[0.0, 100.0], [50.0, 100.0], [100.0, 100.0]]), "{report}");
+    let logs = report["logs"].as_array().unwrap();
+    let lines: Vec<&str> = logs.iter().map(|l| l[2].as_str().unwrap()).collect();
+    assert_eq!(lines, ["Tool execution started", "Tool processing data", "Tool execution completed"], "{report}");
+    assert_eq!((logs[0][0].as_str(), logs[0][1].as_str()), (Some("info"), Some("mcp:fixture")), "{report}");
+    assert_eq!(report["calls"][2]["text"], "Hello, Ada! (from a WASM plugin)", "{report}");
+    assert!(report["calls"][3]["text"].as_str().unwrap().contains("one"), "{report}");
+    let trail = env.read_home("audit/calls.jsonl");
+    let first: Value = serde_json::from_str(trail.lines().next().unwrap()).unwrap();
+    assert_eq!(first["tool"], "mcp_fixture_test_tool_with_progress", "the trail names the registered tool: {first}");
+}
+
 /// `clat serve --http 127.0.0.1:0 EXTRA…` in `env`'s project, and the URL it serves.
 struct HttpServe {
     child: Child,

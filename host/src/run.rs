@@ -124,6 +124,18 @@ pub enum RunEventKind {
         /// The line, redacted and cut.
         message: String,
     },
+    /// An MCP server reported progress on one of this run's calls (`notifications/progress`).
+    Progress {
+        /// `mcp:srv`.
+        source: String,
+        /// How far it is, and of how much when it knows.
+        progress: f64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        total: Option<f64>,
+        /// What it is doing, redacted.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
     /// An extension that had stopped was started again for a call of this run.
     ExtensionRestarted {
         /// `mcp:srv`.

@@ -16,7 +16,7 @@ use crate::contract::{
     SamplingResult, ToolOutput,
 };
 use crate::identity::Identity;
-use crate::limits::{PLUGIN_LOG_LINE_MAX_CHARS, SNAPSHOT_MAX_STRING_CHARS};
+use crate::limits::{PLUGIN_LOG_LINE_MAX_CHARS, PLUGIN_LOG_LINES_PER_CALL, SNAPSHOT_MAX_STRING_CHARS};
 use crate::redact::redact;
 use crate::registry::{CallError, Caller, Registry};
 use crate::run::{RunContext, RunEventKind};
@@ -150,6 +150,17 @@ impl HostServices {
     ) -> Result<ElicitationResult, HostError> {
         let run = run.ok_or_else(no_run)?;
         crate::elicitation::elicit(form, source, run).await
+    }
+
+    /// The `nth` log line (from 1) of one extension call: kept for the first
+    /// `PLUGIN_LOG_LINES_PER_CALL`, then one notice, then dropped.
+    pub fn log_in_call(&self, nth: u32, level: LogLevel, message: &str, source: &str, run: Option<&RunContext>) {
+        if nth <= PLUGIN_LOG_LINES_PER_CALL {
+            self.log(level, message, source, run);
+        } else if nth == PLUGIN_LOG_LINES_PER_CALL + 1 {
+            let notice = format!("further log lines of this call are dropped (limit {PLUGIN_LOG_LINES_PER_CALL})");
+            self.log(LogLevel::Warn, &notice, source, run);
+        }
     }
 
     /// One bounded, redacted log line: to tracing, and to the run's events when in a run.

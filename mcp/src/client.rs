@@ -222,6 +222,11 @@ fn offers_our_version(error: &WireError) -> bool {
 
 /// The params of `tools/call` (or `prompts/get`): the arguments are moved in,
 /// not copied (`json!` would serialize them into a new value).
+/// The modern `_meta` key of the log level a request asks for.
+const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+/// The least severe log level a tagged call asks a modern server for.
+const CALL_LOG_LEVEL: &str = "info";
+
 fn call_params(name: &str, arguments: Value) -> Value {
     let mut params = serde_json::Map::with_capacity(2);
     params.insert("name".into(), Value::String(name.into()));
@@ -437,7 +442,11 @@ impl Session {
             ));
         }
         let mut params = params;
-        params["_meta"] = self.meta.clone();
+        // The modern envelope, beside what the request's own `_meta` carries (a progress token).
+        match params.get_mut("_meta").and_then(Value::as_object_mut) {
+            Some(own) => own.extend(self.meta.as_object().into_iter().flatten().map(|(k, v)| (k.clone(), v.clone()))),
+            None => params["_meta"] = self.meta.clone(),
+        }
         let mut result = self.link.connection.request(method, Some(params.clone()), timeout, cancel, tag).await;
         if let Err(ClientError::Wire(e)) = &result
             && offers_our_version(e)
@@ -576,7 +585,15 @@ impl Session {
         cancel: Option<&CancellationToken>,
         tag: Option<u64>,
     ) -> Result<Value, ClientError> {
-        let original = call_params(name, arguments);
+        let mut original = call_params(name, arguments);
+        // A tagged call asks for progress under its tag (the host relates `notifications/progress` by it),
+        // and in the modern era for log lines from `info` up (sent only to a request that asks for them).
+        if let Some(tag) = tag {
+            original["_meta"] = json!({ "progressToken": tag });
+            if self.era == Era::Modern {
+                original["_meta"][META_LOG_LEVEL] = json!(CALL_LOG_LEVEL);
+            }
+        }
         if self.era == Era::Legacy {
             // One round, never retried (input_required and header checks are modern).
             return match self.request_rounds("tools/call", original, timeout, cancel, tag).await? {

@@ -6,7 +6,8 @@ Usage: python_serve_client.py CLAT ARGS_JSON CALLS_JSON [ELICIT_JSON [MODEL_TEXT
 (stdio: CLAT is the binary, ARGS_JSON its arguments; Streamable HTTP: CLAT is the server's URL and ARGS_JSON the
 headers to send, e.g. {"Authorization": "Bearer T"}; CALLS_JSON: [{"name": ..., "arguments": {...}}, ...]). With ELICIT_JSON (an ElicitResult: {"action": ..., "content":
 {...}}, or a list of them taken in turn; `null`: none) the client declares elicitation and answers every form with it; the forms asked are reported as
-"asked". With MODEL_TEXT it declares sampling and its model ("agent-model") answers every request with that text; the
+"asked". Progress the server reports on a call is reported as "progress" ([progress, total] per notification), its
+log lines as "logs" ([level, logger, data]). With MODEL_TEXT it declares sampling and its model ("agent-model") answers every request with that text; the
 requests are reported as "sampled"."""
 
 import asyncio
@@ -30,7 +31,13 @@ async def main() -> None:
     command, args, calls = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
     answer = json.loads(sys.argv[4]) if len(sys.argv) > 4 else None
     model_text = sys.argv[5] if len(sys.argv) > 5 else None
-    report = {"calls": [], "asked": [], "sampled": []}
+    report = {"calls": [], "asked": [], "sampled": [], "progress": [], "logs": []}
+
+    async def progressed(progress, total, message):
+        report["progress"].append([progress, total])
+
+    async def logged(params):
+        report["logs"].append([params.level, params.logger, params.data])
 
     async def sample(context, params):
         report["sampled"].append([m.content.text for m in params.messages])
@@ -46,7 +53,11 @@ async def main() -> None:
         return types.ElicitResult(action=given["action"], content=given.get("content"))
 
     async with connect(command, args) as (read, write):
-        callbacks = {"elicitation_callback": elicit if answer else None, "sampling_callback": sample if model_text else None}
+        callbacks = {
+            "elicitation_callback": elicit if answer else None,
+            "sampling_callback": sample if model_text else None,
+            "logging_callback": logged,
+        }
         async with ClientSession(read, write, **callbacks) as session:
             init = await session.initialize()
             report["server"] = init.server_info.name
@@ -58,7 +69,9 @@ async def main() -> None:
             }
             for call in calls:
                 try:
-                    result = await session.call_tool(call["name"], call.get("arguments", {}))
+                    result = await session.call_tool(
+                        call["name"], call.get("arguments", {}), progress_callback=progressed
+                    )
                     text = "\n".join(block.text for block in result.content if block.type == "text")
                     report["calls"].append({"text": text, "isError": result.is_error})
                 except Exception as e:  # the SDK raises a JSON-RPC error as an exception

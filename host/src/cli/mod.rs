@@ -149,6 +149,10 @@ enum Command {
         /// A file whose first line is the bearer token every HTTP request must carry.
         #[arg(long, value_name = "FILE", requires = "http")]
         token_file: Option<PathBuf>,
+        /// What the served tools are called: registry (wasm_…, mcp_…, as `clat tools` shows them) or source (an
+        /// extension's tool by its own name when no other tool has or is called that name).
+        #[arg(long, value_enum, default_value = "registry")]
+        tool_names: serve::ServedNames,
     },
     /// Run a script of tool calls headless, as one run: one run id, one mode, one sampling budget.
     /// SCRIPT has one JSON object per line, {"tool": NAME, "arguments": {...}} (`-`: standard input).
@@ -490,11 +494,11 @@ async fn dispatch(cli: Cli, shutdown: &Shutdown) -> Result<Exit, Failure> {
             project.close().await;
             result
         }
-        Command::Serve { mode, sandbox, audit, http, token_file } => {
+        Command::Serve { mode, sandbox, audit, http, token_file, tool_names } => {
             let mode: PermissionMode = mode.parse().map_err(usage)?;
             let sandbox: SandboxPolicy = sandbox.parse().map_err(usage)?;
             let dir = project_dir(cli.project)?;
-            let options = serve::ServeOptions { dir, mode, sandbox, audit, http, token_file };
+            let options = serve::ServeOptions { dir, mode, sandbox, audit, http, token_file, names: tool_names };
             serve::serve(&platform, options, shutdown).await
         }
         Command::Exec { script, mode, sandbox } => {

@@ -39,7 +39,8 @@ use crate::extension::StartFilter;
 use crate::limits::INITIAL_SURFACE_WAIT;
 use crate::permissions::{Approval, ApprovalRequest, Approver, Remember, effect_with_reason, how_to_allow};
 use crate::platform::{Platform, Project, RunOptions};
-use crate::registry::{CallError, ToolInfo};
+use crate::registry::{CallError, ToolInfo, ToolSource};
+use crate::run::{EventSink, RunEventKind};
 use crate::sampling::{Completion, ModelProvider};
 
 /// How `clat serve` was asked to serve.
@@ -53,11 +54,22 @@ pub(crate) struct ServeOptions {
     pub(crate) http: Option<std::net::SocketAddr>,
     /// The file holding the bearer token HTTP requests must carry.
     pub(crate) token_file: Option<PathBuf>,
+    /// What the served tools are called.
+    pub(crate) names: ServedNames,
+}
+
+/// What `clat serve` calls the tools it serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ServedNames {
+    /// Their registered names (`wasm_{plugin}_{tool}`, `mcp_{server}_{tool}`), as `clat tools` shows them.
+    Registry,
+    /// An extension's tool by its own name when no other served tool has or is called that name; else registered.
+    Source,
 }
 
 /// Serve the project on stdin/stdout (or HTTP) until the client closes its end or a stop signal.
 pub(crate) async fn serve(platform: &Platform, options: ServeOptions, shutdown: &Shutdown) -> Result<Exit, Failure> {
-    let ServeOptions { dir, mode, sandbox, audit, http, token_file } = options;
+    let ServeOptions { dir, mode, sandbox, audit, http, token_file, names } = options;
     let token = token_file.as_deref().map(read_token).transpose()?;
     if let Some(address) = http {
         clat_mcp::server::http::check_bind(address, token.as_deref())
@@ -92,7 +104,14 @@ pub(crate) async fn serve(platform: &Platform, options: ServeOptions, shutdown: 
         Some(file) => AuditTrail::at(&file),
         None => AuditTrail::in_home(platform.clat_home()),
     };
-    let served = Arc::new(ServedProject { project: Arc::clone(&project), mode, trail, configured });
+    let served = Arc::new(ServedProject {
+        project: Arc::clone(&project),
+        mode,
+        trail,
+        configured,
+        names,
+        served_names: std::sync::OnceLock::new(),
+    });
     let stop = shutdown.token().clone();
     let ended = match listener {
         None => match clat_mcp::server::serve(tokio::io::stdin(), tokio::io::stdout(), info, served, stop).await {
@@ -135,21 +154,50 @@ struct ServedProject {
     trail: AuditTrail,
     /// The configured model: a call's sampling goes to it when the calling client offers none.
     configured: Arc<dyn ModelProvider>,
+    names: ServedNames,
+    /// Each tool's served name and registered name, fixed with the registry.
+    served_names: std::sync::OnceLock<Vec<(String, String)>>,
 }
 
 impl ServedProject {
-    /// The initial surface (at most `INITIAL_SURFACE_WAIT`), then the registry frozen for the session.
-    async fn surface(&self) {
+    /// The initial surface (at most `INITIAL_SURFACE_WAIT`), then the registry frozen for the session: the
+    /// tools, each with its served name.
+    async fn surface(&self) -> (Vec<ToolInfo>, &[(String, String)]) {
         self.project.wait_for_extensions(INITIAL_SURFACE_WAIT).await;
         self.project.freeze();
+        let tools = self.project.tools();
+        let names = self.served_names.get_or_init(|| served_names(&tools, self.names));
+        (tools, names)
     }
+
+    /// The registered name of the tool served as `name` (an unknown name as it is).
+    async fn registered(&self, name: &str) -> String {
+        let (_, names) = self.surface().await;
+        names.iter().find(|(served, _)| served == name).map_or(name, |(_, registered)| registered).to_string()
+    }
+}
+
+/// Each tool's served name and registered name. By `Source`, an extension's
+/// tool keeps its own name when that is a valid MCP tool name, no other tool
+/// is registered under it, and it names no other tool (`ToolInfo::is_named`).
+fn served_names(tools: &[ToolInfo], names: ServedNames) -> Vec<(String, String)> {
+    let valid = |name: &str| {
+        (1..=128).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
+    };
+    let keeps_own_name = |tool: &ToolInfo| {
+        let own = tool.original_name.as_str();
+        let unique = !tools.iter().any(|t| t.name == own) && tools.iter().filter(|t| t.is_named(own)).count() == 1;
+        names == ServedNames::Source && tool.source != ToolSource::Native && valid(own) && unique
+    };
+    let served = |tool: &ToolInfo| if keeps_own_name(tool) { tool.original_name.clone() } else { tool.name.clone() };
+    tools.iter().map(|t| (served(t), t.name.clone())).collect()
 }
 
 #[async_trait]
 impl ServedTools for ServedProject {
     async fn list(&self) -> Vec<Value> {
-        self.surface().await;
-        self.project.tools().iter().map(mcp_tool).collect()
+        let (tools, names) = self.surface().await;
+        tools.iter().zip(names).map(|(tool, (served, _))| mcp_tool(served, tool)).collect()
     }
 
     async fn call(
@@ -159,16 +207,16 @@ impl ServedTools for ServedProject {
         arguments: Value,
         cancelled: CancellationToken,
     ) -> Result<Value, WireError> {
-        self.surface().await;
+        let registered = self.registered(name).await;
         let audit = Arc::new(CallAudit::default());
-        let called = self.run_call(client, name, arguments, cancelled, &audit).await;
+        let called = self.run_call(client, &registered, arguments, cancelled, &audit).await;
         let who = format!("{} {}", client.info().name, client.info().version);
         let rejected = match &called {
             Err(e) if e.code == INVALID_PARAMS => Some(e.message.as_str()),
             _ => None,
         };
         let mode = self.mode.to_string();
-        let record = audit.record(&CallRecord { client: who.trim(), tool: name, mode: &mode, rejected });
+        let record = audit.record(&CallRecord { client: who.trim(), tool: &registered, mode: &mode, rejected });
         if let Err(e) = self.trail.append(&record) {
             tracing::warn!("cannot write the audit trail {}: {e}", self.trail.path().display());
         }
@@ -190,7 +238,7 @@ impl ServedProject {
             mode: self.mode,
             approver: Arc::new(ServeApprover { client: client.clone() }),
             asker: Arc::new(ClientAsker { client: client.clone() }),
-            events: Arc::clone(audit) as Arc<dyn crate::run::EventSink>,
+            events: Arc::new(CallEvents { audit: Arc::clone(audit), client: client.clone() }),
             keep_approvals: true,
             deadline: None,
             model: Some(Arc::new(ClientModel { client: client.clone(), configured: Arc::clone(&self.configured) })),
@@ -215,17 +263,45 @@ impl ServedProject {
     }
 }
 
-/// A registered tool as an MCP `Tool`: its registered name, description,
+/// A served call's run events: each to the audit trail's record of the call;
+/// an extension's progress and log lines also to the client, on the call's
+/// stream (progress under the client's token, when it gave one).
+struct CallEvents {
+    audit: Arc<CallAudit>,
+    client: Peer,
+}
+
+impl EventSink for CallEvents {
+    fn emit(&self, event: crate::run::RunEvent) {
+        match &event.kind {
+            RunEventKind::Progress { progress, total, message, .. } => {
+                self.client.progress(*progress, *total, message.as_deref());
+            }
+            RunEventKind::PluginLog { source, level, message } => {
+                let level = match level.as_str() {
+                    "trace" | "debug" => "debug",
+                    "warn" => "warning",
+                    other => other,
+                };
+                self.client.log(level, source, message);
+            }
+            _ => {}
+        }
+        self.audit.emit(event);
+    }
+}
+
+/// A registered tool as an MCP `Tool`: its served name, description,
 /// schema, and hints derived from its effect (`readOnlyHint` for a read,
 /// `destructiveHint`, `openWorldHint` for the network).
-fn mcp_tool(tool: &ToolInfo) -> Value {
+fn mcp_tool(name: &str, tool: &ToolInfo) -> Value {
     let read_only = matches!(tool.effect, Effect::Read | Effect::ExternalRead);
     let mut annotations = json!({ "readOnlyHint": read_only, "openWorldHint": tool.effect == Effect::Network });
     if !read_only {
         annotations["destructiveHint"] = json!(tool.effect == Effect::Destructive);
     }
     json!({
-        "name": tool.name,
+        "name": name,
         "description": tool.description,
         "inputSchema": tool.input_schema,
         "annotations": annotations,

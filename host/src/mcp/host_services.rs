@@ -26,13 +26,14 @@ use clat_mcp::{ServerRequests, WireError};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::contract::HostError;
 use crate::contract::json::{
     FormShapeError, context_snapshot_to_json, elicitation_form_from_json, elicitation_result_to_json,
     host_tool_call_from_json, sampling_request_from_json, sampling_result_to_json, tool_output_to_json,
 };
+use crate::contract::{HostError, LogLevel};
 use crate::identity::Identity;
-use crate::run::RunContext;
+use crate::limits::PLUGIN_LOG_LINE_MAX_CHARS;
+use crate::run::{RunContext, RunEventKind};
 use crate::services::{HostServices, HostWaits};
 
 /// The capability CLAT advertises in both eras.
@@ -98,9 +99,8 @@ pub(crate) struct ServerLink {
     pub(crate) identity: Identity,
     services: std::sync::Arc<HostServices>,
     pub(crate) list_changed: tokio::sync::Notify,
-    /// This server's `tools/call`s in flight, oldest first: their run, and a
-    /// token that ends the host requests made for them when the call ends.
-    active: Mutex<Vec<(u64, RunContext, CancellationToken)>>,
+    /// This server's `tools/call`s in flight, oldest first.
+    active: Mutex<Vec<InFlight>>,
     next_call: AtomicU64,
     /// Sampling and elicitation requests of this server waiting for the host.
     waits: HostWaits,
@@ -110,6 +110,15 @@ pub(crate) struct ServerLink {
     declined: OnceLock<String>,
     /// The negotiated protocol version (set once connected).
     protocol_version: OnceLock<String>,
+}
+
+/// A `tools/call` in flight: its tag, its run, a token that ends the host
+/// requests made for it when the call ends, and the log lines it has had.
+struct InFlight {
+    tag: u64,
+    run: RunContext,
+    ended: CancellationToken,
+    log_lines: u32,
 }
 
 impl ServerLink {
@@ -164,7 +173,8 @@ impl ServerLink {
     pub(crate) fn enter_call(&self, run: &RunContext) -> ActiveCall<'_> {
         let call = self.next_call.fetch_add(1, Ordering::SeqCst);
         let ended = CancellationToken::new();
-        self.active.lock().unwrap_or_else(|p| p.into_inner()).push((call, run.clone(), ended.clone()));
+        let in_flight = InFlight { tag: call, run: run.clone(), ended: ended.clone(), log_lines: 0 };
+        self.active.lock().unwrap_or_else(|p| p.into_inner()).push(in_flight);
         ActiveCall { link: self, call, ended }
     }
 
@@ -178,12 +188,9 @@ impl ServerLink {
     fn call_of(&self, related: Option<u64>) -> Result<Option<(RunContext, CancellationToken)>, HostError> {
         let active = self.active.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(tag) = related {
-            return Ok(active
-                .iter()
-                .find(|(call, _, _)| *call == tag)
-                .map(|(_, run, ended)| (run.clone(), ended.clone())));
+            return Ok(active.iter().find(|c| c.tag == tag).map(|c| (c.run.clone(), c.ended.clone())));
         }
-        let mut runs: Vec<&str> = active.iter().map(|(_, run, _)| run.run_id()).collect();
+        let mut runs: Vec<&str> = active.iter().map(|c| c.run.run_id()).collect();
         runs.sort_unstable();
         runs.dedup();
         if runs.len() > 1 {
@@ -194,7 +201,59 @@ impl ServerLink {
                 self.source
             )));
         }
-        Ok(active.last().map(|(_, run, ended)| (run.clone(), ended.clone())))
+        Ok(active.last().map(|c| (c.run.clone(), c.ended.clone())))
+    }
+
+    /// `notifications/progress` for the call whose tag is its token: a `progress` event in that call's run.
+    fn progress(&self, params: &Value) {
+        let Some(tag) = params["progressToken"].as_u64() else { return };
+        let Some(progress) = params["progress"].as_f64() else { return };
+        let active = self.active.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(call) = active.iter().find(|c| c.tag == tag) else { return };
+        let message = params["message"]
+            .as_str()
+            .map(|m| crate::redact::redact(m).chars().take(PLUGIN_LOG_LINE_MAX_CHARS).collect());
+        call.run.emit(RunEventKind::Progress {
+            source: self.source.clone(),
+            progress,
+            total: params["total"].as_f64(),
+            message,
+        });
+    }
+
+    /// `notifications/message`: a log line of the server, in the run of its
+    /// call in flight (stdio relates a notification to no call: when calls of
+    /// several runs are in flight, or none, it goes to the log only).
+    fn log_message(&self, params: &Value) {
+        let level = match params["level"].as_str().unwrap_or("info") {
+            "debug" => LogLevel::Debug,
+            "info" | "notice" => LogLevel::Info,
+            "warning" => LogLevel::Warn,
+            _ => LogLevel::Error,
+        };
+        let data = match &params["data"] {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        };
+        let line = match params["logger"].as_str() {
+            Some(logger) => format!("{logger}: {data}"),
+            None => data,
+        };
+        let counted = {
+            let mut active = self.active.lock().unwrap_or_else(|p| p.into_inner());
+            let one_run = active.windows(2).all(|pair| pair[0].run.run_id() == pair[1].run.run_id());
+            match active.last_mut() {
+                Some(call) if one_run => {
+                    call.log_lines = call.log_lines.saturating_add(1);
+                    Some((call.log_lines, call.run.clone()))
+                }
+                _ => None,
+            }
+        };
+        match counted {
+            Some((nth, run)) => self.services.log_in_call(nth, level, &line, &self.source, Some(&run)),
+            None => self.services.log(level, &line, &self.source, None),
+        }
     }
 
     /// Serve one request; it ends (as cancelled) if the call it belongs to ends first.
@@ -268,12 +327,13 @@ impl ActiveCall<'_> {
 impl Drop for ActiveCall<'_> {
     fn drop(&mut self) {
         self.ended.cancel();
-        self.link.active.lock().unwrap_or_else(|p| p.into_inner()).retain(|(id, _, _)| *id != self.call);
+        self.link.active.lock().unwrap_or_else(|p| p.into_inner()).retain(|c| c.tag != self.call);
     }
 }
 
 /// The connection's handler: server requests go to `ServerLink::serve`;
-/// `notifications/tools/list_changed` wakes the re-listing task.
+/// `notifications/tools/list_changed` wakes the re-listing task; progress and
+/// log messages go to the run of the call they concern.
 pub(crate) struct ServerEvents(pub(crate) std::sync::Arc<ServerLink>);
 
 #[async_trait]
@@ -282,9 +342,12 @@ impl ServerRequests for ServerEvents {
         self.0.serve(method, params, related).await
     }
 
-    fn notification(&self, method: &str, _params: Option<&Value>) {
-        if method == "notifications/tools/list_changed" {
-            self.0.list_changed.notify_one();
+    fn notification(&self, method: &str, params: Option<&Value>) {
+        match (method, params) {
+            ("notifications/tools/list_changed", _) => self.0.list_changed.notify_one(),
+            ("notifications/progress", Some(params)) => self.0.progress(params),
+            ("notifications/message", Some(params)) => self.0.log_message(params),
+            _ => {}
         }
     }
 }

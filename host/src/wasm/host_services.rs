@@ -11,7 +11,6 @@ use crate::contract::{
 };
 
 use super::store::GuestState;
-use crate::limits::PLUGIN_LOG_LINES_PER_CALL;
 
 impl types::Host for GuestState {}
 
@@ -43,12 +42,7 @@ impl host_services::Host for GuestState {
 
     async fn log(&mut self, level: LogLevel, message: String) -> wasmtime::Result<()> {
         self.log_lines = self.log_lines.saturating_add(1);
-        if self.log_lines <= PLUGIN_LOG_LINES_PER_CALL {
-            self.services.log(level, &message, &self.source, self.run.as_ref());
-        } else if self.log_lines == PLUGIN_LOG_LINES_PER_CALL + 1 {
-            let notice = format!("further log lines of this call are dropped (limit {PLUGIN_LOG_LINES_PER_CALL})");
-            self.services.log(LogLevel::Warn, &notice, &self.source, self.run.as_ref());
-        }
+        self.services.log_in_call(self.log_lines, level, &message, &self.source, self.run.as_ref());
         Ok(())
     }
 }

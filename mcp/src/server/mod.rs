@@ -79,6 +79,11 @@ impl Outlet {
     async fn send(&self, message: Message) -> bool {
         self.0.send(message).await.is_ok()
     }
+
+    /// Send `message` if there is room now (progress and log lines: dropped, never waited for).
+    fn offer(&self, message: Message) {
+        let _ = self.0.try_send(message);
+    }
 }
 
 /// The connected client, as a call sees it: who it is, what it declared it
@@ -92,7 +97,12 @@ pub struct Peer {
     capabilities: Value,
     /// Where the call's own messages go (over HTTP: that call's event stream).
     outlet: Outlet,
+    /// The token the client asked this call's progress under (`_meta.progressToken`).
+    progress_token: Option<Value>,
 }
+
+/// MCP's log levels, least severe first.
+const LOG_LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
 
 impl Peer {
     pub fn info(&self) -> &ClientInfo {
@@ -108,6 +118,31 @@ impl Peer {
     pub fn elicits_forms(&self) -> bool {
         let declared = &self.capabilities["elicitation"];
         declared.as_object().is_some_and(|e| e.is_empty() || e.contains_key("form"))
+    }
+
+    /// Tell the client how far the call is (`notifications/progress`), when it asked for progress.
+    pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        let Some(token) = &self.progress_token else { return };
+        let mut params = json!({ "progressToken": token, "progress": progress });
+        if let Some(total) = total {
+            params["total"] = json!(total);
+        }
+        if let Some(message) = message {
+            params["message"] = json!(message);
+        }
+        self.outlet.offer(Message::Notification { method: "notifications/progress".into(), params: Some(params) });
+    }
+
+    /// Send the client a log line (`notifications/message`) at `level` (one of MCP's), unless it asked for
+    /// more severe ones only (`logging/setLevel`).
+    pub fn log(&self, level: &str, logger: &str, data: &str) {
+        let severity = |level: &str| LOG_LEVELS.iter().position(|l| *l == level);
+        let wanted = self.session.upgrade().and_then(|s| lock(&s.log_level).clone());
+        if wanted.and_then(|w| severity(&w)).is_some_and(|least| severity(level).unwrap_or(0) < least) {
+            return;
+        }
+        let params = json!({ "level": level, "logger": logger, "data": data });
+        self.outlet.offer(Message::Notification { method: "notifications/message".into(), params: Some(params) });
     }
 
     /// Ask the client `method` and wait for its answer.
@@ -156,6 +191,8 @@ pub(crate) struct Session {
     next_request: std::sync::atomic::AtomicU64,
     /// Ended when the session ends: every call still running is cancelled.
     ending: CancellationToken,
+    /// The least severe log level the client wants (`logging/setLevel`).
+    log_level: Mutex<Option<String>>,
     tasks: Mutex<tokio::task::JoinSet<()>>,
 }
 
@@ -169,6 +206,7 @@ impl Session {
             asked: Mutex::new(HashMap::new()),
             next_request: Default::default(),
             ending: CancellationToken::new(),
+            log_level: Mutex::new(None),
             tasks: Mutex::new(tokio::task::JoinSet::new()),
         })
     }
@@ -238,6 +276,7 @@ impl Session {
             info,
             capabilities,
             outlet: outlet.clone(),
+            progress_token: None,
         });
         let result = match (method, initialized) {
             ("initialize", _) => self.initialize(params.as_ref()),
@@ -253,6 +292,14 @@ impl Session {
                 return;
             }
             ("tools/call", Some(client)) => return self.call(id, params, client),
+            // Accepted: the level a client asks for is kept, for the log messages forwarded to it.
+            ("logging/setLevel", Some(_)) => match params.as_ref().and_then(|p| p["level"].as_str()) {
+                Some(level) => {
+                    *lock(&self.log_level) = Some(level.to_string());
+                    Ok(json!({}))
+                }
+                None => Err(WireError::new(INVALID_PARAMS, "logging/setLevel needs a level")),
+            },
             (other, Some(_)) => Err(WireError::new(METHOD_NOT_FOUND, format!("method not found: {other}"))),
         };
         outlet.send(Message::Response { id, result }).await;
@@ -269,7 +316,7 @@ impl Session {
         *lock(&self.client) = Some((client, params["capabilities"].clone()));
         let mut result = json!({
             "protocolVersion": version,
-            "capabilities": { "tools": { "listChanged": false } },
+            "capabilities": { "tools": { "listChanged": false }, "logging": {} },
             "serverInfo": { "name": self.info.name, "version": self.info.version },
         });
         if let Some(instructions) = &self.info.instructions {
@@ -278,7 +325,8 @@ impl Session {
         Ok(result)
     }
 
-    fn call(self: &Arc<Self>, id: RequestId, params: Option<Value>, client: Peer) {
+    fn call(self: &Arc<Self>, id: RequestId, params: Option<Value>, mut client: Peer) {
+        client.progress_token = params.as_ref().and_then(|p| p.pointer("/_meta/progressToken")).cloned();
         let token = self.ending.child_token();
         let admitted = {
             let mut calls = lock(&self.calls);
