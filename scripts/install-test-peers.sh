@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Install the real MCP servers the tests talk to, pinned: the npm reference
-# servers (from tests/peers/package-lock.json) and the Python SDK (mcp 2.x) in a
+# Install the real MCP servers and clients the tests talk to, pinned: the npm
+# reference servers and the TypeScript SDK (from tests/peers/package-lock.json)
+# and the Python SDK (mcp 2.x) in a
 # virtual environment; and a real OS keyring for the OAuth token tests
 # (gnome-keyring's Secret Service, run by the tests on a private D-Bus session).
 # Idempotent; registries only.
 set -euo pipefail
 cd "$(dirname "$0")/../tests/peers"
 
-for server in server-everything server-filesystem server-memory; do
-  if [ ! -f "node_modules/@modelcontextprotocol/$server/dist/index.js" ]; then
+for package in server-everything/dist/index.js server-filesystem/dist/index.js server-memory/dist/index.js \
+  sdk/dist/esm/client/index.js; do
+  if [ ! -f "node_modules/@modelcontextprotocol/$package" ]; then
     npm ci --no-audit --no-fund --ignore-scripts
     break
   fi

@@ -1,8 +1,9 @@
-//! `clat serve`: the project's registry as an MCP server on stdio, driven by a real client (the official Python
-//! SDK): native tools, a WASM plugin and an MCP server served side by side with annotations from their effects,
-//! every call through the one pipeline (a call that needs an approval is asked of the client's user in a form when
-//! the client elicits forms, else denied at once, saying how to allow it) and in the audit trail, and nothing
-//! started in an untrusted project.
+//! `clat serve`: the project's registry as an MCP server on stdio and Streamable HTTP, driven by real clients
+//! (the official Python and TypeScript SDKs): native tools, a WASM plugin and an MCP server served side by side
+//! with annotations from their effects, every call through the one pipeline (a call that needs an approval is
+//! asked of the client's user in a form when the client elicits forms, else denied at once, saying how to allow
+//! it) and in the audit trail, an extension's sampling, forms, progress and logs reaching the client of the call,
+//! and nothing started in an untrusted project.
 
 mod support;
 
@@ -53,8 +54,30 @@ fn python_client(
     answer: Option<Value>,
     model_text: Option<&str>,
 ) -> std::process::Command {
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/peers/python_serve_client.py");
-    let mut command = std::process::Command::new(python());
+    sdk_client(Sdk::Python, target, args, calls, answer, model_text)
+}
+
+/// The official SDKs whose clients drive `clat serve` here.
+#[derive(Clone, Copy)]
+enum Sdk {
+    Python,
+    TypeScript,
+}
+
+/// `python_client`, with `sdk`'s client: both take the same arguments and print the same report.
+fn sdk_client(
+    sdk: Sdk,
+    target: &str,
+    args: Value,
+    calls: Value,
+    answer: Option<Value>,
+    model_text: Option<&str>,
+) -> std::process::Command {
+    let peers = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/peers");
+    let (mut command, script) = match sdk {
+        Sdk::Python => (std::process::Command::new(python()), peers.join("python_serve_client.py")),
+        Sdk::TypeScript => (std::process::Command::new("node"), peers.join("ts_serve_client.mjs")),
+    };
     command
         .arg(script)
         .arg(target)
@@ -172,15 +195,20 @@ fn an_extensions_sampling_and_forms_reach_the_client() {
         { "name": "mcp_srv_sample", "arguments": { "text": "summarize this" } },
         { "name": "mcp_srv_ask", "arguments": {} },
     ]);
-    // The server's form has two fields (name, admin): the client's user is asked one at a time.
-    let form = json!([{ "action": "accept", "content": { "answer": "Ada" } },
-                      { "action": "accept", "content": { "answer": true } }]);
+    // The server's form (name, admin) reaches the client's user whole; CLAT checks the answer against it.
+    let form = json!({ "action": "accept", "content": { "name": "Ada", "admin": true } });
     let report = served_by(&env, &["serve", "--mode", "full-access"], &[], calls, Some(form), Some("from the agent"));
     assert_eq!(report["calls"][0]["text"], "model said: from the agent", "{report}");
     assert_eq!(report["sampled"], json!([["summarize this"]]), "{report}");
     assert_eq!(report["calls"][1]["text"], "accepted name=Ada admin=true", "{report}");
-    assert_eq!(report["asked"][0]["schema"]["properties"]["answer"]["type"], "string", "{report}");
-    assert_eq!(report["asked"][1]["schema"]["properties"]["answer"]["type"], "boolean", "{report}");
+    assert_eq!(report["asked"].as_array().unwrap().len(), 1, "one form: {report}");
+    assert_eq!(report["asked"][0]["schema"]["properties"]["name"]["type"], "string", "{report}");
+    assert_eq!(report["asked"][0]["schema"]["properties"]["admin"]["type"], "boolean", "{report}");
+    // An answer that does not fit the form never reaches the extension.
+    let calls = json!([{ "name": "mcp_srv_ask", "arguments": {} }]);
+    let misfit = json!({ "action": "accept", "content": { "name": 7, "admin": true } });
+    let report = served_by(&env, &["serve", "--mode", "full-access"], &[], calls, Some(misfit), None);
+    assert!(report["calls"][0]["text"].as_str().unwrap().contains("invalid"), "{report}");
     let trail = env.read_home("audit/calls.jsonl");
     let sampled: Value = serde_json::from_str(trail.lines().next().unwrap()).unwrap();
     assert!(sampled["sampling_tokens"].as_u64().unwrap() > 0, "the budget was charged: {sampled}");
@@ -190,14 +218,14 @@ fn an_extensions_sampling_and_forms_reach_the_client() {
 struct RawClient {
     child: Child,
     stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
+    stdout: Option<BufReader<ChildStdout>>,
 }
 
 impl RawClient {
     fn start(env: &TestEnv, args: &[&str]) -> RawClient {
         let mut child =
             env.clat_command(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
-        let (stdin, stdout) = (child.stdin.take(), BufReader::new(child.stdout.take().unwrap()));
+        let (stdin, stdout) = (child.stdin.take(), Some(BufReader::new(child.stdout.take().unwrap())));
         let mut client = RawClient { child, stdin, stdout };
         client.send(json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "raw", "version": "1" } } }));
@@ -212,8 +240,21 @@ impl RawClient {
 
     fn next(&mut self) -> Value {
         let mut line = String::new();
-        self.stdout.read_line(&mut line).unwrap();
+        self.stdout.as_mut().expect("read here").read_line(&mut line).unwrap();
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+    }
+
+    /// From now on, what the server says arrives line by line on the returned channel (read on a thread).
+    fn lines_in_background(&mut self) -> std::sync::mpsc::Receiver<String> {
+        let (lines, received) = std::sync::mpsc::channel();
+        let mut stdout = self.stdout.take().expect("read here");
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            while stdout.read_line(&mut line).is_ok_and(|n| n > 0) {
+                let _ = lines.send(std::mem::take(&mut line));
+            }
+        });
+        received
     }
 
     fn run_until_killed(&mut self, id: u64, pid_file: &str) {
@@ -342,8 +383,10 @@ impl Drop for HttpServe {
     }
 }
 
-/// Two agents on one `clat serve --http` at once: each gets the tools, its approval forms on its own call's
-/// stream, and an extension's sampling during its call goes to its own model, not the other's.
+/// Two agents on one `clat serve --http` at once: each gets the tools and its approval forms on its own call's
+/// stream, and an extension's sampling during a call goes to the model of the agent that made the call. (A stdio
+/// server's sampling request names no call: made while calls of both agents are in flight on that server, it
+/// could not be told apart and would be refused, so the second agent samples after the first is done.)
 #[test]
 fn agents_over_http_each_get_their_forms_and_their_own_model() {
     let env = TestEnv::trusted();
@@ -351,30 +394,29 @@ fn agents_over_http_each_get_their_forms_and_their_own_model() {
     env.write_mcp_config(json!({ "srv": { "command": SERVER, "args": ["--contract"] } }));
     let server = HttpServe::start(&env, &["--mode", "ask"]);
     let allow = json!({ "action": "accept", "content": { "decision": "allow" } });
-    let first = json!([
-        { "name": "write_file", "arguments": { "path": "a.txt", "content": "from a" } },
-        { "name": "mcp_srv_sample", "arguments": { "text": "for a" } },
-    ]);
-    let second = json!([
-        { "name": "mcp_srv_sample", "arguments": { "text": "for b" } },
-        { "name": "wasm_hello_greet", "arguments": { "name": "Ada" } },
-    ]);
+    let write = |path: &str| json!({ "name": "write_file", "arguments": { "path": path, "content": path } });
+    let sample = |text: &str| json!({ "name": "mcp_srv_sample", "arguments": { "text": text } });
+    let first = json!([write("a.txt"), sample("for a")]);
+    let second = json!([{ "name": "wasm_hello_greet", "arguments": { "name": "Ada" } }, write("b.txt")]);
     let a = in_background(python_client(&server.url, json!({}), first, Some(allow.clone()), Some("model a")));
-    let b = in_background(python_client(&server.url, json!({}), second, Some(allow), Some("model b")));
+    let b = in_background(python_client(&server.url, json!({}), second, Some(allow.clone()), Some("model b")));
     let (a, b) = (report(a.join().unwrap()), report(b.join().unwrap()));
-    assert_eq!(a["calls"][0]["isError"], false, "{a}");
-    assert_eq!(env.read("a.txt"), "from a");
+    assert_eq!((env.read("a.txt"), env.read("b.txt")), ("a.txt".into(), "b.txt".into()), "{a}\n{b}");
     assert!(a["asked"][0]["message"].as_str().unwrap().contains("allow write_file (write)"), "{a}");
+    assert!(b["asked"][0]["message"].as_str().unwrap().contains(r#""path":"b.txt""#), "its own form: {b}");
     assert_eq!(a["calls"][1]["text"], "model said: model a", "{a}");
     assert_eq!(a["sampled"], json!([["for a"]]), "{a}");
+    assert_eq!(b["calls"][0]["text"], "Hello, Ada! (from a WASM plugin)", "{b}");
+    assert!(b["tools"].get("read_file").is_some() && b["tools"].get("mcp_srv_echo").is_some(), "{b}");
+    let b = report(
+        python_client(&server.url, json!({}), json!([sample("for b")]), Some(allow), Some("model b")).output().unwrap(),
+    );
     assert_eq!(b["calls"][0]["text"], "model said: model b", "{b}");
     assert_eq!(b["sampled"], json!([["for b"]]), "{b}");
-    assert_eq!(b["calls"][1]["text"], "Hello, Ada! (from a WASM plugin)", "{b}");
-    assert!(b["tools"].get("read_file").is_some() && b["tools"].get("mcp_srv_echo").is_some(), "{b}");
     let status = server.stop();
     assert!(status.success(), "a stop signal ends the server cleanly: {status:?}");
     let trail = env.read_home("audit/calls.jsonl");
-    assert_eq!(trail.lines().count(), 4, "{trail}");
+    assert_eq!(trail.lines().count(), 5, "{trail}");
 }
 
 /// A token server serves only requests carrying its token; off loopback a token is required before anything starts.
@@ -402,4 +444,127 @@ fn http_serving_takes_a_bearer_token_and_needs_one_off_loopback() {
 /// Run `command` to its end on another thread.
 fn in_background(mut command: std::process::Command) -> std::thread::JoinHandle<std::process::Output> {
     std::thread::spawn(move || command.output().unwrap())
+}
+
+/// The TypeScript SDK's client drives `clat serve` over stdio and over HTTP: the tools, a form it answers, its own
+/// model for an extension's sampling, and progress and log lines during the call.
+#[test]
+fn the_typescript_sdk_client_drives_serve_over_stdio_and_http() {
+    let env = TestEnv::trusted();
+    assert!(env.clat(&["plugin", "install", clat_guest_artifacts::HELLO_PACKAGE]).status.success());
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/conformance/server_fixture.py");
+    env.write_mcp_config(json!({ "fixture": { "command": python(), "args": [fixture] } }));
+    let mut args = json!(["--home", env.home, "--project", env.project, "serve", "--mode", "full-access"]);
+    args.as_array_mut().unwrap().extend([json!("--tool-names"), json!("source")]);
+    let calls = json!([
+        { "name": "greet", "arguments": { "name": "Ada" } },
+        { "name": "test_tool_with_progress" },
+        { "name": "test_tool_with_logging" },
+    ]);
+    let stdio = sdk_client(Sdk::TypeScript, env!("CARGO_BIN_EXE_clat"), args, calls, None, None);
+    let over_stdio = report(in_background(stdio).join().unwrap());
+    assert_eq!(over_stdio["server"], "clat", "{over_stdio}");
+    assert_eq!(over_stdio["calls"][0]["text"], "Hello, Ada! (from a WASM plugin)", "{over_stdio}");
+    assert_eq!(over_stdio["progress"], json!([[0, 100], [50, 100], [100, 100]]), "{over_stdio}");
+    assert_eq!(over_stdio["logs"].as_array().unwrap().len(), 3, "{over_stdio}");
+    assert_eq!(over_stdio["tools"]["read_file"]["readOnlyHint"], true, "{over_stdio}");
+
+    let server = HttpServe::start(&env, &["--mode", "ask", "--tool-names", "source"]);
+    let allow = json!({ "action": "accept", "content": { "decision": "allow" } });
+    let calls = json!([
+        { "name": "write_file", "arguments": { "path": "ts.txt", "content": "from ts" } },
+        { "name": "test_sampling", "arguments": { "prompt": "for ts" } },
+    ]);
+    let http = sdk_client(Sdk::TypeScript, &server.url, json!({}), calls, Some(allow), Some("ts model"));
+    let over_http = report(in_background(http).join().unwrap());
+    assert_eq!(env.read("ts.txt"), "from ts", "{over_http}");
+    assert_eq!(over_http["calls"][1]["text"], "LLM response: ts model", "{over_http}");
+    assert_eq!(over_http["sampled"], json!([["for ts"]]), "{over_http}");
+    assert_eq!(over_http["asked"].as_array().unwrap().len(), 3, "the write, the call, its sampling: {over_http}");
+}
+
+/// "Needs approval, the client has no elicitation": 100 calls in one session, each needing an approval (a write,
+/// or an extension's sampling), each denied at once with how to allow it; none hangs (a call unanswered after
+/// `HANG` counts as a hang). The slowest denial is printed.
+#[test]
+fn a_hundred_approvals_nobody_can_give_are_each_denied_and_none_hangs() {
+    const HANG: std::time::Duration = std::time::Duration::from_secs(30);
+    let env = TestEnv::trusted();
+    env.write_mcp_config(json!({ "srv": { "command": SERVER, "args": ["--contract", "--read-only-tools"] } }));
+    let mut client = RawClient::start(&env, &["serve", "--mode", "ask"]);
+    let answers = client.lines_in_background();
+    let (mut slowest, mut hangs) = (std::time::Duration::ZERO, 0);
+    for id in 1..=100u64 {
+        let call = if id % 10 == 0 {
+            json!({ "name": "mcp_srv_sample", "arguments": { "text": "summarize" } })
+        } else {
+            json!({ "name": "write_file", "arguments": { "path": format!("w{id}.txt"), "content": "x" } })
+        };
+        let started = std::time::Instant::now();
+        client.send(json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": call }));
+        let Ok(line) = answers.recv_timeout(HANG) else {
+            hangs += 1;
+            continue;
+        };
+        slowest = slowest.max(started.elapsed());
+        let answer: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(answer["id"], id, "{answer}");
+        let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+        if id % 10 == 0 {
+            // The server's sampling request was refused; the server says so in its result.
+            assert_eq!(text, "error: denied", "{answer}");
+        } else {
+            assert_eq!(answer["result"]["isError"], true, "denied: {answer}");
+            assert!(text.contains("cannot give one through clat serve"), "{text}");
+        }
+    }
+    assert_eq!(hangs, 0, "calls unanswered after {HANG:?}");
+    assert!(
+        std::fs::read_dir(&env.project).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().starts_with('w'))
+    );
+    println!("summary: 100 approvals nobody could give: 100 denied, 0 hangs, slowest denial {slowest:?}");
+    drop(client.stdin.take());
+    assert!(client.child.wait().unwrap().success());
+}
+
+/// The official Rust SDK's client (rmcp) drives `clat serve` over stdio: it lists the three kinds of tool and calls
+/// each; declaring no elicitation, it gets a denial for a call that needs an approval.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rust_sdk_client_drives_serve() {
+    use rmcp::ServiceExt as _;
+    use rmcp::model::CallToolRequestParams;
+    let env = TestEnv::trusted();
+    env.write("notes.txt", "read by rmcp");
+    assert!(env.clat(&["plugin", "install", clat_guest_artifacts::HELLO_PACKAGE]).status.success());
+    let args = ["--tool-names", "echo", "--read-only-tools"];
+    env.write_mcp_config(json!({ "srv": { "command": SERVER, "args": args } }));
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_clat"));
+    command.arg("--home").arg(&env.home).arg("--project").arg(&env.project).args(["serve", "--mode", "ask"]);
+    let transport = rmcp::transport::TokioChildProcess::builder(command).stderr(Stdio::null()).spawn().unwrap().0;
+    let client = ().serve(transport).await.unwrap();
+    assert_eq!(client.peer_info().unwrap().server_info.as_ref().unwrap().name, "clat");
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    for name in ["read_file", "wasm_hello_greet", "mcp_srv_echo"] {
+        assert!(names.contains(&name), "{name} in {names:?}");
+    }
+    let call = |name: &str, arguments: Value| {
+        let params =
+            CallToolRequestParams::new(name.to_string()).with_arguments(arguments.as_object().unwrap().clone());
+        client.call_tool(params)
+    };
+    let text = |result: &rmcp::model::CallToolResult| {
+        result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<Vec<_>>().join("\n")
+    };
+    let read = call("read_file", json!({ "path": "notes.txt" })).await.unwrap();
+    assert_eq!(text(&read), "read by rmcp");
+    let greeted = call("wasm_hello_greet", json!({ "name": "Ada" })).await.unwrap();
+    assert_eq!(text(&greeted), "Hello, Ada! (from a WASM plugin)");
+    let echoed = call("mcp_srv_echo", json!({ "said": "hi" })).await.unwrap();
+    assert!(text(&echoed).contains("hi"), "{}", text(&echoed));
+    let denied = call("write_file", json!({ "path": "w.txt", "content": "x" })).await.unwrap();
+    assert_eq!(denied.is_error, Some(true));
+    assert!(text(&denied).contains("cannot give one through clat serve"), "{}", text(&denied));
+    client.cancel().await.unwrap();
+    assert!(!env.project.join("w.txt").exists());
 }

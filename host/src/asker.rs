@@ -1,7 +1,9 @@
 //! The `UserAsker` port: how CLAT asks the person at the keyboard a question
 //! (free text, yes/no, or one of several choices). The native ask_user tool and
 //! plugin elicitation both go through it. A terminal implementation reads lines;
-//! the headless one fails cleanly because nobody can answer.
+//! the headless one fails cleanly because nobody can answer. An asker that can
+//! show a whole form at once (another agent's user, under `clat serve`) also
+//! answers `ask_form`; the elicitation gate checks what comes back.
 
 use std::io::{BufRead, Write};
 use std::sync::{Arc, Mutex};
@@ -75,6 +77,16 @@ pub enum AskError {
 pub trait UserAsker: Send + Sync {
     /// Ask one question; an error when nobody can answer or the user cancelled.
     async fn ask(&self, question: &Question) -> Result<Answer, AskError>;
+
+    /// Ask a whole form at once: the user's values by field name (unchecked:
+    /// the caller checks them against the form), or why none came. `None`
+    /// (the default): this asker asks one field at a time (`ask`).
+    async fn ask_form(
+        &self,
+        _form: &crate::contract::ElicitationForm,
+    ) -> Option<Result<serde_json::Map<String, serde_json::Value>, AskError>> {
+        None
+    }
 }
 
 /// Headless runs: every question fails cleanly.

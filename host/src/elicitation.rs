@@ -3,7 +3,9 @@
 //! booleans as yes/no, enums as single choices — with the form's message on
 //! the first question. At most 16 fields and 16 choices; an invalid number is
 //! re-asked up to twice; Esc cancels the form, decline declines it; a headless
-//! run fails cleanly. Defaults from the schema are offered.
+//! run fails cleanly. Defaults from the schema are offered. An asker that
+//! shows whole forms gets the form at once, and every value it returns is
+//! checked against its field (`check_value`) before the extension sees it.
 
 use crate::asker::{Answer, AskError, ChoiceItem, Question};
 use crate::contract::{ElicitationForm, ElicitationResult, FieldAnswer, FieldKind, FieldValue, FormField, HostError};
@@ -211,6 +213,51 @@ async fn ask_field(
     }
 }
 
+/// A whole form's values, each checked against its field: the answers, or
+/// which value does not fit (a required field left out is one).
+fn checked_answers(
+    form: &ElicitationForm,
+    values: &serde_json::Map<String, serde_json::Value>,
+) -> Result<Vec<FieldAnswer>, HostError> {
+    let mut answers = Vec::with_capacity(form.fields.len());
+    for field in &form.fields {
+        let value = match values.get(&field.name) {
+            None | Some(serde_json::Value::Null) if field.required => {
+                return Err(HostError::Invalid(format!("field {:?} is required and was not answered", field.name)));
+            }
+            None | Some(serde_json::Value::Null) => continue,
+            Some(value) => value,
+        };
+        let value =
+            check_value(field, value).map_err(|why| HostError::Invalid(format!("field {:?}: {why}", field.name)))?;
+        answers.push(FieldAnswer { name: field.name.clone(), value });
+    }
+    Ok(answers)
+}
+
+/// One value of a whole form's answer, if it fits its field.
+fn check_value(field: &FormField, value: &serde_json::Value) -> Result<FieldValue, String> {
+    match (&field.kind, value) {
+        (FieldKind::Text(t), serde_json::Value::String(text)) => {
+            let len = text.chars().count() as u32;
+            match (t.min_length, t.max_length) {
+                (Some(min), _) if len < min => Err(format!("at least {min} characters are needed")),
+                (_, Some(max)) if len > max => Err(format!("at most {max} characters are allowed")),
+                _ => Ok(FieldValue::Text(text.clone())),
+            }
+        }
+        (FieldKind::Number(n), serde_json::Value::Number(number)) => {
+            number_problem(&number.to_string(), n.integer, n.minimum, n.maximum).map(FieldValue::Number)
+        }
+        (FieldKind::Boolean(_), serde_json::Value::Bool(b)) => Ok(FieldValue::Boolean(*b)),
+        (FieldKind::Choice(c), serde_json::Value::String(chosen)) if c.options.iter().any(|o| &o.value == chosen) => {
+            Ok(FieldValue::Choice(chosen.clone()))
+        }
+        (FieldKind::Choice(_), other) => Err(format!("{other} is not one of the choices")),
+        (_, other) => Err(format!("{other} is not of the field's type")),
+    }
+}
+
 /// Ask `form` in `run` on behalf of `source`.
 pub async fn elicit(form: &ElicitationForm, source: &str, run: &RunContext) -> Result<ElicitationResult, HostError> {
     let result = elicit_inner(form, run).await;
@@ -226,6 +273,17 @@ pub async fn elicit(form: &ElicitationForm, source: &str, run: &RunContext) -> R
 
 async fn elicit_inner(form: &ElicitationForm, run: &RunContext) -> Result<ElicitationResult, HostError> {
     check_form(form)?;
+    let whole = tokio::select! {
+        whole = run.asker().ask_form(form) => whole,
+        _ = run.cancel_token().cancelled() => return Err(HostError::Cancelled),
+    };
+    match whole {
+        Some(Ok(values)) => return checked_answers(form, &values).map(ElicitationResult::Accepted),
+        Some(Err(AskError::Cancelled)) => return Ok(ElicitationResult::Cancelled),
+        Some(Err(AskError::Declined)) => return Ok(ElicitationResult::Declined),
+        Some(Err(AskError::Unavailable(why))) => return Err(HostError::Unsupported(why)),
+        None => {}
+    }
     let mut answers = Vec::with_capacity(form.fields.len());
     for (index, field) in form.fields.iter().enumerate() {
         match ask_field(run, form, index, field).await? {
@@ -235,4 +293,39 @@ async fn elicit_inner(form: &ElicitationForm, run: &RunContext) -> Result<Elicit
         }
     }
     Ok(ElicitationResult::Accepted(answers))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::json::elicitation_form_from_json;
+    use serde_json::json;
+
+    #[test]
+    fn a_whole_forms_values_are_checked_against_their_fields() {
+        let form = elicitation_form_from_json(&json!({ "message": "m", "requestedSchema": { "type": "object",
+            "properties": {
+                "name": { "type": "string", "maxLength": 5 },
+                "age": { "type": "integer", "minimum": 0 },
+                "ok": { "type": "boolean" },
+                "size": { "type": "string", "enum": ["s", "m"] },
+            },
+            "required": ["name"] } }))
+        .unwrap();
+        let values = |v: serde_json::Value| v.as_object().unwrap().clone();
+        let answers = checked_answers(&form, &values(json!({ "name": "Ada", "age": 36, "size": "m", "extra": 1 })));
+        let answers = answers.unwrap();
+        assert_eq!(answers.len(), 3, "the unanswered optional field and the unknown one are left out: {answers:?}");
+        assert_eq!(answers[1].value, FieldValue::Number(36.0));
+        let refused = |v, why: &str| match checked_answers(&form, &values(v)) {
+            Err(HostError::Invalid(message)) => assert_eq!(message, why),
+            other => panic!("{other:?}"),
+        };
+        refused(json!({ "age": 1 }), "field \"name\" is required and was not answered");
+        refused(json!({ "name": "Adalbert" }), "field \"name\": at most 5 characters are allowed");
+        refused(json!({ "name": "A", "age": 1.5 }), "field \"age\": \"1.5\" is not a whole number");
+        refused(json!({ "name": "A", "age": -1 }), "field \"age\": -1 is below the minimum 0");
+        refused(json!({ "name": "A", "ok": "yes" }), "field \"ok\": \"yes\" is not of the field's type");
+        refused(json!({ "name": "A", "size": "xl" }), "field \"size\": \"xl\" is not one of the choices");
+    }
 }

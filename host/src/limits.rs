@@ -108,8 +108,8 @@ pub const AUDIT_FILE_MAX_BYTES: u64 = 16 * 1024 * 1024;
 /// Bytes of a tool call's arguments accepted by the pipeline.
 pub const TOOL_ARGUMENTS_MAX_BYTES: usize = 8 * 1024 * 1024;
 
-/// How long a failed MCP connection waits for the server's last stderr lines before reporting.
-pub const CONNECT_FAILURE_TAIL_WAIT: Duration = Duration::from_millis(50);
+/// How long a failed MCP connection waits for the server's stderr (until its first bytes arrive) before reporting.
+pub const CONNECT_FAILURE_TAIL_WAIT: Duration = Duration::from_millis(250);
 /// The first back-off before an MCP server that stopped is started again (it doubles per restart).
 pub const RESTART_BACKOFF_FIRST: Duration = Duration::from_secs(1);
 /// Restarts of one MCP server within `RESTART_WINDOW`; past that it stays failed.

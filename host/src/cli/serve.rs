@@ -33,8 +33,8 @@ use super::shutdown::Shutdown;
 use crate::asker::{Answer, AskError, Question, UserAsker};
 use crate::audit::{AuditTrail, CallAudit, CallRecord};
 use crate::contract::Effect;
-use crate::contract::PermissionMode;
 use crate::contract::json::tool_output_to_json;
+use crate::contract::{ElicitationForm, PermissionMode};
 use crate::extension::StartFilter;
 use crate::limits::INITIAL_SURFACE_WAIT;
 use crate::permissions::{Approval, ApprovalRequest, Approver, Remember, effect_with_reason, how_to_allow};
@@ -433,9 +433,9 @@ impl ModelProvider for ClientModel {
     }
 }
 
-/// Questions for the user under `clat serve` (an extension's form, field by
-/// field; `ask_user`): each a one-field form to the client's user when the
-/// client declared form elicitation, else unanswerable.
+/// Questions for the user under `clat serve`: an extension's form goes to the
+/// client's user whole, `ask_user`'s question as a one-field form, when the
+/// client declared form elicitation; else they are unanswerable.
 struct ClientAsker {
     client: Peer,
 }
@@ -443,15 +443,39 @@ struct ClientAsker {
 /// The one field of a question's form.
 const ANSWER: &str = "answer";
 
+impl ClientAsker {
+    /// Unless the client takes forms: why it cannot be asked.
+    fn check_elicits_forms(&self) -> Result<(), AskError> {
+        if self.client.elicits_forms() {
+            return Ok(());
+        }
+        let name = &self.client.info().name;
+        Err(AskError::Unavailable(format!("the client {name} cannot be asked (it declared no form elicitation)")))
+    }
+
+    /// Send `form` (`elicitation/create` params): the content of an accepted answer, or why there is none.
+    async fn elicit(&self, form: Value) -> Result<serde_json::Map<String, Value>, AskError> {
+        let answer =
+            self.client.request("elicitation/create", form).await.map_err(|e| AskError::Unavailable(e.message))?;
+        match answer["action"].as_str() {
+            Some("accept") => Ok(answer["content"].as_object().cloned().unwrap_or_default()),
+            Some("decline") => Err(AskError::Declined),
+            _ => Err(AskError::Cancelled),
+        }
+    }
+}
+
 #[async_trait]
 impl UserAsker for ClientAsker {
-    async fn ask(&self, question: &Question) -> Result<Answer, AskError> {
-        if !self.client.elicits_forms() {
-            let name = &self.client.info().name;
-            return Err(AskError::Unavailable(format!(
-                "the client {name} cannot be asked (it declared no form elicitation)"
-            )));
+    async fn ask_form(&self, form: &ElicitationForm) -> Option<Result<serde_json::Map<String, Value>, AskError>> {
+        if let Err(unavailable) = self.check_elicits_forms() {
+            return Some(Err(unavailable));
         }
+        Some(self.elicit(crate::contract::json::elicitation_form_to_json(form)).await)
+    }
+
+    async fn ask(&self, question: &Question) -> Result<Answer, AskError> {
+        self.check_elicits_forms()?;
         let (prompt, mut field) = match question {
             Question::Text { prompt, default } => (prompt, json!({ "type": "string", "default": default })),
             Question::YesNo { prompt, default } => (prompt, json!({ "type": "boolean", "default": default })),
@@ -467,14 +491,8 @@ impl UserAsker for ClientAsker {
         }
         let form = json!({ "mode": "form", "message": prompt, "requestedSchema": {
             "type": "object", "properties": { ANSWER: field }, "required": [ANSWER] } });
-        let answer =
-            self.client.request("elicitation/create", form).await.map_err(|e| AskError::Unavailable(e.message))?;
-        match answer["action"].as_str() {
-            Some("accept") => {}
-            Some("decline") => return Err(AskError::Declined),
-            _ => return Err(AskError::Cancelled),
-        }
-        let given = &answer["content"][ANSWER];
+        let content = self.elicit(form).await?;
+        let given = content.get(ANSWER).unwrap_or(&Value::Null);
         let unusable = || AskError::Unavailable(format!("the client's answer {given} does not fit the question"));
         match question {
             Question::Text { .. } => given.as_str().map(|t| Answer::Text(t.to_string())).ok_or_else(unusable),

@@ -230,8 +230,13 @@ pub(crate) async fn open_session(
             Ok(session)
         }
         Err(e) => {
-            // Give the server a moment to write why it failed.
-            tokio::time::sleep(CONNECT_FAILURE_TAIL_WAIT).await;
+            // Give the server a moment to write why it failed (once something arrived, its reader has caught up).
+            let waited = std::time::Instant::now();
+            while tail.lock().unwrap_or_else(|p| p.into_inner()).lines().is_empty()
+                && waited.elapsed() < CONNECT_FAILURE_TAIL_WAIT
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
             let mut failure = connect_failure(&e, tail);
             if matches!(&e, ClientError::Timeout { method, .. } if method == "initialize")
                 && let Some(hint) = slow_start_hint(target)

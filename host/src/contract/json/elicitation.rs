@@ -1,5 +1,7 @@
 //! `elicitation/create`: one primitive form from its params (other shapes are
-//! refused as unsupported), and the user's answers back as an `ElicitResult`.
+//! refused as unsupported) and back (`elicitation_form_to_json`, to ask a
+//! client that takes whole forms), and the user's answers back as an
+//! `ElicitResult`.
 
 use serde_json::{Map, Value, json};
 
@@ -170,6 +172,45 @@ pub fn elicitation_form_from_json(params: &Value) -> Result<ElicitationForm, For
         .map(|(name, field)| form_field(name, field, required.contains(&name.as_str())))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(ElicitationForm { message, fields })
+}
+
+/// One primitive form → `elicitation/create` params (form mode): what
+/// `elicitation_form_from_json` reads back as the same form. A choice whose
+/// options have titles is a titled `oneOf`, else an `enum`.
+pub fn elicitation_form_to_json(form: &ElicitationForm) -> Value {
+    let number = |n: f64| if n.fract() == 0.0 && n.abs() < 9.0e15 { json!(n as i64) } else { json!(n) };
+    let mut properties = Map::new();
+    for field in &form.fields {
+        let mut schema = match &field.kind {
+            FieldKind::Text(t) => json!({ "type": "string", "minLength": t.min_length, "maxLength": t.max_length,
+                                          "format": t.format, "default": t.default }),
+            FieldKind::Number(n) => json!({ "type": if n.integer { "integer" } else { "number" },
+                                            "minimum": n.minimum.map(number), "maximum": n.maximum.map(number),
+                                            "default": n.default.map(number) }),
+            FieldKind::Boolean(b) => json!({ "type": "boolean", "default": b.default }),
+            FieldKind::Choice(c) if c.options.iter().any(|o| o.title.is_some()) => json!({
+                "type": "string", "default": c.default,
+                "oneOf": c.options.iter().map(|o| json!({ "const": o.value, "title": o.title.as_deref().unwrap_or(&o.value) }))
+                    .collect::<Vec<_>>(),
+            }),
+            FieldKind::Choice(c) => json!({
+                "type": "string", "default": c.default,
+                "enum": c.options.iter().map(|o| o.value.as_str()).collect::<Vec<_>>(),
+            }),
+        };
+        schema["title"] = json!(field.title);
+        schema["description"] = json!(field.description);
+        if let Some(schema) = schema.as_object_mut() {
+            schema.retain(|_, v| !v.is_null());
+        }
+        properties.insert(field.name.clone(), schema);
+    }
+    let required: Vec<&str> = form.fields.iter().filter(|f| f.required).map(|f| f.name.as_str()).collect();
+    json!({
+        "mode": "form",
+        "message": form.message,
+        "requestedSchema": { "type": "object", "properties": properties, "required": required },
+    })
 }
 
 /// Contract elicitation result → MCP `ElicitResult`. Integral numbers are sent as integers.

@@ -197,6 +197,20 @@ mod tests {
             matches!(&by_name("size").kind, FieldKind::Choice(c) if c.options[1].title.as_deref() == Some("Medium") && c.default.as_deref() == Some("m"))
         );
 
+        // Back to params (to ask a client the whole form), and read again: the same form; titled options as `oneOf`.
+        let again = elicitation_form_to_json(&form);
+        let read_again = elicitation_form_from_json(&again).unwrap();
+        assert_eq!((&read_again.fields[..3], &read_again.fields[4]), (&form.fields[..3], &form.fields[4]), "{again}");
+        assert_eq!(
+            again["requestedSchema"]["properties"]["age"],
+            json!({ "type": "integer", "minimum": 0, "maximum": 150 })
+        );
+        assert_eq!(
+            again["requestedSchema"]["properties"]["size"]["oneOf"][1],
+            json!({ "const": "m", "title": "Medium" })
+        );
+        assert_eq!(again["requestedSchema"]["required"], json!(["name"]));
+
         let nested = json!({ "message": "", "requestedSchema": { "type": "object", "properties": { "a": { "type": "object" } } } });
         assert!(
             matches!(elicitation_form_from_json(&nested), Err(FormShapeError::Unsupported(m)) if m.contains("nested"))
