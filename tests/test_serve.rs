@@ -568,3 +568,26 @@ async fn the_rust_sdk_client_drives_serve() {
     client.cancel().await.unwrap();
     assert!(!env.project.join("w.txt").exists());
 }
+
+/// The denial's advice works: `clat approvals allow TOOL` keeps an approval beforehand, bound to the server as it is
+/// now, and the next session's call is allowed by it without a question.
+#[test]
+fn an_approval_kept_with_approvals_allow_answers_a_served_call() {
+    let env = TestEnv::trusted();
+    env.write_mcp_config(json!({ "srv": { "command": SERVER, "args": ["--tool-names", "echo"] } }));
+    let echo = json!([{ "name": "mcp_srv_echo", "arguments": { "said": "hi" } }]);
+    let report = served(&env, "ask", &[], echo.clone());
+    let denial = report["calls"][0]["text"].as_str().unwrap();
+    assert!(denial.contains("`clat approvals allow mcp_srv_echo`"), "{denial}");
+    let out = env.clat(&["approvals", "allow", "echo"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let kept = stdout(&out);
+    assert!(kept.starts_with("kept: ") && kept.contains("agent → mcp:srv mcp_srv_echo  up to destructive"), "{kept}");
+    let report = served(&env, "ask", &[], echo);
+    assert_eq!(report["calls"][0]["isError"], false, "{report}");
+    let trail = env.read_home("audit/calls.jsonl");
+    let last: Value = serde_json::from_str(trail.lines().last().unwrap()).unwrap();
+    assert_eq!(last["decided_by"], "stored", "{last}");
+    let out = env.clat(&["approvals", "allow", "no_such_tool"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}

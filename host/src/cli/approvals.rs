@@ -1,5 +1,7 @@
-//! `clat approvals list | revoke`: the approvals kept at the interactive
-//! prompt ("always for this tool / server"), in `$CLAT_HOME/approvals.json`.
+//! `clat approvals list | allow | revoke`: the approvals kept at the
+//! interactive prompt ("always for this tool / server"), in
+//! `$CLAT_HOME/approvals.json`; `allow` keeps one without a prompt (for the
+//! front ends nobody can answer: `clat serve`, `clat exec`).
 
 use std::path::PathBuf;
 
@@ -9,12 +11,20 @@ use serde_json::json;
 use super::exit::{Exit, Failure};
 use super::project_dir;
 use crate::approvals;
-use crate::trust::{ClatHome, canonical_project};
+use crate::trust::canonical_project;
 
 #[derive(Subcommand, Debug)]
 pub(crate) enum ApprovalsCommand {
     /// List the kept approvals of every project.
     List,
+    /// Keep an approval of TOOL in this project (--project, else the current directory), as answering [a]lways
+    /// at its prompt would: bound to what its server or plugin is now, up to its effect. Starts the extension that
+    /// owns TOOL to learn that.
+    Allow {
+        /// The tool (its registered name, or its own name when only one tool has it).
+        #[arg(add = clap_complete::ArgValueCandidates::new(super::completion::tool_names))]
+        tool: String,
+    },
     /// Forget kept approvals of this project (--project, else the current directory): those of
     /// NAME (a tool, a server or plugin such as `srv` or `mcp:srv`), or with --every, all of them.
     Revoke {
@@ -44,13 +54,48 @@ fn describe(a: &approvals::StoredApproval, stale: Option<&str>) -> String {
     format!("{}  {what}  up to {}{bound}{stale}", a.project.display(), a.effect)
 }
 
-pub(crate) fn approvals(
-    home: &ClatHome,
+/// `clat approvals allow TOOL`: the extension owning TOOL started, the tool's
+/// approval key and effect read from the registry, and kept.
+async fn allow(project: &crate::platform::Project, tool: &str, json: bool) -> Result<Exit, Failure> {
+    project.wait_for_extensions(crate::limits::INITIAL_SURFACE_WAIT).await;
+    project.freeze();
+    let registered = super::runs::resolve_tool(project, tool)?;
+    let scope = project.scope();
+    let (key, effect) = scope
+        .registry()
+        .agent_approval(&registered)
+        .ok_or_else(|| Failure::new(Exit::Usage, "unknown_tool", format!("{registered} is not registered")))?;
+    let store = approvals::ApprovalStore::open(scope.home(), scope.root())?;
+    approvals::ApprovalMemory::remember(&store, &key, effect, crate::permissions::Remember::Tool)?;
+    let kept = approvals::list(scope.home())?;
+    let approval = kept.iter().rev().find(|a| {
+        a.project == scope.root() && a.tool.as_deref() == Some(&registered) && a.asked_by == approvals::AGENT
+    });
+    match (json, approval) {
+        (true, approval) => {
+            println!("{}", json!({ "allowed": registered, "effect": effect.as_str(), "approval": approval }))
+        }
+        (false, Some(approval)) => println!("kept: {}", describe(approval, None)),
+        (false, None) => println!("kept: {registered} up to {effect}"),
+    }
+    Ok(Exit::Ok)
+}
+
+pub(crate) async fn approvals(
+    platform: &crate::platform::Platform,
     project: Option<PathBuf>,
     command: ApprovalsCommand,
     json: bool,
 ) -> Result<Exit, Failure> {
+    let home = platform.clat_home();
     match command {
+        ApprovalsCommand::Allow { tool } => {
+            let sandbox = crate::native::process::SandboxPolicy::default();
+            let project = super::mount_for_runs(platform, project, sandbox, std::slice::from_ref(&tool))?;
+            let allowed = allow(&project, &tool, json).await;
+            project.close().await;
+            allowed
+        }
         ApprovalsCommand::List => {
             let kept = approvals::list(home)?;
             // The pack's servers count as configured when the session model is a Coding Plan.

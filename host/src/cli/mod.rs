@@ -486,7 +486,7 @@ async fn dispatch(cli: Cli, shutdown: &Shutdown) -> Result<Exit, Failure> {
         }
         Command::Mcp { json, command } => mcp::mcp(&home, cli.project, command, json, shutdown).await,
         Command::Plugin { command } => plugin::plugin(&home, cli.project, command, shutdown).await,
-        Command::Approvals { json, command } => approvals::approvals(&home, cli.project, command, json),
+        Command::Approvals { json, command } => approvals::approvals(&platform, cli.project, command, json).await,
         Command::Call { tool, call } => {
             let (request, sandbox) = call.request(tool)?;
             let project = mount_for_runs(&platform, cli.project, sandbox, std::slice::from_ref(&request.tool))?;

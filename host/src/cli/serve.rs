@@ -311,7 +311,7 @@ fn mcp_tool(name: &str, tool: &ToolInfo) -> Value {
 /// Who answers a call that needs approval under `clat serve`: the client's
 /// user, through a form, when the client declared form elicitation; else
 /// nobody (the session's stdin is the protocol), so it is denied at once,
-/// with the ways to allow it beforehand.
+/// with the ways to allow it beforehand (a mode, `clat approvals allow`).
 struct ServeApprover {
     client: Peer,
 }
@@ -368,7 +368,7 @@ impl Approver for ServeApprover {
         if !self.client.elicits_forms() {
             return Approval::Denied(format!(
                 "{} needs approval in mode {} and the client {} cannot give one through clat serve (it declared no \
-                 form elicitation); {}, or approve it once at a terminal (`clat call {}` and answer [a]lways: kept \
+                 form elicitation); {}, or keep an approval of it beforehand (`clat approvals allow {}`: kept \
                  approvals apply here)",
                 Self::what(request),
                 request.mode,

@@ -554,6 +554,17 @@ impl Registry {
         lease.in_flight.load(Ordering::SeqCst)
     }
 
+    /// What a kept approval of the agent's calls of `tool` is keyed by, and
+    /// the tool's effect: what answering "always" at a prompt keeps.
+    pub fn agent_approval(&self, tool: &str) -> Option<(crate::approvals::ApprovalKey, Effect)> {
+        let tools = self.tools.read().unwrap_or_else(|p| p.into_inner());
+        let entry = tools
+            .entries
+            .iter()
+            .find(|e| e.name == tool && !e.lease.as_ref().is_some_and(|l| l.revoked.is_cancelled()))?;
+        Some((pipeline::approval_key(entry, Caller::Agent), entry.effect))
+    }
+
     /// Every registered tool, in registration order.
     pub fn list(&self) -> Vec<ToolInfo> {
         let tools = self.tools.read().unwrap_or_else(|p| p.into_inner());

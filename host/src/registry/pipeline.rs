@@ -90,7 +90,7 @@ fn validate_arguments(entry: &ToolEntry, arguments: &Value) -> Result<(), CallEr
 
 /// What a kept approval of this call is keyed by: who asks, the tool, and the
 /// identity of the extension involved (the asker's, else the tool's).
-fn approval_key(entry: &ToolEntry, caller: Caller<'_>) -> ApprovalKey {
+pub(super) fn approval_key(entry: &ToolEntry, caller: Caller<'_>) -> ApprovalKey {
     let (asked_by, identity) = match caller {
         Caller::Agent => (AGENT.to_string(), entry.identity.clone()),
         Caller::Extension { key, identity } => (key.to_string(), Some(identity.clone())),
