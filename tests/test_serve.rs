@@ -591,3 +591,84 @@ fn an_approval_kept_with_approvals_allow_answers_a_served_call() {
     let out = env.clat(&["approvals", "allow", "no_such_tool"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
+
+/// The contract table's scenarios that a served call can express, through `clat serve`, for both kinds of plugin —
+/// the contract guest (WASM, installed as a package) and the contract MCP server — with the results `clat call`
+/// gives for the same call and mode (and, where `clat call` cannot answer a form, the table's own result).
+#[test]
+fn the_contract_scenarios_give_through_serve_what_they_give_through_call() {
+    for kind in ["wasm", "mcp"] {
+        let env = TestEnv::trusted();
+        env.write("a.txt", "the contract file");
+        std::fs::write(env.dir.path().join("secret.txt"), "outside the project").unwrap();
+        if kind == "wasm" {
+            let package = env.dir.path().join("contract-package");
+            std::fs::create_dir_all(&package).unwrap();
+            std::fs::copy(clat_guest_artifacts::CONTRACT_WASM, package.join("contract.wasm")).unwrap();
+            let manifest = "name = \"contract\"\nversion = \"0.1.0\"\nkind = \"wasm\"\nentry = \"contract.wasm\"\n";
+            std::fs::write(package.join("clat-plugin.toml"), manifest).unwrap();
+            let out = env.clat(&["plugin", "install", package.to_str().unwrap()]);
+            assert!(out.status.success(), "{}", stderr(&out));
+        } else {
+            env.write_mcp_config(json!({ "contract": { "command": SERVER, "args": ["--contract"] } }));
+        }
+        let tool = |name: &str| format!("{kind}_contract_{name}");
+        let call = |name: &str, arguments: Value| json!({ "name": tool(name), "arguments": arguments });
+        // Calls that need no form, in each mode: served, and through `clat call`.
+        let by_mode = [
+            (
+                "full-access",
+                vec![
+                    call("echo", json!({ "text": "hello, contract" })),
+                    call("structured", json!({ "a": 2, "b": 3 })),
+                    call("fail", json!({})),
+                    call("host_read", json!({ "path": "a.txt" })),
+                    call("host_read", json!({ "path": "../secret.txt" })),
+                    call("sample", json!({ "text": "capital of France" })),
+                    call("sample", json!({ "text": "m", "messages": 33 })),
+                ],
+            ),
+            ("read-only", vec![call("host_write", json!({ "path": "w.txt", "content": "x" }))]),
+            ("auto-edit", vec![call("host_write", json!({ "path": "w.txt", "content": "written" }))]),
+        ];
+        for (mode, calls) in by_mode {
+            let served = served(&env, mode, &[], json!(calls));
+            for (i, call) in calls.iter().enumerate() {
+                let arguments = call["arguments"].to_string();
+                let name = call["name"].as_str().unwrap();
+                let direct = env.clat(&["call", name, &arguments, "--mode", mode, "--json"]);
+                let direct: Value =
+                    serde_json::from_str(&stdout(&direct)).unwrap_or_else(|e| panic!("{e}: {}", stderr(&direct)));
+                let direct_text = direct["content"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(|b| b["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                let through = &served["calls"][i];
+                assert_eq!(
+                    through["text"].as_str(),
+                    Some(direct_text.as_str()),
+                    "{kind} {name} {arguments} in {mode}: {served}"
+                );
+                let direct_error = direct["isError"].as_bool().unwrap_or(false);
+                assert_eq!(through["isError"], direct_error, "{kind} {name} in {mode}: {served} vs {direct}");
+            }
+        }
+        assert_eq!(env.read("w.txt"), "written", "{kind}: read-only wrote nothing, auto-edit wrote");
+        // Forms: the table's results (a terminal answers them for `clat call`; the client's user does here).
+        let ask = json!([call("ask", json!({}))]);
+        let accepted = json!({ "action": "accept", "content": { "name": "Ada", "admin": true } });
+        let answers = [
+            (Some(accepted), "accepted name=Ada admin=true"),
+            (Some(json!({ "action": "decline" })), "declined"),
+            (Some(json!({ "action": "cancel" })), "cancelled"),
+            (None, "error: unsupported"),
+        ];
+        for (answer, expected) in answers {
+            let report = served_answering(&env, "full-access", &[], ask.clone(), answer);
+            assert_eq!(report["calls"][0]["text"], expected, "{kind}: {report}");
+        }
+    }
+}

@@ -220,13 +220,13 @@ fn offers_our_version(error: &WireError) -> bool {
             .is_some_and(|v| v.iter().any(|s| s == MODERN_VERSION))
 }
 
-/// The params of `tools/call` (or `prompts/get`): the arguments are moved in,
-/// not copied (`json!` would serialize them into a new value).
 /// The modern `_meta` key of the log level a request asks for.
 const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 /// The least severe log level a tagged call asks a modern server for.
 const CALL_LOG_LEVEL: &str = "info";
 
+/// The params of `tools/call` (or `prompts/get`): the arguments are moved in,
+/// not copied (`json!` would serialize them into a new value).
 fn call_params(name: &str, arguments: Value) -> Value {
     let mut params = serde_json::Map::with_capacity(2);
     params.insert("name".into(), Value::String(name.into()));

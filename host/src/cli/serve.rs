@@ -2,8 +2,8 @@
 //! (`claude mcp add clat -- clat serve --project DIR`), or on Streamable HTTP
 //! (`--http ADDR`, loopback unless given a bearer token with `--token-file`) —
 //! so any agent gets its native tools, WASM plugins and MCP servers behind the
-//! one pipeline. Nothing starts before the project is trusted (exit 3). The extensions start with
-//! the session; the first `tools/list` or call waits for them at most the
+//! one pipeline. Nothing starts before the project is trusted (exit 3). The
+//! extensions start with the server; the first `tools/list` or call waits for them at most the
 //! initial surface (`INITIAL_SURFACE_WAIT`), and the registry then freezes
 //! for the session. Each `tools/call` is one run under the session's mode,
 //! the project's kept approvals applying; an `ask` becomes a form the client
@@ -11,7 +11,7 @@
 //! form elicitation, and is otherwise denied at once, saying how to allow it
 //! (`ServeApprover`): a call never waits on a question nobody can answer.
 //! What an extension asks of CLAT reaches the connected agent the same way:
-//! its forms (and `ask_user`) go to the client's user (`ClientAsker`), its
+//! its forms (whole) and `ask_user` go to the client's user (`ClientAsker`), its
 //! sampling — after the three gates and the shared budget — to the model of
 //! the client that made the call when it offers sampling, else to the
 //! configured one (`ClientModel`, one per call). A client's cancel cancels
@@ -197,7 +197,9 @@ fn served_names(tools: &[ToolInfo], names: ServedNames) -> Vec<(String, String)>
 impl ServedTools for ServedProject {
     async fn list(&self) -> Vec<Value> {
         let (tools, names) = self.surface().await;
-        tools.iter().zip(names).map(|(tool, (served, _))| mcp_tool(served, tool)).collect()
+        // By name, not position: a tool withdrawn since the names were fixed (its server stopped) is not listed.
+        let served = |tool: &ToolInfo| names.iter().find(|(_, registered)| *registered == tool.name).map(|(s, _)| s);
+        tools.iter().map(|tool| mcp_tool(served(tool).unwrap_or(&tool.name), tool)).collect()
     }
 
     async fn call(
