@@ -160,19 +160,20 @@ struct ServedProject {
 }
 
 impl ServedProject {
-    /// The initial surface (at most `INITIAL_SURFACE_WAIT`), then the registry frozen for the session: the
-    /// tools, each with its served name.
-    async fn surface(&self) -> (Vec<ToolInfo>, &[(String, String)]) {
+    /// The initial surface (at most `INITIAL_SURFACE_WAIT`), then the registry frozen for the session: each
+    /// tool's served and registered name, fixed then.
+    async fn surface(&self) -> &[(String, String)] {
+        if let Some(names) = self.served_names.get() {
+            return names;
+        }
         self.project.wait_for_extensions(INITIAL_SURFACE_WAIT).await;
         self.project.freeze();
-        let tools = self.project.tools();
-        let names = self.served_names.get_or_init(|| served_names(&tools, self.names));
-        (tools, names)
+        self.served_names.get_or_init(|| served_names(&self.project.tools(), self.names))
     }
 
     /// The registered name of the tool served as `name` (an unknown name as it is).
     async fn registered(&self, name: &str) -> String {
-        let (_, names) = self.surface().await;
+        let names = self.surface().await;
         names.iter().find(|(served, _)| served == name).map_or(name, |(_, registered)| registered).to_string()
     }
 }
@@ -196,10 +197,10 @@ fn served_names(tools: &[ToolInfo], names: ServedNames) -> Vec<(String, String)>
 #[async_trait]
 impl ServedTools for ServedProject {
     async fn list(&self) -> Vec<Value> {
-        let (tools, names) = self.surface().await;
+        let names = self.surface().await;
         // By name, not position: a tool withdrawn since the names were fixed (its server stopped) is not listed.
         let served = |tool: &ToolInfo| names.iter().find(|(_, registered)| *registered == tool.name).map(|(s, _)| s);
-        tools.iter().map(|tool| mcp_tool(served(tool).unwrap_or(&tool.name), tool)).collect()
+        self.project.tools().iter().map(|tool| mcp_tool(served(tool).unwrap_or(&tool.name), tool)).collect()
     }
 
     async fn call(

@@ -106,7 +106,7 @@ pub async fn serve_http(
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             },
-            _ = sweep.tick() => served.end_idle_sessions().await,
+            _ = sweep.tick() => served.end_idle_sessions(),
             _ = stop.cancelled() => break,
         }
         while connections.try_join_next().is_some() {}
@@ -316,7 +316,7 @@ impl Served {
         Ok((id, Arc::clone(&live.session)))
     }
 
-    async fn end_idle_sessions(&self) {
+    fn end_idle_sessions(&self) {
         let idle = self.options.session_idle;
         let ended: Vec<_> = {
             let mut sessions = lock(&self.sessions);
@@ -329,7 +329,8 @@ impl Served {
         };
         for live in ended {
             tracing::debug!("a session unused for {} s ended", idle.as_secs());
-            live.session.end().await;
+            // Off the accept loop: ending waits for what is still running (nothing, normally) up to the grace.
+            tokio::spawn(async move { live.session.end().await });
         }
     }
 }
