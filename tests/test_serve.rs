@@ -42,19 +42,7 @@ fn served_by(
 ) -> Value {
     let mut all = json!(["--home", env.home, "--project", env.project]);
     all.as_array_mut().unwrap().extend(args.iter().chain(extra).map(|a| json!(a)));
-    report(python_client(env!("CARGO_BIN_EXE_clat"), all, calls, answer, model_text).output().unwrap())
-}
-
-/// The Python SDK's client for `target` (the `clat` binary, with `args` its arguments; or a served URL, with
-/// `args` the headers to send), making `calls`, answering forms with `answer` and sampling with `model_text`.
-fn python_client(
-    target: &str,
-    args: Value,
-    calls: Value,
-    answer: Option<Value>,
-    model_text: Option<&str>,
-) -> std::process::Command {
-    sdk_client(Sdk::Python, target, args, calls, answer, model_text)
+    report(sdk_client(Sdk::Python, env!("CARGO_BIN_EXE_clat"), all, calls, answer, model_text).output().unwrap())
 }
 
 /// The official SDKs whose clients drive `clat serve` here.
@@ -64,7 +52,9 @@ enum Sdk {
     TypeScript,
 }
 
-/// `python_client`, with `sdk`'s client: both take the same arguments and print the same report.
+/// `sdk`'s client for `target` (the `clat` binary, with `args` its arguments; or a served URL, with `args` the
+/// headers to send), making `calls`, answering forms with `answer` and sampling with `model_text`; each SDK's
+/// script takes the same arguments and prints the same report.
 fn sdk_client(
     sdk: Sdk,
     target: &str,
@@ -398,8 +388,9 @@ fn agents_over_http_each_get_their_forms_and_their_own_model() {
     let sample = |text: &str| json!({ "name": "mcp_srv_sample", "arguments": { "text": text } });
     let first = json!([write("a.txt"), sample("for a")]);
     let second = json!([{ "name": "wasm_hello_greet", "arguments": { "name": "Ada" } }, write("b.txt")]);
-    let a = in_background(python_client(&server.url, json!({}), first, Some(allow.clone()), Some("model a")));
-    let b = in_background(python_client(&server.url, json!({}), second, Some(allow.clone()), Some("model b")));
+    let a = in_background(sdk_client(Sdk::Python, &server.url, json!({}), first, Some(allow.clone()), Some("model a")));
+    let b =
+        in_background(sdk_client(Sdk::Python, &server.url, json!({}), second, Some(allow.clone()), Some("model b")));
     let (a, b) = (report(a.join().unwrap()), report(b.join().unwrap()));
     assert_eq!((env.read("a.txt"), env.read("b.txt")), ("a.txt".into(), "b.txt".into()), "{a}\n{b}");
     assert!(a["asked"][0]["message"].as_str().unwrap().contains("allow write_file (write)"), "{a}");
@@ -409,7 +400,9 @@ fn agents_over_http_each_get_their_forms_and_their_own_model() {
     assert_eq!(b["calls"][0]["text"], "Hello, Ada! (from a WASM plugin)", "{b}");
     assert!(b["tools"].get("read_file").is_some() && b["tools"].get("mcp_srv_echo").is_some(), "{b}");
     let b = report(
-        python_client(&server.url, json!({}), json!([sample("for b")]), Some(allow), Some("model b")).output().unwrap(),
+        sdk_client(Sdk::Python, &server.url, json!({}), json!([sample("for b")]), Some(allow), Some("model b"))
+            .output()
+            .unwrap(),
     );
     assert_eq!(b["calls"][0]["text"], "model said: model b", "{b}");
     assert_eq!(b["sampled"], json!([["for b"]]), "{b}");
@@ -426,9 +419,10 @@ fn http_serving_takes_a_bearer_token_and_needs_one_off_loopback() {
     env.write("token", "t0ken\n");
     let server = HttpServe::start(&env, &["--token-file", env.project.join("token").to_str().unwrap()]);
     let calls = json!([{ "name": "read_file", "arguments": { "path": "token" } }]);
-    let with = python_client(&server.url, json!({ "Authorization": "Bearer t0ken" }), calls.clone(), None, None);
+    let with =
+        sdk_client(Sdk::Python, &server.url, json!({ "Authorization": "Bearer t0ken" }), calls.clone(), None, None);
     assert_eq!(report(in_background(with).join().unwrap())["calls"][0]["text"], "t0ken\n");
-    let without = in_background(python_client(&server.url, json!({}), calls, None, None)).join().unwrap();
+    let without = in_background(sdk_client(Sdk::Python, &server.url, json!({}), calls, None, None)).join().unwrap();
     assert!(!without.status.success(), "no token, no session");
     assert!(stderr(&without).contains("this server needs Authorization: Bearer TOKEN"), "{}", stderr(&without));
     drop(server);

@@ -9,7 +9,6 @@
 
 use std::hint::black_box;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use clat_host::contract::{Effect, PermissionMode, ToolOutput};
@@ -20,6 +19,8 @@ use clat_host::run::{CollectingSink, RunContext};
 use clat_host::scope::{ProjectScope, ScopeOptions};
 use clat_host::trust::{ClatHome, TrustStore};
 use criterion::{Criterion, criterion_group};
+
+mod support;
 use serde_json::{Value, json};
 
 struct Noop;
@@ -81,30 +82,14 @@ fn benches(c: &mut Criterion) {
     summary(&f);
 }
 
-/// Median per-call time of `op` over several batches.
-fn per_call(mut op: impl FnMut()) -> Duration {
-    const BATCH: u32 = 2_000;
-    let mut samples: Vec<Duration> = (0..9)
-        .map(|_| {
-            let start = Instant::now();
-            for _ in 0..BATCH {
-                op();
-            }
-            start.elapsed() / BATCH
-        })
-        .collect();
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
 fn summary(f: &Fixture) {
-    let overhead = per_call(|| {
+    let overhead = support::per_call(9, 2_000, || {
         f.runtime.block_on(f.noop.call("noop", args(), &f.run)).unwrap();
     });
-    let through = per_call(|| {
+    let through = support::per_call(9, 2_000, || {
         f.runtime.block_on(f.scope.registry().call("read_file", args(), &f.run)).unwrap();
     });
-    let direct = per_call(|| {
+    let direct = support::per_call(9, 2_000, || {
         black_box(body(&f.fence));
     });
     let limit = direct + overhead;

@@ -13,7 +13,7 @@
 //! round trip plus the direct call, and the ratio (goal: ≤ 1.3×).
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clat_host::contract::PermissionMode;
 use clat_host::run::RunContext;
@@ -24,6 +24,8 @@ use rmcp::ServiceExt as _;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService};
 use serde_json::{Value, json};
+
+mod support;
 
 const ECHO_SERVER: &str = clat_test_server_artifact::MCP_ECHO_SERVER;
 
@@ -119,28 +121,12 @@ fn benches(c: &mut Criterion) {
     });
 }
 
-/// Median per-call time of `op` over several batches.
-fn per_call(mut op: impl FnMut()) -> Duration {
-    const BATCH: u32 = 200;
-    let mut samples: Vec<Duration> = (0..9)
-        .map(|_| {
-            let start = Instant::now();
-            for _ in 0..BATCH {
-                op();
-            }
-            start.elapsed() / BATCH
-        })
-        .collect();
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
 fn summary(f: &Fixture) {
-    let served_wasm = per_call(|| f.runtime.block_on(call(&f.served, "wasm_hello_greet", greet())));
-    let served_mcp = per_call(|| f.runtime.block_on(call(&f.served, "mcp_echo_echo", echo())));
-    let round_trip = per_call(|| f.runtime.block_on(call(&f.echo, "echo", echo())));
-    let direct_wasm = per_call(|| registry(f, "wasm_hello_greet", greet()));
-    let direct_mcp = per_call(|| registry(f, "mcp_echo_echo", echo()));
+    let served_wasm = support::per_call(9, 200, || f.runtime.block_on(call(&f.served, "wasm_hello_greet", greet())));
+    let served_mcp = support::per_call(9, 200, || f.runtime.block_on(call(&f.served, "mcp_echo_echo", echo())));
+    let round_trip = support::per_call(9, 200, || f.runtime.block_on(call(&f.echo, "echo", echo())));
+    let direct_wasm = support::per_call(9, 200, || registry(f, "wasm_hello_greet", greet()));
+    let direct_mcp = support::per_call(9, 200, || registry(f, "mcp_echo_echo", echo()));
     let micros = |d: Duration| d.as_secs_f64() * 1e6;
     let ratio = |served: Duration, direct: Duration| served.as_secs_f64() / (round_trip + direct).as_secs_f64();
     println!(

@@ -10,7 +10,7 @@
 use std::hint::black_box;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clat_guest_artifacts as guests;
 use clat_host::contract::{Effect, PermissionMode, ToolOutput};
@@ -21,6 +21,8 @@ use clat_host::trust::{ClatHome, TrustStore};
 use clat_host::wasm::{WasmPlugin, WasmRuntime, load_file};
 use criterion::{Criterion, criterion_group};
 use serde_json::{Value, json};
+
+mod support;
 
 struct NativeEcho;
 
@@ -125,29 +127,15 @@ fn benches(c: &mut Criterion) {
     summary(&f);
 }
 
-fn per_call(n: u32, mut op: impl FnMut()) -> Duration {
-    let mut samples: Vec<Duration> = (0..5)
-        .map(|_| {
-            let start = Instant::now();
-            for _ in 0..n {
-                op();
-            }
-            start.elapsed() / n
-        })
-        .collect();
-    samples.sort();
-    samples[2]
-}
-
 fn summary(f: &Fixture) {
     let us = |d: Duration| d.as_secs_f64() * 1e6;
-    let guest = per_call(500, || guest_echo(f));
-    let native = per_call(500, || native_echo(f));
-    let guest_read_t = per_call(300, || guest_read(f));
-    let native_read_t = per_call(300, || native_read(f));
-    let inst = per_call(500, || instantiate(f));
-    let cold = per_call(3, || cold_compile(f));
-    let warm = per_call(20, || cached_load(f));
+    let guest = support::per_call(5, 500, || guest_echo(f));
+    let native = support::per_call(5, 500, || native_echo(f));
+    let guest_read_t = support::per_call(5, 300, || guest_read(f));
+    let native_read_t = support::per_call(5, 300, || native_read(f));
+    let inst = support::per_call(5, 500, || instantiate(f));
+    let cold = support::per_call(5, 3, || cold_compile(f));
+    let warm = support::per_call(5, 20, || cached_load(f));
     println!(
         "summary: allocator {}; guest echo call {:.1} µs (goal <= 10 µs) vs native echo {:.1} µs (guest overhead \
          {:.1} µs, {:.1}x); instantiate per call {:.1} µs (goal <= 15 µs); guest→host read_file {:.1} µs vs native \
