@@ -288,6 +288,51 @@ fn a_cancel_ends_the_call_and_a_disconnect_ends_everything() {
     assert_eq!(outcomes, ["cancelled", "cancelled"], "{trail}");
 }
 
+/// `clat serve` reads and writes pipes and sockets on its reactor, and anything else (files here) through the
+/// blocking fallback: the same session either way.
+#[test]
+fn serve_speaks_over_files_and_over_a_unix_socket() {
+    let env = TestEnv::trusted();
+    let requests = [
+        json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "file", "version": "1" } } }),
+        json!({ "jsonrpc": "2.0", "id": 1, "method": "ping" }),
+    ];
+    let script: String = requests.iter().map(|r| format!("{r}\n")).collect();
+    let (input, output) = (env.dir.path().join("in.jsonl"), env.dir.path().join("out.jsonl"));
+    std::fs::write(&input, &script).unwrap();
+    let status = env
+        .clat_command(&["serve"])
+        .stdin(std::fs::File::open(&input).unwrap())
+        .stdout(std::fs::File::create(&output).unwrap())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    let answers: Vec<Value> =
+        std::fs::read_to_string(&output).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(answers.iter().map(|a| a["id"].clone()).collect::<Vec<_>>(), [json!(0), json!(1)], "{answers:?}");
+
+    let (mut ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    let theirs = std::os::fd::OwnedFd::from(theirs);
+    let mut child = env
+        .clat_command(&["serve"])
+        .stdin(Stdio::from(theirs.try_clone().unwrap()))
+        .stdout(Stdio::from(theirs))
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    ours.write_all(script.as_bytes()).unwrap();
+    let mut lines = BufReader::new(ours.try_clone().unwrap());
+    for id in 0..2 {
+        let mut line = String::new();
+        lines.read_line(&mut line).unwrap();
+        assert_eq!(serde_json::from_str::<Value>(&line).unwrap()["id"], id, "{line}");
+    }
+    ours.shutdown(std::net::Shutdown::Write).unwrap();
+    assert!(child.wait().unwrap().success());
+}
+
 #[test]
 fn an_untrusted_project_is_not_served_and_nothing_starts() {
     let env = TestEnv::new();

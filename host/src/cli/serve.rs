@@ -114,10 +114,13 @@ pub(crate) async fn serve(platform: &Platform, options: ServeOptions, shutdown: 
     });
     let stop = shutdown.token().clone();
     let ended = match listener {
-        None => match clat_mcp::server::serve(tokio::io::stdin(), tokio::io::stdout(), info, served, stop).await {
-            ServeEnd::ClientClosed | ServeEnd::Stopped => Ok(Exit::Ok),
-            other => Err(Failure::new(Exit::Usage, "protocol", format!("the session ended: {other}"))),
-        },
+        None => {
+            let (input, output) = clat_mcp::server::process_stdio();
+            match clat_mcp::server::serve(input, output, info, served, stop).await {
+                ServeEnd::ClientClosed | ServeEnd::Stopped => Ok(Exit::Ok),
+                other => Err(Failure::new(Exit::Usage, "protocol", format!("the session ended: {other}"))),
+            }
+        }
         Some(listener) => {
             let url = format!(
                 "http://{}{}",

@@ -35,7 +35,7 @@ use crate::limits::{CLOSE_GRACE, SERVE_CLIENT_REQUEST_TIMEOUT, SERVE_IN_FLIGHT_M
 use crate::lock;
 
 pub use http::{HttpServeError, HttpServeOptions, serve_http};
-pub use stdio::{ServeEnd, serve};
+pub use stdio::{ServeEnd, ServeInput, ServeOutput, process_stdio, serve};
 
 /// What the host serves.
 #[async_trait::async_trait]
@@ -93,8 +93,8 @@ impl Outlet {
 pub struct Peer {
     /// Weak: a host that keeps a `Peer` does not keep the session alive.
     session: std::sync::Weak<Session>,
-    info: ClientInfo,
-    capabilities: Value,
+    /// Who the client is and what it declared (shared by its calls, never copied per call).
+    client: Arc<(ClientInfo, Value)>,
     /// Where the call's own messages go (over HTTP: that call's event stream).
     outlet: Outlet,
     /// The token the client asked this call's progress under (`_meta.progressToken`).
@@ -106,17 +106,17 @@ const LOG_LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "c
 
 impl Peer {
     pub fn info(&self) -> &ClientInfo {
-        &self.info
+        &self.client.0
     }
 
     /// The client's `capabilities`, as it declared them in `initialize`.
     pub fn capabilities(&self) -> &Value {
-        &self.capabilities
+        &self.client.1
     }
 
     /// Whether it takes form elicitation (`elicitation: {}` in 2025-06-18; `{form: {}}`, or `{}`, in 2025-11-25).
     pub fn elicits_forms(&self) -> bool {
-        let declared = &self.capabilities["elicitation"];
+        let declared = &self.capabilities()["elicitation"];
         declared.as_object().is_some_and(|e| e.is_empty() || e.contains_key("form"))
     }
 
@@ -185,7 +185,7 @@ pub(crate) struct Session {
     /// Calls in flight, by request id: their cancel tokens.
     calls: Mutex<HashMap<RequestId, CancellationToken>>,
     /// Who the client is and what it declared, once it has initialized.
-    client: Mutex<Option<(ClientInfo, Value)>>,
+    client: Mutex<Option<Arc<(ClientInfo, Value)>>>,
     /// The server's own requests to the client, waiting for its answer.
     asked: Mutex<HashMap<RequestId, tokio::sync::oneshot::Sender<Result<Value, WireError>>>>,
     next_request: std::sync::atomic::AtomicU64,
@@ -271,10 +271,9 @@ impl Session {
     }
 
     async fn request(self: &Arc<Self>, id: RequestId, method: &str, params: Option<Value>, outlet: &Outlet) {
-        let initialized = lock(&self.client).clone().map(|(info, capabilities)| Peer {
+        let initialized = lock(&self.client).clone().map(|client| Peer {
             session: Arc::downgrade(self),
-            info,
-            capabilities,
+            client,
             outlet: outlet.clone(),
             progress_token: None,
         });
@@ -313,7 +312,7 @@ impl Session {
             name: params["clientInfo"]["name"].as_str().unwrap_or("unknown").to_string(),
             version: params["clientInfo"]["version"].as_str().unwrap_or("").to_string(),
         };
-        *lock(&self.client) = Some((client, params["capabilities"].clone()));
+        *lock(&self.client) = Some(Arc::new((client, params["capabilities"].clone())));
         let mut result = json!({
             "protocolVersion": version,
             "capabilities": { "tools": { "listChanged": false }, "logging": {} },
