@@ -10,6 +10,7 @@
 //! twice that.
 
 use std::io::Write;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -26,14 +27,24 @@ pub const AUDIT_FILE: &str = "audit/calls.jsonl";
 #[derive(Debug)]
 pub struct AuditTrail {
     path: PathBuf,
-    /// One append (and rotation) at a time in this process.
-    writing: Mutex<()>,
+    /// The file appended to, kept open while it is the one at `path`; one
+    /// append (and rotation) at a time in this process.
+    writing: Mutex<Option<OpenTrail>>,
+}
+
+/// The trail's file as opened, and which file that is (another process's
+/// rotation puts a new one at the path).
+#[derive(Debug)]
+struct OpenTrail {
+    file: std::fs::File,
+    device: u64,
+    inode: u64,
 }
 
 impl AuditTrail {
     /// The trail in the file `path`.
     pub fn at(path: &Path) -> AuditTrail {
-        AuditTrail { path: path.to_path_buf(), writing: Mutex::new(()) }
+        AuditTrail { path: path.to_path_buf(), writing: Mutex::new(None) }
     }
 
     /// The home's trail (`AUDIT_FILE`).
@@ -48,20 +59,31 @@ impl AuditTrail {
     /// Append one record as a redacted JSON line, rotating the file first when
     /// the line would take it past `AUDIT_FILE_MAX_BYTES`.
     pub fn append(&self, record: &Value) -> std::io::Result<()> {
-        let _writing = self.writing.lock().unwrap_or_else(|p| p.into_inner());
+        let mut open = self.writing.lock().unwrap_or_else(|p| p.into_inner());
         let mut line = crate::redact::redact(&record.to_string());
         line.push('\n');
-        if let Some(parent) = self.path.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        let size = std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0);
+        let mut on_disk = std::fs::metadata(&self.path).ok();
+        let size = on_disk.as_ref().map_or(0, |m| m.len());
         if size > 0 && size + line.len() as u64 > AUDIT_FILE_MAX_BYTES {
             let mut rotated = self.path.clone().into_os_string();
             rotated.push(".1");
             std::fs::rename(&self.path, rotated)?;
+            on_disk = None;
         }
-        let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&self.path)?;
-        file.write_all(line.as_bytes())
+        let still_there =
+            |held: &OpenTrail| on_disk.as_ref().is_some_and(|m| (m.dev(), m.ino()) == (held.device, held.inode));
+        let held = match open.take().filter(still_there) {
+            Some(held) => open.insert(held),
+            None => {
+                if let Some(parent) = self.path.parent() {
+                    std::fs::create_dir_all(parent)?;
+                }
+                let file = std::fs::OpenOptions::new().create(true).append(true).open(&self.path)?;
+                let opened = file.metadata()?;
+                open.insert(OpenTrail { file, device: opened.dev(), inode: opened.ino() })
+            }
+        };
+        held.file.write_all(line.as_bytes())
     }
 }
 
@@ -167,6 +189,21 @@ mod tests {
         assert_eq!(std::fs::metadata(&rotated).unwrap().len(), AUDIT_FILE_MAX_BYTES, "the full one kept once");
         trail.append(&json!({ "n": 3 })).unwrap();
         assert_eq!(std::fs::read_to_string(trail.path()).unwrap(), "{\"n\":2}\n{\"n\":3}\n");
+    }
+
+    #[test]
+    fn a_trail_kept_open_follows_the_file_another_process_rotated_or_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("calls.jsonl");
+        let (ours, theirs) = (AuditTrail::at(&path), AuditTrail::at(&path));
+        ours.append(&json!({ "n": 1 })).unwrap();
+        std::fs::rename(&path, dir.path().join("calls.jsonl.1")).unwrap();
+        theirs.append(&json!({ "n": 2 })).unwrap();
+        ours.append(&json!({ "n": 3 })).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"n\":2}\n{\"n\":3}\n", "not the rotated file");
+        std::fs::remove_file(&path).unwrap();
+        ours.append(&json!({ "n": 4 })).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"n\":4}\n", "a removed trail starts again");
     }
 
     #[test]
