@@ -133,6 +133,10 @@ pub const WASM_POOL_INSTANCES_MAX: u32 = 128;
 pub const WASM_EPOCH_TICK: Duration = Duration::from_millis(10);
 /// How long one best-effort `context-changed` delivery to a guest may run.
 pub const CONTEXT_DELIVERY_TIMEOUT: Duration = Duration::from_secs(5);
+/// The least time between two `context-changed` deliveries to one guest: a
+/// burst of runs (`clat serve` makes each call one) reaches it as its latest
+/// context, not as one instance per run.
+pub const CONTEXT_DELIVERY_INTERVAL: Duration = Duration::from_millis(50);
 /// Bytes of a component file accepted by install and load.
 pub const WASM_COMPONENT_MAX_BYTES: u64 = 64 * 1024 * 1024;
 

@@ -17,7 +17,10 @@ use super::stdio::SharedTail;
 use super::store::{GuestState, StoreTemplate};
 use crate::capabilities::{Capabilities, ToolUses};
 use crate::contract::{ClatPluginPre, ContextSnapshot, ToolOutput, ToolSpec};
-use crate::limits::{CONTEXT_DELIVERY_TIMEOUT, HOST_REQUEST_EXTENSION_MAX, TOOL_CALL_TIMEOUT, TOOLS_PER_SERVER_MAX};
+use crate::limits::{
+    CONTEXT_DELIVERY_INTERVAL, CONTEXT_DELIVERY_TIMEOUT, HOST_REQUEST_EXTENSION_MAX, TOOL_CALL_TIMEOUT,
+    TOOLS_PER_SERVER_MAX,
+};
 use crate::registry::ToolError;
 use crate::run::RunContext;
 
@@ -214,7 +217,9 @@ fn shown_tail(tail: &[String]) -> String {
 }
 
 /// The delivery task of one plugin: it holds only a weak reference, so it ends
-/// when the plugin is dropped (or the channel closes).
+/// when the plugin is dropped (or the channel closes). A change is delivered
+/// at once, then nothing for `CONTEXT_DELIVERY_INTERVAL`: what changed
+/// meanwhile arrives as its latest value.
 pub(super) fn spawn_context_delivery(plugin: &Arc<WasmPlugin>) {
     let Ok(handle) = tokio::runtime::Handle::try_current() else { return };
     let mut rx = plugin.context.subscribe();
@@ -230,6 +235,8 @@ pub(super) fn spawn_context_delivery(plugin: &Arc<WasmPlugin>) {
                 Ok(Err(e)) => tracing::debug!("context-changed for plugin {}: {e}", plugin.name),
                 Err(_) => tracing::debug!("context-changed for plugin {} timed out", plugin.name),
             }
+            drop(plugin);
+            tokio::time::sleep(CONTEXT_DELIVERY_INTERVAL).await;
         }
     });
     *plugin.delivery.lock().unwrap_or_else(|p| p.into_inner()) = Some(task);
