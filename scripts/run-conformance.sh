@@ -3,9 +3,9 @@
 # 0.2.0-alpha.12, on the Node 22 installed next to it): client mode against
 # clat-mcp-conformance-client, for the 2025-11-25 and 2026-07-28 requirement
 # sets; server mode against `clat serve --http` serving an MCP fixture through
-# CLAT's pipeline (tests/conformance/serve.sh), for 2025-11-25, its expected
-# failures and their reasons in tests/conformance/baseline-server-2025-11-25.yml
-# and tests/conformance/check_server.py making sure the rest ran and passed. No scenario is an expected failure (tests/conformance/baseline-*.yml):
+# CLAT's pipeline (tests/conformance/serve.sh), for both sets, the expected
+# failures and their reasons in tests/conformance/baseline-server-*.yml and
+# tests/conformance/check_server.py making sure the rest ran and passed. No scenario is an expected failure (tests/conformance/baseline-*.yml):
 # every client scenario the suite lists for the set (scored, or run and
 # reported, but the auth extensions CLAT does not implement) must pass, the
 # OAuth ones included, and tests/conformance/check.py, which takes that list
@@ -52,7 +52,7 @@ for revision in 2025-11-25 2026-07-28; do
   python3 "$dir/check.py" "$out/$revision" "$revision" "$out/list-$revision.txt" || status=1
 done
 
-for revision in 2025-11-25; do
+for revision in 2025-11-25 2026-07-28; do
   echo "== server requirement set $revision (clat serve --http)"
   baseline="$dir/baseline-server-$revision.yml"
   if ! isolated sh "$dir/serve.sh" "$clat" "$python" "$node" "$suite" "$revision" "$baseline" "$out/server-$revision" 2>&1 \

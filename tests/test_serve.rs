@@ -711,3 +711,37 @@ fn the_contract_scenarios_give_through_serve_what_they_give_through_call() {
         }
     }
 }
+
+/// CLAT mounts `clat serve` like any MCP server, and its client's era probe (`server/discover`) finds the modern
+/// era (2026-07-28) on stdio and over HTTP: stateless requests, each with its envelope, answered `complete`; the
+/// served project's pipeline and audit trail see each call.
+#[test]
+fn clat_mounts_clat_serve_in_the_modern_era_over_stdio_and_http() {
+    let inner = TestEnv::trusted();
+    inner.write("hello.txt", "hello from the inner project\n");
+    let web = HttpServe::start(&inner, &["--mode", "full-access"]);
+    let outer = TestEnv::trusted();
+    let home = inner.home.to_str().unwrap();
+    let project = inner.project.to_str().unwrap();
+    outer.write_mcp_config(json!({
+        "inner": { "command": env!("CARGO_BIN_EXE_clat"),
+                   "args": ["--home", home, "--project", project, "serve", "--mode", "full-access"] },
+        "web": { "url": web.url },
+    }));
+    let out = outer.clat(&["mcp", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let listed: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    for server in listed["servers"].as_array().unwrap() {
+        assert_eq!(server["protocol"], "2026-07-28 (modern)", "{server}");
+        assert_eq!(server["state"], "ready", "{server}");
+    }
+    for tool in ["mcp_inner_read_file", "mcp_web_read_file"] {
+        let out = outer.clat(&["call", tool, r#"{"path":"hello.txt"}"#]);
+        assert!(out.status.success(), "{tool}: {}", stderr(&out));
+        assert!(stdout(&out).contains("hello from the inner project"), "{tool}: {}", stdout(&out));
+    }
+    let trail = inner.read_home("audit/calls.jsonl");
+    let records: Vec<Value> = trail.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(records.len(), 2, "{trail}");
+    assert!(records.iter().all(|r| r["tool"] == "read_file" && r["client"].as_str().unwrap().starts_with("clat")));
+}

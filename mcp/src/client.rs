@@ -43,6 +43,8 @@ use crate::transport::Transport;
 pub const MODERN_VERSION: &str = "2026-07-28";
 /// `HeaderMismatch` (modern HTTP).
 pub const HEADER_MISMATCH: i64 = -32020;
+/// `MissingRequiredClientCapabilityError` (modern).
+pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
 /// `UnsupportedProtocolVersionError`.
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 

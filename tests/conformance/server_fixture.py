@@ -78,6 +78,13 @@ async def test_tool_with_logging(ctx: Context) -> str:
 
 
 @server.tool()
+async def test_logging_tool(ctx: Context) -> str:
+    """Logs a message (the suite checks none reaches a client that asked for no log level)."""
+    await ctx.info("test_logging_tool ran")
+    return "logged"
+
+
+@server.tool()
 def test_error_handling() -> CallToolResult:
     """Always fails."""
     return CallToolResult(content=[text("This tool intentionally returns an error for testing")], isError=True)
@@ -113,10 +120,20 @@ def ask_user(message: str) -> Elicit[UserInfo]:
     return Elicit(message, UserInfo)
 
 
+def ask_user_plainly() -> Elicit[UserInfo]:
+    return Elicit("Who are you?", UserInfo)
+
+
 @server.tool()
 def test_elicitation(message: str, info: Annotated[UserInfo, Resolve(ask_user)]) -> str:
     """Asks the client's user."""
     return f"User response: username={info.username}, email={info.email}"
+
+
+@server.tool()
+def test_streaming_elicitation(info: Annotated[UserInfo, Resolve(ask_user_plainly)]) -> str:
+    """Asks the client's user while the call streams (the suite checks no request appears on the stream)."""
+    return f"User response: username={info.username}"
 
 
 class Defaults(BaseModel):

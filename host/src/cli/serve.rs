@@ -416,7 +416,7 @@ struct ClientModel {
 impl ClientModel {
     /// The client, when it offers sampling.
     fn sampling_client(&self) -> Option<&Peer> {
-        Some(&self.client).filter(|client| client.capabilities()["sampling"].is_object())
+        Some(&self.client).filter(|client| client.samples())
     }
 }
 

@@ -7,7 +7,7 @@ use super::{Peer, ServedTools};
 use crate::jsonrpc::{INVALID_PARAMS, WireError};
 
 /// `echo` answers its text; `wait` runs until cancelled, then reports its tag; `ask` asks
-/// the client a form and answers with its action.
+/// the client a form and answers with its action; `log` logs a line at info.
 pub(crate) struct Fixture {
     pub(crate) cancelled: tokio::sync::mpsc::UnboundedSender<String>,
 }
@@ -26,6 +26,10 @@ impl ServedTools for Fixture {
         cancelled: CancellationToken,
     ) -> Result<Value, WireError> {
         match name {
+            "log" => {
+                client.log("info", "fixture", "a line");
+                Ok(json!({ "content": [], "isError": false }))
+            }
             "echo" => Ok(json!({ "content": [{ "type": "text", "text": arguments["text"] }], "isError": false })),
             "wait" => {
                 cancelled.cancelled().await;

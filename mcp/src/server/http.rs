@@ -1,6 +1,11 @@
-//! Sessions over Streamable HTTP (the 2025-11-25 transport), on one endpoint,
-//! `MCP_PATH`. A POST carries one message: an `initialize` without a session
-//! opens one (its id in `Mcp-Session-Id`, at most `SERVE_HTTP_SESSIONS_MAX`
+//! Sessions over Streamable HTTP, on one endpoint, `MCP_PATH`. A request whose
+//! `MCP-Protocol-Version` is not a legacy one, or that carries the modern
+//! envelope and no session, is a 2026-07-28 request: its headers are checked
+//! against its body, it is served by a stateless session of its own, its
+//! envelope and method errors get 400 and 404, and closing its response
+//! cancels it. The rest is the 2025-11-25 transport.
+//!
+//! A POST carries one message: an `initialize` without a session opens one (its id in `Mcp-Session-Id`, at most `SERVE_HTTP_SESSIONS_MAX`
 //! live, past it 503); everything after names its session (400 without, 404
 //! for one that ended). A request is answered on its own response — plain
 //! JSON when the answer is all there is, else an event stream carrying what
@@ -30,9 +35,16 @@ use hyper::body::{Frame, Incoming};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use super::{Outlet, ServedTools, ServerInfo, Session};
-use crate::client::LEGACY_VERSIONS;
-use crate::jsonrpc::{INVALID_REQUEST, Message, PARSE_ERROR, RequestId, SERVER_BUSY, WireError, encode, parse};
+use serde_json::Value;
+
+use super::{Outlet, ServedTools, ServerInfo, Session, modern};
+use crate::client::{
+    HEADER_MISMATCH, LEGACY_VERSIONS, MISSING_REQUIRED_CLIENT_CAPABILITY, MODERN_VERSION, UNSUPPORTED_PROTOCOL_VERSION,
+};
+use crate::jsonrpc::{
+    INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Message, PARSE_ERROR, RequestId, SERVER_BUSY, WireError, encode,
+    parse,
+};
 use crate::limits::{
     SERVE_HTTP_BODY_MAX_BYTES, SERVE_HTTP_HEADER_READ_TIMEOUT, SERVE_HTTP_SESSION_IDLE, SERVE_HTTP_SESSIONS_MAX,
     WRITER_QUEUE,
@@ -241,14 +253,6 @@ impl Served {
 
     async fn post(&self, request: Request<Incoming>) -> Result<Response<Body>, Refusal> {
         let headers = request.headers().clone();
-        if let Some(version) = headers.get(VERSION_HEADER) {
-            let version = version.to_str().unwrap_or_default();
-            if !LEGACY_VERSIONS.contains(&version) {
-                let supported = LEGACY_VERSIONS.join(", ");
-                let why = format!("MCP-Protocol-Version {version} is not one this server speaks ({supported})");
-                return Err(Refusal::new(StatusCode::BAD_REQUEST, why));
-            }
-        }
         let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
         if !content_type.to_ascii_lowercase().starts_with("application/json") {
             let why = format!("a message is application/json, not {content_type:?}");
@@ -265,6 +269,20 @@ impl Served {
                 return Ok(json_response(StatusCode::BAD_REQUEST, &error));
             }
         };
+        // The era: a version header we know from the legacy lifecycle, or none on a request that carries a
+        // session or no envelope, is legacy; anything else is a modern request, answered on its own.
+        let version = headers.get(VERSION_HEADER).map(|v| v.to_str().unwrap_or_default());
+        let modern = match version {
+            Some(version) => !LEGACY_VERSIONS.contains(&version),
+            None => {
+                !headers.contains_key(SESSION_HEADER)
+                    && matches!(&message, Message::Request { method, params, .. }
+                        if method != "initialize" && modern::speaks_modern(method, params.as_ref()))
+            }
+        };
+        if modern {
+            return self.modern_post(message, &headers).await;
+        }
         let opens = matches!(&message, Message::Request { method, .. } if method == "initialize")
             && !headers.contains_key(SESSION_HEADER);
         let (id, session) = if opens { self.open()? } else { self.session(&headers)? };
@@ -284,12 +302,35 @@ impl Served {
         let (outlet, said) = Outlet::new(WRITER_QUEUE);
         session.receive(message, &outlet).await;
         drop(outlet);
-        let mut response = answer(said, request_id, streams).await;
+        let mut response = answer(said, request_id, streams, |_| StatusCode::OK, None).await;
         if opens {
             let value = header::HeaderValue::from_str(&id).expect("a uuid is a header value");
             response.headers_mut().insert(SESSION_HEADER, value);
         }
         Ok(response)
+    }
+
+    /// A modern request: its headers must agree with its body (`-32020`), then it is served by a session of
+    /// its own, on its own response; closing that response's stream cancels it.
+    async fn modern_post(&self, message: Message, headers: &HeaderMap) -> Result<Response<Body>, Refusal> {
+        let (id, method, params) = match message {
+            Message::Request { id, method, params } => (id, method, params),
+            // Nothing to act on: over HTTP, closing a request's stream is its cancel.
+            Message::Notification { .. } => return Ok(empty(StatusCode::ACCEPTED)),
+            Message::Response { .. } | Message::OrphanError(_) => {
+                let why = format!("a {MODERN_VERSION} client is sent no requests, so it posts no answers");
+                return Err(Refusal::new(StatusCode::BAD_REQUEST, why));
+            }
+        };
+        if let Err(mismatch) = check_headers(headers, &method, params.as_ref()) {
+            return Ok(json_response(StatusCode::BAD_REQUEST, &Message::Response { id, result: Err(mismatch) }));
+        }
+        let session = Session::stateless(Arc::clone(&self.info), Arc::clone(&self.tools));
+        let (outlet, said) = Outlet::new(WRITER_QUEUE);
+        session.receive(Message::Request { id: id.clone(), method, params }, &outlet).await;
+        drop(outlet);
+        let cancel_on_close = session.ending.clone().drop_guard();
+        Ok(answer(said, id, false, modern_status, Some(cancel_on_close)).await)
     }
 
     /// A new session, when there is room for one.
@@ -341,6 +382,56 @@ fn session_id(headers: &HeaderMap) -> Result<String, Refusal> {
         .ok_or_else(|| Refusal::new(StatusCode::BAD_REQUEST, "Mcp-Session-Id is missing: initialize first"))
 }
 
+/// The status of a modern request's error: 400 for a request that is not one (its envelope, its headers, a
+/// version or capability), 404 for a method not served here.
+fn modern_status(error: &WireError) -> StatusCode {
+    match error.code {
+        METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+        INVALID_PARAMS | HEADER_MISMATCH | MISSING_REQUIRED_CLIENT_CAPABILITY | UNSUPPORTED_PROTOCOL_VERSION => {
+            StatusCode::BAD_REQUEST
+        }
+        _ => StatusCode::OK,
+    }
+}
+
+/// A modern request's headers must say what its body says: `MCP-Protocol-Version` the envelope's version,
+/// `Mcp-Method` the method, `Mcp-Name` the tool, prompt or resource (plain, or `=?base64?…?=`).
+fn check_headers(headers: &HeaderMap, method: &str, params: Option<&Value>) -> Result<(), WireError> {
+    let named = |name: &str| headers.get(name).map(|v| v.to_str().unwrap_or_default());
+    let mismatch = |header: &str, given: &str, body: &str| {
+        WireError::new(
+            HEADER_MISMATCH,
+            format!("Header mismatch: {header} header value '{given}' does not match body value '{body}'"),
+        )
+    };
+    if let (Some(given), Some(body)) = (named(VERSION_HEADER), modern::declared_version(params))
+        && given != body
+    {
+        return Err(mismatch("MCP-Protocol-Version", given, body));
+    }
+    if let Some(given) = named("mcp-method")
+        && given != method
+    {
+        return Err(mismatch("Mcp-Method", given, method));
+    }
+    let body_name = match method {
+        "tools/call" | "prompts/get" => params.and_then(|p| p["name"].as_str()),
+        "resources/read" => params.and_then(|p| p["uri"].as_str()),
+        _ => None,
+    };
+    if let (Some(given), Some(body)) = (named("mcp-name"), body_name) {
+        let decoded = given
+            .strip_prefix("=?base64?")
+            .and_then(|b| b.strip_suffix("?="))
+            .and_then(|b| base64::Engine::decode(&base64::engine::general_purpose::STANDARD, b).ok())
+            .and_then(|bytes| String::from_utf8(bytes).ok());
+        if decoded.as_deref().unwrap_or(given) != body {
+            return Err(mismatch("Mcp-Name", given, body));
+        }
+    }
+    Ok(())
+}
+
 fn is_loopback_name(name: &str) -> bool {
     name == "localhost" || name == "[::1]" || name.parse::<std::net::Ipv4Addr>().is_ok_and(|ip| ip.is_loopback())
 }
@@ -368,15 +459,23 @@ async fn read_body(request: Request<Incoming>) -> Result<Bytes, Refusal> {
 
 /// The response to request `id`: an event stream of everything said until
 /// the answer when `streams`, or when something comes before the answer;
-/// else the answer alone, as JSON.
-async fn answer(mut said: tokio::sync::mpsc::Receiver<Message>, id: RequestId, streams: bool) -> Response<Body> {
+/// else the answer alone, as JSON, with the status `status` gives its error.
+/// `held` lives as long as the stream (a modern request's cancel on close).
+async fn answer(
+    mut said: tokio::sync::mpsc::Receiver<Message>,
+    id: RequestId,
+    streams: bool,
+    status: fn(&WireError) -> StatusCode,
+    held: Option<tokio_util::sync::DropGuard>,
+) -> Response<Body> {
     let first = if streams { None } else { said.recv().await };
-    if let Some(message @ Message::Response { .. }) = &first {
-        return json_response(StatusCode::OK, message);
+    if let Some(message @ Message::Response { result, .. }) = &first {
+        return json_response(result.as_ref().err().map_or(StatusCode::OK, status), message);
     }
     // Said before the answer (a form, a sampling request), or nothing at all (a cancelled call).
     let events = futures_util::stream::unfold((first, said, false), move |(first, mut said, answered)| {
         let id = id.clone();
+        let _held = &held;
         async move {
             if answered {
                 return None;
@@ -706,6 +805,65 @@ mod tests {
         let mut rest = Vec::new();
         let closed = tokio::time::timeout(Duration::from_secs(20), connection.read_to_end(&mut rest)).await;
         assert!(closed.is_ok(), "the server closed the connection");
+        server.stop().await;
+    }
+
+    fn modern(id: u64, method: &str, params: Value) -> Value {
+        let mut params = params;
+        params["_meta"] = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                                  "io.modelcontextprotocol/clientCapabilities": {} });
+        json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
+    }
+
+    #[tokio::test]
+    async fn a_modern_request_is_answered_on_its_own_with_the_status_of_its_error() {
+        let mut server = Server::start(HttpServeOptions::default()).await;
+        let send = |message: Value, headers: &[(&str, &str)]| {
+            let mut request = server.post(None, &message).header(VERSION_HEADER, "2026-07-28");
+            for (name, value) in headers {
+                request = request.header(*name, *value);
+            }
+            request.send()
+        };
+        let status_and_code = |response: reqwest::Response| async move {
+            let status = response.status().as_u16();
+            let answer: Value = response.json().await.unwrap();
+            (status, answer["error"]["code"].as_i64(), answer)
+        };
+        let discovered = send(modern(1, "server/discover", json!({})), &[]).await.unwrap();
+        assert!(discovered.headers().get(SESSION_HEADER).is_none(), "no session in this era");
+        let (status, code, answer) = status_and_code(discovered).await;
+        assert_eq!((status, code, answer["result"]["resultType"].as_str()), (200, None, Some("complete")), "{answer}");
+        let bare = json!({ "jsonrpc": "2.0", "id": 2, "method": "server/discover", "params": {} });
+        let (status, code, _) = status_and_code(send(bare, &[]).await.unwrap()).await;
+        assert_eq!((status, code), (400, Some(INVALID_PARAMS)), "a modern request without its envelope");
+        let (status, code, _) = status_and_code(send(modern(3, "initialize", json!({})), &[]).await.unwrap()).await;
+        assert_eq!((status, code), (404, Some(METHOD_NOT_FOUND)));
+        let call = modern(4, "tools/call", json!({ "name": "echo", "arguments": { "text": "hi" } }));
+        let (status, code, _) = status_and_code(send(call.clone(), &[("mcp-name", "other")]).await.unwrap()).await;
+        assert_eq!((status, code), (400, Some(HEADER_MISMATCH)));
+        let (status, code, _) =
+            status_and_code(send(call.clone(), &[("mcp-method", "tools/list")]).await.unwrap()).await;
+        assert_eq!((status, code), (400, Some(HEADER_MISMATCH)));
+        let encoded = ("mcp-name", "=?base64?ZWNobw==?=");
+        let (status, _, answer) =
+            status_and_code(send(call, &[("mcp-method", "tools/call"), encoded]).await.unwrap()).await;
+        assert_eq!((status, answer["result"]["content"][0]["text"].as_str()), (200, Some("hi")), "{answer}");
+        let mut versioned = modern(5, "server/discover", json!({}));
+        versioned["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("v9");
+        let (status, code, _) = status_and_code(send(versioned.clone(), &[]).await.unwrap()).await;
+        assert_eq!((status, code), (400, Some(HEADER_MISMATCH)), "the header says 2026-07-28, the body v9");
+        let unknown = server.post(None, &versioned).header(VERSION_HEADER, "v9").send().await.unwrap();
+        let (status, code, answer) = status_and_code(unknown).await;
+        assert_eq!((status, code), (400, Some(UNSUPPORTED_PROTOCOL_VERSION)), "{answer}");
+        assert_eq!(answer["error"]["data"]["supported"], json!(["2026-07-28"]));
+
+        // Closing a modern call's response is its cancel.
+        let waiting = modern(6, "tools/call", json!({ "name": "wait", "arguments": { "tag": "closed" } }));
+        let pending = tokio::spawn(server.post(None, &waiting).header(VERSION_HEADER, "2026-07-28").send());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        pending.abort();
+        assert_eq!(server.cancelled.recv().await.unwrap(), "closed");
         server.stop().await;
     }
 }

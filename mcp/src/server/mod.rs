@@ -4,9 +4,11 @@
 //! one of `LEGACY_VERSIONS`, else the newest; `ping`; `tools/list`;
 //! `tools/call`; `notifications/cancelled`), the calls in flight, and the
 //! server's own requests to the client (`Peer::request`) waiting for their
-//! answers. Its two transports feed it messages and carry what it says back:
+//! answers — and the modern era's requests (`modern`), which need none of the
+//! lifecycle. Its two transports feed it messages and carry what it says back:
 //! `stdio` (one session on a byte stream) and `http` (Streamable HTTP, a
-//! session per `Mcp-Session-Id`, each request's messages on its own response).
+//! session per `Mcp-Session-Id`, a modern request in a session of its own,
+//! each request's messages on its own response).
 //!
 //! Each call (and each listing, which the host may make wait for its tools)
 //! runs on its own task, at most `SERVE_IN_FLIGHT_MAX` at once per session
@@ -18,6 +20,7 @@
 #[cfg(test)]
 mod fixture;
 pub mod http;
+mod modern;
 mod stdio;
 
 use std::collections::HashMap;
@@ -26,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::client::{ClientInfo, LEGACY_VERSIONS};
+use crate::client::{ClientInfo, LEGACY_VERSIONS, MODERN_VERSION};
 use crate::jsonrpc::{
     INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Message, PARSE_ERROR, RequestId, SERVER_BUSY,
     WireError, parse, recover_response_id,
@@ -99,6 +102,10 @@ pub struct Peer {
     outlet: Outlet,
     /// The token the client asked this call's progress under (`_meta.progressToken`).
     progress_token: Option<Value>,
+    /// A modern (2026-07-28) request: the client is never sent a request, and gets log lines only at the level
+    /// the request asked for (`modern_log_level`; none: no log lines).
+    modern: bool,
+    modern_log_level: Option<String>,
 }
 
 /// MCP's log levels, least severe first.
@@ -114,10 +121,16 @@ impl Peer {
         &self.client.1
     }
 
-    /// Whether it takes form elicitation (`elicitation: {}` in 2025-06-18; `{form: {}}`, or `{}`, in 2025-11-25).
+    /// Whether it can be asked for form elicitation: it declared it (`elicitation: {}` in 2025-06-18;
+    /// `{form: {}}`, or `{}`, in 2025-11-25) and it can be sent requests (a modern client cannot, yet).
     pub fn elicits_forms(&self) -> bool {
         let declared = &self.capabilities()["elicitation"];
-        declared.as_object().is_some_and(|e| e.is_empty() || e.contains_key("form"))
+        !self.modern && declared.as_object().is_some_and(|e| e.is_empty() || e.contains_key("form"))
+    }
+
+    /// Whether it can be asked to sample (`sampling/createMessage`): it declared sampling and can be sent requests.
+    pub fn samples(&self) -> bool {
+        !self.modern && self.capabilities()["sampling"].is_object()
     }
 
     /// Tell the client how far the call is (`notifications/progress`), when it asked for progress.
@@ -137,7 +150,11 @@ impl Peer {
     /// more severe ones only (`logging/setLevel`).
     pub fn log(&self, level: &str, logger: &str, data: &str) {
         let severity = |level: &str| LOG_LEVELS.iter().position(|l| *l == level);
-        let wanted = self.session.upgrade().and_then(|s| lock(&s.log_level).clone());
+        let wanted = match self.modern {
+            true if self.modern_log_level.is_none() => return,
+            true => self.modern_log_level.clone(),
+            false => self.session.upgrade().and_then(|s| lock(&s.log_level).clone()),
+        };
         if wanted.and_then(|w| severity(&w)).is_some_and(|least| severity(level).unwrap_or(0) < least) {
             return;
         }
@@ -147,6 +164,10 @@ impl Peer {
 
     /// Ask the client `method` and wait for its answer.
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, WireError> {
+        if self.modern {
+            let why = format!("a {MODERN_VERSION} client is sent no requests ({method})");
+            return Err(WireError::new(METHOD_NOT_FOUND, why));
+        }
         let ended = || WireError::new(INTERNAL_ERROR, "the session ended before the client answered");
         let session = self.session.upgrade().ok_or_else(ended)?;
         let number = session.next_request.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -194,10 +215,21 @@ pub(crate) struct Session {
     /// The least severe log level the client wants (`logging/setLevel`).
     log_level: Mutex<Option<String>>,
     tasks: Mutex<tokio::task::JoinSet<()>>,
+    /// Every request is a modern one (a request of its own over HTTP): one without an envelope is refused.
+    stateless: bool,
 }
 
 impl Session {
     pub(crate) fn new(info: Arc<ServerInfo>, tools: Arc<dyn ServedTools>) -> Arc<Session> {
+        Session::with(info, tools, false)
+    }
+
+    /// A session for one modern request (HTTP): no lifecycle, the request's envelope says everything.
+    pub(crate) fn stateless(info: Arc<ServerInfo>, tools: Arc<dyn ServedTools>) -> Arc<Session> {
+        Session::with(info, tools, true)
+    }
+
+    fn with(info: Arc<ServerInfo>, tools: Arc<dyn ServedTools>, stateless: bool) -> Arc<Session> {
         Arc::new(Session {
             info,
             tools,
@@ -208,6 +240,7 @@ impl Session {
             ending: CancellationToken::new(),
             log_level: Mutex::new(None),
             tasks: Mutex::new(tokio::task::JoinSet::new()),
+            stateless,
         })
     }
 
@@ -271,11 +304,16 @@ impl Session {
     }
 
     async fn request(self: &Arc<Self>, id: RequestId, method: &str, params: Option<Value>, outlet: &Outlet) {
+        if self.stateless || modern::speaks_modern(method, params.as_ref()) {
+            return self.modern_request(id, method, params, outlet).await;
+        }
         let initialized = lock(&self.client).clone().map(|client| Peer {
             session: Arc::downgrade(self),
             client,
             outlet: outlet.clone(),
             progress_token: None,
+            modern: false,
+            modern_log_level: None,
         });
         let result = match (method, initialized) {
             ("initialize", _) => self.initialize(params.as_ref()),
@@ -301,6 +339,45 @@ impl Session {
             },
             (other, Some(_)) => Err(WireError::new(METHOD_NOT_FOUND, format!("method not found: {other}"))),
         };
+        outlet.send(Message::Response { id, result }).await;
+    }
+
+    /// A modern request: its envelope checked, then the era's methods (`server/discover`, `tools/list`,
+    /// `tools/call`); the legacy lifecycle's methods are not found here.
+    async fn modern_request(self: &Arc<Self>, id: RequestId, method: &str, params: Option<Value>, outlet: &Outlet) {
+        let envelope = match modern::Envelope::read(params.as_ref()) {
+            Ok(envelope) => envelope,
+            Err(refused) => {
+                outlet.send(Message::Response { id, result: Err(refused) }).await;
+                return;
+            }
+        };
+        let result = match method {
+            "server/discover" => Ok(modern::discover(&self.info)),
+            "tools/list" => {
+                let (session, outlet) = (Arc::clone(self), outlet.clone());
+                self.spawn(async move {
+                    let listing = modern::cacheable(json!({ "tools": session.tools.list().await }));
+                    let result = Ok(modern::complete(listing, &session.info));
+                    outlet.send(Message::Response { id, result }).await;
+                });
+                return;
+            }
+            "tools/call" => {
+                let modern::Envelope { client, capabilities, log_level } = envelope;
+                let client = Peer {
+                    session: Arc::downgrade(self),
+                    client: Arc::new((client, capabilities)),
+                    outlet: outlet.clone(),
+                    progress_token: None,
+                    modern: true,
+                    modern_log_level: log_level,
+                };
+                return self.call(id, params, client);
+            }
+            other => Err(WireError::new(METHOD_NOT_FOUND, format!("method not found: {other}"))),
+        };
+        let result = result.map(|r| modern::complete(r, &self.info));
         outlet.send(Message::Response { id, result }).await;
     }
 
@@ -351,6 +428,7 @@ impl Session {
                     session.tools.call(&client, name, arguments, token.clone()).await
                 }
             };
+            let result = if client.modern { result.map(|r| modern::complete(r, &session.info)) } else { result };
             drop(client);
             let ours = lock(&session.calls).remove(&id).is_some();
             // A call the client cancelled is not answered.

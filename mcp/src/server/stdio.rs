@@ -277,4 +277,65 @@ mod tests {
         let waited = SERVE_CLIENT_REQUEST_TIMEOUT.as_secs();
         assert_eq!(text, format!("the client did not answer elicitation/create within {waited} s"), "{answer}");
     }
+
+    fn envelope(capabilities: Value, log_level: Option<&str>) -> Value {
+        let mut meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                               "io.modelcontextprotocol/clientCapabilities": capabilities,
+                               "io.modelcontextprotocol/clientInfo": { "name": "modern", "version": "1" } });
+        if let Some(level) = log_level {
+            meta["io.modelcontextprotocol/logLevel"] = json!(level);
+        }
+        meta
+    }
+
+    #[tokio::test]
+    async fn modern_requests_need_no_handshake_and_carry_their_envelope() {
+        let mut client = Client::start();
+        client
+            .send(json!({ "jsonrpc": "2.0", "id": 1, "method": "server/discover",
+                            "params": { "_meta": envelope(json!({}), None) } }))
+            .await;
+        let discovered = client.next().await;
+        assert_eq!(discovered["result"]["supportedVersions"], json!(["2026-07-28"]), "{discovered}");
+        assert_eq!(discovered["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "fixture");
+        client.send(json!({ "jsonrpc": "2.0", "id": 2, "method": "server/discover", "params": {} })).await;
+        assert_eq!(client.next().await["error"]["code"], INVALID_PARAMS, "the probe without its envelope");
+        client.send(json!({ "jsonrpc": "2.0", "id": 3, "method": "ping", "params": { "_meta": envelope(json!({}), None) } }))
+            .await;
+        assert_eq!(client.next().await["error"]["code"], METHOD_NOT_FOUND, "the legacy lifecycle is gone in this era");
+        client.send(json!({ "jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": { "_meta": envelope(json!({}), None) } }))
+            .await;
+        let listed = client.next().await["result"].clone();
+        assert_eq!(
+            (listed["tools"][0]["name"].as_str(), listed["cacheScope"].as_str()),
+            (Some("echo"), Some("private"))
+        );
+        // A form the modern client declared it takes is not asked (no requests in this era): the call goes on without.
+        for (id, tool, level) in [(5, "ask", None), (6, "log", None), (7, "log", Some("debug"))] {
+            client
+                .send(json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+                    "name": tool, "_meta": envelope(json!({ "elicitation": { "form": {} } }), level) } }))
+                .await;
+        }
+        let asked = client.next().await;
+        assert_eq!(
+            (asked["id"].clone(), asked["result"]["resultType"].clone()),
+            (json!(5), json!("complete")),
+            "{asked}"
+        );
+        assert_eq!(asked["result"]["isError"], true, "{asked}");
+        assert_eq!(client.next().await["id"], 6, "no log line for a request that asked for none");
+        let logged = client.next().await;
+        assert_eq!(
+            (logged["method"].as_str(), logged["params"]["data"].as_str()),
+            (Some("notifications/message"), Some("a line"))
+        );
+        assert_eq!(client.next().await["id"], 7);
+        client.send(json!({ "jsonrpc": "2.0", "id": 8, "method": "tools/list" })).await;
+        assert_eq!(
+            client.next().await["error"]["code"],
+            INVALID_REQUEST,
+            "without an envelope: the legacy era, uninitialized"
+        );
+    }
 }
