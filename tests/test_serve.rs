@@ -40,9 +40,32 @@ fn served_by(
     answer: Option<Value>,
     model_text: Option<&str>,
 ) -> Value {
+    report(python_client(env, args, extra, calls, answer, model_text).output().unwrap())
+}
+
+/// The same with the Python SDK's `Client`, which probes `server/discover` and speaks 2026-07-28: what `clat serve`
+/// asks it comes as `input_required` rounds.
+fn served_modern(env: &TestEnv, args: &[&str], calls: Value, answer: Option<Value>, model_text: Option<&str>) -> Value {
+    report(client_in_era(python_client(env, args, &[], calls, answer, model_text), "modern").output().unwrap())
+}
+
+/// The Python client script in `era` (`modern`: the SDK's `Client`, which probes `server/discover`).
+fn client_in_era(mut command: std::process::Command, era: &str) -> std::process::Command {
+    command.env("CLAT_TEST_ERA", era);
+    command
+}
+
+fn python_client(
+    env: &TestEnv,
+    args: &[&str],
+    extra: &[&str],
+    calls: Value,
+    answer: Option<Value>,
+    model_text: Option<&str>,
+) -> std::process::Command {
     let mut all = json!(["--home", env.home, "--project", env.project]);
     all.as_array_mut().unwrap().extend(args.iter().chain(extra).map(|a| json!(a)));
-    report(sdk_client(Sdk::Python, env!("CARGO_BIN_EXE_clat"), all, calls, answer, model_text).output().unwrap())
+    sdk_client(Sdk::Python, env!("CARGO_BIN_EXE_clat"), all, calls, answer, model_text)
 }
 
 /// The official SDKs whose clients drive `clat serve` here.
@@ -744,4 +767,46 @@ fn clat_mounts_clat_serve_in_the_modern_era_over_stdio_and_http() {
     let records: Vec<Value> = trail.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(records.len(), 2, "{trail}");
     assert!(records.iter().all(|r| r["tool"] == "read_file" && r["client"].as_str().unwrap().starts_with("clat")));
+}
+
+/// A modern client is sent no requests: an approval form, and an extension's form and sampling, reach it as
+/// `input_required` rounds of the call (the Python SDK's `Client` answers them and retries), and the call goes on
+/// with the answers, as it does for a legacy client.
+#[test]
+fn a_modern_client_is_asked_in_input_required_rounds() {
+    let env = TestEnv::trusted();
+    env.write_mcp_config(json!({ "srv": { "command": SERVER, "args": ["--contract"] } }));
+    let write = json!([{ "name": "write_file", "arguments": { "path": "modern.txt", "content": "x" } }]);
+    let allow = json!({ "action": "accept", "content": { "decision": "allow" } });
+    let seen = served_modern(&env, &["serve", "--mode", "ask"], write, Some(allow), None);
+    assert_eq!(seen["protocol"], "2026-07-28", "{seen}");
+    assert_eq!(seen["calls"][0]["isError"], false, "{seen}");
+    assert_eq!(env.read("modern.txt"), "x");
+    let message = seen["asked"][0]["message"].as_str().unwrap();
+    assert!(message.contains("allow write_file (write) in mode ask"), "{message}");
+
+    let calls = json!([
+        { "name": "mcp_srv_sample", "arguments": { "text": "summarize this" } },
+        { "name": "mcp_srv_ask", "arguments": {} },
+    ]);
+    let form = json!({ "action": "accept", "content": { "name": "Ada", "admin": true } });
+    let seen = served_modern(&env, &["serve", "--mode", "full-access"], calls, Some(form), Some("from the agent"));
+    assert_eq!(seen["calls"][0]["text"], "model said: from the agent", "{seen}");
+    assert_eq!(seen["sampled"], json!([["summarize this"]]), "{seen}");
+    assert_eq!(seen["calls"][1]["text"], "accepted name=Ada admin=true", "{seen}");
+    // Declined: the approval is denied, nothing written.
+    let write = json!([{ "name": "write_file", "arguments": { "path": "no.txt", "content": "x" } }]);
+    let declined = served_modern(&env, &["serve", "--mode", "ask"], write, Some(json!({ "action": "decline" })), None);
+    assert!(declined["calls"][0]["text"].as_str().unwrap().contains("the form was declined"), "{declined}");
+    assert!(!env.project.join("no.txt").exists());
+    // Over HTTP the same: the call waits in the server between the requests of its rounds.
+    let web = HttpServe::start(&env, &["--mode", "ask"]);
+    let write = json!([{ "name": "write_file", "arguments": { "path": "web.txt", "content": "x" } }]);
+    let allow = json!({ "action": "accept", "content": { "decision": "allow" } });
+    let client = sdk_client(Sdk::Python, &web.url, json!({}), write, Some(allow), None);
+    let over_http = report(client_in_era(client, "modern").output().unwrap());
+    let outcome = (over_http["protocol"].as_str(), over_http["calls"][0]["isError"].as_bool());
+    assert_eq!(outcome, (Some("2026-07-28"), Some(false)), "{over_http}");
+    assert_eq!(over_http["asked"].as_array().map(Vec::len), Some(1), "the approval form came as a round: {over_http}");
+    assert_eq!(env.read("web.txt"), "x");
 }

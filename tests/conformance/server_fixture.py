@@ -170,5 +170,78 @@ def test_elicitation_sep1330_enums(given: Annotated[Choices, Resolve(ask_choices
     return f"Elicitation completed: {given.model_dump_json()}"
 
 
+# The input_required scenarios: each tool asks through CLAT, which asks the suite's client in rounds of its own
+# (under its own keys, one question a round).
+class Name(BaseModel):
+    name: str
+
+
+class Color(BaseModel):
+    color: str
+
+
+class Confirmation(BaseModel):
+    ok: bool
+
+
+def ask_name() -> Elicit[Name]:
+    return Elicit("What is your name?", Name)
+
+
+def ask_step1() -> Elicit[Name]:
+    return Elicit("Step 1: What is your name?", Name)
+
+
+def ask_step2() -> Elicit[Color]:
+    return Elicit("Step 2: What is your favorite color?", Color)
+
+
+def ask_confirmation() -> Elicit[Confirmation]:
+    return Elicit("Please confirm", Confirmation)
+
+
+def ask_capital() -> Sample:
+    return Sample([SamplingMessage(role="user", content=text("What is the capital of France?"))], max_tokens=100)
+
+
+@server.tool()
+def test_input_required_result_elicitation(given: Annotated[Name, Resolve(ask_name)]) -> str:
+    """Asks the user's name."""
+    return f"Hello, {given.name}!"
+
+
+@server.tool()
+def test_input_required_result_sampling(answer: Annotated[CreateMessageResult, Resolve(ask_capital)]) -> str:
+    """Asks the client's model a question."""
+    return f"The model said: {answer.content.text}"
+
+
+@server.tool()
+def test_input_required_result_request_state(given: Annotated[Confirmation, Resolve(ask_confirmation)]) -> str:
+    """Asks for a confirmation; CLAT's requestState brought the answer back to this call."""
+    return f"state-ok: confirmed={given.ok}"
+
+
+@server.tool()
+def test_input_required_result_multi_round(
+    name: Annotated[Name, Resolve(ask_step1)], color: Annotated[Color, Resolve(ask_step2)]
+) -> str:
+    """Asks two questions (CLAT asks them in two rounds)."""
+    return f"{name.name} likes {color.color}"
+
+
+@server.tool()
+def test_input_required_result_capabilities(answer: Annotated[CreateMessageResult, Resolve(ask_capital)]) -> str:
+    """Asks the model (the suite declares sampling only; CLAT never asks a client a form it did not declare: such a
+    form is unsupported)."""
+    return f"The model said: {answer.content.text}"
+
+
+@server.tool()
+def test_input_required_result_tampered_state(given: Annotated[Confirmation, Resolve(ask_confirmation)]) -> str:
+    """Asks for a confirmation (the suite then retries with a tampered requestState)."""
+    return f"confirmed={given.ok}"
+
+
 if __name__ == "__main__":
     server.run()

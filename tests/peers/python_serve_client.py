@@ -8,13 +8,16 @@ headers to send, e.g. {"Authorization": "Bearer T"}; CALLS_JSON: [{"name": ..., 
 {...}}, or a list of them taken in turn; `null`: none) the client declares elicitation and answers every form with it; the forms asked are reported as
 "asked". Progress the server reports on a call is reported as "progress" ([progress, total] per notification), its
 log lines as "logs" ([level, logger, data]). With MODEL_TEXT it declares sampling and its model ("agent-model") answers every request with that text; the
-requests are reported as "sampled"."""
+requests are reported as "sampled". With CLAT_TEST_ERA=modern in the environment the client is the SDK's `Client`,
+which probes `server/discover` and speaks 2026-07-28 (forms and sampling then come as `input_required` rounds, log
+lines only at the `debug` level the client asks for); otherwise a `ClientSession` with the 2025-11-25 handshake."""
 
 import asyncio
 import json
+import os
 import sys
 
-from mcp import ClientSession, StdioServerParameters, types
+from mcp import Client, ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -52,12 +55,16 @@ async def main() -> None:
         given = answer.pop(0) if isinstance(answer, list) else answer
         return types.ElicitResult(action=given["action"], content=given.get("content"))
 
+    callbacks = {
+        "elicitation_callback": elicit if answer else None,
+        "sampling_callback": sample if model_text else None,
+        "logging_callback": logged,
+    }
+    if os.environ.get("CLAT_TEST_ERA") == "modern":
+        await modern(command, args, calls, callbacks, report, progressed)
+        print(json.dumps(report))
+        return
     async with connect(command, args) as (read, write):
-        callbacks = {
-            "elicitation_callback": elicit if answer else None,
-            "sampling_callback": sample if model_text else None,
-            "logging_callback": logged,
-        }
         async with ClientSession(read, write, **callbacks) as session:
             init = await session.initialize()
             report["server"] = init.server_info.name
@@ -77,6 +84,26 @@ async def main() -> None:
                 except Exception as e:  # the SDK raises a JSON-RPC error as an exception
                     report["calls"].append({"error": str(e)})
     print(json.dumps(report))
+
+
+async def modern(command, args, calls, callbacks, report, progressed) -> None:
+    """The same session with the SDK's `Client` in its default mode: it probes `server/discover` first."""
+    server = command if command.startswith("http://") else StdioServerParameters(command=command, args=args)
+    async with Client(server, log_level="debug", **callbacks) as client:
+        report["server"] = client.server_info.name if client.server_info else None
+        report["protocol"] = client.protocol_version
+        listed = await client.list_tools()
+        report["tools"] = {
+            t.name: t.annotations.model_dump(by_alias=True, exclude_none=True) if t.annotations else {}
+            for t in listed.tools
+        }
+        for call in calls:
+            try:
+                result = await client.call_tool(call["name"], call.get("arguments", {}), progress_callback=progressed)
+                text = "\n".join(block.text for block in result.content if block.type == "text")
+                report["calls"].append({"text": text, "isError": result.is_error})
+            except Exception as e:  # the SDK raises a JSON-RPC error as an exception
+                report["calls"].append({"error": str(e)})
 
 
 asyncio.run(main())

@@ -101,8 +101,9 @@ pub async fn serve_http(
     check_bind(local, options.token.as_deref())?;
     let loopback = local.ip().is_loopback();
     let sweep_every = (options.session_idle / 4).clamp(Duration::from_millis(10), Duration::from_secs(60));
-    let served =
-        Arc::new(Served { info: Arc::new(info), tools, options, loopback, sessions: Mutex::new(HashMap::new()) });
+    let info = Arc::new(info);
+    let modern = Session::stateless(Arc::clone(&info), Arc::clone(&tools));
+    let served = Arc::new(Served { info, tools, options, loopback, sessions: Mutex::new(HashMap::new()), modern });
     let mut connections = tokio::task::JoinSet::new();
     let mut sweep = tokio::time::interval(sweep_every);
     loop {
@@ -123,7 +124,8 @@ pub async fn serve_http(
         }
         while connections.try_join_next().is_some() {}
     }
-    let sessions: Vec<_> = lock(&served.sessions).drain().map(|(_, live)| live.session).collect();
+    let mut sessions: Vec<_> = lock(&served.sessions).drain().map(|(_, live)| live.session).collect();
+    sessions.push(Arc::clone(&served.modern));
     futures_util::future::join_all(sessions.iter().map(|s| s.end())).await;
     connections.shutdown().await;
     Ok(())
@@ -164,6 +166,8 @@ struct Served {
     options: HttpServeOptions,
     loopback: bool,
     sessions: Mutex<HashMap<String, Live>>,
+    /// Where every modern request is served: no lifecycle, calls parked between rounds kept here.
+    modern: Arc<Session>,
 }
 
 /// A refusal: its status and a JSON-RPC error saying why.
@@ -310,8 +314,8 @@ impl Served {
         Ok(response)
     }
 
-    /// A modern request: its headers must agree with its body (`-32020`), then it is served by a session of
-    /// its own, on its own response; closing that response's stream cancels it.
+    /// A modern request: its headers must agree with its body (`-32020`), then it is served by the modern
+    /// session, on its own response; closing that response before its answer cancels it.
     async fn modern_post(&self, message: Message, headers: &HeaderMap) -> Result<Response<Body>, Refusal> {
         let (id, method, params) = match message {
             Message::Request { id, method, params } => (id, method, params),
@@ -325,12 +329,11 @@ impl Served {
         if let Err(mismatch) = check_headers(headers, &method, params.as_ref()) {
             return Ok(json_response(StatusCode::BAD_REQUEST, &Message::Response { id, result: Err(mismatch) }));
         }
-        let session = Session::stateless(Arc::clone(&self.info), Arc::clone(&self.tools));
         let (outlet, said) = Outlet::new(WRITER_QUEUE);
-        session.receive(Message::Request { id: id.clone(), method, params }, &outlet).await;
+        let closed = outlet.closed.clone();
+        self.modern.receive(Message::Request { id: id.clone(), method, params }, &outlet).await;
         drop(outlet);
-        let cancel_on_close = session.ending.clone().drop_guard();
-        Ok(answer(said, id, false, modern_status, Some(cancel_on_close)).await)
+        Ok(answer(said, id, false, modern_status, Some(closed)).await)
     }
 
     /// A new session, when there is room for one.
@@ -457,36 +460,51 @@ async fn read_body(request: Request<Incoming>) -> Result<Bytes, Refusal> {
     }
 }
 
+/// Fires `closed` when dropped before the answer went out: the client closed the response.
+struct CloseGuard {
+    closed: Option<CancellationToken>,
+    answered: bool,
+}
+
+impl Drop for CloseGuard {
+    fn drop(&mut self) {
+        if let (false, Some(closed)) = (self.answered, &self.closed) {
+            closed.cancel();
+        }
+    }
+}
+
 /// The response to request `id`: an event stream of everything said until
 /// the answer when `streams`, or when something comes before the answer;
 /// else the answer alone, as JSON, with the status `status` gives its error.
-/// `held` lives as long as the stream (a modern request's cancel on close).
+/// `closed` fires if the client goes before the answer (a modern call's cancel).
 async fn answer(
     mut said: tokio::sync::mpsc::Receiver<Message>,
     id: RequestId,
     streams: bool,
     status: fn(&WireError) -> StatusCode,
-    held: Option<tokio_util::sync::DropGuard>,
+    closed: Option<CancellationToken>,
 ) -> Response<Body> {
+    let mut guard = CloseGuard { closed, answered: false };
     let first = if streams { None } else { said.recv().await };
     if let Some(message @ Message::Response { result, .. }) = &first {
+        guard.answered = true;
         return json_response(result.as_ref().err().map_or(StatusCode::OK, status), message);
     }
     // Said before the answer (a form, a sampling request), or nothing at all (a cancelled call).
-    let events = futures_util::stream::unfold((first, said, false), move |(first, mut said, answered)| {
+    let events = futures_util::stream::unfold((first, said, guard), move |(first, mut said, mut guard)| {
         let id = id.clone();
-        let _held = &held;
         async move {
-            if answered {
+            if guard.answered {
                 return None;
             }
             let message = match first {
                 Some(message) => message,
                 None => said.recv().await?,
             };
-            let answered = matches!(&message, Message::Response { id: answered, .. } if *answered == id);
+            guard.answered = matches!(&message, Message::Response { id: answered, .. } if *answered == id);
             let event = format!("event: message\ndata: {}\n\n", encode(&message));
-            Some((Ok::<_, Infallible>(Frame::data(Bytes::from(event))), (None, said, answered)))
+            Some((Ok::<_, Infallible>(Frame::data(Bytes::from(event))), (None, said, guard)))
         }
     });
     let mut response = Response::new(StreamBody::new(events).boxed());
@@ -864,6 +882,29 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(200)).await;
         pending.abort();
         assert_eq!(server.cancelled.recv().await.unwrap(), "closed");
+        server.stop().await;
+    }
+
+    #[tokio::test]
+    async fn a_modern_call_waits_between_requests_for_the_retry_that_answers_it() {
+        let server = Server::start(HttpServeOptions::default()).await;
+        let mut first = modern(1, "tools/call", json!({ "name": "ask" }));
+        first["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({ "elicitation": {} });
+        let send = |message: &Value| server.post(None, message).header(VERSION_HEADER, "2026-07-28").send();
+        let round = send(&first).await.unwrap();
+        assert_eq!(round.status(), 200);
+        let round: Value = round.json().await.unwrap();
+        assert_eq!(round["result"]["resultType"], "input_required", "{round}");
+        let key = round["result"]["inputRequests"].as_object().unwrap().keys().next().unwrap().clone();
+        let mut retry = first.clone();
+        retry["id"] = json!(2);
+        retry["params"]["requestState"] = round["result"]["requestState"].clone();
+        retry["params"]["inputResponses"] = json!({ key: { "action": "decline" } });
+        let answer: Value = send(&retry).await.unwrap().json().await.unwrap();
+        assert_eq!(
+            (answer["id"].clone(), answer["result"]["content"][0]["text"].clone()),
+            (json!(2), json!("decline"))
+        );
         server.stop().await;
     }
 }

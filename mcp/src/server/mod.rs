@@ -21,6 +21,7 @@
 mod fixture;
 pub mod http;
 mod modern;
+mod rounds;
 mod stdio;
 
 use std::collections::HashMap;
@@ -29,7 +30,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::client::{ClientInfo, LEGACY_VERSIONS, MODERN_VERSION};
+use crate::client::{ClientInfo, LEGACY_VERSIONS};
 use crate::jsonrpc::{
     INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Message, PARSE_ERROR, RequestId, SERVER_BUSY,
     WireError, parse, recover_response_id,
@@ -67,25 +68,29 @@ pub struct ServerInfo {
 }
 
 /// Where what the session says goes: the stdio writer, or the stream of the
-/// HTTP response whose request it concerns.
+/// HTTP response whose request it concerns; `closed` fires when the client
+/// closes that response before its answer.
 #[derive(Clone)]
-pub(crate) struct Outlet(tokio::sync::mpsc::Sender<Message>);
+pub(crate) struct Outlet {
+    sender: tokio::sync::mpsc::Sender<Message>,
+    pub(crate) closed: CancellationToken,
+}
 
 impl Outlet {
     /// An outlet and the receiver its transport drains (at most `capacity` messages queued).
     pub(crate) fn new(capacity: usize) -> (Outlet, tokio::sync::mpsc::Receiver<Message>) {
         let (sender, receiver) = tokio::sync::mpsc::channel(capacity);
-        (Outlet(sender), receiver)
+        (Outlet { sender, closed: CancellationToken::new() }, receiver)
     }
 
     /// Send `message`; false when nobody reads this outlet any more.
     async fn send(&self, message: Message) -> bool {
-        self.0.send(message).await.is_ok()
+        self.sender.send(message).await.is_ok()
     }
 
     /// Send `message` if there is room now (progress and log lines: dropped, never waited for).
     fn offer(&self, message: Message) {
-        let _ = self.0.try_send(message);
+        let _ = self.sender.try_send(message);
     }
 }
 
@@ -102,10 +107,12 @@ pub struct Peer {
     outlet: Outlet,
     /// The token the client asked this call's progress under (`_meta.progressToken`).
     progress_token: Option<Value>,
-    /// A modern (2026-07-28) request: the client is never sent a request, and gets log lines only at the level
-    /// the request asked for (`modern_log_level`; none: no log lines).
+    /// A modern (2026-07-28) request: the client is never sent a request (it is asked in `input_required`
+    /// rounds, `rounds`), and gets log lines only at the level the request asked for (`modern_log_level`; none:
+    /// no log lines).
     modern: bool,
     modern_log_level: Option<String>,
+    rounds: Option<Arc<rounds::CallRounds>>,
 }
 
 /// MCP's log levels, least severe first.
@@ -121,16 +128,24 @@ impl Peer {
         &self.client.1
     }
 
-    /// Whether it can be asked for form elicitation: it declared it (`elicitation: {}` in 2025-06-18;
-    /// `{form: {}}`, or `{}`, in 2025-11-25) and it can be sent requests (a modern client cannot, yet).
+    /// Whether it takes form elicitation (`elicitation: {}` in 2025-06-18; `{form: {}}`, or `{}`, in 2025-11-25
+    /// and 2026-07-28).
     pub fn elicits_forms(&self) -> bool {
         let declared = &self.capabilities()["elicitation"];
-        !self.modern && declared.as_object().is_some_and(|e| e.is_empty() || e.contains_key("form"))
+        declared.as_object().is_some_and(|e| e.is_empty() || e.contains_key("form"))
     }
 
-    /// Whether it can be asked to sample (`sampling/createMessage`): it declared sampling and can be sent requests.
+    /// Whether it can be asked to sample (`sampling/createMessage`): it declared sampling.
     pub fn samples(&self) -> bool {
-        !self.modern && self.capabilities()["sampling"].is_object()
+        self.capabilities()["sampling"].is_object()
+    }
+
+    /// Where the call's messages go now (a modern call's: the request it answers now; none between rounds).
+    fn outlet(&self) -> Option<Outlet> {
+        match &self.rounds {
+            Some(rounds) => rounds.route().map(|route| route.outlet),
+            None => Some(self.outlet.clone()),
+        }
     }
 
     /// Tell the client how far the call is (`notifications/progress`), when it asked for progress.
@@ -143,7 +158,9 @@ impl Peer {
         if let Some(message) = message {
             params["message"] = json!(message);
         }
-        self.outlet.offer(Message::Notification { method: "notifications/progress".into(), params: Some(params) });
+        if let Some(outlet) = self.outlet() {
+            outlet.offer(Message::Notification { method: "notifications/progress".into(), params: Some(params) });
+        }
     }
 
     /// Send the client a log line (`notifications/message`) at `level` (one of MCP's), unless it asked for
@@ -159,17 +176,18 @@ impl Peer {
             return;
         }
         let params = json!({ "level": level, "logger": logger, "data": data });
-        self.outlet.offer(Message::Notification { method: "notifications/message".into(), params: Some(params) });
+        if let Some(outlet) = self.outlet() {
+            outlet.offer(Message::Notification { method: "notifications/message".into(), params: Some(params) });
+        }
     }
 
-    /// Ask the client `method` and wait for its answer.
+    /// Ask the client `method` and wait for its answer (a modern client: in an `input_required` round).
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, WireError> {
-        if self.modern {
-            let why = format!("a {MODERN_VERSION} client is sent no requests ({method})");
-            return Err(WireError::new(METHOD_NOT_FOUND, why));
-        }
         let ended = || WireError::new(INTERNAL_ERROR, "the session ended before the client answered");
         let session = self.session.upgrade().ok_or_else(ended)?;
+        if let Some(rounds) = &self.rounds {
+            return rounds.ask(&session.parked, &session.info, method, params).await;
+        }
         let number = session.next_request.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let id = RequestId::String(format!("clat-{number}"));
         let (answer, answered) = tokio::sync::oneshot::channel();
@@ -178,23 +196,32 @@ impl Peer {
         let outcome = if !self.outlet.send(request).await {
             Err(WireError::new(INTERNAL_ERROR, format!("the client stopped reading before {method} could be sent")))
         } else {
-            tokio::select! {
-                answer = tokio::time::timeout(SERVE_CLIENT_REQUEST_TIMEOUT, answered) => match answer {
-                    Ok(Ok(result)) => result,
-                    Ok(Err(_)) => Err(ended()),
-                    Err(_) => Err(WireError::new(
-                        INTERNAL_ERROR,
-                        format!(
-                            "the client did not answer {method} within {} s",
-                            SERVE_CLIENT_REQUEST_TIMEOUT.as_secs()
-                        ),
-                    )),
-                },
-                _ = session.ending.cancelled() => Err(ended()),
-            }
+            client_answer(answered, method, &session.ending).await
         };
         lock(&session.asked).remove(&id);
         outcome
+    }
+}
+
+/// The client's answer to `method`: within `SERVE_CLIENT_REQUEST_TIMEOUT`, unless `stop` fires first (the
+/// session ended, or the call was cancelled). The same wait for a request and for an `input_required` round.
+async fn client_answer(
+    answered: tokio::sync::oneshot::Receiver<Result<Value, WireError>>,
+    method: &str,
+    stop: &CancellationToken,
+) -> Result<Value, WireError> {
+    let ended =
+        || WireError::new(INTERNAL_ERROR, "the session ended, or the call was cancelled, before the client answered");
+    tokio::select! {
+        answer = tokio::time::timeout(SERVE_CLIENT_REQUEST_TIMEOUT, answered) => match answer {
+            Ok(Ok(result)) => result,
+            Ok(Err(_)) => Err(ended()),
+            Err(_) => Err(WireError::new(
+                INTERNAL_ERROR,
+                format!("the client did not answer {method} within {} s", SERVE_CLIENT_REQUEST_TIMEOUT.as_secs()),
+            )),
+        },
+        _ = stop.cancelled() => Err(ended()),
     }
 }
 
@@ -215,8 +242,11 @@ pub(crate) struct Session {
     /// The least severe log level the client wants (`logging/setLevel`).
     log_level: Mutex<Option<String>>,
     tasks: Mutex<tokio::task::JoinSet<()>>,
-    /// Every request is a modern one (a request of its own over HTTP): one without an envelope is refused.
+    /// Every request is a modern one (HTTP's modern requests, from any number of clients): one without an
+    /// envelope is refused, and calls are told apart by a key of ours, not the clients' ids.
     stateless: bool,
+    /// Modern calls waiting for the client's retry, by `requestState`.
+    parked: rounds::Parked,
 }
 
 impl Session {
@@ -224,7 +254,7 @@ impl Session {
         Session::with(info, tools, false)
     }
 
-    /// A session for one modern request (HTTP): no lifecycle, the request's envelope says everything.
+    /// A session for modern requests only (HTTP's): no lifecycle, each request's envelope says everything.
     pub(crate) fn stateless(info: Arc<ServerInfo>, tools: Arc<dyn ServedTools>) -> Arc<Session> {
         Session::with(info, tools, true)
     }
@@ -241,6 +271,7 @@ impl Session {
             log_level: Mutex::new(None),
             tasks: Mutex::new(tokio::task::JoinSet::new()),
             stateless,
+            parked: rounds::Parked::default(),
         })
     }
 
@@ -285,7 +316,7 @@ impl Session {
 
     /// Nothing in flight: no call, no request of ours waiting for the client.
     pub(crate) fn is_quiet(&self) -> bool {
-        lock(&self.calls).is_empty() && lock(&self.asked).is_empty()
+        lock(&self.calls).is_empty() && lock(&self.asked).is_empty() && self.parked.is_empty()
     }
 
     fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
@@ -314,6 +345,7 @@ impl Session {
             progress_token: None,
             modern: false,
             modern_log_level: None,
+            rounds: None,
         });
         let result = match (method, initialized) {
             ("initialize", _) => self.initialize(params.as_ref()),
@@ -363,6 +395,18 @@ impl Session {
                 });
                 return;
             }
+            // A retry: the call parked under its state answers this request now.
+            "tools/call" if params.as_ref().is_some_and(|p| p.get("requestState").is_some()) => {
+                let params = params.unwrap_or_default();
+                let state = params["requestState"].as_str().unwrap_or_default();
+                let route = rounds::Route { id: id.clone(), outlet: outlet.clone() };
+                let resumed =
+                    self.parked.resume(state, params["name"].as_str(), params.get("inputResponses"), route, &self.info);
+                match resumed.await {
+                    Ok(()) => return,
+                    Err(refused) => Err(refused),
+                }
+            }
             "tools/call" => {
                 let modern::Envelope { client, capabilities, log_level } = envelope;
                 let client = Peer {
@@ -372,6 +416,7 @@ impl Session {
                     progress_token: None,
                     modern: true,
                     modern_log_level: log_level,
+                    rounds: None,
                 };
                 return self.call(id, params, client);
             }
@@ -404,11 +449,19 @@ impl Session {
     fn call(self: &Arc<Self>, id: RequestId, params: Option<Value>, mut client: Peer) {
         client.progress_token = params.as_ref().and_then(|p| p.pointer("/_meta/progressToken")).cloned();
         let token = self.ending.child_token();
+        if client.modern {
+            let tool = params.as_ref().and_then(|p| p["name"].as_str()).unwrap_or_default();
+            let route = rounds::Route { id: id.clone(), outlet: client.outlet.clone() };
+            client.rounds = Some(rounds::CallRounds::new(tool, route, token.clone()));
+        }
+        // Over HTTP, modern calls of any number of clients share one session: their ids may coincide.
+        let key =
+            if self.stateless { RequestId::String(uuid::Uuid::new_v4().simple().to_string()) } else { id.clone() };
         let admitted = {
             let mut calls = lock(&self.calls);
-            let admitted = calls.len() < SERVE_IN_FLIGHT_MAX && !calls.contains_key(&id);
+            let admitted = calls.len() < SERVE_IN_FLIGHT_MAX && !calls.contains_key(&key);
             if admitted {
-                calls.insert(id.clone(), token.clone());
+                calls.insert(key.clone(), token.clone());
             }
             admitted
         };
@@ -429,10 +482,19 @@ impl Session {
                 }
             };
             let result = if client.modern { result.map(|r| modern::complete(r, &session.info)) } else { result };
+            // A modern call answers the request it answers now (after rounds: the last retry; none when the
+            // client never retried, and the call gave up waiting).
+            let route = match &client.rounds {
+                Some(rounds) => {
+                    rounds.finish();
+                    rounds.route().map(|route| (route.id, route.outlet))
+                }
+                None => Some((id, outlet)),
+            };
             drop(client);
-            let ours = lock(&session.calls).remove(&id).is_some();
+            let ours = lock(&session.calls).remove(&key).is_some();
             // A call the client cancelled is not answered.
-            if ours && !token.is_cancelled() {
+            if let Some((id, outlet)) = route.filter(|_| ours && !token.is_cancelled()) {
                 outlet.send(Message::Response { id, result }).await;
             }
         });

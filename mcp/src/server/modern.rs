@@ -8,9 +8,8 @@
 //! envelope version (`speaks_modern`). Every result says it is `complete`
 //! and who answered (`complete`); listings carry caching hints
 //! (`LIST_TTL`, private: they are this project's). A modern client is
-//! never sent a request: until `input_required` rounds are served, a call
-//! that would ask the client something (an approval, a form, sampling) goes
-//! on as for a client that declared nothing.
+//! never sent a request: what a call asks it comes as `input_required`
+//! rounds (`rounds`).
 
 use serde_json::{Value, json};
 

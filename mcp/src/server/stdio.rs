@@ -310,20 +310,23 @@ mod tests {
             (listed["tools"][0]["name"].as_str(), listed["cacheScope"].as_str()),
             (Some("echo"), Some("private"))
         );
-        // A form the modern client declared it takes is not asked (no requests in this era): the call goes on without.
-        for (id, tool, level) in [(5, "ask", None), (6, "log", None), (7, "log", Some("debug"))] {
+        // Log lines reach only a request that asked for a level.
+        for (id, tool, level) in [(5, "echo", None), (6, "log", None), (7, "log", Some("debug"))] {
             client
                 .send(json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
-                    "name": tool, "_meta": envelope(json!({ "elicitation": { "form": {} } }), level) } }))
+                    "name": tool, "arguments": { "text": "hi" }, "_meta": envelope(json!({}), level) } }))
                 .await;
         }
-        let asked = client.next().await;
+        let echoed = client.next().await;
         assert_eq!(
-            (asked["id"].clone(), asked["result"]["resultType"].clone()),
-            (json!(5), json!("complete")),
-            "{asked}"
+            (
+                echoed["id"].clone(),
+                echoed["result"]["resultType"].clone(),
+                echoed["result"]["content"][0]["text"].clone()
+            ),
+            (json!(5), json!("complete"), json!("hi")),
+            "{echoed}"
         );
-        assert_eq!(asked["result"]["isError"], true, "{asked}");
         assert_eq!(client.next().await["id"], 6, "no log line for a request that asked for none");
         let logged = client.next().await;
         assert_eq!(
@@ -337,5 +340,63 @@ mod tests {
             INVALID_REQUEST,
             "without an envelope: the legacy era, uninitialized"
         );
+    }
+
+    #[tokio::test]
+    async fn a_modern_call_asks_in_input_required_rounds_and_the_retry_gets_its_result() {
+        let mut client = Client::start();
+        let meta = envelope(json!({ "elicitation": { "form": {} } }), None);
+        client.send(json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "ask", "_meta": meta } }))
+            .await;
+        let round = client.next().await;
+        assert_eq!((round["id"].clone(), round["result"]["resultType"].clone()), (json!(1), json!("input_required")));
+        let (key, question) = round["result"]["inputRequests"].as_object().unwrap().iter().next().unwrap();
+        assert_eq!(question["method"], "elicitation/create", "{round}");
+        let state = round["result"]["requestState"].as_str().unwrap().to_string();
+        let retry = |id: u64, tool: &str, state: &str, responses: Value| {
+            json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+                "name": tool, "requestState": state, "inputResponses": responses, "_meta": meta } })
+        };
+        // A tampered state, or another tool's retry, is refused; the call still waits.
+        client.send(retry(2, "ask", &format!("{state}-TAMPERED"), json!({ key: { "action": "accept" } }))).await;
+        assert_eq!(client.next().await["error"]["code"], INVALID_PARAMS);
+        client.send(retry(3, "echo", &state, json!({ key: { "action": "accept" } }))).await;
+        assert_eq!(client.next().await["error"]["code"], INVALID_PARAMS);
+        // A retry without the answer is asked again, under a new state.
+        client.send(retry(4, "ask", &state, json!({ "other": {} }))).await;
+        let again = client.next().await;
+        assert_eq!((again["id"].clone(), again["result"]["resultType"].clone()), (json!(4), json!("input_required")));
+        let state_again = again["result"]["requestState"].as_str().unwrap().to_string();
+        assert_ne!(state_again, state, "a state is good once");
+        let key = again["result"]["inputRequests"].as_object().unwrap().keys().next().unwrap().clone();
+        client.send(retry(5, "ask", &state_again, json!({ key.clone(): { "action": "accept" } }))).await;
+        let answer = client.next().await;
+        assert_eq!(answer["id"], 5, "the last retry gets the call's result: {answer}");
+        assert_eq!(answer["result"]["content"][0]["text"], "accept", "{answer}");
+        assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+        client.send(retry(6, "ask", &state_again, json!({ key: { "action": "accept" } }))).await;
+        assert_eq!(client.next().await["error"]["code"], INVALID_PARAMS, "a used state is gone");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_round_never_retried_is_given_up_after_the_timeout_and_answers_nobody() {
+        let mut client = Client::start();
+        let meta = envelope(json!({ "elicitation": {} }), None);
+        client.send(json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "ask", "_meta": meta } }))
+            .await;
+        let round = client.next().await;
+        let state = round["result"]["requestState"].as_str().unwrap().to_string();
+        let key = round["result"]["inputRequests"].as_object().unwrap().keys().next().unwrap().clone();
+        tokio::time::sleep(SERVE_CLIENT_REQUEST_TIMEOUT + std::time::Duration::from_secs(1)).await;
+        client
+            .send(json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": "ask", "requestState": state, "inputResponses": { key: { "action": "accept" } }, "_meta": meta } }))
+            .await;
+        let late = client.next().await;
+        assert_eq!((late["id"].clone(), late["error"]["code"].clone()), (json!(2), json!(INVALID_PARAMS)), "{late}");
+        client
+            .send(json!({ "jsonrpc": "2.0", "id": 3, "method": "server/discover", "params": { "_meta": meta } }))
+            .await;
+        assert_eq!(client.next().await["id"], 3, "the given-up call answered nobody");
     }
 }

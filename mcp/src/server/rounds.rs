@@ -1,0 +1,176 @@
+//! `input_required` rounds (2026-07-28, multi round-trip requests): a modern
+//! client is never sent a request. A call that asks it something answers the
+//! request it answers now with `input_required` — the question under a key,
+//! and a `requestState` naming the waiting call — and waits for the retry.
+//! The client's retry (`tools/call` with the same tool, `inputResponses` and
+//! that `requestState`, under a new id) becomes the request the call answers:
+//! the answer wakes the call, and its next outcome (its result, or the next
+//! round) answers the retry. A state is a random token, good once; an unknown
+//! one, or one retried for another tool, is refused (`-32602`); a retry
+//! without the answer is asked again in a new round. A call asks one question
+//! per round (its questions take turns), and waits for a retry as long as for
+//! an answer to a request (`client_answer`). Closing the request a call answers now
+//! (over HTTP: its response) cancels the call.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use super::{Outlet, ServerInfo, modern};
+use crate::jsonrpc::{INVALID_PARAMS, Message, RequestId, WireError};
+use crate::lock;
+
+/// The request a modern call answers now, and where its messages go.
+#[derive(Clone)]
+pub(crate) struct Route {
+    pub(crate) id: RequestId,
+    pub(crate) outlet: Outlet,
+}
+
+/// One modern call's rounds.
+pub(crate) struct CallRounds {
+    tool: String,
+    /// None while it waits for a retry: the request it answered last got its round.
+    route: Mutex<Option<Route>>,
+    /// One question at a time.
+    turn: tokio::sync::Mutex<()>,
+    asked: AtomicU64,
+    /// The call's cancel token, and `done` once it has answered.
+    cancel: CancellationToken,
+    done: CancellationToken,
+}
+
+impl CallRounds {
+    /// The rounds of a call of `tool` that answers `route` now; closing it cancels `cancel`.
+    pub(crate) fn new(tool: &str, route: Route, cancel: CancellationToken) -> Arc<CallRounds> {
+        let rounds = Arc::new(CallRounds {
+            tool: tool.to_string(),
+            route: Mutex::new(Some(route.clone())),
+            turn: tokio::sync::Mutex::new(()),
+            asked: AtomicU64::new(0),
+            cancel,
+            done: CancellationToken::new(),
+        });
+        rounds.cancel_when_closed(&route.outlet);
+        rounds
+    }
+
+    /// The request the call answers now; none while it waits for a retry (a call given up then answers nobody).
+    pub(crate) fn route(&self) -> Option<Route> {
+        lock(&self.route).clone()
+    }
+
+    /// The call has answered: nothing it answered since may cancel it.
+    pub(crate) fn finish(&self) {
+        self.done.cancel();
+    }
+
+    fn cancel_when_closed(&self, outlet: &Outlet) {
+        let (closed, cancel, done) = (outlet.closed.clone(), self.cancel.clone(), self.done.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = closed.cancelled() => cancel.cancel(),
+                _ = cancel.cancelled() => {}
+                _ = done.cancelled() => {}
+            }
+        });
+    }
+
+    /// Ask the client `method` in a round of its own and wait for the retry that answers it.
+    pub(crate) async fn ask(
+        self: &Arc<Self>,
+        parked: &Parked,
+        info: &ServerInfo,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, WireError> {
+        let _turn = self.turn.lock().await;
+        let key = format!("clat-{}", self.asked.fetch_add(1, Ordering::Relaxed));
+        let (answer, answered) = oneshot::channel();
+        let question = json!({ "method": method, "params": params });
+        if !parked.park(Waiting { call: Arc::clone(self), key, question, answer }, info).await {
+            return Err(WireError::new(INVALID_PARAMS, format!("{method}: no request of the client's to ask it in")));
+        }
+        let outcome = super::client_answer(answered, method, &self.cancel).await;
+        parked.forget(self);
+        outcome
+    }
+}
+
+/// A question waiting for the client's retry.
+struct Waiting {
+    call: Arc<CallRounds>,
+    key: String,
+    question: Value,
+    answer: oneshot::Sender<Result<Value, WireError>>,
+}
+
+/// The calls waiting for a retry, by `requestState`.
+#[derive(Default)]
+pub(crate) struct Parked(Mutex<HashMap<String, Waiting>>);
+
+impl Parked {
+    /// Park `waiting` under a new state and answer its call's current request with `input_required`; false
+    /// when the call has no request to answer.
+    async fn park(&self, waiting: Waiting, info: &ServerInfo) -> bool {
+        let state = uuid::Uuid::new_v4().simple().to_string();
+        let Some(Route { id, outlet }) = lock(&waiting.call.route).take() else { return false };
+        let result = json!({
+            "resultType": "input_required",
+            "inputRequests": { waiting.key.as_str(): waiting.question.clone() },
+            "requestState": state,
+        });
+        lock(&self.0).insert(state.clone(), waiting);
+        outlet.send(Message::Response { id, result: Ok(modern::complete(result, info)) }).await;
+        true
+    }
+
+    /// Whether a call is waiting (for `Session::is_quiet`).
+    pub(crate) fn is_empty(&self) -> bool {
+        lock(&self.0).is_empty()
+    }
+
+    /// Drop whatever `call` still waits on (its question was answered, or given up).
+    fn forget(&self, call: &Arc<CallRounds>) {
+        lock(&self.0).retain(|_, waiting| !Arc::ptr_eq(&waiting.call, call));
+    }
+
+    /// A retry: the call parked under `state` now answers `route`; the answer in `responses` wakes it, or,
+    /// missing, the question is asked again.
+    pub(crate) async fn resume(
+        &self,
+        state: &str,
+        tool: Option<&str>,
+        responses: Option<&Value>,
+        route: Route,
+        info: &ServerInfo,
+    ) -> Result<(), WireError> {
+        let refused = |why: &str| WireError::new(INVALID_PARAMS, format!("requestState: {why}"));
+        let waiting = {
+            let mut parked = lock(&self.0);
+            match parked.get(state) {
+                None => return Err(refused("not one this server gave, or already used")),
+                Some(waiting) if tool != Some(waiting.call.tool.as_str()) => {
+                    return Err(refused(&format!("it belongs to a call of {}", waiting.call.tool)));
+                }
+                Some(_) => parked.remove(state).expect("just found"),
+            }
+        };
+        *lock(&waiting.call.route) = Some(route.clone());
+        waiting.call.cancel_when_closed(&route.outlet);
+        match responses.and_then(|r| r.get(&waiting.key)) {
+            Some(answer) => {
+                let _ = waiting.answer.send(Ok(answer.clone()));
+            }
+            None => {
+                self.park(waiting, info).await;
+            }
+        }
+        Ok(())
+    }
+}
