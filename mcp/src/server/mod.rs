@@ -403,7 +403,13 @@ impl Session {
                 let resumed =
                     self.parked.resume(state, params["name"].as_str(), params.get("inputResponses"), route, &self.info);
                 match resumed.await {
-                    Ok(()) => return,
+                    // On stdio the client cancels the call by the id of the request it waits on: this one now.
+                    Ok(call) => {
+                        if !self.stateless {
+                            lock(&self.calls).insert(id, call.cancel_token());
+                        }
+                        return;
+                    }
                     Err(refused) => Err(refused),
                 }
             }
@@ -484,15 +490,21 @@ impl Session {
             let result = if client.modern { result.map(|r| modern::complete(r, &session.info)) } else { result };
             // A modern call answers the request it answers now (after rounds: the last retry; none when the
             // client never retried, and the call gave up waiting).
-            let route = match &client.rounds {
+            let (route, retries) = match &client.rounds {
                 Some(rounds) => {
                     rounds.finish();
-                    rounds.route().map(|route| (route.id, route.outlet))
+                    (rounds.route().map(|route| (route.id, route.outlet)), rounds.retries())
                 }
-                None => Some((id, outlet)),
+                None => (Some((id, outlet)), Vec::new()),
             };
             drop(client);
-            let ours = lock(&session.calls).remove(&key).is_some();
+            let ours = {
+                let mut calls = lock(&session.calls);
+                for retry in &retries {
+                    calls.remove(retry);
+                }
+                calls.remove(&key).is_some()
+            };
             // A call the client cancelled is not answered.
             if let Some((id, outlet)) = route.filter(|_| ours && !token.is_cancelled()) {
                 outlet.send(Message::Response { id, result }).await;

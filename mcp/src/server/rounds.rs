@@ -43,6 +43,8 @@ pub(crate) struct CallRounds {
     /// The call's cancel token, and `done` once it has answered.
     cancel: CancellationToken,
     done: CancellationToken,
+    /// The ids of the retries it answered or answers (a stdio client cancels a call by the latest).
+    retries: Mutex<Vec<RequestId>>,
 }
 
 impl CallRounds {
@@ -55,6 +57,7 @@ impl CallRounds {
             asked: AtomicU64::new(0),
             cancel,
             done: CancellationToken::new(),
+            retries: Mutex::new(Vec::new()),
         });
         rounds.cancel_when_closed(&route.outlet);
         rounds
@@ -68,6 +71,16 @@ impl CallRounds {
     /// The call has answered: nothing it answered since may cancel it.
     pub(crate) fn finish(&self) {
         self.done.cancel();
+    }
+
+    /// The call's cancel token.
+    pub(crate) fn cancel_token(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+
+    /// The ids of the retries it took.
+    pub(crate) fn retries(&self) -> Vec<RequestId> {
+        lock(&self.retries).clone()
     }
 
     fn cancel_when_closed(&self, outlet: &Outlet) {
@@ -141,7 +154,7 @@ impl Parked {
     }
 
     /// A retry: the call parked under `state` now answers `route`; the answer in `responses` wakes it, or,
-    /// missing, the question is asked again.
+    /// missing, the question is asked again. Returns the call.
     pub(crate) async fn resume(
         &self,
         state: &str,
@@ -149,7 +162,7 @@ impl Parked {
         responses: Option<&Value>,
         route: Route,
         info: &ServerInfo,
-    ) -> Result<(), WireError> {
+    ) -> Result<Arc<CallRounds>, WireError> {
         let refused = |why: &str| WireError::new(INVALID_PARAMS, format!("requestState: {why}"));
         let waiting = {
             let mut parked = lock(&self.0);
@@ -161,8 +174,10 @@ impl Parked {
                 Some(_) => parked.remove(state).expect("just found"),
             }
         };
-        *lock(&waiting.call.route) = Some(route.clone());
-        waiting.call.cancel_when_closed(&route.outlet);
+        let call = Arc::clone(&waiting.call);
+        *lock(&call.route) = Some(route.clone());
+        lock(&call.retries).push(route.id.clone());
+        call.cancel_when_closed(&route.outlet);
         match responses.and_then(|r| r.get(&waiting.key)) {
             Some(answer) => {
                 let _ = waiting.answer.send(Ok(answer.clone()));
@@ -171,6 +186,6 @@ impl Parked {
                 self.park(waiting, info).await;
             }
         }
-        Ok(())
+        Ok(call)
     }
 }

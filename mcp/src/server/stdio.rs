@@ -399,4 +399,41 @@ mod tests {
             .await;
         assert_eq!(client.next().await["id"], 3, "the given-up call answered nobody");
     }
+
+    #[tokio::test]
+    async fn a_stdio_client_cancels_a_call_in_rounds_by_its_latest_retry() {
+        let mut client = Client::start();
+        let meta = envelope(json!({ "elicitation": {} }), None);
+        client.send(json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "ask", "_meta": meta } }))
+            .await;
+        let round = client.next().await;
+        let state = round["result"]["requestState"].as_str().unwrap().to_string();
+        // A retry without the answer: asked again, the call now waits on request 2.
+        client
+            .send(json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": "ask", "requestState": state, "inputResponses": {}, "_meta": meta } }))
+            .await;
+        let again = client.next().await;
+        assert_eq!(again["id"], 2, "{again}");
+        let mut state = again["result"]["requestState"].as_str().unwrap().to_string();
+        client
+            .send(json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 2 } }))
+            .await;
+        // The cancelled call gave up its round: its state is gone, and it answered nobody.
+        let mut gone = json!(null);
+        for id in 3..50 {
+            client
+                .send(json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+                    "name": "ask", "requestState": state, "inputResponses": {}, "_meta": meta } }))
+                .await;
+            let answer = client.next().await;
+            assert_eq!(answer["id"], id, "only answers to the retries: {answer}");
+            if answer["error"]["code"] == INVALID_PARAMS {
+                gone = answer;
+                break;
+            }
+            state = answer["result"]["requestState"].as_str().unwrap().to_string();
+        }
+        assert_eq!(gone["error"]["code"], INVALID_PARAMS, "the state was forgotten: {gone}");
+    }
 }
