@@ -400,16 +400,11 @@ impl Session {
                 let params = params.unwrap_or_default();
                 let state = params["requestState"].as_str().unwrap_or_default();
                 let route = rounds::Route { id: id.clone(), outlet: outlet.clone() };
-                let resumed =
-                    self.parked.resume(state, params["name"].as_str(), params.get("inputResponses"), route, &self.info);
-                match resumed.await {
-                    // On stdio the client cancels the call by the id of the request it waits on: this one now.
-                    Ok(call) => {
-                        if !self.stateless {
-                            lock(&self.calls).insert(id, call.cancel_token());
-                        }
-                        return;
-                    }
+                // On stdio the client cancels the call by the id of the request it waits on: this one now.
+                let calls = (!self.stateless).then_some(&self.calls);
+                let responses = params.get("inputResponses");
+                match self.parked.resume(state, params["name"].as_str(), responses, route, calls, &self.info).await {
+                    Ok(()) => return,
                     Err(refused) => Err(refused),
                 }
             }

@@ -73,11 +73,6 @@ impl CallRounds {
         self.done.cancel();
     }
 
-    /// The call's cancel token.
-    pub(crate) fn cancel_token(&self) -> CancellationToken {
-        self.cancel.clone()
-    }
-
     /// The ids of the retries it took.
     pub(crate) fn retries(&self) -> Vec<RequestId> {
         lock(&self.retries).clone()
@@ -154,15 +149,17 @@ impl Parked {
     }
 
     /// A retry: the call parked under `state` now answers `route`; the answer in `responses` wakes it, or,
-    /// missing, the question is asked again. Returns the call.
+    /// missing, the question is asked again. `calls` (a stdio session's calls in flight), when given, knows the
+    /// retry's id as the call's before the call can go on (its end removes it again).
     pub(crate) async fn resume(
         &self,
         state: &str,
         tool: Option<&str>,
         responses: Option<&Value>,
         route: Route,
+        calls: Option<&Mutex<HashMap<RequestId, CancellationToken>>>,
         info: &ServerInfo,
-    ) -> Result<Arc<CallRounds>, WireError> {
+    ) -> Result<(), WireError> {
         let refused = |why: &str| WireError::new(INVALID_PARAMS, format!("requestState: {why}"));
         let waiting = {
             let mut parked = lock(&self.0);
@@ -177,6 +174,9 @@ impl Parked {
         let call = Arc::clone(&waiting.call);
         *lock(&call.route) = Some(route.clone());
         lock(&call.retries).push(route.id.clone());
+        if let Some(calls) = calls {
+            lock(calls).insert(route.id.clone(), call.cancel.clone());
+        }
         call.cancel_when_closed(&route.outlet);
         match responses.and_then(|r| r.get(&waiting.key)) {
             Some(answer) => {
@@ -186,6 +186,6 @@ impl Parked {
                 self.park(waiting, info).await;
             }
         }
-        Ok(call)
+        Ok(())
     }
 }
