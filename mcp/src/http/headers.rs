@@ -23,6 +23,16 @@ pub fn encode_header_value(value: &str) -> String {
     }
 }
 
+/// A header value as received: the base64 sentinel form decoded (as UTF-8), anything else as it is.
+pub fn decode_header_value(value: &str) -> std::borrow::Cow<'_, str> {
+    let decoded = value
+        .strip_prefix("=?base64?")
+        .and_then(|b| b.strip_suffix("?="))
+        .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
+        .and_then(|bytes| String::from_utf8(bytes).ok());
+    decoded.map_or(std::borrow::Cow::Borrowed(value), std::borrow::Cow::Owned)
+}
+
 /// Why a tool's `x-mcp-header` declarations make it uncallable over HTTP.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HeaderDeclarationError {
@@ -87,5 +97,18 @@ pub(super) fn header_value_of(value: &Value) -> Option<String> {
         Value::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string()),
         Value::Bool(b) => Some(b.to_string()),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_value_encoded_for_a_header_decodes_to_itself() {
+        for value in ["plain", "naïve", " padded ", "=?base64?eA==?=", "line\nbreak"] {
+            assert_eq!(decode_header_value(&encode_header_value(value)), value, "{value:?}");
+        }
+        assert_eq!(decode_header_value("=?base64?not base64?="), "=?base64?not base64?=", "not a sentinel: as it is");
     }
 }

@@ -51,7 +51,7 @@ use authorized::{AUTH_CLOCK, AuthClock};
 use body::http_error;
 pub(crate) use body::{BodyError, error_text, read_limited};
 use headers::header_value_of;
-pub use headers::{HeaderDeclarationError, encode_header_value, tool_header_params};
+pub use headers::{HeaderDeclarationError, decode_header_value, encode_header_value, tool_header_params};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};

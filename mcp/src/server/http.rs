@@ -422,15 +422,10 @@ fn check_headers(headers: &HeaderMap, method: &str, params: Option<&Value>) -> R
         "resources/read" => params.and_then(|p| p["uri"].as_str()),
         _ => None,
     };
-    if let (Some(given), Some(body)) = (named("mcp-name"), body_name) {
-        let decoded = given
-            .strip_prefix("=?base64?")
-            .and_then(|b| b.strip_suffix("?="))
-            .and_then(|b| base64::Engine::decode(&base64::engine::general_purpose::STANDARD, b).ok())
-            .and_then(|bytes| String::from_utf8(bytes).ok());
-        if decoded.as_deref().unwrap_or(given) != body {
-            return Err(mismatch("Mcp-Name", given, body));
-        }
+    if let (Some(given), Some(body)) = (named("mcp-name"), body_name)
+        && crate::http::decode_header_value(given) != body
+    {
+        return Err(mismatch("Mcp-Name", given, body));
     }
     Ok(())
 }
