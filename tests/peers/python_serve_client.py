@@ -69,21 +69,23 @@ async def main() -> None:
             init = await session.initialize()
             report["server"] = init.server_info.name
             report["protocol"] = init.protocol_version
-            listed = await session.list_tools()
-            report["tools"] = {
-                t.name: t.annotations.model_dump(by_alias=True, exclude_none=True) if t.annotations else {}
-                for t in listed.tools
-            }
-            for call in calls:
-                try:
-                    result = await session.call_tool(
-                        call["name"], call.get("arguments", {}), progress_callback=progressed
-                    )
-                    text = "\n".join(block.text for block in result.content if block.type == "text")
-                    report["calls"].append({"text": text, "isError": result.is_error})
-                except Exception as e:  # the SDK raises a JSON-RPC error as an exception
-                    report["calls"].append({"error": str(e)})
+            await list_and_call(session, calls, report, progressed)
     print(json.dumps(report))
+
+
+async def list_and_call(peer, calls, report, progressed) -> None:
+    """List the tools and make the calls, on a `ClientSession` or a `Client` alike."""
+    listed = await peer.list_tools()
+    report["tools"] = {
+        t.name: t.annotations.model_dump(by_alias=True, exclude_none=True) if t.annotations else {} for t in listed.tools
+    }
+    for call in calls:
+        try:
+            result = await peer.call_tool(call["name"], call.get("arguments", {}), progress_callback=progressed)
+            text = "\n".join(block.text for block in result.content if block.type == "text")
+            report["calls"].append({"text": text, "isError": result.is_error})
+        except Exception as e:  # the SDK raises a JSON-RPC error as an exception
+            report["calls"].append({"error": str(e)})
 
 
 async def modern(command, args, calls, callbacks, report, progressed) -> None:
@@ -92,18 +94,7 @@ async def modern(command, args, calls, callbacks, report, progressed) -> None:
     async with Client(server, log_level="debug", **callbacks) as client:
         report["server"] = client.server_info.name if client.server_info else None
         report["protocol"] = client.protocol_version
-        listed = await client.list_tools()
-        report["tools"] = {
-            t.name: t.annotations.model_dump(by_alias=True, exclude_none=True) if t.annotations else {}
-            for t in listed.tools
-        }
-        for call in calls:
-            try:
-                result = await client.call_tool(call["name"], call.get("arguments", {}), progress_callback=progressed)
-                text = "\n".join(block.text for block in result.content if block.type == "text")
-                report["calls"].append({"text": text, "isError": result.is_error})
-            except Exception as e:  # the SDK raises a JSON-RPC error as an exception
-                report["calls"].append({"error": str(e)})
+        await list_and_call(client, calls, report, progressed)
 
 
 asyncio.run(main())

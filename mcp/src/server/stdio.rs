@@ -342,17 +342,24 @@ mod tests {
         );
     }
 
+    /// Call `ask` as request 1 with `meta`: its first round's state and question key.
+    async fn first_round(client: &mut Client, meta: &Value) -> (Value, String, String) {
+        client.send(json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "ask", "_meta": meta } }))
+            .await;
+        let round = client.next().await;
+        let state = round["result"]["requestState"].as_str().unwrap().to_string();
+        let key = round["result"]["inputRequests"].as_object().unwrap().keys().next().unwrap().clone();
+        (round, state, key)
+    }
+
     #[tokio::test]
     async fn a_modern_call_asks_in_input_required_rounds_and_the_retry_gets_its_result() {
         let mut client = Client::start();
         let meta = envelope(json!({ "elicitation": { "form": {} } }), None);
-        client.send(json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "ask", "_meta": meta } }))
-            .await;
-        let round = client.next().await;
+        let (round, state, key) = first_round(&mut client, &meta).await;
         assert_eq!((round["id"].clone(), round["result"]["resultType"].clone()), (json!(1), json!("input_required")));
-        let (key, question) = round["result"]["inputRequests"].as_object().unwrap().iter().next().unwrap();
-        assert_eq!(question["method"], "elicitation/create", "{round}");
-        let state = round["result"]["requestState"].as_str().unwrap().to_string();
+        assert_eq!(round["result"]["inputRequests"][&key]["method"], "elicitation/create", "{round}");
+        let key = &key;
         let retry = |id: u64, tool: &str, state: &str, responses: Value| {
             json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
                 "name": tool, "requestState": state, "inputResponses": responses, "_meta": meta } })
@@ -382,11 +389,7 @@ mod tests {
     async fn a_round_never_retried_is_given_up_after_the_timeout_and_answers_nobody() {
         let mut client = Client::start();
         let meta = envelope(json!({ "elicitation": {} }), None);
-        client.send(json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "ask", "_meta": meta } }))
-            .await;
-        let round = client.next().await;
-        let state = round["result"]["requestState"].as_str().unwrap().to_string();
-        let key = round["result"]["inputRequests"].as_object().unwrap().keys().next().unwrap().clone();
+        let (_, state, key) = first_round(&mut client, &meta).await;
         tokio::time::sleep(SERVE_CLIENT_REQUEST_TIMEOUT + std::time::Duration::from_secs(1)).await;
         client
             .send(json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
@@ -404,10 +407,7 @@ mod tests {
     async fn a_stdio_client_cancels_a_call_in_rounds_by_its_latest_retry() {
         let mut client = Client::start();
         let meta = envelope(json!({ "elicitation": {} }), None);
-        client.send(json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "ask", "_meta": meta } }))
-            .await;
-        let round = client.next().await;
-        let state = round["result"]["requestState"].as_str().unwrap().to_string();
+        let (_, state, _) = first_round(&mut client, &meta).await;
         // A retry without the answer: asked again, the call now waits on request 2.
         client
             .send(json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
