@@ -245,9 +245,14 @@ pub fn encode(message: &Message) -> String {
 /// `encode`, ending in the `\n` that frames it on stdio.
 pub fn encode_line(message: &Message) -> String {
     let mut out = Vec::with_capacity(128);
-    write_message(&mut out, message);
-    out.push(b'\n');
+    append_line(&mut out, message);
     String::from_utf8(out).expect("serde_json writes UTF-8")
+}
+
+/// `encode_line`, appended to `to` (a batch of lines that leave in one write).
+pub(crate) fn append_line(to: &mut Vec<u8>, message: &Message) {
+    write_message(to, message);
+    to.push(b'\n');
 }
 
 fn write_message(to: &mut Vec<u8>, message: &Message) {

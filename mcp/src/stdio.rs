@@ -38,7 +38,7 @@ mod outbox;
 pub(crate) use outbox::Outbox;
 
 /// The writer gathers queued messages into one write up to about this many bytes.
-const WRITE_BATCH_BYTES: usize = 64 * 1024;
+pub(crate) const WRITE_BATCH_BYTES: usize = 64 * 1024;
 
 /// How to start a server.
 #[derive(Clone)]

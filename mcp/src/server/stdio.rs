@@ -17,9 +17,9 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
 use super::{Outlet, ServedTools, ServerInfo, Session};
-use crate::jsonrpc::encode_line;
+use crate::jsonrpc::append_line;
 use crate::limits::{CLOSE_GRACE, STDIO_FRAME_MAX_BYTES, WRITER_QUEUE};
-use crate::stdio::{FrameError, read_frame};
+use crate::stdio::{FrameError, WRITE_BATCH_BYTES, read_frame};
 
 /// How a session ended.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -101,10 +101,17 @@ where
     let session = tokio::spawn(async move {
         let (outlet, mut queued) = Outlet::new(WRITER_QUEUE);
         let writer = tokio::spawn(async move {
-            let mut output = output;
+            let (mut output, mut batch) = (output, Vec::with_capacity(8 * 1024));
             while let Some(message) = queued.recv().await {
-                let line = encode_line(&message);
-                if output.write_all(line.as_bytes()).await.is_err() || output.flush().await.is_err() {
+                // What else is queued goes out in the same write (answers to calls in
+                // flight cost one system call per batch, not per message).
+                batch.clear();
+                append_line(&mut batch, &message);
+                while batch.len() < WRITE_BATCH_BYTES {
+                    let Ok(next) = queued.try_recv() else { break };
+                    append_line(&mut batch, &next);
+                }
+                if output.write_all(&batch).await.is_err() || output.flush().await.is_err() {
                     break;
                 }
             }
