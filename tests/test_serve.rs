@@ -9,6 +9,7 @@ mod support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::{TestEnv, stderr, stdout, wait_pid_gone};
@@ -282,7 +283,7 @@ fn wait_for_file(path: &std::path::Path) {
         if std::fs::read_to_string(path).is_ok_and(|t| !t.trim().is_empty()) {
             return;
         }
-        std::thread::sleep(std::time::Duration::from_millis(10));
+        std::thread::sleep(Duration::from_millis(10));
     }
     panic!("{} never appeared", path.display());
 }
@@ -550,19 +551,19 @@ fn the_typescript_sdk_client_drives_serve_over_stdio_and_http() {
 /// `HANG` counts as a hang). The slowest denial is printed.
 #[test]
 fn a_hundred_approvals_nobody_can_give_are_each_denied_and_none_hangs() {
-    const HANG: std::time::Duration = std::time::Duration::from_secs(30);
+    const HANG: Duration = Duration::from_secs(30);
     let env = TestEnv::trusted();
     env.write_mcp_config(json!({ "srv": { "command": SERVER, "args": ["--contract", "--read-only-tools"] } }));
     let mut client = RawClient::start(&env, &["serve", "--mode", "ask"]);
     let answers = client.lines_in_background();
-    let (mut slowest, mut hangs) = (std::time::Duration::ZERO, 0);
+    let (mut slowest, mut hangs) = (Duration::ZERO, 0);
     for id in 1..=100u64 {
         let call = if id % 10 == 0 {
             json!({ "name": "mcp_srv_sample", "arguments": { "text": "summarize" } })
         } else {
             json!({ "name": "write_file", "arguments": { "path": format!("w{id}.txt"), "content": "x" } })
         };
-        let started = std::time::Instant::now();
+        let started = Instant::now();
         client.send(json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": call }));
         let Ok(line) = answers.recv_timeout(HANG) else {
             hangs += 1;
@@ -763,7 +764,15 @@ fn clat_mounts_clat_serve_in_the_modern_era_over_stdio_and_http() {
         assert!(out.status.success(), "{tool}: {}", stderr(&out));
         assert!(stdout(&out).contains("hello from the inner project"), "{tool}: {}", stdout(&out));
     }
-    let trail = inner.read_home("audit/calls.jsonl");
+    // A call's record is written after its answer leaves: the HTTP server is still running.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let trail = loop {
+        let trail = std::fs::read_to_string(inner.home.join("audit/calls.jsonl")).unwrap_or_default();
+        if trail.lines().count() >= 2 || Instant::now() > deadline {
+            break trail;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
     let records: Vec<Value> = trail.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(records.len(), 2, "{trail}");
     assert!(records.iter().all(|r| r["tool"] == "read_file" && r["client"].as_str().unwrap().starts_with("clat")));

@@ -104,10 +104,12 @@ pub(crate) async fn serve(platform: &Platform, options: ServeOptions, shutdown: 
         Some(file) => AuditTrail::at(&file),
         None => AuditTrail::in_home(platform.clat_home()),
     };
+    let recording = tokio_util::task::TaskTracker::new();
     let served = Arc::new(ServedProject {
         project: Arc::clone(&project),
         mode,
-        trail,
+        trail: Arc::new(trail),
+        recording: recording.clone(),
         configured,
         names,
         served_names: std::sync::OnceLock::new(),
@@ -135,6 +137,8 @@ pub(crate) async fn serve(platform: &Platform, options: ServeOptions, shutdown: 
             }
         }
     };
+    recording.close();
+    recording.wait().await;
     project.close().await;
     ended
 }
@@ -154,7 +158,9 @@ fn read_token(file: &std::path::Path) -> Result<String, Failure> {
 struct ServedProject {
     project: Arc<Project>,
     mode: PermissionMode,
-    trail: AuditTrail,
+    trail: Arc<AuditTrail>,
+    /// The calls' records being written.
+    recording: tokio_util::task::TaskTracker,
     /// The configured model: a call's sampling goes to it when the calling client offers none.
     configured: Arc<dyn ModelProvider>,
     names: ServedNames,
@@ -218,14 +224,17 @@ impl ServedTools for ServedProject {
         let called = self.run_call(client, &registered, arguments, cancelled, &audit).await;
         let who = format!("{} {}", client.info().name, client.info().version);
         let rejected = match &called {
-            Err(e) if e.code == INVALID_PARAMS => Some(e.message.as_str()),
+            Err(e) if e.code == INVALID_PARAMS => Some(e.message.clone()),
             _ => None,
         };
-        let mode = self.mode.to_string();
-        let record = audit.record(&CallRecord { client: who.trim(), tool: &registered, mode: &mode, rejected });
-        if let Err(e) = self.trail.append(&record) {
-            tracing::warn!("cannot write the audit trail {}: {e}", self.trail.path().display());
-        }
+        let (mode, trail) = (self.mode.to_string(), Arc::clone(&self.trail));
+        // Written after the answer leaves (the end of the server waits for it): not on the call's path.
+        self.recording.spawn(async move {
+            let call = CallRecord { client: who.trim(), tool: &registered, mode: &mode, rejected: rejected.as_deref() };
+            if let Err(e) = trail.append(&audit.record(&call)) {
+                tracing::warn!("cannot write the audit trail {}: {e}", trail.path().display());
+            }
+        });
         called
     }
 }
