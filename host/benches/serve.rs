@@ -9,8 +9,15 @@
 //!   calls through `Registry::call` in this process (what the pipeline and the
 //!   extension cost without serving).
 //!
-//! The `summary:` line prints each served call next to its floor, the direct
-//! round trip plus the direct call, and the ratio (goal: ≤ 1.3×).
+//! - `in_flight/served_wasm_greet` and `in_flight/rmcp_server_greet`: 64 calls
+//!   in flight on one connection, to `clat serve` serving `greet` and to the
+//!   official SDK's own server (rmcp, on its non-blocking stdio pipes) serving
+//!   the same `greet` natively: this bench binary is that server when
+//!   `CLAT_BENCH_RMCP_SERVER` is set.
+//!
+//! The `summary:` lines print each served call next to its floor, the direct
+//! round trip plus the direct call, and the ratio (goal: ≤ 1.3×); and the calls
+//! per second at 64 in flight, ours against rmcp's server (goal: ≥ 1.5×).
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -31,6 +38,12 @@ const ECHO_SERVER: &str = clat_test_server_artifact::MCP_ECHO_SERVER;
 
 type Client = RunningService<RoleClient, ()>;
 
+/// The environment variable that makes this binary rmcp's greet server.
+const RMCP_SERVER_ROLE: &str = "CLAT_BENCH_RMCP_SERVER";
+
+/// Calls in flight at once in the throughput comparison.
+const IN_FLIGHT: usize = 64;
+
 struct Fixture {
     _dir: tempfile::TempDir,
     runtime: tokio::runtime::Runtime,
@@ -38,6 +51,7 @@ struct Fixture {
     run: RunContext,
     served: Client,
     echo: Client,
+    rmcp_server: Client,
 }
 
 async fn rmcp_connect(command: tokio::process::Command) -> Client {
@@ -66,16 +80,24 @@ fn fixture() -> Fixture {
     )
     .unwrap();
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let (scope, served, echo) = runtime.block_on(async {
+    let (scope, served, echo, rmcp_server) = runtime.block_on(async {
         let scope = ProjectScope::mount(&home, &project, ScopeOptions::default()).unwrap();
         scope.load_plugins().await;
         scope.load_mcp_servers().await;
         let mut serve = tokio::process::Command::new(clat);
         serve.arg("--home").arg(&home_dir).arg("--project").arg(&project).args(["serve", "--mode", "full-access"]);
-        (scope, rmcp_connect(serve).await, rmcp_connect(tokio::process::Command::new(ECHO_SERVER)).await)
+        let mut rmcp_server = tokio::process::Command::new(std::env::current_exe().unwrap());
+        rmcp_server.env(RMCP_SERVER_ROLE, "1");
+        (
+            scope,
+            rmcp_connect(serve).await,
+            rmcp_connect(tokio::process::Command::new(ECHO_SERVER)).await,
+            rmcp_connect(rmcp_server).await,
+        )
     });
+    let (scope, served, echo, rmcp_server) = (scope, served, echo, rmcp_server);
     let run = RunContext::builder().mode(PermissionMode::FullAccess).start();
-    Fixture { _dir: dir, runtime, scope, run, served, echo }
+    Fixture { _dir: dir, runtime, scope, run, served, echo, rmcp_server }
 }
 
 fn greet() -> Value {
@@ -90,6 +112,21 @@ fn call<'a>(client: &'a Client, tool: &'static str, arguments: Value) -> impl Fu
     let params = CallToolRequestParams::new(tool).with_arguments(arguments.as_object().unwrap().clone());
     async move {
         let result = client.call_tool(params).await.unwrap();
+        assert_ne!(result.is_error, Some(true), "{result:?}");
+        black_box(result);
+    }
+}
+
+/// `IN_FLIGHT` calls of `tool` started together on one connection, all awaited.
+async fn in_flight(client: &Client, tool: &'static str) {
+    let mut calls = tokio::task::JoinSet::new();
+    for i in 0..IN_FLIGHT {
+        let peer = client.peer().clone();
+        let arguments = json!({ "name": format!("Ada {i}") }).as_object().unwrap().clone();
+        calls.spawn(async move { peer.call_tool(CallToolRequestParams::new(tool).with_arguments(arguments)).await });
+    }
+    while let Some(result) = calls.join_next().await {
+        let result = result.unwrap().unwrap();
         assert_ne!(result.is_error, Some(true), "{result:?}");
         black_box(result);
     }
@@ -113,10 +150,17 @@ fn benches(c: &mut Criterion) {
     group.bench_function("registry_wasm_greet", |b| b.iter(|| registry(&f, "wasm_hello_greet", greet())));
     group.bench_function("registry_mcp_echo", |b| b.iter(|| registry(&f, "mcp_echo_echo", echo())));
     group.finish();
+    let mut group = c.benchmark_group("in_flight");
+    group.bench_function("served_wasm_greet", |b| {
+        b.iter(|| f.runtime.block_on(in_flight(&f.served, "wasm_hello_greet")))
+    });
+    group.bench_function("rmcp_server_greet", |b| b.iter(|| f.runtime.block_on(in_flight(&f.rmcp_server, "greet"))));
+    group.finish();
     summary(&f);
     f.runtime.block_on(async {
         let _ = f.served.cancel().await;
         let _ = f.echo.cancel().await;
+        let _ = f.rmcp_server.cancel().await;
         f.scope.close().await;
     });
 }
@@ -141,11 +185,70 @@ fn summary(f: &Fixture) {
         micros(direct_mcp),
         ratio(served_mcp, direct_mcp),
     );
+    // Interleaved rounds, so that both contenders see the same machine.
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    for _ in 0..9 {
+        ours.push(support::per_call(1, 20, || f.runtime.block_on(in_flight(&f.served, "wasm_hello_greet"))));
+        theirs.push(support::per_call(1, 20, || f.runtime.block_on(in_flight(&f.rmcp_server, "greet"))));
+    }
+    let rate = |rounds: &mut Vec<Duration>| {
+        rounds.sort();
+        IN_FLIGHT as f64 / rounds[rounds.len() / 2].as_secs_f64()
+    };
+    let (ours, theirs) = (rate(&mut ours), rate(&mut theirs));
+    println!(
+        "summary: {IN_FLIGHT} calls in flight on one connection: clat serve serving a WASM plugin's greet {ours:.0} \
+         calls/s vs rmcp's own server serving greet natively {theirs:.0} calls/s = {:.2}x (goal >= 1.5x)",
+        ours / theirs
+    );
+}
+
+/// rmcp's server with one tool, `greet`, answering what the `hello` plugin's
+/// `greet` answers: the official SDK serving the same call natively.
+#[derive(Clone)]
+struct RmcpGreetServer;
+
+impl rmcp::ServerHandler for RmcpGreetServer {
+    fn get_info(&self) -> rmcp::model::ServerConfig {
+        rmcp::model::ServerConfig::new(rmcp::model::ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<rmcp::model::PaginatedRequestParams>,
+        _context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::ListToolsResult, rmcp::ErrorData> {
+        let schema = json!({ "type": "object", "properties": { "name": { "type": "string" } } });
+        let tool = rmcp::model::Tool::new("greet", "Greets someone.", schema.as_object().unwrap().clone());
+        Ok(rmcp::model::ListToolsResult::with_all_items(vec![tool]))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+        let name = request.arguments.as_ref().and_then(|a| a.get("name")).and_then(Value::as_str).unwrap_or("world");
+        let text = format!("Hello, {name}! (from a WASM plugin)");
+        Ok(rmcp::model::CallToolResult::success(vec![rmcp::model::ContentBlock::text(text)]).into())
+    }
+}
+
+/// This binary as rmcp's greet server on stdio, until the client goes.
+fn serve_rmcp_greet() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    runtime.block_on(async {
+        let server = RmcpGreetServer.serve(rmcp::transport::io::stdio_pipes()).await.unwrap();
+        let _ = server.waiting().await;
+    });
 }
 
 criterion_group!(serve, benches);
 
 fn main() {
+    if std::env::var_os(RMCP_SERVER_ROLE).is_some() {
+        return serve_rmcp_greet();
+    }
     serve();
     criterion::Criterion::default().configure_from_args().final_summary();
 }
