@@ -3,7 +3,7 @@
 //! its source and effect, the mode, the permission decision and who made it,
 //! how long it took, how it ended, the sampling tokens its run charged. A
 //! call's record is filled from its run's events (`CallAudit`, an
-//! `EventSink`), redacted like every diagnostic, and appended to
+//! `EventSink`), its strings redacted like every diagnostic, and appended to
 //! `$CLAT_HOME/audit/calls.jsonl` or the file the user names
 //! (`AuditTrail`). A file that would pass `AUDIT_FILE_MAX_BYTES` is first
 //! rotated to `FILE.1` (replacing the one before), so the trail takes at most
@@ -12,7 +12,7 @@
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
@@ -59,12 +59,23 @@ impl AuditTrail {
     /// Append one record as a redacted JSON line, rotating the file first when
     /// the line would take it past `AUDIT_FILE_MAX_BYTES`.
     pub fn append(&self, record: &Value) -> std::io::Result<()> {
+        self.append_all(std::slice::from_ref(record))
+    }
+
+    /// Append records as redacted JSON lines in one write (the file rotated
+    /// first when they would take it past `AUDIT_FILE_MAX_BYTES`). What is
+    /// redacted is each string value — names, messages — never a key or a
+    /// number, so every line stays the JSON it was.
+    pub fn append_all(&self, records: &[Value]) -> std::io::Result<()> {
+        let mut lines = String::new();
+        for record in records {
+            lines.push_str(&redacted(record).to_string());
+            lines.push('\n');
+        }
         let mut open = self.writing.lock().unwrap_or_else(|p| p.into_inner());
-        let mut line = crate::redact::redact(&record.to_string());
-        line.push('\n');
         let mut on_disk = std::fs::metadata(&self.path).ok();
         let size = on_disk.as_ref().map_or(0, |m| m.len());
-        if size > 0 && size + line.len() as u64 > AUDIT_FILE_MAX_BYTES {
+        if size > 0 && size + lines.len() as u64 > AUDIT_FILE_MAX_BYTES {
             let mut rotated = self.path.clone().into_os_string();
             rotated.push(".1");
             std::fs::rename(&self.path, rotated)?;
@@ -83,7 +94,69 @@ impl AuditTrail {
                 open.insert(OpenTrail { file, device: opened.dev(), inode: opened.ino() })
             }
         };
-        held.file.write_all(line.as_bytes())
+        held.file.write_all(lines.as_bytes())
+    }
+}
+
+/// A trail written by one task: records queued by calls leave together, in
+/// one write, after the answers they belong to (`clat serve`).
+pub struct AuditQueue {
+    trail: Arc<AuditTrail>,
+    /// `None` once finished: a late record is appended at once.
+    queue: Mutex<Option<tokio::sync::mpsc::UnboundedSender<Value>>>,
+    writer: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl AuditQueue {
+    /// Start the writing task for `trail` (on the current runtime).
+    pub fn start(trail: AuditTrail) -> AuditQueue {
+        let trail = Arc::new(trail);
+        let (queue, mut queued) = tokio::sync::mpsc::unbounded_channel::<Value>();
+        let writing = Arc::clone(&trail);
+        let writer = tokio::spawn(async move {
+            while let Some(first) = queued.recv().await {
+                let mut records = vec![first];
+                while let Ok(next) = queued.try_recv() {
+                    records.push(next);
+                }
+                if let Err(e) = writing.append_all(&records) {
+                    tracing::warn!("cannot write the audit trail {}: {e}", writing.path().display());
+                }
+            }
+        });
+        AuditQueue { trail, queue: Mutex::new(Some(queue)), writer: Mutex::new(Some(writer)) }
+    }
+
+    /// Queue `record` for the trail.
+    pub fn push(&self, record: Value) {
+        let unsent = match self.queue.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            Some(queue) => queue.send(record).err().map(|e| e.0),
+            None => Some(record),
+        };
+        if let Some(record) = unsent
+            && let Err(e) = self.trail.append(&record)
+        {
+            tracing::warn!("cannot write the audit trail {}: {e}", self.trail.path().display());
+        }
+    }
+
+    /// Write what is queued and stop the task.
+    pub async fn finish(&self) {
+        drop(self.queue.lock().unwrap_or_else(|p| p.into_inner()).take());
+        let writer = self.writer.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(writer) = writer {
+            let _ = writer.await;
+        }
+    }
+}
+
+/// `value` with every string in it redacted.
+fn redacted(value: &Value) -> Value {
+    match value {
+        Value::String(text) => Value::String(crate::redact::redact(text)),
+        Value::Array(items) => items.iter().map(redacted).collect(),
+        Value::Object(fields) => fields.iter().map(|(k, v)| (k.clone(), redacted(v))).collect(),
+        other => other.clone(),
     }
 }
 
@@ -220,5 +293,19 @@ mod tests {
             !written.contains("sk-audit-secret-value") && written.contains("\"outcome\":\"rejected\""),
             "{written}"
         );
+        // A key that names a secret ("sampling_tokens") is not a value to redact: the count stays, the line stays JSON.
+        trail.append(&json!({ "sampling_tokens": 12345 })).unwrap();
+        let last: Value = serde_json::from_str(std::fs::read_to_string(trail.path()).unwrap().lines().last().unwrap())
+            .expect("a redacted record is still JSON");
+        assert_eq!(last["sampling_tokens"], 12345, "{last}");
+    }
+
+    #[test]
+    fn records_appended_together_leave_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let trail = AuditTrail::at(&dir.path().join("calls.jsonl"));
+        trail.append_all(&[json!({ "n": 1 }), json!({ "n": 2 })]).unwrap();
+        trail.append(&json!({ "n": 3 })).unwrap();
+        assert_eq!(std::fs::read_to_string(trail.path()).unwrap(), "{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n");
     }
 }

@@ -31,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 use super::exit::{Exit, Failure};
 use super::shutdown::Shutdown;
 use crate::asker::{Answer, AskError, Question, UserAsker};
-use crate::audit::{AuditTrail, CallAudit, CallRecord};
+use crate::audit::{AuditQueue, AuditTrail, CallAudit, CallRecord};
 use crate::contract::Effect;
 use crate::contract::json::tool_output_to_json;
 use crate::contract::{ElicitationForm, PermissionMode};
@@ -104,12 +104,10 @@ pub(crate) async fn serve(platform: &Platform, options: ServeOptions, shutdown: 
         Some(file) => AuditTrail::at(&file),
         None => AuditTrail::in_home(platform.clat_home()),
     };
-    let recording = tokio_util::task::TaskTracker::new();
     let served = Arc::new(ServedProject {
         project: Arc::clone(&project),
         mode,
-        trail: Arc::new(trail),
-        recording: recording.clone(),
+        trail: AuditQueue::start(trail),
         configured,
         names,
         served_names: std::sync::OnceLock::new(),
@@ -118,7 +116,7 @@ pub(crate) async fn serve(platform: &Platform, options: ServeOptions, shutdown: 
     let ended = match listener {
         None => {
             let (input, output) = clat_mcp::server::process_stdio();
-            match clat_mcp::server::serve(input, output, info, served, stop).await {
+            match clat_mcp::server::serve(input, output, info, Arc::clone(&served) as _, stop).await {
                 ServeEnd::ClientClosed | ServeEnd::Stopped => Ok(Exit::Ok),
                 other => Err(Failure::new(Exit::Usage, "protocol", format!("the session ended: {other}"))),
             }
@@ -131,14 +129,13 @@ pub(crate) async fn serve(platform: &Platform, options: ServeOptions, shutdown: 
             );
             eprintln!("clat serve: {url}");
             let options = HttpServeOptions { token, ..HttpServeOptions::default() };
-            match clat_mcp::server::serve_http(listener, options, info, served, stop).await {
+            match clat_mcp::server::serve_http(listener, options, info, Arc::clone(&served) as _, stop).await {
                 Ok(()) => Ok(Exit::Ok),
                 Err(e) => Err(Failure::new(Exit::Internal, "internal", e.to_string())),
             }
         }
     };
-    recording.close();
-    recording.wait().await;
+    served.trail.finish().await;
     project.close().await;
     ended
 }
@@ -158,9 +155,7 @@ fn read_token(file: &std::path::Path) -> Result<String, Failure> {
 struct ServedProject {
     project: Arc<Project>,
     mode: PermissionMode,
-    trail: Arc<AuditTrail>,
-    /// The calls' records being written.
-    recording: tokio_util::task::TaskTracker,
+    trail: AuditQueue,
     /// The configured model: a call's sampling goes to it when the calling client offers none.
     configured: Arc<dyn ModelProvider>,
     names: ServedNames,
@@ -227,14 +222,10 @@ impl ServedTools for ServedProject {
             Err(e) if e.code == INVALID_PARAMS => Some(e.message.clone()),
             _ => None,
         };
-        let (mode, trail) = (self.mode.to_string(), Arc::clone(&self.trail));
-        // Written after the answer leaves (the end of the server waits for it): not on the call's path.
-        self.recording.spawn(async move {
-            let call = CallRecord { client: who.trim(), tool: &registered, mode: &mode, rejected: rejected.as_deref() };
-            if let Err(e) = trail.append(&audit.record(&call)) {
-                tracing::warn!("cannot write the audit trail {}: {e}", trail.path().display());
-            }
-        });
+        let mode = self.mode.to_string();
+        let call = CallRecord { client: who.trim(), tool: &registered, mode: &mode, rejected: rejected.as_deref() };
+        // Written by the trail's task, after the answer leaves: not on the call's path.
+        self.trail.push(audit.record(&call));
         called
     }
 }
