@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
-use crate::limits::AUDIT_FILE_MAX_BYTES;
+use crate::limits::{AUDIT_FILE_MAX_BYTES, AUDIT_WRITE_INTERVAL};
 use crate::run::{EventSink, RunEvent, RunEventKind};
 use crate::trust::ClatHome;
 
@@ -98,54 +98,82 @@ impl AuditTrail {
     }
 }
 
-/// A trail written by one task: records queued by calls leave together, in
-/// one write, after the answers they belong to (`clat serve`).
+/// A trail written by one task: records queued by calls wait at most
+/// `AUDIT_WRITE_INTERVAL` and leave together, in one write, after the answers
+/// they belong to (`clat serve`); a call wakes nothing but the first record of
+/// an interval.
 pub struct AuditQueue {
     trail: Arc<AuditTrail>,
-    /// `None` once finished: a late record is appended at once.
-    queue: Mutex<Option<tokio::sync::mpsc::UnboundedSender<Value>>>,
+    queued: Arc<Queued>,
     writer: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+#[derive(Default)]
+struct Queued {
+    /// The records waiting, and whether the queue is finished (a late record
+    /// is then appended at once).
+    records: Mutex<(Vec<Value>, bool)>,
+    arrived: tokio::sync::Notify,
 }
 
 impl AuditQueue {
     /// Start the writing task for `trail` (on the current runtime).
     pub fn start(trail: AuditTrail) -> AuditQueue {
-        let trail = Arc::new(trail);
-        let (queue, mut queued) = tokio::sync::mpsc::unbounded_channel::<Value>();
-        let writing = Arc::clone(&trail);
+        let (trail, queued) = (Arc::new(trail), Arc::new(Queued::default()));
+        let (writing, waiting) = (Arc::clone(&trail), Arc::clone(&queued));
         let writer = tokio::spawn(async move {
-            while let Some(first) = queued.recv().await {
-                let mut records = vec![first];
-                while let Ok(next) = queued.try_recv() {
-                    records.push(next);
-                }
-                if let Err(e) = writing.append_all(&records) {
+            loop {
+                waiting.arrived.notified().await;
+                tokio::time::sleep(AUDIT_WRITE_INTERVAL).await;
+                let (records, finished) = {
+                    let mut queued = waiting.records.lock().unwrap_or_else(|p| p.into_inner());
+                    (std::mem::take(&mut queued.0), queued.1)
+                };
+                if !records.is_empty()
+                    && let Err(e) = writing.append_all(&records)
+                {
                     tracing::warn!("cannot write the audit trail {}: {e}", writing.path().display());
+                }
+                if finished {
+                    break;
                 }
             }
         });
-        AuditQueue { trail, queue: Mutex::new(Some(queue)), writer: Mutex::new(Some(writer)) }
+        AuditQueue { trail, queued, writer: Mutex::new(Some(writer)) }
     }
 
     /// Queue `record` for the trail.
     pub fn push(&self, record: Value) {
-        let unsent = match self.queue.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
-            Some(queue) => queue.send(record).err().map(|e| e.0),
-            None => Some(record),
-        };
-        if let Some(record) = unsent
-            && let Err(e) = self.trail.append(&record)
-        {
-            tracing::warn!("cannot write the audit trail {}: {e}", self.trail.path().display());
+        let mut queued = self.queued.records.lock().unwrap_or_else(|p| p.into_inner());
+        if queued.1 {
+            drop(queued);
+            self.write_now(&[record]);
+            return;
+        }
+        queued.0.push(record);
+        if queued.0.len() == 1 {
+            self.queued.arrived.notify_one();
         }
     }
 
     /// Write what is queued and stop the task.
     pub async fn finish(&self) {
-        drop(self.queue.lock().unwrap_or_else(|p| p.into_inner()).take());
+        self.queued.records.lock().unwrap_or_else(|p| p.into_inner()).1 = true;
+        self.queued.arrived.notify_one();
         let writer = self.writer.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(writer) = writer {
             let _ = writer.await;
+        }
+        // What the task did not take (it was stopped) is written here.
+        let left = std::mem::take(&mut self.queued.records.lock().unwrap_or_else(|p| p.into_inner()).0);
+        if !left.is_empty() {
+            self.write_now(&left);
+        }
+    }
+
+    fn write_now(&self, records: &[Value]) {
+        if let Err(e) = self.trail.append_all(records) {
+            tracing::warn!("cannot write the audit trail {}: {e}", self.trail.path().display());
         }
     }
 }
@@ -298,6 +326,26 @@ mod tests {
         let last: Value = serde_json::from_str(std::fs::read_to_string(trail.path()).unwrap().lines().last().unwrap())
             .expect("a redacted record is still JSON");
         assert_eq!(last["sampling_tokens"], 12345, "{last}");
+    }
+
+    #[tokio::test]
+    async fn queued_records_are_written_together_and_what_is_left_at_the_finish() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("calls.jsonl");
+        let queue = AuditQueue::start(AuditTrail::at(&path));
+        queue.push(json!({ "n": 1 }));
+        queue.push(json!({ "n": 2 }));
+        assert!(!path.exists(), "records wait for the interval");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::fs::read_to_string(&path).unwrap_or_default().lines().count() < 2 {
+            assert!(std::time::Instant::now() < deadline, "the queued records were not written");
+            tokio::time::sleep(AUDIT_WRITE_INTERVAL).await;
+        }
+        queue.push(json!({ "n": 3 }));
+        queue.finish().await;
+        queue.push(json!({ "n": 4 }));
+        let written = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(written, "{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n{\"n\":4}\n", "in order, none lost at the finish");
     }
 
     #[test]

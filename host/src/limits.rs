@@ -105,6 +105,9 @@ pub const PLUGIN_LOG_LINE_MAX_CHARS: usize = 2_000;
 pub const SNAPSHOT_MAX_STRING_CHARS: usize = 4_096;
 /// Bytes of the audit trail's file before it is rotated (`audit.rs`).
 pub const AUDIT_FILE_MAX_BYTES: u64 = 16 * 1024 * 1024;
+/// How long served calls' audit records wait to be written together: a record
+/// is on disk at most about this long after its call's answer.
+pub const AUDIT_WRITE_INTERVAL: Duration = Duration::from_millis(10);
 /// Bytes of a tool call's arguments accepted by the pipeline.
 pub const TOOL_ARGUMENTS_MAX_BYTES: usize = 8 * 1024 * 1024;
 
