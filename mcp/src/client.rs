@@ -482,10 +482,11 @@ impl Session {
                 // The same handler as every other server request decides what it serves
                 // (the host: sampling, elicitation, and its own methods for servers that
                 // opted in); anything else is refused there, and so unsupported here.
-                let response =
-                    self.link.handler.handle(method, request.get("params").cloned(), tag).await.map_err(|e| {
-                        ClientError::Unsupported(format!("input {key:?} ({method}) was not fulfilled: {e}"))
-                    })?;
+                // A question the host forwards to a modern client of `clat serve` keeps this key.
+                let fulfilment = self.link.handler.handle(method, request.get("params").cloned(), tag);
+                let response = crate::server::forwarding_key(key, fulfilment).await.map_err(|e| {
+                    ClientError::Unsupported(format!("input {key:?} ({method}) was not fulfilled: {e}"))
+                })?;
                 responses.insert(key.clone(), response);
             }
             retry["inputResponses"] = Value::Object(responses);

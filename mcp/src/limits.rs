@@ -39,6 +39,9 @@ pub const SERVE_HTTP_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a closing server gets after its stdin closes before its process group is killed (and a served
 /// session's calls, after the client closed its end, before they are dropped).
 pub const CLOSE_GRACE: Duration = Duration::from_secs(2);
+/// Characters of a downstream server's input request key that `clat serve` keeps when it forwards the question
+/// to a modern client (a longer one is asked under CLAT's own key).
+pub const FORWARDED_INPUT_KEY_MAX_CHARS: usize = 128;
 /// Modern `input_required` rounds for one request before it fails.
 pub const INPUT_REQUIRED_MAX_ROUNDS: usize = 10;
 /// Streamable HTTP: times a broken event stream is resumed (GET + `Last-Event-ID`) for one request.

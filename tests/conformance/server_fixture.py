@@ -11,8 +11,11 @@ from mcp_types import (
     AudioContent,
     CallToolResult,
     CreateMessageResult,
+    ElicitRequest,
+    ElicitRequestFormParams,
     EmbeddedResource,
     ImageContent,
+    InputRequiredResult,
     SamplingMessage,
     TextContent,
     TextResourceContents,
@@ -171,7 +174,7 @@ def test_elicitation_sep1330_enums(given: Annotated[Choices, Resolve(ask_choices
 
 
 # The input_required scenarios: each tool asks through CLAT, which asks the suite's client in rounds of its own
-# (under its own keys, one question a round).
+# (one question a round, under this server's key).
 class Name(BaseModel):
     name: str
 
@@ -182,10 +185,6 @@ class Color(BaseModel):
 
 class Confirmation(BaseModel):
     ok: bool
-
-
-def ask_name() -> Elicit[Name]:
-    return Elicit("What is your name?", Name)
 
 
 def ask_step1() -> Elicit[Name]:
@@ -205,9 +204,17 @@ def ask_capital() -> Sample:
 
 
 @server.tool()
-def test_input_required_result_elicitation(given: Annotated[Name, Resolve(ask_name)]) -> str:
-    """Asks the user's name."""
-    return f"Hello, {given.name}!"
+def test_input_required_result_elicitation(ctx: Context) -> str | InputRequiredResult:
+    """Asks the user's name under the key the scenarios name (`user_name`), by hand: `Resolve` keys a question by its
+    resolver's module and name. CLAT asks the suite's client under the same key, and takes an answer the first
+    request already carries."""
+    answer = (ctx.input_responses or {}).get("user_name")
+    content = getattr(answer, "content", None)
+    if isinstance(content, dict) and isinstance(content.get("name"), str):
+        return f"Hello, {content['name']}!"
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    ask = ElicitRequest(params=ElicitRequestFormParams(message="What is your name?", requestedSchema=schema))
+    return InputRequiredResult(input_requests={"user_name": ask})
 
 
 @server.tool()

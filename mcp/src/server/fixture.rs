@@ -7,7 +7,8 @@ use super::{Peer, ServedTools};
 use crate::jsonrpc::{INVALID_PARAMS, WireError};
 
 /// `echo` answers its text; `wait` runs until cancelled, then reports its tag; `ask` asks
-/// the client a form and answers with its action; `log` logs a line at info.
+/// the client a form and answers with its action (`forward`: as forwarded from a downstream
+/// server's input request under `key`); `log` logs a line at info.
 pub(crate) struct Fixture {
     pub(crate) cancelled: tokio::sync::mpsc::UnboundedSender<String>,
 }
@@ -36,9 +37,14 @@ impl ServedTools for Fixture {
                 let _ = self.cancelled.send(arguments["tag"].as_str().unwrap_or_default().to_string());
                 Ok(json!({ "content": [], "isError": true }))
             }
-            "ask" => {
+            "ask" | "forward" => {
                 let text = |t: &str, is_error: bool| json!({ "content": [{ "type": "text", "text": t }], "isError": is_error });
-                match client.request("elicitation/create", json!({ "message": "ok?" })).await {
+                let asked = client.request("elicitation/create", json!({ "message": "ok?" }));
+                let asked = match arguments["key"].as_str() {
+                    Some(key) if name == "forward" => super::forwarding_key(key, asked).await,
+                    _ => asked.await,
+                };
+                match asked {
                     Ok(answer) => Ok(text(answer["action"].as_str().unwrap_or_default(), !client.elicits_forms())),
                     Err(e) => Ok(text(&e.message, true)),
                 }

@@ -22,6 +22,7 @@ mod fixture;
 pub mod http;
 mod modern;
 mod rounds;
+pub(crate) use rounds::forwarding_key;
 mod stdio;
 
 use std::collections::HashMap;
@@ -452,8 +453,9 @@ impl Session {
         let token = self.ending.child_token();
         if client.modern {
             let tool = params.as_ref().and_then(|p| p["name"].as_str()).unwrap_or_default();
+            let given = params.as_ref().and_then(|p| p.get("inputResponses"));
             let route = rounds::Route { id: id.clone(), outlet: client.outlet.clone() };
-            client.rounds = Some(rounds::CallRounds::new(tool, route, token.clone()));
+            client.rounds = Some(rounds::CallRounds::new(tool, route, given, token.clone()));
         }
         // Over HTTP, modern calls of any number of clients share one session: their ids may coincide.
         let key =

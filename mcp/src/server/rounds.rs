@@ -11,6 +11,14 @@
 //! per round (its questions take turns), and waits for a retry as long as for
 //! an answer to a request (`client_answer`). Closing the request a call answers now
 //! (over HTTP: its response) cancels the call.
+//!
+//! A question's key is CLAT's own (`clat-0`, …), unless the question is one a
+//! downstream server asked CLAT's client in a round of its own: that one keeps
+//! the server's key (`forwarding_key`, set by the client while its host
+//! fulfils the input request). An answer to such a question that the first
+//! request already carries under its key (a client that answers up front) is
+//! taken without a round; CLAT's own questions (approvals) are always asked
+//! before they are answered.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -23,7 +31,25 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Outlet, ServerInfo, modern};
 use crate::jsonrpc::{INVALID_PARAMS, Message, RequestId, WireError};
+use crate::limits::FORWARDED_INPUT_KEY_MAX_CHARS;
 use crate::lock;
+
+tokio::task_local! {
+    /// The key a downstream server gave the input request CLAT's client is fulfilling in this task.
+    static FORWARDED_KEY: String;
+}
+
+/// Run `fulfilment` — the host answering a downstream server's input request asked under `key` — so that a
+/// question it forwards to a modern client of `clat serve` (in the same task) is asked under the same key.
+pub(crate) async fn forwarding_key<F: Future>(key: &str, fulfilment: F) -> F::Output {
+    FORWARDED_KEY.scope(key.to_string(), fulfilment).await
+}
+
+/// The forwarded key, when there is one short enough to keep.
+fn forwarded_key() -> Option<String> {
+    let key = FORWARDED_KEY.try_with(String::clone).ok()?;
+    (1..=FORWARDED_INPUT_KEY_MAX_CHARS).contains(&key.chars().count()).then_some(key)
+}
 
 /// The request a modern call answers now, and where its messages go.
 #[derive(Clone)]
@@ -45,11 +71,15 @@ pub(crate) struct CallRounds {
     done: CancellationToken,
     /// The ids of the retries it answered or answers (a stdio client cancels a call by the latest).
     retries: Mutex<Vec<RequestId>>,
+    /// The answers the first request carried (`inputResponses`), by key: each taken once, without a round.
+    given: Mutex<serde_json::Map<String, Value>>,
 }
 
 impl CallRounds {
-    /// The rounds of a call of `tool` that answers `route` now; closing it cancels `cancel`.
-    pub(crate) fn new(tool: &str, route: Route, cancel: CancellationToken) -> Arc<CallRounds> {
+    /// The rounds of a call of `tool` that answers `route` now, its first request carrying the answers `given`
+    /// (its `inputResponses`, if any); closing it cancels `cancel`.
+    pub(crate) fn new(tool: &str, route: Route, given: Option<&Value>, cancel: CancellationToken) -> Arc<CallRounds> {
+        let given = given.and_then(Value::as_object).cloned().unwrap_or_default();
         let rounds = Arc::new(CallRounds {
             tool: tool.to_string(),
             route: Mutex::new(Some(route.clone())),
@@ -58,6 +88,7 @@ impl CallRounds {
             cancel,
             done: CancellationToken::new(),
             retries: Mutex::new(Vec::new()),
+            given: Mutex::new(given),
         });
         rounds.cancel_when_closed(&route.outlet);
         rounds
@@ -98,7 +129,16 @@ impl CallRounds {
         params: Value,
     ) -> Result<Value, WireError> {
         let _turn = self.turn.lock().await;
-        let key = format!("clat-{}", self.asked.fetch_add(1, Ordering::Relaxed));
+        let own = format!("clat-{}", self.asked.fetch_add(1, Ordering::Relaxed));
+        let key = match forwarded_key() {
+            // A downstream server's question, answered up front: no round.
+            Some(key) => match lock(&self.given).remove(&key) {
+                Some(answer) => return Ok(answer),
+                None => key,
+            },
+            // CLAT's own (an approval): always asked before it is answered.
+            None => own,
+        };
         let (answer, answered) = oneshot::channel();
         let question = json!({ "method": method, "params": params });
         if !parked.park(Waiting { call: Arc::clone(self), key, question, answer }, info).await {

@@ -143,7 +143,7 @@ mod tests {
     use super::*;
     use crate::client::LEGACY_VERSIONS;
     use crate::jsonrpc::{INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, SERVER_BUSY};
-    use crate::limits::{SERVE_CLIENT_REQUEST_TIMEOUT, SERVE_IN_FLIGHT_MAX};
+    use crate::limits::{FORWARDED_INPUT_KEY_MAX_CHARS, SERVE_CLIENT_REQUEST_TIMEOUT, SERVE_IN_FLIGHT_MAX};
     use crate::server::fixture::Fixture;
     use serde_json::{Value, json};
     use tokio::io::{AsyncBufReadExt, DuplexStream};
@@ -390,6 +390,37 @@ mod tests {
         assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
         client.send(retry(6, "ask", &state_again, json!({ key: { "action": "accept" } }))).await;
         assert_eq!(client.next().await["error"]["code"], INVALID_PARAMS, "a used state is gone");
+    }
+
+    #[tokio::test]
+    async fn a_forwarded_question_keeps_its_key_and_is_answered_up_front_but_an_approval_never_is() {
+        let mut client = Client::start();
+        let meta = envelope(json!({ "elicitation": { "form": {} } }), None);
+        let forward = |id: u64, key: &str, responses: Option<Value>| {
+            let mut params = json!({ "name": "forward", "arguments": { "key": key }, "_meta": meta });
+            if let Some(responses) = responses {
+                params["inputResponses"] = responses;
+            }
+            json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params })
+        };
+        let keys =
+            |round: &Value| round["result"]["inputRequests"].as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        client.send(forward(1, "user_name", None)).await;
+        assert_eq!(keys(&client.next().await), ["user_name"], "the downstream server's key");
+        client.send(forward(2, &"k".repeat(FORWARDED_INPUT_KEY_MAX_CHARS + 1), None)).await;
+        assert_eq!(keys(&client.next().await), ["clat-0"], "a key past the bound gives way to CLAT's own");
+        // Answered up front (extra answers ignored): no round.
+        let given = json!({ "user_name": { "action": "accept" }, "unknown_extra_key": { "action": "decline" } });
+        client.send(forward(3, "user_name", Some(given))).await;
+        let answer = client.next().await;
+        assert_eq!((answer["id"].clone(), answer["result"]["resultType"].clone()), (json!(3), json!("complete")));
+        assert_eq!(answer["result"]["content"][0]["text"], "accept", "{answer}");
+        // CLAT's own question (an approval) is asked before it is answered, whatever the first request carries.
+        let given = json!({ "clat-0": { "action": "accept" }, "clat-1": { "action": "accept" } });
+        let params = json!({ "name": "ask", "inputResponses": given, "_meta": meta });
+        client.send(json!({ "jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": params })).await;
+        let round = client.next().await;
+        assert_eq!((round["id"].clone(), round["result"]["resultType"].clone()), (json!(4), json!("input_required")));
     }
 
     #[tokio::test(start_paused = true)]
