@@ -121,6 +121,7 @@ fn an_agent_gets_native_wasm_and_mcp_tools_through_the_one_pipeline() {
         { "name": "mcp_srv_echo", "arguments": { "said": "hi" } },
         { "name": "write_file", "arguments": { "path": "w.txt", "content": "x" } },
         { "name": "no_such_tool", "arguments": {} },
+        { "name": "read_file", "arguments": { "path": 7 } },
     ]);
     let report = served(&env, "ask", &[], calls);
     assert_eq!(report["server"], "clat", "{report}");
@@ -141,10 +142,13 @@ fn an_agent_gets_native_wasm_and_mcp_tools_through_the_one_pipeline() {
     assert!(denial.contains("serve with --mode auto-edit or full-access"), "{denial}");
     assert!(!env.project.join("w.txt").exists(), "nothing was written");
     assert!(calls[4]["error"].as_str().unwrap().contains("unknown tool"), "{report}");
+    // Arguments the schema refuses: a tool error the model reads and corrects (SEP-1303), not a protocol error.
+    assert_eq!(calls[5]["isError"], true, "{report}");
+    assert!(calls[5]["text"].as_str().unwrap().contains("path"), "{report}");
     // One record per call in the home's audit trail: who, what, the decision and who made it, how it ended.
     let trail: Vec<Value> =
         env.read_home("audit/calls.jsonl").lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(trail.len(), 5, "{trail:?}");
+    assert_eq!(trail.len(), 6, "{trail:?}");
     let read = &trail[0];
     assert!(read["client"].as_str().unwrap().starts_with("mcp"), "the client as it named itself: {read}");
     assert!(read["time"].as_str().unwrap().ends_with('Z'), "{read}");
@@ -158,6 +162,7 @@ fn an_agent_gets_native_wasm_and_mcp_tools_through_the_one_pipeline() {
     assert_eq!((denied["decided_by"].as_str(), denied["outcome"].as_str()), (Some("approver"), Some("denied")));
     assert!(denied["error"].as_str().unwrap().contains("cannot give one through clat serve"), "{denied}");
     assert_eq!((trail[4]["outcome"].as_str(), trail[4]["source"].as_str()), (Some("rejected"), None));
+    assert_eq!(trail[5]["outcome"], "rejected", "the call was never made: {}", trail[5]);
     // The mode the session was started with applies to every call; `--audit` names the trail's file.
     let audit = env.dir.path().join("served.jsonl");
     let write = json!([{ "name": "write_file", "arguments": { "path": "w.txt", "content": "x" } }]);
@@ -166,7 +171,7 @@ fn an_agent_gets_native_wasm_and_mcp_tools_through_the_one_pipeline() {
     assert_eq!(env.read("w.txt"), "x");
     let record: Value = serde_json::from_str(std::fs::read_to_string(&audit).unwrap().trim()).unwrap();
     assert_eq!((record["mode"].as_str(), record["outcome"].as_str()), (Some("auto-edit"), Some("ok")), "{record}");
-    assert_eq!(env.read_home("audit/calls.jsonl").lines().count(), 5, "the home's trail was not written");
+    assert_eq!(env.read_home("audit/calls.jsonl").lines().count(), 6, "the home's trail was not written");
 }
 
 /// A client that declared form elicitation is asked: its user's answer decides (once, always, or no), and what

@@ -216,12 +216,8 @@ impl ServedTools for ServedProject {
     ) -> Result<Value, WireError> {
         let registered = self.registered(name).await;
         let audit = Arc::new(CallAudit::default());
-        let called = self.run_call(client, &registered, arguments, cancelled, &audit).await;
+        let (called, rejected) = self.run_call(client, &registered, arguments, cancelled, &audit).await;
         let who = format!("{} {}", client.info().name, client.info().version);
-        let rejected = match &called {
-            Err(e) if e.code == INVALID_PARAMS => Some(e.message.clone()),
-            _ => None,
-        };
         let mode = self.mode.to_string();
         let call = CallRecord { client: who.trim(), tool: &registered, mode: &mode, rejected: rejected.as_deref() };
         // Written by the trail's task, after the answer leaves: not on the call's path.
@@ -231,7 +227,8 @@ impl ServedTools for ServedProject {
 }
 
 impl ServedProject {
-    /// One call as one run: its events to `audit`, a client's cancel cancelling it.
+    /// One call as one run: its events to `audit`, a client's cancel cancelling it. With the answer: why the
+    /// call was not made at all (an unknown tool, arguments its schema refuses), if it was not.
     async fn run_call(
         &self,
         client: &Peer,
@@ -239,7 +236,7 @@ impl ServedProject {
         arguments: Value,
         cancelled: CancellationToken,
         audit: &Arc<CallAudit>,
-    ) -> Result<Value, WireError> {
+    ) -> (Result<Value, WireError>, Option<String>) {
         let options = RunOptions {
             mode: self.mode,
             approver: Arc::new(ServeApprover { client: client.clone() }),
@@ -249,22 +246,29 @@ impl ServedProject {
             deadline: None,
             model: Some(Arc::new(ClientModel { client: client.clone(), configured: Arc::clone(&self.configured) })),
         };
-        let run = self.project.start_run(options).await.map_err(|e| WireError::new(INTERNAL_ERROR, e.to_string()))?;
+        let run = match self.project.start_run(options).await {
+            Ok(run) => run,
+            Err(e) => return (Err(WireError::new(INTERNAL_ERROR, e.to_string())), None),
+        };
         let called = tokio::select! {
             called = run.call(name, arguments) => called,
             _ = cancelled.cancelled() => {
                 run.cancel();
-                return Err(WireError::new(INTERNAL_ERROR, format!("{name} was cancelled")));
+                return (Err(WireError::new(INTERNAL_ERROR, format!("{name} was cancelled"))), None);
             }
         };
+        let tool_error = |text: String| Ok(json!({ "content": [{ "type": "text", "text": text }], "isError": true }));
         match called {
-            Ok(output) => Ok(tool_output_to_json(&output)),
-            // What the client asked for is not a call: a protocol error.
-            Err(e @ (CallError::UnknownTool(_) | CallError::InvalidArguments { .. })) => {
-                Err(WireError::new(INVALID_PARAMS, e.to_string()))
+            Ok(output) => (Ok(tool_output_to_json(&output)), None),
+            // No such tool: a protocol error.
+            Err(e @ CallError::UnknownTool(_)) => {
+                (Err(WireError::new(INVALID_PARAMS, e.to_string())), Some(e.to_string()))
             }
+            // Arguments its schema refuses: a tool error, so that the model reads it and corrects its call
+            // (SEP-1303, 2025-11-25); the call was never made.
+            Err(e @ CallError::InvalidArguments { .. }) => (tool_error(e.to_string()), Some(e.to_string())),
             // The call was made and did not succeed: a tool error the model reads.
-            Err(e) => Ok(json!({ "content": [{ "type": "text", "text": e.to_string() }], "isError": true })),
+            Err(e) => (tool_error(e.to_string()), None),
         }
     }
 }
