@@ -436,7 +436,7 @@ impl ModelProvider for ClientModel {
     async fn complete(&self, request: &crate::contract::SamplingRequest) -> anyhow::Result<Completion> {
         let Some(client) = self.sampling_client() else { return self.configured.complete(request).await };
         let params = crate::contract::json::sampling_request_to_json(request);
-        let result = client.request("sampling/createMessage", params).await.map_err(|e| anyhow::anyhow!(e.message))?;
+        let result = client.forward("sampling/createMessage", params).await.map_err(|e| anyhow::anyhow!(e.message))?;
         let (text, model, stop_reason) = crate::contract::json::create_message_result_from_json(&result)?;
         let (input_tokens, output_tokens) = crate::sampling::estimated_usage(request, &text);
         Ok(Completion { text, model, stop_reason, input_tokens, output_tokens })
@@ -463,10 +463,11 @@ impl ClientAsker {
         Err(AskError::Unavailable(format!("the client {name} cannot be asked (it declared no form elicitation)")))
     }
 
-    /// Send `form` (`elicitation/create` params): the content of an accepted answer, or why there is none.
+    /// Send `form` (`elicitation/create` params), an extension's question: the content of an accepted answer,
+    /// or why there is none.
     async fn elicit(&self, form: Value) -> Result<serde_json::Map<String, Value>, AskError> {
         let answer =
-            self.client.request("elicitation/create", form).await.map_err(|e| AskError::Unavailable(e.message))?;
+            self.client.forward("elicitation/create", form).await.map_err(|e| AskError::Unavailable(e.message))?;
         match answer["action"].as_str() {
             Some("accept") => Ok(answer["content"].as_object().cloned().unwrap_or_default()),
             Some("decline") => Err(AskError::Declined),

@@ -39,10 +39,14 @@ impl ServedTools for Fixture {
             }
             "ask" | "forward" => {
                 let text = |t: &str, is_error: bool| json!({ "content": [{ "type": "text", "text": t }], "isError": is_error });
-                let asked = client.request("elicitation/create", json!({ "message": "ok?" }));
                 let asked = match arguments["key"].as_str() {
-                    Some(key) if name == "forward" => super::forwarding_key(key, asked).await,
-                    _ => asked.await,
+                    Some(key) if name == "forward" => {
+                        // An approval asked inside the forwarding keeps CLAT's key, then the forwarded form its own.
+                        let approval = client.request("elicitation/create", json!({ "message": "allow?" }));
+                        let forwarded = client.forward("elicitation/create", json!({ "message": "ok?" }));
+                        super::forwarding_key(key, async { approval.await.and(forwarded.await) }).await
+                    }
+                    _ => client.request("elicitation/create", json!({ "message": "ok?" })).await,
                 };
                 match asked {
                     Ok(answer) => Ok(text(answer["action"].as_str().unwrap_or_default(), !client.elicits_forms())),

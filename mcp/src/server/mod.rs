@@ -182,12 +182,24 @@ impl Peer {
         }
     }
 
-    /// Ask the client `method` and wait for its answer (a modern client: in an `input_required` round).
+    /// Ask the client `method` and wait for its answer (a modern client: in an `input_required` round, under
+    /// CLAT's own key).
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, WireError> {
+        self.ask(method, params, false).await
+    }
+
+    /// `request`, for a question an extension asks through CLAT (its form, its sampling): one that a downstream
+    /// server asked CLAT's client in a round of its own keeps that server's key, and may be answered by what the
+    /// call's first request carried under it.
+    pub async fn forward(&self, method: &str, params: Value) -> Result<Value, WireError> {
+        self.ask(method, params, true).await
+    }
+
+    async fn ask(&self, method: &str, params: Value, forwarded: bool) -> Result<Value, WireError> {
         let ended = || WireError::new(INTERNAL_ERROR, "the session ended before the client answered");
         let session = self.session.upgrade().ok_or_else(ended)?;
         if let Some(rounds) = &self.rounds {
-            return rounds.ask(&session.parked, &session.info, method, params).await;
+            return rounds.ask(&session.parked, &session.info, method, params, forwarded).await;
         }
         let number = session.next_request.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let id = RequestId::String(format!("clat-{number}"));

@@ -39,8 +39,9 @@ tokio::task_local! {
     static FORWARDED_KEY: String;
 }
 
-/// Run `fulfilment` — the host answering a downstream server's input request asked under `key` — so that a
-/// question it forwards to a modern client of `clat serve` (in the same task) is asked under the same key.
+/// Run `fulfilment` — the host answering a downstream server's input request asked under `key` — so that the
+/// question it forwards to a modern client of `clat serve` (`Peer::forward`, in the same task) is asked under the
+/// same key.
 pub(crate) async fn forwarding_key<F: Future>(key: &str, fulfilment: F) -> F::Output {
     FORWARDED_KEY.scope(key.to_string(), fulfilment).await
 }
@@ -120,23 +121,25 @@ impl CallRounds {
         });
     }
 
-    /// Ask the client `method` in a round of its own and wait for the retry that answers it.
+    /// Ask the client `method` in a round of its own and wait for the retry that answers it; a `forwarded`
+    /// question (an extension's) keeps the key of the downstream round it came from, if any.
     pub(crate) async fn ask(
         self: &Arc<Self>,
         parked: &Parked,
         info: &ServerInfo,
         method: &str,
         params: Value,
+        forwarded: bool,
     ) -> Result<Value, WireError> {
         let _turn = self.turn.lock().await;
         let own = format!("clat-{}", self.asked.fetch_add(1, Ordering::Relaxed));
-        let key = match forwarded_key() {
+        let key = match forwarded.then(forwarded_key).flatten() {
             // A downstream server's question, answered up front: no round.
             Some(key) => match lock(&self.given).remove(&key) {
                 Some(answer) => return Ok(answer),
                 None => key,
             },
-            // CLAT's own (an approval): always asked before it is answered.
+            // CLAT's own (an approval, even one asked while a forwarded question waits): always asked first.
             None => own,
         };
         let (answer, answered) = oneshot::channel();

@@ -393,7 +393,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_forwarded_question_keeps_its_key_and_is_answered_up_front_but_an_approval_never_is() {
+    async fn a_forwarded_question_keeps_its_key_and_may_be_answered_up_front_but_an_approval_never_is() {
         let mut client = Client::start();
         let meta = envelope(json!({ "elicitation": { "form": {} } }), None);
         let forward = |id: u64, key: &str, responses: Option<Value>| {
@@ -405,22 +405,31 @@ mod tests {
         };
         let keys =
             |round: &Value| round["result"]["inputRequests"].as_object().unwrap().keys().cloned().collect::<Vec<_>>();
-        client.send(forward(1, "user_name", None)).await;
-        assert_eq!(keys(&client.next().await), ["user_name"], "the downstream server's key");
-        client.send(forward(2, &"k".repeat(FORWARDED_INPUT_KEY_MAX_CHARS + 1), None)).await;
-        assert_eq!(keys(&client.next().await), ["clat-0"], "a key past the bound gives way to CLAT's own");
-        // Answered up front (extra answers ignored): no round.
-        let given = json!({ "user_name": { "action": "accept" }, "unknown_extra_key": { "action": "decline" } });
-        client.send(forward(3, "user_name", Some(given))).await;
-        let answer = client.next().await;
-        assert_eq!((answer["id"].clone(), answer["result"]["resultType"].clone()), (json!(3), json!("complete")));
-        assert_eq!(answer["result"]["content"][0]["text"], "accept", "{answer}");
-        // CLAT's own question (an approval) is asked before it is answered, whatever the first request carries.
-        let given = json!({ "clat-0": { "action": "accept" }, "clat-1": { "action": "accept" } });
-        let params = json!({ "name": "ask", "inputResponses": given, "_meta": meta });
-        client.send(json!({ "jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": params })).await;
+        // The approval `forward` asks first is answered in its own round: what comes after is the forwarded form.
+        let answer_approval = async |client: &mut Client, id: u64, round: &Value| {
+            assert_eq!(keys(round), ["clat-0"], "an approval keeps CLAT's key, whatever was given up front: {round}");
+            let state = round["result"]["requestState"].as_str().unwrap();
+            let responses = json!({ "clat-0": { "action": "accept" } });
+            let params =
+                json!({ "name": "forward", "requestState": state, "inputResponses": responses, "_meta": meta });
+            client.send(json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params })).await;
+            client.next().await
+        };
+        // Answered up front (extra answers ignored): the forwarded form needs no round; the approval did.
+        let given = json!({ "user_name": { "action": "accept" }, "clat-0": { "action": "accept" }, "extra": {} });
+        client.send(forward(1, "user_name", Some(given))).await;
         let round = client.next().await;
-        assert_eq!((round["id"].clone(), round["result"]["resultType"].clone()), (json!(4), json!("input_required")));
+        let answer = answer_approval(&mut client, 2, &round).await;
+        assert_eq!((answer["id"].clone(), answer["result"]["resultType"].clone()), (json!(2), json!("complete")));
+        assert_eq!(answer["result"]["content"][0]["text"], "accept", "{answer}");
+        // Not given: asked under the downstream server's key.
+        client.send(forward(3, "user_name", None)).await;
+        let round = client.next().await;
+        assert_eq!(keys(&answer_approval(&mut client, 4, &round).await), ["user_name"], "the downstream server's key");
+        // A key past the bound gives way to CLAT's own.
+        client.send(forward(5, &"k".repeat(FORWARDED_INPUT_KEY_MAX_CHARS + 1), None)).await;
+        let round = client.next().await;
+        assert_eq!(keys(&answer_approval(&mut client, 6, &round).await), ["clat-1"]);
     }
 
     #[tokio::test(start_paused = true)]
