@@ -387,19 +387,30 @@ impl Session {
             "capabilities": capabilities,
             "clientInfo": { "name": client.name, "version": client.version },
         });
-        let result = connection.request("initialize", Some(params), timeout, None, None).await?;
-        let version = result
-            .get("protocolVersion")
-            .and_then(Value::as_str)
-            .ok_or_else(|| ClientError::Protocol("the initialize result has no protocolVersion".into()))?
-            .to_string();
-        if !LEGACY_VERSIONS.contains(&version.as_str()) {
-            return Err(ClientError::Unsupported(format!(
-                "the server answered with protocol version {version:?}; CLAT speaks {}",
-                LEGACY_VERSIONS.join(", ")
-            )));
-        }
-        connection.send(Message::Notification { method: "notifications/initialized".into(), params: None }).await?;
+        let initialized = async {
+            let result = connection.request("initialize", Some(params), timeout, None, None).await?;
+            let version = result
+                .get("protocolVersion")
+                .and_then(Value::as_str)
+                .ok_or_else(|| ClientError::Protocol("the initialize result has no protocolVersion".into()))?
+                .to_string();
+            if !LEGACY_VERSIONS.contains(&version.as_str()) {
+                return Err(ClientError::Unsupported(format!(
+                    "the server answered with protocol version {version:?}; CLAT speaks {}",
+                    LEGACY_VERSIONS.join(", ")
+                )));
+            }
+            connection.send(Message::Notification { method: "notifications/initialized".into(), params: None }).await?;
+            Ok((version, result))
+        };
+        let (version, result) = match initialized.await {
+            Ok(initialized) => initialized,
+            Err(e) => {
+                // Closed, not dropped (as after a failed probe): its last stderr lines reach the sink first.
+                connection.close().await;
+                return Err(e);
+            }
+        };
         Ok(Session {
             link,
             era: Era::Legacy,
