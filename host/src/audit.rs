@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
-use crate::limits::{AUDIT_FILE_MAX_BYTES, AUDIT_WRITE_INTERVAL};
+use crate::limits::{AUDIT_FILE_MAX_BYTES, AUDIT_QUEUE_MAX, AUDIT_WRITE_INTERVAL};
 use crate::run::{EventSink, RunEvent, RunEventKind};
 use crate::trust::ClatHome;
 
@@ -101,7 +101,8 @@ impl AuditTrail {
 /// A trail written by one task: records queued by calls wait at most
 /// `AUDIT_WRITE_INTERVAL` and leave together, in one write, after the answers
 /// they belong to (`clat serve`); a call wakes nothing but the first record of
-/// an interval.
+/// an interval. At `AUDIT_QUEUE_MAX` records the call that queued the last
+/// writes them itself.
 pub struct AuditQueue {
     trail: Arc<AuditTrail>,
     queued: Arc<Queued>,
@@ -151,7 +152,11 @@ impl AuditQueue {
             return;
         }
         queued.0.push(record);
-        if queued.0.len() == 1 {
+        if queued.0.len() >= AUDIT_QUEUE_MAX {
+            let records = std::mem::take(&mut queued.0);
+            drop(queued);
+            self.write_now(&records);
+        } else if queued.0.len() == 1 {
             self.queued.arrived.notify_one();
         }
     }
@@ -346,6 +351,22 @@ mod tests {
         queue.push(json!({ "n": 4 }));
         let written = std::fs::read_to_string(&path).unwrap();
         assert_eq!(written, "{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n{\"n\":4}\n", "in order, none lost at the finish");
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_is_written_by_the_call_that_filled_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("calls.jsonl");
+        let queue = AuditQueue::start(AuditTrail::at(&path));
+        for n in 0..AUDIT_QUEUE_MAX {
+            queue.push(json!({ "n": n }));
+        }
+        // No await since the first push: the writing task has not run, the last push wrote them all.
+        let written = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(written.lines().count(), AUDIT_QUEUE_MAX);
+        assert_eq!(written.lines().last().unwrap(), format!("{{\"n\":{}}}", AUDIT_QUEUE_MAX - 1));
+        queue.finish().await;
+        assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), AUDIT_QUEUE_MAX, "nothing twice");
     }
 
     #[test]

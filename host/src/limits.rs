@@ -108,6 +108,9 @@ pub const AUDIT_FILE_MAX_BYTES: u64 = 16 * 1024 * 1024;
 /// How long served calls' audit records wait to be written together: a record
 /// is on disk at most about this long after its call's answer.
 pub const AUDIT_WRITE_INTERVAL: Duration = Duration::from_millis(10);
+/// Audit records queued at most: the call whose record fills the queue writes it
+/// (a stalled disk slows calls down, it never fills memory).
+pub const AUDIT_QUEUE_MAX: usize = 1024;
 /// Bytes of a tool call's arguments accepted by the pipeline.
 pub const TOOL_ARGUMENTS_MAX_BYTES: usize = 8 * 1024 * 1024;
 
