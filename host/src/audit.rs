@@ -111,24 +111,29 @@ pub struct AuditQueue {
 
 #[derive(Default)]
 struct Queued {
-    /// The records waiting, and whether the queue is finished (a late record
-    /// is then appended at once).
-    records: Mutex<(Vec<Value>, bool)>,
+    waiting: Mutex<Waiting>,
     arrived: tokio::sync::Notify,
+}
+
+#[derive(Default)]
+struct Waiting {
+    records: Vec<Value>,
+    /// The queue is finished: a late record is appended at once.
+    finished: bool,
 }
 
 impl AuditQueue {
     /// Start the writing task for `trail` (on the current runtime).
     pub fn start(trail: AuditTrail) -> AuditQueue {
         let (trail, queued) = (Arc::new(trail), Arc::new(Queued::default()));
-        let (writing, waiting) = (Arc::clone(&trail), Arc::clone(&queued));
+        let (writing, queue) = (Arc::clone(&trail), Arc::clone(&queued));
         let writer = tokio::spawn(async move {
             loop {
-                waiting.arrived.notified().await;
+                queue.arrived.notified().await;
                 tokio::time::sleep(AUDIT_WRITE_INTERVAL).await;
                 let (records, finished) = {
-                    let mut queued = waiting.records.lock().unwrap_or_else(|p| p.into_inner());
-                    (std::mem::take(&mut queued.0), queued.1)
+                    let mut queued = queue.waiting.lock().unwrap_or_else(|p| p.into_inner());
+                    (std::mem::take(&mut queued.records), queued.finished)
                 };
                 if !records.is_empty()
                     && let Err(e) = writing.append_all(&records)
@@ -145,32 +150,32 @@ impl AuditQueue {
 
     /// Queue `record` for the trail.
     pub fn push(&self, record: Value) {
-        let mut queued = self.queued.records.lock().unwrap_or_else(|p| p.into_inner());
-        if queued.1 {
+        let mut queued = self.queued.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        if queued.finished {
             drop(queued);
             self.write_now(&[record]);
             return;
         }
-        queued.0.push(record);
-        if queued.0.len() >= AUDIT_QUEUE_MAX {
-            let records = std::mem::take(&mut queued.0);
+        queued.records.push(record);
+        if queued.records.len() >= AUDIT_QUEUE_MAX {
+            let records = std::mem::take(&mut queued.records);
             drop(queued);
             self.write_now(&records);
-        } else if queued.0.len() == 1 {
+        } else if queued.records.len() == 1 {
             self.queued.arrived.notify_one();
         }
     }
 
     /// Write what is queued and stop the task.
     pub async fn finish(&self) {
-        self.queued.records.lock().unwrap_or_else(|p| p.into_inner()).1 = true;
+        self.queued.waiting.lock().unwrap_or_else(|p| p.into_inner()).finished = true;
         self.queued.arrived.notify_one();
         let writer = self.writer.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(writer) = writer {
             let _ = writer.await;
         }
         // What the task did not take (it was stopped) is written here.
-        let left = std::mem::take(&mut self.queued.records.lock().unwrap_or_else(|p| p.into_inner()).0);
+        let left = std::mem::take(&mut self.queued.waiting.lock().unwrap_or_else(|p| p.into_inner()).records);
         if !left.is_empty() {
             self.write_now(&left);
         }
