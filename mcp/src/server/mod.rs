@@ -2,7 +2,8 @@
 //! limits: a host serves its tools to an agent. This module owns a session —
 //! the legacy lifecycle (`initialize` with the client's version when it is
 //! one of `LEGACY_VERSIONS`, else the newest; `ping`; `tools/list`;
-//! `tools/call`; `notifications/cancelled`), the calls in flight, and the
+//! `tools/call`; `notifications/cancelled`; the empty prompt and resource
+//! catalogue, `unserved`), the calls in flight, and the
 //! server's own requests to the client (`Peer::request`) waiting for their
 //! answers — and the modern era's requests (`modern`), which need none of the
 //! lifecycle. Its two transports feed it messages and carry what it says back:
@@ -382,7 +383,7 @@ impl Session {
                 }
                 None => Err(WireError::new(INVALID_PARAMS, "logging/setLevel needs a level")),
             },
-            (other, Some(_)) => Err(WireError::new(METHOD_NOT_FOUND, format!("method not found: {other}"))),
+            (other, Some(_)) => unserved(other, params.as_ref()),
         };
         outlet.send(Message::Response { id, result }).await;
     }
@@ -434,7 +435,10 @@ impl Session {
                 };
                 return self.call(id, params, client);
             }
-            other => Err(WireError::new(METHOD_NOT_FOUND, format!("method not found: {other}"))),
+            listing @ ("prompts/list" | "resources/list" | "resources/templates/list") => {
+                unserved(listing, params.as_ref()).map(modern::cacheable)
+            }
+            other => unserved(other, params.as_ref()),
         };
         let result = result.map(|r| modern::complete(r, &self.info));
         outlet.send(Message::Response { id, result }).await;
@@ -451,7 +455,7 @@ impl Session {
         *lock(&self.client) = Some(Arc::new((client, params["capabilities"].clone())));
         let mut result = json!({
             "protocolVersion": version,
-            "capabilities": { "tools": { "listChanged": false }, "logging": {} },
+            "capabilities": served_capabilities(),
             "serverInfo": { "name": self.info.name, "version": self.info.version },
         });
         if let Some(instructions) = &self.info.instructions {
@@ -519,5 +523,33 @@ impl Session {
                 outlet.send(Message::Response { id, result }).await;
             }
         });
+    }
+}
+
+/// What a session serves, in both eras: tools (a fixed registry, so no
+/// `listChanged`), log messages, and an empty prompt and resource catalogue.
+pub(crate) fn served_capabilities() -> Value {
+    json!({ "tools": { "listChanged": false }, "logging": {}, "prompts": {}, "resources": {} })
+}
+
+/// The methods of what CLAT does not serve: it serves its tool registry, and
+/// has no prompts or resources. Their listings are empty (a client that lists
+/// all a server declares gets an answer, not an error), and naming one is the
+/// spec's not-found error, `-32602` with what was asked in its data; any
+/// other method is not found.
+fn unserved(method: &str, params: Option<&Value>) -> Result<Value, WireError> {
+    let not_found = |what: &str, key: &str| {
+        let asked = params.and_then(|p| p.get(key)).cloned().unwrap_or(Value::Null);
+        let mut error = WireError::new(INVALID_PARAMS, format!("{what} not found"));
+        error.data = Some(json!({ key: asked }));
+        Err(error)
+    };
+    match method {
+        "prompts/list" => Ok(json!({ "prompts": [] })),
+        "resources/list" => Ok(json!({ "resources": [] })),
+        "resources/templates/list" => Ok(json!({ "resourceTemplates": [] })),
+        "prompts/get" => not_found("Prompt", "name"),
+        "resources/read" => not_found("Resource", "uri"),
+        other => Err(WireError::new(METHOD_NOT_FOUND, format!("method not found: {other}"))),
     }
 }

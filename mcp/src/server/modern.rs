@@ -85,7 +85,7 @@ pub(crate) fn unsupported_version(requested: &Value) -> WireError {
 pub(crate) fn discover(info: &ServerInfo) -> Value {
     let mut result = cacheable(json!({
         "supportedVersions": MODERN_VERSIONS,
-        "capabilities": { "tools": {}, "logging": {} },
+        "capabilities": super::served_capabilities(),
     }));
     if let Some(instructions) = &info.instructions {
         result["instructions"] = json!(instructions);

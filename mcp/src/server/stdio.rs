@@ -208,7 +208,19 @@ mod tests {
         assert_eq!((answer["id"].clone(), answer["result"]["content"][0]["text"].clone()), (json!(2), json!("hi")));
         client.send(json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": { "name": "nope" } })).await;
         assert_eq!(client.next().await["error"]["code"], INVALID_PARAMS);
+        // No prompts or resources are served: empty listings, and naming one is not found (-32602, what was asked).
         client.send(json!({ "jsonrpc": "2.0", "id": 4, "method": "resources/list" })).await;
+        assert_eq!(client.next().await["result"], json!({ "resources": [] }));
+        client.send(json!({ "jsonrpc": "2.0", "id": 5, "method": "prompts/list" })).await;
+        assert_eq!(client.next().await["result"], json!({ "prompts": [] }));
+        let read = json!({ "jsonrpc": "2.0", "id": 6, "method": "resources/read", "params": { "uri": "file:///x" } });
+        client.send(read).await;
+        let error = client.next().await["error"].clone();
+        assert_eq!(
+            (error["code"].clone(), error["data"].clone()),
+            (json!(INVALID_PARAMS), json!({ "uri": "file:///x" }))
+        );
+        client.send(json!({ "jsonrpc": "2.0", "id": 7, "method": "completion/complete", "params": {} })).await;
         assert_eq!(client.next().await["error"]["code"], METHOD_NOT_FOUND);
         drop(client.to);
         assert_eq!(client.served.await.unwrap(), ServeEnd::ClientClosed);
@@ -316,6 +328,15 @@ mod tests {
         assert_eq!(
             (listed["tools"][0]["name"].as_str(), listed["cacheScope"].as_str()),
             (Some("echo"), Some("private"))
+        );
+        client
+            .send(json!({ "jsonrpc": "2.0", "id": 41, "method": "prompts/list", "params": { "_meta": envelope(json!({}), None) } }))
+            .await;
+        let listed = client.next().await["result"].clone();
+        assert_eq!(
+            (listed["prompts"].clone(), listed["ttlMs"].is_u64()),
+            (json!([]), true),
+            "empty, and cacheable: {listed}"
         );
         // Log lines reach only a request that asked for a level.
         for (id, tool, level) in [(5, "echo", None), (6, "log", None), (7, "log", Some("debug"))] {
