@@ -9,6 +9,7 @@
 use std::collections::VecDeque;
 use std::sync::LazyLock;
 
+use aho_corasick::AhoCorasick;
 use regex::Regex;
 
 use crate::limits::{STDERR_TAIL_LINE_MAX_CHARS, STDERR_TAIL_LINES};
@@ -117,15 +118,35 @@ fn looks_like_key(value: &str) -> bool {
 static PATTERNS: LazyLock<Vec<Regex>> =
     LazyLock::new(|| RULES.iter().map(|r| Regex::new(r.pattern).expect("redaction patterns are valid")).collect());
 
+/// Every rule's trigger words in one automaton, each word's rule beside it:
+/// one pass over a text finds which word rules may match it.
+static TRIGGER_WORDS: LazyLock<(AhoCorasick, Vec<usize>)> = LazyLock::new(|| {
+    let (mut words, mut rules) = (Vec::new(), Vec::new());
+    for (index, rule) in RULES.iter().enumerate() {
+        if let Triggers::Words(triggers) = rule.triggers {
+            words.extend_from_slice(triggers);
+            rules.extend(std::iter::repeat_n(index, triggers.len()));
+        }
+    }
+    let automaton = AhoCorasick::builder().ascii_case_insensitive(true).build(words);
+    (automaton.expect("redaction trigger words build"), rules)
+});
+
 /// Which rules may match `text`. Text that is not all ASCII may match every
 /// word rule: case-insensitive matching folds some other letters onto ASCII
 /// ones (the Kelvin sign onto `k`).
 fn rules_that_may_match(text: &str) -> [bool; RULES.len()] {
-    let lower = text.is_ascii().then(|| text.to_ascii_lowercase());
-    RULES.map(|rule| match rule.triggers {
-        Triggers::Words(words) => lower.as_ref().is_none_or(|lower| words.iter().any(|t| lower.contains(t))),
+    let mut may = RULES.map(|rule| match rule.triggers {
+        Triggers::Words(_) => !text.is_ascii(),
         Triggers::Shape(test) => test(text),
-    })
+    });
+    if text.is_ascii() {
+        let (automaton, rules) = &*TRIGGER_WORDS;
+        for found in automaton.find_overlapping_iter(text) {
+            may[rules[found.pattern().as_usize()]] = true;
+        }
+    }
+    may
 }
 
 /// Values this process holds as secrets wherever they appear (the values of
