@@ -204,6 +204,10 @@ fn clat_approvals_lists_and_revokes_and_a_malformed_file_is_an_error() {
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         assert!(stderr(&out).contains("approvals.json is malformed at line 1"), "{}", stderr(&out));
     }
+    // A mode that never asks has no use for kept approvals: the broken file is not read.
+    env.write("notes.txt", "kept");
+    let out = env.clat(&["call", "read_file", r#"{"path":"notes.txt"}"#, "--mode", "full-access"]);
+    assert!(out.status.success() && stdout(&out).contains("kept"), "{}", stderr(&out));
 }
 
 #[test]

@@ -100,9 +100,10 @@ impl AuditTrail {
 
 /// A trail written by one task: records queued by calls wait at most
 /// `AUDIT_WRITE_INTERVAL` and leave together, in one write, after the answers
-/// they belong to (`clat serve`); a call wakes nothing but the first record of
-/// an interval. At `AUDIT_QUEUE_MAX` records the call that queued the last
-/// writes them itself.
+/// they belong to (`clat serve`); a call queues how to make its record, and
+/// the task makes it, so nothing of it is on the call's path; a call wakes
+/// nothing but the first record of an interval. At `AUDIT_QUEUE_MAX` records
+/// the call that queued the last writes them itself.
 pub struct AuditQueue {
     trail: Arc<AuditTrail>,
     queued: Arc<Queued>,
@@ -115,9 +116,12 @@ struct Queued {
     arrived: tokio::sync::Notify,
 }
 
+/// A queued record, made when it is written.
+type PendingRecord = Box<dyn FnOnce() -> Value + Send>;
+
 #[derive(Default)]
 struct Waiting {
-    records: Vec<Value>,
+    records: Vec<PendingRecord>,
     /// The queue is finished: a late record is appended at once.
     finished: bool,
 }
@@ -135,11 +139,7 @@ impl AuditQueue {
                     let mut queued = queue.waiting.lock().unwrap_or_else(|p| p.into_inner());
                     (std::mem::take(&mut queued.records), queued.finished)
                 };
-                if !records.is_empty()
-                    && let Err(e) = writing.append_all(&records)
-                {
-                    tracing::warn!("cannot write the audit trail {}: {e}", writing.path().display());
-                }
+                write(&writing, records);
                 if finished {
                     break;
                 }
@@ -148,19 +148,19 @@ impl AuditQueue {
         AuditQueue { trail, queued, writer: Mutex::new(Some(writer)) }
     }
 
-    /// Queue `record` for the trail.
-    pub fn push(&self, record: Value) {
+    /// Queue a record for the trail: `record` makes it when it is written.
+    pub fn push(&self, record: impl FnOnce() -> Value + Send + 'static) {
         let mut queued = self.queued.waiting.lock().unwrap_or_else(|p| p.into_inner());
         if queued.finished {
             drop(queued);
-            self.write_now(&[record]);
+            write(&self.trail, vec![Box::new(record)]);
             return;
         }
-        queued.records.push(record);
+        queued.records.push(Box::new(record));
         if queued.records.len() >= AUDIT_QUEUE_MAX {
             let records = std::mem::take(&mut queued.records);
             drop(queued);
-            self.write_now(&records);
+            write(&self.trail, records);
         } else if queued.records.len() == 1 {
             self.queued.arrived.notify_one();
         }
@@ -176,15 +176,18 @@ impl AuditQueue {
         }
         // What the task did not take (it was stopped) is written here.
         let left = std::mem::take(&mut self.queued.waiting.lock().unwrap_or_else(|p| p.into_inner()).records);
-        if !left.is_empty() {
-            self.write_now(&left);
-        }
+        write(&self.trail, left);
     }
+}
 
-    fn write_now(&self, records: &[Value]) {
-        if let Err(e) = self.trail.append_all(records) {
-            tracing::warn!("cannot write the audit trail {}: {e}", self.trail.path().display());
-        }
+/// Make the queued records and append them to `trail` in one write.
+fn write(trail: &AuditTrail, records: Vec<PendingRecord>) {
+    if records.is_empty() {
+        return;
+    }
+    let records: Vec<Value> = records.into_iter().map(|make| make()).collect();
+    if let Err(e) = trail.append_all(&records) {
+        tracing::warn!("cannot write the audit trail {}: {e}", trail.path().display());
     }
 }
 
@@ -239,8 +242,9 @@ impl EventSink for CallAudit {
     }
 }
 
-/// Who called, and what: the parts of a record the run does not know.
+/// Who called, and what, and when it ended: the parts of a record the run does not know.
 pub struct CallRecord<'a> {
+    pub ended: chrono::DateTime<chrono::Utc>,
     /// The client's name and version, as it gave them.
     pub client: &'a str,
     pub tool: &'a str,
@@ -265,7 +269,7 @@ impl CallAudit {
             _ => "ok",
         };
         json!({
-            "time": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            "time": call.ended.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             "client": call.client,
             "tool": call.tool,
             "source": seen.source,
@@ -323,8 +327,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let trail = AuditTrail::at(&dir.path().join("calls.jsonl"));
         let audit = CallAudit::default();
-        let call =
-            CallRecord { client: "agent 1", tool: "t", mode: "ask", rejected: Some("bad sk-audit-secret-value") };
+        let call = CallRecord {
+            ended: chrono::Utc::now(),
+            client: "agent 1",
+            tool: "t",
+            mode: "ask",
+            rejected: Some("bad sk-audit-secret-value"),
+        };
         trail.append(&audit.record(&call)).unwrap();
         let written = std::fs::read_to_string(trail.path()).unwrap();
         assert!(
@@ -343,17 +352,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("calls.jsonl");
         let queue = AuditQueue::start(AuditTrail::at(&path));
-        queue.push(json!({ "n": 1 }));
-        queue.push(json!({ "n": 2 }));
+        queue.push(move || json!({ "n": 1 }));
+        queue.push(move || json!({ "n": 2 }));
         assert!(!path.exists(), "records wait for the interval");
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while std::fs::read_to_string(&path).unwrap_or_default().lines().count() < 2 {
             assert!(std::time::Instant::now() < deadline, "the queued records were not written");
             tokio::time::sleep(AUDIT_WRITE_INTERVAL).await;
         }
-        queue.push(json!({ "n": 3 }));
+        queue.push(move || json!({ "n": 3 }));
         queue.finish().await;
-        queue.push(json!({ "n": 4 }));
+        queue.push(move || json!({ "n": 4 }));
         let written = std::fs::read_to_string(&path).unwrap();
         assert_eq!(written, "{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n{\"n\":4}\n", "in order, none lost at the finish");
     }
@@ -364,7 +373,7 @@ mod tests {
         let path = dir.path().join("calls.jsonl");
         let queue = AuditQueue::start(AuditTrail::at(&path));
         for n in 0..AUDIT_QUEUE_MAX {
-            queue.push(json!({ "n": n }));
+            queue.push(move || json!({ "n": n }));
         }
         // No await since the first push: the writing task has not run, the last push wrote them all.
         let written = std::fs::read_to_string(&path).unwrap();

@@ -48,6 +48,13 @@ pub fn rule_for(mode: PermissionMode, effect: Effect) -> Rule {
     }
 }
 
+/// Whether `mode` asks about any effect: kept approvals answer only the `ask`
+/// cells of the table, and are kept only from them, so a mode without one
+/// (full-access) has no use for them.
+pub fn mode_asks(mode: PermissionMode) -> bool {
+    Effect::ALL.into_iter().any(|effect| rule_for(mode, effect) == Rule::Ask)
+}
+
 /// Whether an approval given for an `approved` effect also answers `effect`:
 /// only when every mode orders `effect` at or below it (its rule is never
 /// stricter than the approved effect's). Derived from the mode table, so

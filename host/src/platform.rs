@@ -214,7 +214,8 @@ impl Project {
             .approver(options.approver)
             .asker(options.asker)
             .events(options.events);
-        if options.keep_approvals {
+        // A mode that never asks has no use for the kept approvals: their file is not read.
+        if options.keep_approvals && crate::permissions::mode_asks(options.mode) {
             builder = builder.approvals(Arc::new(ApprovalStore::open(self.scope.home(), self.scope.root())?));
         }
         if let Some(deadline) = options.deadline {

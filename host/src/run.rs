@@ -5,8 +5,8 @@
 
 use std::collections::HashSet;
 use std::io::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
@@ -362,7 +362,7 @@ impl RunBuilder {
         let millis = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
         let run = RunContext {
             inner: Arc::new(RunInner {
-                run_id: format!("run-{millis:x}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]),
+                run_id: format!("run-{millis:x}-{:08x}", next_run_suffix()),
                 mode: self.mode,
                 cancel: self.cancel.unwrap_or_default(),
                 started,
@@ -382,6 +382,15 @@ impl RunBuilder {
         run.emit(RunEventKind::RunStarted { mode: self.mode.to_string() });
         run
     }
+}
+
+/// The last part of a run id: a random start for this process, then one more
+/// per run, so ids never repeat within a process and rarely across processes,
+/// without asking the kernel for randomness on every run.
+fn next_run_suffix() -> u32 {
+    static START: LazyLock<u32> = LazyLock::new(|| uuid::Uuid::new_v4().as_u128() as u32);
+    static RUNS: AtomicU32 = AtomicU32::new(0);
+    START.wrapping_add(RUNS.fetch_add(1, Ordering::Relaxed))
 }
 
 impl RunContext {

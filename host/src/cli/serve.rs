@@ -217,11 +217,13 @@ impl ServedTools for ServedProject {
         let registered = self.registered(name).await;
         let audit = Arc::new(CallAudit::default());
         let (called, rejected) = self.run_call(client, &registered, arguments, cancelled, &audit).await;
-        let who = format!("{} {}", client.info().name, client.info().version);
-        let mode = self.mode.to_string();
-        let call = CallRecord { client: who.trim(), tool: &registered, mode: &mode, rejected: rejected.as_deref() };
-        // Written by the trail's task, after the answer leaves: not on the call's path.
-        self.trail.push(audit.record(&call));
+        let (ended, client, mode) = (chrono::Utc::now(), client.info().clone(), self.mode);
+        // Made and written by the trail's task, after the answer leaves: not on the call's path.
+        self.trail.push(move || {
+            let (who, mode) = (format!("{} {}", client.name, client.version), mode.to_string());
+            let rejected = rejected.as_deref();
+            audit.record(&CallRecord { ended, client: who.trim(), tool: &registered, mode: &mode, rejected })
+        });
         called
     }
 }
