@@ -224,3 +224,21 @@ async fn nothing_but_context_and_log_is_served_outside_a_run() {
     assert_eq!(services.snapshot(None).run, None);
     assert_eq!(services.snapshot(None).project_name, "project");
 }
+
+#[test]
+fn snapshot_strings_past_their_bound_are_cut_at_a_character() {
+    let max = clat_host::limits::SNAPSHOT_MAX_STRING_CHARS;
+    let registry = Arc::new(clat_host::registry::Registry::new(&[]));
+    let root = std::path::PathBuf::from(format!("/{}", "é".repeat(max + 10)));
+    let session = "s".repeat(max);
+    let services = clat_host::services::HostServices::new(
+        &registry,
+        Arc::new(clat_host::sampling::OfflineProvider),
+        &root,
+        &session,
+    );
+    let snapshot = services.snapshot(None);
+    assert_eq!(snapshot.project_root.chars().count(), max, "cut");
+    assert_eq!(snapshot.project_name, "é".repeat(max), "cut between characters, never inside one");
+    assert_eq!(snapshot.session_id, session, "at the bound: whole");
+}

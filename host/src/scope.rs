@@ -294,6 +294,10 @@ impl ProjectScope {
     pub async fn wait_for_initial_surface(&self, wait: std::time::Duration) -> bool {
         let rx = self.startup.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let Some(mut rx) = rx else { return true };
+        // Once the surface is in (every run after the first), no timer is set.
+        if *rx.borrow() {
+            return true;
+        }
         matches!(tokio::time::timeout(wait, rx.wait_for(|done| *done)).await, Ok(Ok(_)))
     }
 

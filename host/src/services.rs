@@ -79,7 +79,14 @@ impl HostServices {
 
     /// A bounded, detached snapshot of project, session and (optionally) run.
     pub fn snapshot(&self, run: Option<&RunContext>) -> ContextSnapshot {
-        let bound = |s: &str| s.chars().take(SNAPSHOT_MAX_STRING_CHARS).collect::<String>();
+        // At most SNAPSHOT_MAX_STRING_CHARS characters (a string of no more bytes has no more).
+        let bound = |s: &str| {
+            let end = match s.len() > SNAPSHOT_MAX_STRING_CHARS {
+                true => s.char_indices().nth(SNAPSHOT_MAX_STRING_CHARS).map_or(s.len(), |(end, _)| end),
+                false => s.len(),
+            };
+            s[..end].to_string()
+        };
         ContextSnapshot {
             project_root: bound(&self.project_root.display().to_string()),
             project_name: bound(

@@ -239,14 +239,16 @@ impl ServedProject {
         cancelled: CancellationToken,
         audit: &Arc<CallAudit>,
     ) -> (Result<Value, WireError>, Option<String>) {
+        // One copy of the client for the run's four ports.
+        let client = Arc::new(client.clone());
         let options = RunOptions {
             mode: self.mode,
-            approver: Arc::new(ServeApprover { client: client.clone() }),
-            asker: Arc::new(ClientAsker { client: client.clone() }),
-            events: Arc::new(CallEvents { audit: Arc::clone(audit), client: client.clone() }),
+            approver: Arc::new(ServeApprover { client: Arc::clone(&client) }),
+            asker: Arc::new(ClientAsker { client: Arc::clone(&client) }),
+            events: Arc::new(CallEvents { audit: Arc::clone(audit), client: Arc::clone(&client) }),
             keep_approvals: true,
             deadline: None,
-            model: Some(Arc::new(ClientModel { client: client.clone(), configured: Arc::clone(&self.configured) })),
+            model: Some(Arc::new(ClientModel { client, configured: Arc::clone(&self.configured) })),
         };
         let run = match self.project.start_run(options).await {
             Ok(run) => run,
@@ -280,7 +282,7 @@ impl ServedProject {
 /// stream (progress under the client's token, when it gave one).
 struct CallEvents {
     audit: Arc<CallAudit>,
-    client: Peer,
+    client: Arc<Peer>,
 }
 
 impl EventSink for CallEvents {
@@ -325,7 +327,7 @@ fn mcp_tool(name: &str, tool: &ToolInfo) -> Value {
 /// nobody (the session's stdin is the protocol), so it is denied at once,
 /// with the ways to allow it beforehand (a mode, `clat approvals allow`).
 struct ServeApprover {
-    client: Peer,
+    client: Arc<Peer>,
 }
 
 /// The form's choices: its field, and the values with their labels.
@@ -415,14 +417,14 @@ impl Approver for ServeApprover {
 /// sampling, else the configured one. An extension's request reaches it only after the three gates and the
 /// shared budget.
 struct ClientModel {
-    client: Peer,
+    client: Arc<Peer>,
     configured: Arc<dyn ModelProvider>,
 }
 
 impl ClientModel {
     /// The client, when it offers sampling.
     fn sampling_client(&self) -> Option<&Peer> {
-        Some(&self.client).filter(|client| client.samples())
+        Some(self.client.as_ref()).filter(|client| client.samples())
     }
 }
 
@@ -449,7 +451,7 @@ impl ModelProvider for ClientModel {
 /// client's user whole, `ask_user`'s question as a one-field form, when the
 /// client declared form elicitation; else they are unanswerable.
 struct ClientAsker {
-    client: Peer,
+    client: Arc<Peer>,
 }
 
 /// The one field of a question's form.

@@ -492,13 +492,11 @@ impl Session {
                 outlet.send(Message::Response { id, result: Err(WireError::new(SERVER_BUSY, why)) }).await;
                 return;
             }
-            let params = params.unwrap_or(Value::Null);
+            let mut params = params.unwrap_or(Value::Null);
+            let arguments = params.get_mut("arguments").map(Value::take).unwrap_or_else(|| json!({}));
             let result = match params["name"].as_str() {
                 None => Err(WireError::new(INVALID_PARAMS, "tools/call needs a tool name")),
-                Some(name) => {
-                    let arguments = params.get("arguments").cloned().unwrap_or_else(|| json!({}));
-                    session.tools.call(&client, name, arguments, token.clone()).await
-                }
+                Some(name) => session.tools.call(&client, name, arguments, token.clone()).await,
             };
             let result = if client.modern { result.map(|r| modern::complete(r, &session.info)) } else { result };
             // A modern call answers the request it answers now (after rounds: the last retry; none when the
