@@ -412,12 +412,10 @@ impl Session {
             // A retry: the call parked under its state answers this request now.
             "tools/call" if params.as_ref().is_some_and(|p| p.get("requestState").is_some()) => {
                 let params = params.unwrap_or_default();
-                let state = params["requestState"].as_str().unwrap_or_default();
                 let route = rounds::Route { id: id.clone(), outlet: outlet.clone() };
                 // On stdio the client cancels the call by the id of the request it waits on: this one now.
                 let calls = (!self.stateless).then_some(&self.calls);
-                let responses = params.get("inputResponses");
-                match self.parked.resume(state, params["name"].as_str(), responses, route, calls, &self.info).await {
+                match self.parked.resume(&params, route, calls, &self.info).await {
                     Ok(()) => return,
                     Err(refused) => Err(refused),
                 }
@@ -468,10 +466,8 @@ impl Session {
         client.progress_token = params.as_ref().and_then(|p| p.pointer("/_meta/progressToken")).cloned();
         let token = self.ending.child_token();
         if client.modern {
-            let tool = params.as_ref().and_then(|p| p["name"].as_str()).unwrap_or_default();
-            let given = params.as_ref().and_then(|p| p.get("inputResponses"));
             let route = rounds::Route { id: id.clone(), outlet: client.outlet.clone() };
-            client.rounds = Some(rounds::CallRounds::new(tool, route, given, token.clone()));
+            client.rounds = Some(rounds::CallRounds::new(params.as_ref(), route, token.clone()));
         }
         // Over HTTP, modern calls of any number of clients share one session: their ids may coincide.
         let key =

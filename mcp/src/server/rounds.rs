@@ -6,8 +6,9 @@
 //! that `requestState`, under a new id) becomes the request the call answers:
 //! the answer wakes the call, and its next outcome (its result, or the next
 //! round) answers the retry. A state is a random token, good once; an unknown
-//! one, or one retried for another tool, is refused (`-32602`); a retry
-//! without the answer is asked again in a new round. A call asks one question
+//! one, or one retried for another tool or with other arguments, is refused
+//! (`-32602`: the call it names was not made with them); a retry without the
+//! answer is asked again in a new round. A call asks one question
 //! per round (its questions take turns), and waits for a retry as long as for
 //! an answer to a request (`client_answer`). Closing the request a call answers now
 //! (over HTTP: its response) cancels the call.
@@ -62,6 +63,8 @@ pub(crate) struct Route {
 /// One modern call's rounds.
 pub(crate) struct CallRounds {
     tool: String,
+    /// The call's arguments (none given: `{}`): a retry that names others is not this call's.
+    arguments: Value,
     /// None while it waits for a retry: the request it answered last got its round.
     route: Mutex<Option<Route>>,
     /// One question at a time.
@@ -77,12 +80,14 @@ pub(crate) struct CallRounds {
 }
 
 impl CallRounds {
-    /// The rounds of a call of `tool` that answers `route` now, its first request carrying the answers `given`
-    /// (its `inputResponses`, if any); closing it cancels `cancel`.
-    pub(crate) fn new(tool: &str, route: Route, given: Option<&Value>, cancel: CancellationToken) -> Arc<CallRounds> {
-        let given = given.and_then(Value::as_object).cloned().unwrap_or_default();
+    /// The rounds of the call `params` (its tool, arguments, and the answers its first request carries, its
+    /// `inputResponses`, if any) that answers `route` now; closing it cancels `cancel`.
+    pub(crate) fn new(params: Option<&Value>, route: Route, cancel: CancellationToken) -> Arc<CallRounds> {
+        let field = |name: &str| params.and_then(|p| p.get(name));
+        let given = field("inputResponses").and_then(Value::as_object).cloned().unwrap_or_default();
         let rounds = Arc::new(CallRounds {
-            tool: tool.to_string(),
+            tool: field("name").and_then(Value::as_str).unwrap_or_default().to_string(),
+            arguments: called_with(field("arguments")),
             route: Mutex::new(Some(route.clone())),
             turn: tokio::sync::Mutex::new(()),
             asked: AtomicU64::new(0),
@@ -153,6 +158,11 @@ impl CallRounds {
     }
 }
 
+/// A call's arguments as compared: none given are `{}`.
+fn called_with(arguments: Option<&Value>) -> Value {
+    arguments.filter(|a| !a.is_null()).cloned().unwrap_or_else(|| json!({}))
+}
+
 /// A question waiting for the client's retry.
 struct Waiting {
     call: Arc<CallRounds>,
@@ -191,25 +201,30 @@ impl Parked {
         lock(&self.0).retain(|_, waiting| !Arc::ptr_eq(&waiting.call, call));
     }
 
-    /// A retry: the call parked under `state` now answers `route`; the answer in `responses` wakes it, or,
-    /// missing, the question is asked again. `calls` (a stdio session's calls in flight), when given, knows the
-    /// retry's id as the call's before the call can go on (its end removes it again).
+    /// A retry (`retry`: its params): the call parked under its `requestState` now answers `route`; the answer
+    /// in its `inputResponses` wakes it, or, missing, the question is asked again. A retry that leaves out the
+    /// arguments is taken as naming the call's own. `calls` (a stdio session's calls in flight), when given, knows
+    /// the retry's id as the call's before the call can go on (its end removes it again).
     pub(crate) async fn resume(
         &self,
-        state: &str,
-        tool: Option<&str>,
-        responses: Option<&Value>,
+        retry: &Value,
         route: Route,
         calls: Option<&Mutex<HashMap<RequestId, CancellationToken>>>,
         info: &ServerInfo,
     ) -> Result<(), WireError> {
         let refused = |why: &str| WireError::new(INVALID_PARAMS, format!("requestState: {why}"));
+        let state = retry["requestState"].as_str().unwrap_or_default();
+        let (tool, arguments, responses) =
+            (retry["name"].as_str(), retry.get("arguments"), retry.get("inputResponses"));
         let waiting = {
             let mut parked = lock(&self.0);
             match parked.get(state) {
                 None => return Err(refused("not one this server gave, or already used")),
                 Some(waiting) if tool != Some(waiting.call.tool.as_str()) => {
                     return Err(refused(&format!("it belongs to a call of {}", waiting.call.tool)));
+                }
+                Some(waiting) if arguments.is_some_and(|given| called_with(Some(given)) != waiting.call.arguments) => {
+                    return Err(refused("it belongs to a call with other arguments"));
                 }
                 Some(_) => parked.remove(state).expect("just found"),
             }

@@ -397,6 +397,13 @@ mod tests {
         assert_eq!(client.next().await["error"]["code"], INVALID_PARAMS);
         client.send(retry(3, "echo", &state, json!({ key: { "action": "accept" } }))).await;
         assert_eq!(client.next().await["error"]["code"], INVALID_PARAMS);
+        // So is a retry that names other arguments than the call's (none given: `{}`; leaving them out names the call's).
+        let mut other = retry(31, "ask", &state, json!({ key: { "action": "accept" } }));
+        other["params"]["arguments"] = json!({ "text": "another call" });
+        client.send(other).await;
+        let refused = client.next().await;
+        assert_eq!(refused["error"]["code"], INVALID_PARAMS, "{refused}");
+        assert!(refused["error"]["message"].as_str().unwrap().contains("other arguments"), "{refused}");
         // A retry without the answer is asked again, under a new state.
         client.send(retry(4, "ask", &state, json!({ "other": {} }))).await;
         let again = client.next().await;
