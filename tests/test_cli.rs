@@ -39,9 +39,10 @@ fn trust_then_tools_json_lists_the_six_native_tools_with_effects() {
         assert!(!t["description"].as_str().unwrap().is_empty());
         assert_eq!(t["input_schema"]["type"], "object");
     }
-    // The human table has a header and one line per tool.
+    // The human table has a header, one line per tool, and what their definitions cost.
     let out = env.clat(&["tools"]);
-    assert_eq!(stdout(&out).lines().count(), 7);
+    assert_eq!(stdout(&out).lines().count(), 8);
+    assert!(stdout(&out).lines().last().unwrap().starts_with("definitions: "), "{}", stdout(&out));
 }
 
 #[test]

@@ -314,12 +314,9 @@ fn mcp_tool(name: &str, tool: &ToolInfo) -> Value {
     if !read_only {
         annotations["destructiveHint"] = json!(tool.effect == Effect::Destructive);
     }
-    json!({
-        "name": name,
-        "description": tool.description,
-        "inputSchema": tool.input_schema,
-        "annotations": annotations,
-    })
+    let mut served = crate::registry::definition(name, &tool.description, &tool.input_schema);
+    served["annotations"] = annotations;
+    served
 }
 
 /// Who answers a call that needs approval under `clat serve`: the client's

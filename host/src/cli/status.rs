@@ -95,12 +95,34 @@ pub(crate) fn print_mcp(servers: &[ExtensionStatus], json: bool) {
 }
 
 /// `clat tools`: the registry as a table (problems of extensions on stderr) or as JSON.
+/// What the tools' definitions cost a model, in all and by extension, the costliest first.
+fn schemas_line(schemas: &crate::registry::SchemaTotals) -> String {
+    let kib = |bytes: usize| format!("{:.1} KiB", bytes as f64 / 1024.0);
+    let by_extension: Vec<String> = schemas
+        .extensions
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let tools = if i == 0 { format!("{} tools", e.tools) } else { e.tools.to_string() };
+            format!("{} {} ({tools})", e.extension, kib(e.size.bytes))
+        })
+        .collect();
+    format!(
+        "definitions: {}, ~{} tokens (at {} bytes a token): {}",
+        kib(schemas.size.bytes),
+        schemas.size.tokens,
+        crate::registry::SCHEMA_BYTES_PER_TOKEN,
+        by_extension.join(", ")
+    )
+}
+
 pub(crate) fn print_tools(project: &Project, json: bool) {
     let tools = project.tools();
     let extensions = project.extensions();
     let mut out = std::io::stdout().lock();
+    let schemas = crate::registry::schema_totals(&tools);
     if json {
-        let _ = writeln!(out, "{}", json!({ "tools": tools, "extensions": extensions }));
+        let _ = writeln!(out, "{}", json!({ "tools": tools, "extensions": extensions, "schemas": schemas }));
         return;
     }
     for e in extensions.iter().filter(|e| !e.problems.is_empty()) {
@@ -130,6 +152,7 @@ pub(crate) fn print_tools(project: &Project, json: bool) {
         };
         let _ = writeln!(out, "{:width$}  {effect:13}  {source:source_width$}  {description}", t.name);
     }
+    let _ = writeln!(out, "{}", schemas_line(&schemas));
     // What each WASM plugin may reach beyond host services.
     for e in extensions.iter().filter(|e| !e.grants.is_empty()) {
         let _ = writeln!(out, "plugin {} holds {}", e.name, e.grants.summary());

@@ -11,9 +11,13 @@
 //! futures dropped, so an MCP request is cancelled on the wire), and it waits,
 //! bounded, until none is left running. Scope teardown does this before it
 //! closes a server's stdin.
+//!
+//! What the tools' definitions cost a model is in `cost.rs`.
 
+mod cost;
 mod pipeline;
 
+pub use cost::{ExtensionSchemas, SCHEMA_BYTES_PER_TOKEN, SchemaSize, SchemaTotals, definition, schema_totals};
 pub use pipeline::enforce_result_limit;
 
 use std::collections::HashMap;
@@ -216,9 +220,16 @@ pub struct ToolInfo {
     pub description: String,
     /// The JSON Schema of its arguments.
     pub input_schema: Value,
+    /// What its definition (name, description, schema) costs a model each turn it is offered.
+    pub schema: SchemaSize,
 }
 
 impl ToolInfo {
+    /// The tool as a model is offered it: its name, description and input schema.
+    pub fn definition(&self) -> Value {
+        definition(&self.name, &self.description, &self.input_schema)
+    }
+
     /// Whether `written` names this tool: its registered name, or (an
     /// extension's tool) its own name or that normalized (`names::names_tool`).
     pub fn is_named(&self, written: &str) -> bool {
@@ -580,6 +591,7 @@ impl Registry {
                 effect_reason: e.effect_reason.clone(),
                 description: e.description.clone(),
                 input_schema: e.input_schema.clone(),
+                schema: cost::size_of(&e.name, &e.description, &e.input_schema),
             })
             .collect()
     }
