@@ -93,6 +93,9 @@ enum Command {
         /// One tool: its registered name, or its server's or plugin's name for it.
         #[arg(add = clap_complete::ArgValueCandidates::new(completion::tool_names))]
         name: Option<String>,
+        /// The tools that best match a task's words (names, descriptions, parameters), best first.
+        #[arg(long, value_name = "QUERY", conflicts_with = "name")]
+        search: Option<String>,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -459,7 +462,7 @@ async fn dispatch(cli: Cli, shutdown: &Shutdown) -> Result<Exit, Failure> {
             let _ = std::io::stdout().write_all(&script);
             Ok(Exit::Ok)
         }
-        Command::Tools { name, json } => {
+        Command::Tools { name, search, json } => {
             // The user watches this start: slow servers get longer, with progress.
             let options = MountOptions {
                 default_startup_timeout: Some(crate::limits::WATCHED_START_TIMEOUT),
@@ -474,7 +477,10 @@ async fn dispatch(cli: Cli, shutdown: &Shutdown) -> Result<Exit, Failure> {
             let shown = match (&name, loaded) {
                 (_, false) => Err(runs::interrupted(shutdown)),
                 (None, true) => {
-                    status::print_tools(&project, json);
+                    match &search {
+                        Some(query) => status::print_matches(&project, query, json),
+                        None => status::print_tools(&project, json),
+                    }
                     Ok(())
                 }
                 (Some(name), true) => {

@@ -95,6 +95,28 @@ pub(crate) fn print_mcp(servers: &[ExtensionStatus], json: bool) {
 }
 
 /// `clat tools`: the registry as a table (problems of extensions on stderr) or as JSON.
+/// The tools that best match `query`, best first (`clat tools --search`).
+pub(crate) fn print_matches(project: &Project, query: &str, json: bool) {
+    let index = crate::registry::ToolIndex::new(project.tools());
+    let matches = index.search(query, crate::registry::SEARCH_RESULTS_DEFAULT);
+    let mut out = std::io::stdout().lock();
+    if json {
+        let _ = writeln!(out, "{}", json!({ "query": query, "matches": matches }));
+        return;
+    }
+    if matches.is_empty() {
+        let _ = writeln!(out, "no tool matches {query:?}");
+        return;
+    }
+    let width = matches.iter().map(|m| m.name.len()).max().unwrap_or(4).max(4);
+    let source_width = matches.iter().map(|m| m.source.label().len()).max().unwrap_or(6).max(6);
+    let _ = writeln!(out, "{:width$}  {:13}  {:source_width$}  DESCRIPTION", "NAME", "EFFECT", "SOURCE");
+    for m in &matches {
+        let (effect, source) = (m.effect.as_str(), m.source.label());
+        let _ = writeln!(out, "{:width$}  {effect:13}  {source:source_width$}  {}", m.name, m.description);
+    }
+}
+
 /// What the tools' definitions cost a model, in all and by extension, the costliest first.
 fn schemas_line(schemas: &crate::registry::SchemaTotals) -> String {
     let kib = |bytes: usize| format!("{:.1} KiB", bytes as f64 / 1024.0);

@@ -12,13 +12,16 @@
 //! bounded, until none is left running. Scope teardown does this before it
 //! closes a server's stdin.
 //!
-//! What the tools' definitions cost a model is in `cost.rs`.
+//! What the tools' definitions cost a model is in `cost.rs`, finding the
+//! tools a task needs in `search.rs`.
 
 mod cost;
 mod pipeline;
+mod search;
 
 pub use cost::{ExtensionSchemas, SCHEMA_BYTES_PER_TOKEN, SchemaSize, SchemaTotals, definition, schema_totals};
 pub use pipeline::enforce_result_limit;
+pub use search::{SEARCH_RESULTS_DEFAULT, ToolIndex, ToolMatch};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
