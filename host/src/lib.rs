@@ -14,10 +14,12 @@
 //! in-process, `mcp/` mounts MCP servers through the `clat-mcp` client;
 //! neither imports the other, and both report through `extension.rs`.
 
+pub mod discovery;
 pub mod platform;
 
 pub use asker::UserAsker;
 pub use contract::{ContentBlock, Effect, PermissionMode, ToolOutput};
+pub use discovery::{Discovery, DiscoveryOptions};
 pub use extension::{ExtensionKind, ExtensionState, ExtensionStatus, StartFilter};
 pub use native::process::SandboxPolicy;
 pub use permissions::{Approval, ApprovalRequest, Approver};

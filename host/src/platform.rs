@@ -195,6 +195,13 @@ impl Project {
         self.scope.registry().list()
     }
 
+    /// How to offer the tools to a model (`discovery.rs`): all of them, or — past `options`' budget — the native
+    /// and pinned ones and a search. Freezes the registry first, so the offer is of the tools that stay.
+    pub fn discovery(&self, options: &crate::discovery::DiscoveryOptions) -> crate::discovery::Discovery {
+        self.freeze();
+        crate::discovery::Discovery::new(self.tools(), options)
+    }
+
     /// What each extension did so far: its state, tools, problems, output tail.
     pub fn extensions(&self) -> Vec<ExtensionStatus> {
         self.scope.extensions()

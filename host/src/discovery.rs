@@ -1,0 +1,177 @@
+//! Progressive discovery: what a model is offered when every tool's
+//! definition would cost too much. While the definitions of all the tools
+//! fit the budget (`DiscoveryOptions::budget_bytes`, by default
+//! `DISCOVERY_BUDGET_BYTES`), all are offered. Past it, the model is offered
+//! CLAT's native tools, the pinned ones, those it loaded, and three of
+//! discovery's own: `search_tools` (a task's words → the best matches, with
+//! name, one-line description, effect and source), `load_tools` (names → their
+//! definitions, offered from then on) and `call_tool` (a name and its
+//! arguments, for a client that cannot take new definitions mid-session).
+//! Every tool stays reachable, and every call — `call_tool`'s too — is a
+//! call of the tool itself through the one pipeline (`Run::call`): its
+//! effect, the mode, approvals and grants judge it as if it had been offered.
+//! The embedding host and `clat serve` both offer tools through this.
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+
+use serde_json::{Value, json};
+
+use crate::contract::ToolOutput;
+use crate::platform::Run;
+use crate::registry::{
+    CallError, SEARCH_RESULTS_DEFAULT, SchemaSize, ToolIndex, ToolInfo, ToolSource, definition, schema_totals,
+};
+
+/// The default budget for the definitions offered on a first turn: 8 KiB of compact JSON.
+pub const DISCOVERY_BUDGET_BYTES: usize = 8 * 1024;
+/// The most matches one `search_tools` call gives.
+pub const SEARCH_RESULTS_MAX: usize = 20;
+
+/// Discovery's own tools.
+pub const SEARCH_TOOLS: &str = "search_tools";
+pub const LOAD_TOOLS: &str = "load_tools";
+pub const CALL_TOOL: &str = "call_tool";
+
+/// How a project's tools are offered.
+#[derive(Debug, Clone)]
+pub struct DiscoveryOptions {
+    /// Past this many bytes of definitions, tools are found rather than offered.
+    pub budget_bytes: usize,
+    /// Registered names always offered.
+    pub pinned: Vec<String>,
+}
+
+impl Default for DiscoveryOptions {
+    fn default() -> Self {
+        DiscoveryOptions { budget_bytes: DISCOVERY_BUDGET_BYTES, pinned: Vec::new() }
+    }
+}
+
+/// One session's offer: the tools, the search over them, and what it loaded.
+pub struct Discovery {
+    tools: Vec<ToolInfo>,
+    index: ToolIndex,
+    deferring: bool,
+    pinned: HashSet<String>,
+    loaded: Mutex<Vec<String>>,
+}
+
+impl Discovery {
+    /// The offer of `tools` (a frozen registry's listing) under `options`.
+    pub fn new(tools: Vec<ToolInfo>, options: &DiscoveryOptions) -> Discovery {
+        let deferring = schema_totals(&tools).size.bytes > options.budget_bytes;
+        let pinned = options.pinned.iter().filter(|name| tools.iter().any(|t| &t.name == *name)).cloned().collect();
+        Discovery { index: ToolIndex::new(tools.clone()), tools, deferring, pinned, loaded: Mutex::new(Vec::new()) }
+    }
+
+    /// Whether tools are found rather than all offered.
+    pub fn deferring(&self) -> bool {
+        self.deferring
+    }
+
+    /// The definitions offered now (name, description, input schema): every tool, or — deferring — the native,
+    /// pinned and loaded ones and discovery's own.
+    pub fn offered(&self) -> Vec<Value> {
+        if !self.deferring {
+            return self.tools.iter().map(ToolInfo::definition).collect();
+        }
+        let loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let mut offered: Vec<Value> = self
+            .tools
+            .iter()
+            .filter(|t| t.source == ToolSource::Native || self.pinned.contains(&t.name) || loaded.contains(&t.name))
+            .map(ToolInfo::definition)
+            .collect();
+        offered.extend(own_tools());
+        offered
+    }
+
+    /// What the offered definitions cost.
+    pub fn offered_size(&self) -> SchemaSize {
+        SchemaSize::of_bytes(self.offered().iter().map(|d| serde_json::to_vec(d).map_or(0, |j| j.len())).sum())
+    }
+
+    /// Whether `name` is one of discovery's own tools, offered now.
+    pub fn is_own(&self, name: &str) -> bool {
+        self.deferring && [SEARCH_TOOLS, LOAD_TOOLS, CALL_TOOL].contains(&name)
+    }
+
+    /// Call `name` in `run`: discovery's own tools here, any other through the pipeline as itself.
+    pub async fn call(&self, run: &Run, name: &str, arguments: Value) -> Result<ToolOutput, CallError> {
+        if !self.is_own(name) {
+            return run.call(name, arguments).await;
+        }
+        let invalid = |reason: &str| CallError::InvalidArguments { tool: name.to_string(), reason: reason.to_string() };
+        match name {
+            SEARCH_TOOLS => {
+                let query = arguments["query"].as_str().ok_or_else(|| invalid("`query` (a string) is required"))?;
+                let limit = arguments["limit"].as_u64().map_or(SEARCH_RESULTS_DEFAULT, |l| l as usize);
+                let matches = self.index.search(query, limit.clamp(1, SEARCH_RESULTS_MAX));
+                Ok(structured(json!({ "matches": matches })))
+            }
+            LOAD_TOOLS => {
+                let names: Vec<&str> = match arguments["names"].as_array() {
+                    Some(names) => names.iter().filter_map(Value::as_str).collect(),
+                    None => return Err(invalid("`names` (an array of tool names) is required")),
+                };
+                let unknown: Vec<&str> =
+                    names.iter().copied().filter(|n| !self.tools.iter().any(|t| t.name == *n)).collect();
+                if !unknown.is_empty() {
+                    return Err(CallError::UnknownTool(unknown.join(", ")));
+                }
+                let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
+                for name in &names {
+                    if !loaded.iter().any(|l| l == name) {
+                        loaded.push(name.to_string());
+                    }
+                }
+                let tools: Vec<Value> =
+                    self.tools.iter().filter(|t| names.contains(&t.name.as_str())).map(ToolInfo::definition).collect();
+                Ok(structured(json!({ "tools": tools })))
+            }
+            _ => {
+                let target = arguments["name"].as_str().ok_or_else(|| invalid("`name` (a string) is required"))?;
+                if self.is_own(target) {
+                    return Err(invalid("call_tool calls a registered tool, not one of discovery's own"));
+                }
+                let arguments = arguments.get("arguments").cloned().unwrap_or_else(|| json!({}));
+                run.call(target, arguments).await
+            }
+        }
+    }
+}
+
+/// A result as JSON text and structured content.
+fn structured(value: Value) -> ToolOutput {
+    let mut output = ToolOutput::text(value.to_string());
+    output.structured = Some(value.to_string());
+    output
+}
+
+/// Discovery's own tools' definitions.
+fn own_tools() -> Vec<Value> {
+    vec![
+        definition(
+            SEARCH_TOOLS,
+            "Find tools for a task among every tool of this project (CLAT's, its MCP servers' and WASM plugins'): the \
+             best matches for the task's words, with name, description, effect and source. Load one to call it.",
+            &json!({ "type": "object", "properties": {
+                "query": { "type": "string", "description": "What the task is, in words" },
+                "limit": { "type": "integer", "minimum": 1, "maximum": SEARCH_RESULTS_MAX } },
+                "required": ["query"] }),
+        ),
+        definition(
+            LOAD_TOOLS,
+            "Load tools found by search_tools: their full definitions, offered from now on.",
+            &json!({ "type": "object", "properties": {
+                "names": { "type": "array", "items": { "type": "string" } } }, "required": ["names"] }),
+        ),
+        definition(
+            CALL_TOOL,
+            "Call a tool search_tools found by its name, with its arguments, without loading it.",
+            &json!({ "type": "object", "properties": {
+                "name": { "type": "string" }, "arguments": { "type": "object" } }, "required": ["name"] }),
+        ),
+    ]
+}
