@@ -824,3 +824,52 @@ fn a_modern_client_is_asked_in_input_required_rounds() {
     assert_eq!(over_http["asked"].as_array().map(Vec::len), Some(1), "the approval form came as a round: {over_http}");
     assert_eq!(env.read("web.txt"), "x");
 }
+
+/// Past its tool budget `clat serve` lists the native tools and discovery's own: a search finds a deferred tool,
+/// `call_tool` calls it through the pipeline (headless in ask mode, a destructive one is denied, and the trail
+/// names it), and `load_tools` lists it from then on, telling the client the listing changed.
+#[test]
+fn past_its_budget_serve_lists_a_search_and_every_tool_stays_reachable_through_the_pipeline() {
+    let env = TestEnv::trusted();
+    env.write_mcp_config(json!({
+        "tracker": { "command": SERVER, "args": ["--tool-names", "delete_repository,list_issues"] },
+        "notes": { "command": SERVER, "args": ["--tool-names", "echo", "--read-only-tools"] },
+    }));
+    let mut client = RawClient::start(&env, &["serve", "--tool-budget", "1024"]);
+    let call = |id: u64, name: &str, arguments: Value| json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": name, "arguments": arguments } });
+    let listed = |client: &mut RawClient, id: u64| -> Vec<String> {
+        client.send(json!({ "jsonrpc": "2.0", "id": id, "method": "tools/list" }));
+        let tools = client.next()["result"]["tools"].as_array().unwrap().clone();
+        tools.iter().map(|t| t["name"].as_str().unwrap().to_string()).collect()
+    };
+    let first = listed(&mut client, 1);
+    let natives = ["list_files", "read_file", "search", "write_file", "edit_file", "run_command"];
+    assert_eq!(first[..6], natives, "{first:?}");
+    assert_eq!(first[6..], ["search_tools", "load_tools", "call_tool"], "{first:?}");
+
+    client.send(call(2, "search_tools", json!({ "query": "delete a repository" })));
+    let found = client.next()["result"]["structuredContent"].clone();
+    assert_eq!(found["matches"][0]["name"], "mcp_tracker_delete_repository", "{found}");
+
+    client.send(call(3, "call_tool", json!({ "name": "mcp_tracker_delete_repository", "arguments": {} })));
+    let denied = client.next()["result"].clone();
+    assert_eq!(denied["isError"], true, "{denied}");
+    assert!(denied["content"][0]["text"].as_str().unwrap().contains("permission denied"), "{denied}");
+
+    client.send(call(4, "load_tools", json!({ "names": ["mcp_notes_echo"] })));
+    let (said, answer) = (client.next(), client.next());
+    let (notice, answer) = if said.get("id").is_some() { (answer, said) } else { (said, answer) };
+    assert_eq!(notice["method"], "notifications/tools/list_changed", "{notice}");
+    assert_eq!(answer["result"]["structuredContent"]["tools"][0]["name"], "mcp_notes_echo", "{answer}");
+    assert!(listed(&mut client, 5).contains(&"mcp_notes_echo".to_string()), "listed from now on");
+    client.send(call(6, "mcp_notes_echo", json!({ "text": "found" })));
+    let echoed = client.next()["result"].clone();
+    assert_eq!(echoed["isError"], false, "{echoed}");
+    drop(client.stdin.take());
+    let _ = client.child.wait();
+
+    let trail: Vec<Value> =
+        env.read_home("audit/calls.jsonl").lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let called = trail.iter().find(|r| r["tool"] == "mcp_tracker_delete_repository").expect("call_tool's target");
+    assert_eq!((called["effect"].clone(), called["outcome"].clone()), (json!("destructive"), json!("denied")));
+}

@@ -156,6 +156,13 @@ enum Command {
         /// extension's tool by its own name when no other tool has or is called that name).
         #[arg(long, value_enum, default_value = "registry")]
         tool_names: serve::ServedNames,
+        /// Past this many bytes of tool definitions (name, description, schema), list the native tools and
+        /// search_tools / load_tools / call_tool instead of every tool.
+        #[arg(long, value_name = "BYTES", default_value_t = crate::discovery::DISCOVERY_BUDGET_BYTES)]
+        tool_budget: usize,
+        /// List every tool, whatever their definitions cost.
+        #[arg(long, conflicts_with = "tool_budget")]
+        all_tools: bool,
     },
     /// Run a script of tool calls headless, as one run: one run id, one mode, one sampling budget.
     /// SCRIPT has one JSON object per line, {"tool": NAME, "arguments": {...}} (`-`: standard input).
@@ -500,11 +507,13 @@ async fn dispatch(cli: Cli, shutdown: &Shutdown) -> Result<Exit, Failure> {
             project.close().await;
             result
         }
-        Command::Serve { mode, sandbox, audit, http, token_file, tool_names } => {
+        Command::Serve { mode, sandbox, audit, http, token_file, tool_names, tool_budget, all_tools } => {
             let mode: PermissionMode = mode.parse().map_err(usage)?;
             let sandbox: SandboxPolicy = sandbox.parse().map_err(usage)?;
             let dir = project_dir(cli.project)?;
-            let options = serve::ServeOptions { dir, mode, sandbox, audit, http, token_file, names: tool_names };
+            let tool_budget = (!all_tools).then_some(tool_budget);
+            let names = tool_names;
+            let options = serve::ServeOptions { dir, mode, sandbox, audit, http, token_file, names, tool_budget };
             serve::serve(&platform, options, shutdown).await
         }
         Command::Exec { script, mode, sandbox } => {

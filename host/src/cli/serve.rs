@@ -35,6 +35,7 @@ use crate::audit::{AuditQueue, AuditTrail, CallAudit, CallRecord};
 use crate::contract::Effect;
 use crate::contract::json::tool_output_to_json;
 use crate::contract::{ElicitationForm, PermissionMode};
+use crate::discovery::{CALL_TOOL, Discovery, DiscoveryOptions, LOAD_TOOLS, SEARCH_TOOLS};
 use crate::extension::StartFilter;
 use crate::limits::INITIAL_SURFACE_WAIT;
 use crate::permissions::{Approval, ApprovalRequest, Approver, Remember, effect_with_reason, how_to_allow};
@@ -56,6 +57,8 @@ pub(crate) struct ServeOptions {
     pub(crate) token_file: Option<PathBuf>,
     /// What the served tools are called.
     pub(crate) names: ServedNames,
+    /// Past this many bytes of definitions, the tools are found, not listed (`discovery.rs`); none: all listed.
+    pub(crate) tool_budget: Option<usize>,
 }
 
 /// What `clat serve` calls the tools it serves.
@@ -69,7 +72,7 @@ pub(crate) enum ServedNames {
 
 /// Serve the project on stdin/stdout (or HTTP) until the client closes its end or a stop signal.
 pub(crate) async fn serve(platform: &Platform, options: ServeOptions, shutdown: &Shutdown) -> Result<Exit, Failure> {
-    let ServeOptions { dir, mode, sandbox, audit, http, token_file, names } = options;
+    let ServeOptions { dir, mode, sandbox, audit, http, token_file, names, tool_budget } = options;
     let token = token_file.as_deref().map(read_token).transpose()?;
     if let Some(address) = http {
         clat_mcp::server::http::check_bind(address, token.as_deref())
@@ -96,9 +99,12 @@ pub(crate) async fn serve(platform: &Platform, options: ServeOptions, shutdown: 
         version: env!("CARGO_PKG_VERSION").into(),
         instructions: Some(format!(
             "CLAT serves the tools of the project {}: its native tools (read_file, search, …), WASM plugins \
-             (wasm_*) and MCP servers (mcp_*), each call checked by CLAT's permission pipeline in mode {mode}.",
+             (wasm_*) and MCP servers (mcp_*), each call checked by CLAT's permission pipeline in mode {mode}. \
+             When they are too many to list, search_tools finds the others, load_tools lists them, and call_tool \
+             calls one by name.",
             project.root().display()
         )),
+        tools_change: tool_budget.is_some(),
     };
     let trail = match audit {
         Some(file) => AuditTrail::at(&file),
@@ -111,6 +117,8 @@ pub(crate) async fn serve(platform: &Platform, options: ServeOptions, shutdown: 
         configured,
         names,
         served_names: std::sync::OnceLock::new(),
+        discovery: std::sync::OnceLock::new(),
+        budget_bytes: tool_budget.unwrap_or(usize::MAX),
     });
     let stop = shutdown.token().clone();
     let ended = match listener {
@@ -161,6 +169,10 @@ struct ServedProject {
     names: ServedNames,
     /// Each tool's served name and registered name, fixed with the registry.
     served_names: std::sync::OnceLock<Vec<(String, String)>>,
+    /// What is listed (every tool, or the native ones and a search), fixed with the registry; what a client
+    /// loads is listed from then on, to every client of this server.
+    discovery: std::sync::OnceLock<Discovery>,
+    budget_bytes: usize,
 }
 
 impl ServedProject {
@@ -172,7 +184,15 @@ impl ServedProject {
         }
         self.project.wait_for_extensions(INITIAL_SURFACE_WAIT).await;
         self.project.freeze();
+        let options = DiscoveryOptions { budget_bytes: self.budget_bytes, ..DiscoveryOptions::default() };
+        self.discovery.get_or_init(|| self.project.discovery(&options));
         self.served_names.get_or_init(|| served_names(&self.project.tools(), self.names))
+    }
+
+    /// What is listed: fixed with the surface.
+    async fn discovery(&self) -> &Discovery {
+        self.surface().await;
+        self.discovery.get().expect("set with the surface")
     }
 
     /// The registered name of the tool served as `name` (an unknown name as it is).
@@ -192,6 +212,8 @@ fn served_names(tools: &[ToolInfo], names: ServedNames) -> Vec<(String, String)>
     let keeps_own_name = |tool: &ToolInfo| {
         let own = tool.original_name.as_str();
         let unique = !tools.iter().any(|t| t.name == own) && tools.iter().filter(|t| t.is_named(own)).count() == 1;
+        // Discovery's own tools keep their names.
+        let unique = unique && ![SEARCH_TOOLS, LOAD_TOOLS, CALL_TOOL].contains(&own);
         names == ServedNames::Source && tool.source != ToolSource::Native && valid(own) && unique
     };
     let served = |tool: &ToolInfo| if keeps_own_name(tool) { tool.original_name.clone() } else { tool.name.clone() };
@@ -202,9 +224,29 @@ fn served_names(tools: &[ToolInfo], names: ServedNames) -> Vec<(String, String)>
 impl ServedTools for ServedProject {
     async fn list(&self) -> Vec<Value> {
         let names = self.surface().await;
+        let discovery = self.discovery().await;
         // By name, not position: a tool withdrawn since the names were fixed (its server stopped) is not listed.
         let served = |tool: &ToolInfo| names.iter().find(|(_, registered)| *registered == tool.name).map(|(s, _)| s);
-        self.project.tools().iter().map(|tool| mcp_tool(served(tool).unwrap_or(&tool.name), tool)).collect()
+        let tools = self.project.tools();
+        let listed = |tool: &ToolInfo| mcp_tool(served(tool).unwrap_or(&tool.name), tool);
+        if !discovery.deferring() {
+            return tools.iter().map(listed).collect();
+        }
+        let mut offered = Vec::new();
+        for definition in discovery.offered() {
+            match tools.iter().find(|t| definition["name"] == t.name.as_str()) {
+                Some(tool) => offered.push(listed(tool)),
+                // Discovery's own: finding and loading change nothing.
+                None if definition["name"] == CALL_TOOL => offered.push(definition),
+                None if definition["name"].is_string() => {
+                    let mut own = definition;
+                    own["annotations"] = json!({ "readOnlyHint": true, "openWorldHint": false });
+                    offered.push(own);
+                }
+                None => {}
+            }
+        }
+        offered
     }
 
     async fn call(
@@ -214,15 +256,35 @@ impl ServedTools for ServedProject {
         arguments: Value,
         cancelled: CancellationToken,
     ) -> Result<Value, WireError> {
-        let registered = self.registered(name).await;
+        let (discovery, mut arguments) = (self.discovery().await, arguments);
+        // Discovery's own tools by name; call_tool's target, like any tool, by its served name or registered one.
+        let (registered, audited) = match discovery.is_own(name) {
+            true if name == CALL_TOOL => match arguments["name"].as_str() {
+                Some(target) => {
+                    let target = self.registered(target).await;
+                    arguments["name"] = json!(target);
+                    (name.to_string(), target)
+                }
+                None => (name.to_string(), name.to_string()),
+            },
+            true => (name.to_string(), name.to_string()),
+            false => {
+                let registered = self.registered(name).await;
+                (registered.clone(), registered)
+            }
+        };
         let audit = Arc::new(CallAudit::default());
         let (called, rejected) = self.run_call(client, &registered, arguments, cancelled, &audit).await;
+        if name == LOAD_TOOLS && discovery.is_own(name) && called.as_ref().is_ok_and(|r| r["isError"] != true) {
+            client.tools_changed();
+        }
         let (ended, client, mode) = (chrono::Utc::now(), client.info().clone(), self.mode);
-        // Made and written by the trail's task, after the answer leaves: not on the call's path.
+        // Made and written by the trail's task, after the answer leaves: not on the call's path. A call_tool
+        // call is the call of its target, as the run's events say.
         self.trail.push(move || {
             let (who, mode) = (format!("{} {}", client.name, client.version), mode.to_string());
             let rejected = rejected.as_deref();
-            audit.record(&CallRecord { ended, client: who.trim(), tool: &registered, mode: &mode, rejected })
+            audit.record(&CallRecord { ended, client: who.trim(), tool: &audited, mode: &mode, rejected })
         });
         called
     }
@@ -255,7 +317,7 @@ impl ServedProject {
             Err(e) => return (Err(WireError::new(INTERNAL_ERROR, e.to_string())), None),
         };
         let called = tokio::select! {
-            called = run.call(name, arguments) => called,
+            called = self.discovery().await.call(&run, name, arguments) => called,
             _ = cancelled.cancelled() => {
                 run.cancel();
                 return (Err(WireError::new(INTERNAL_ERROR, format!("{name} was cancelled"))), None);

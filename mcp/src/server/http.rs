@@ -542,7 +542,8 @@ mod tests {
             let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
             let url = format!("http://{}{MCP_PATH}", listener.local_addr().unwrap());
             let (tx, cancelled) = tokio::sync::mpsc::unbounded_channel();
-            let info = ServerInfo { name: "fixture".into(), version: "1".into(), instructions: None };
+            let info =
+                ServerInfo { name: "fixture".into(), version: "1".into(), instructions: None, tools_change: false };
             let stop = CancellationToken::new();
             let served =
                 tokio::spawn(serve_http(listener, options, info, Arc::new(Fixture { cancelled: tx }), stop.clone()));

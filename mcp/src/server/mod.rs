@@ -67,6 +67,8 @@ pub struct ServerInfo {
     pub name: String,
     pub version: String,
     pub instructions: Option<String>,
+    /// Its tool listing may change during a session (`tools.listChanged`; `Peer::tools_changed` says when).
+    pub tools_change: bool,
 }
 
 /// Where what the session says goes: the stdio writer, or the stream of the
@@ -180,6 +182,19 @@ impl Peer {
         let params = json!({ "level": level, "logger": logger, "data": data });
         if let Some(outlet) = self.outlet() {
             outlet.offer(Message::Notification { method: "notifications/message".into(), params: Some(params) });
+        }
+    }
+
+    /// Tell the client the tool listing changed (`notifications/tools/list_changed`), when the server said it
+    /// may (`ServerInfo::tools_change`). A modern client is sent nothing outside its requests: it learns of the
+    /// change from the call's result.
+    pub fn tools_changed(&self) {
+        let changes = self.session.upgrade().is_some_and(|session| session.info.tools_change);
+        if self.modern || !changes {
+            return;
+        }
+        if let Some(outlet) = self.outlet() {
+            outlet.offer(Message::Notification { method: "notifications/tools/list_changed".into(), params: None });
         }
     }
 
@@ -453,7 +468,7 @@ impl Session {
         *lock(&self.client) = Some(Arc::new((client, params["capabilities"].clone())));
         let mut result = json!({
             "protocolVersion": version,
-            "capabilities": served_capabilities(),
+            "capabilities": served_capabilities(&self.info, false),
             "serverInfo": { "name": self.info.name, "version": self.info.version },
         });
         if let Some(instructions) = &self.info.instructions {
@@ -520,10 +535,15 @@ impl Session {
     }
 }
 
-/// What a session serves, in both eras: tools (a fixed registry, so no
-/// `listChanged`), log messages, and an empty prompt and resource catalogue.
-pub(crate) fn served_capabilities() -> Value {
-    json!({ "tools": { "listChanged": false }, "logging": {}, "prompts": {}, "resources": {} })
+/// What a session serves, in both eras: tools, log messages, and an empty
+/// prompt and resource catalogue. A legacy client is told the tool listing
+/// may change when the host says it may; a modern one never is: it would be
+/// told on a subscription stream (`subscriptions/listen`), which this server
+/// does not offer, and learns of a change from the result of the call that
+/// made it.
+pub(crate) fn served_capabilities(info: &ServerInfo, modern: bool) -> Value {
+    let changes = info.tools_change && !modern;
+    json!({ "tools": { "listChanged": changes }, "logging": {}, "prompts": {}, "resources": {} })
 }
 
 /// The methods of what CLAT does not serve: it serves its tool registry, and

@@ -85,7 +85,7 @@ pub(crate) fn unsupported_version(requested: &Value) -> WireError {
 pub(crate) fn discover(info: &ServerInfo) -> Value {
     let mut result = cacheable(json!({
         "supportedVersions": MODERN_VERSIONS,
-        "capabilities": super::served_capabilities(),
+        "capabilities": super::served_capabilities(info, true),
     }));
     if let Some(instructions) = &info.instructions {
         result["instructions"] = json!(instructions);
@@ -149,7 +149,7 @@ mod tests {
 
     #[test]
     fn results_say_they_are_complete_and_who_answered() {
-        let info = ServerInfo { name: "clat".into(), version: "1".into(), instructions: None };
+        let info = ServerInfo { name: "clat".into(), version: "1".into(), instructions: None, tools_change: false };
         let result = complete(json!({ "content": [], "_meta": { "x": 1 } }), &info);
         assert_eq!(result["resultType"], "complete");
         assert_eq!(result["_meta"], json!({ "x": 1, SERVER_INFO_KEY: { "name": "clat", "version": "1" } }));

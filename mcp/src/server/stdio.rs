@@ -160,7 +160,8 @@ mod tests {
             let (to, server_in) = tokio::io::duplex(1 << 16);
             let (server_out, from) = tokio::io::duplex(1 << 16);
             let (tx, cancelled) = tokio::sync::mpsc::unbounded_channel();
-            let info = ServerInfo { name: "fixture".into(), version: "1".into(), instructions: None };
+            let info =
+                ServerInfo { name: "fixture".into(), version: "1".into(), instructions: None, tools_change: false };
             let tools = Arc::new(Fixture { cancelled: tx });
             let served = tokio::spawn(serve(server_in, server_out, info, tools, CancellationToken::new()));
             Client { to, from: BufReader::new(from).lines(), served, cancelled }
