@@ -7,7 +7,8 @@
 
 mod support;
 
-use clat_host::discovery::{CALL_TOOL, DISCOVERY_BUDGET_BYTES, LOAD_TOOLS, SEARCH_TOOLS};
+use clat_host::discovery::{CALL_TOOL, LOAD_TOOLS, SEARCH_TOOLS};
+use clat_host::limits::{DISCOVERY_BUDGET_BYTES, SEARCH_RESULTS_MAX};
 use clat_host::{CallError, DiscoveryOptions, MountOptions, PermissionMode, Platform, RunOptions};
 use serde_json::{Value, json};
 use support::{TestEnv, stderr};
@@ -80,6 +81,10 @@ async fn three_hundred_tools_are_found_not_offered_and_a_deferred_call_passes_th
     let found = text(&found);
     assert_eq!(found["matches"][0]["name"], "mcp_srv0_delete_repository", "{found}");
     assert_eq!(found["matches"][0]["effect"], "destructive", "{found}");
+
+    // A search asked for more than SEARCH_RESULTS_MAX matches gives that many.
+    let many = discovery.call(&run, SEARCH_TOOLS, json!({ "query": "records operation", "limit": 100 })).await.unwrap();
+    assert_eq!(text(&many)["matches"].as_array().unwrap().len(), SEARCH_RESULTS_MAX);
 
     // Headless in ask mode, the deferred destructive tool is denied, called through call_tool or once loaded.
     let called = json!({ "name": "mcp_srv0_delete_repository", "arguments": {} });

@@ -47,7 +47,7 @@ fn a_search_finds_native_server_and_plugin_tools_by_their_words() {
     let out = env.clat(&["tools", "--search", "file", "--json"]);
     let found: Value = serde_json::from_str(&stdout(&out)).unwrap();
     let matches = found["matches"].as_array().unwrap();
-    assert_eq!(matches.len(), clat_host::registry::SEARCH_RESULTS_DEFAULT, "a page: {found}");
+    assert_eq!(matches.len(), clat_host::limits::SEARCH_RESULTS_DEFAULT, "a page: {found}");
     let scores: Vec<f64> = matches.iter().map(|m| m["score"].as_f64().unwrap()).collect();
     assert!(scores.windows(2).all(|pair| pair[0] >= pair[1]), "best first: {scores:?}");
 

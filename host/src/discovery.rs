@@ -18,15 +18,9 @@ use std::sync::Mutex;
 use serde_json::{Value, json};
 
 use crate::contract::ToolOutput;
+use crate::limits::{DISCOVERY_BUDGET_BYTES, SEARCH_RESULTS_DEFAULT, SEARCH_RESULTS_MAX};
 use crate::platform::Run;
-use crate::registry::{
-    CallError, SEARCH_RESULTS_DEFAULT, SchemaSize, ToolIndex, ToolInfo, ToolSource, definition, schema_totals,
-};
-
-/// The default budget for the definitions offered on a first turn: 8 KiB of compact JSON.
-pub const DISCOVERY_BUDGET_BYTES: usize = 8 * 1024;
-/// The most matches one `search_tools` call gives.
-pub const SEARCH_RESULTS_MAX: usize = 20;
+use crate::registry::{CallError, SchemaSize, ToolIndex, ToolInfo, ToolSource, definition, schema_totals};
 
 /// Discovery's own tools.
 pub const SEARCH_TOOLS: &str = "search_tools";

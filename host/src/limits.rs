@@ -18,6 +18,12 @@ pub use clat_mcp::limits::{
     STDIO_FRAME_MAX_BYTES, TOOLS_LIST_MAX_PAGES, TOOLS_LIST_PAGE_TIMEOUT, TOOLS_PER_SERVER_MAX, WRITER_QUEUE,
 };
 
+/// The tool definitions offered to a model by default (`discovery.rs`): past them, tools are found, not listed.
+pub const DISCOVERY_BUDGET_BYTES: usize = 8 * 1024;
+/// The matches a tool search gives when not told how many.
+pub const SEARCH_RESULTS_DEFAULT: usize = 5;
+/// The most matches one `search_tools` call gives.
+pub const SEARCH_RESULTS_MAX: usize = 20;
 /// Marked DSH prompts per server.
 pub const DSH_PROMPTS_PER_SERVER_MAX: usize = 128;
 /// One resolved DSH system prompt.

@@ -158,7 +158,7 @@ enum Command {
         tool_names: serve::ServedNames,
         /// Past this many bytes of tool definitions (name, description, schema), list the native tools and
         /// search_tools / load_tools / call_tool instead of every tool.
-        #[arg(long, value_name = "BYTES", default_value_t = crate::discovery::DISCOVERY_BUDGET_BYTES)]
+        #[arg(long, value_name = "BYTES", default_value_t = crate::limits::DISCOVERY_BUDGET_BYTES)]
         tool_budget: usize,
         /// List every tool, whatever their definitions cost.
         #[arg(long, conflicts_with = "tool_budget")]

@@ -5,7 +5,10 @@
 //! one pipeline. Nothing starts before the project is trusted (exit 3). The
 //! extensions start with the server; the first `tools/list` or call waits for them at most the
 //! initial surface (`INITIAL_SURFACE_WAIT`), and the registry then freezes
-//! for the session. Each `tools/call` is one run under the session's mode,
+//! for the session. Past its tool budget (`--tool-budget`) it lists the
+//! native tools and discovery's own (`search_tools`, `load_tools`,
+//! `call_tool`: `discovery.rs`) instead of every tool; every tool stays
+//! callable by its name. Each `tools/call` is one run under the session's mode,
 //! the project's kept approvals applying; an `ask` becomes a form the client
 //! shows its user (allow once / always for this tool / deny) when it declared
 //! form elicitation, and is otherwise denied at once, saying how to allow it

@@ -98,7 +98,7 @@ pub(crate) fn print_mcp(servers: &[ExtensionStatus], json: bool) {
 /// The tools that best match `query`, best first (`clat tools --search`).
 pub(crate) fn print_matches(project: &Project, query: &str, json: bool) {
     let index = crate::registry::ToolIndex::new(project.tools());
-    let matches = index.search(query, crate::registry::SEARCH_RESULTS_DEFAULT);
+    let matches = index.search(query, crate::limits::SEARCH_RESULTS_DEFAULT);
     let mut out = std::io::stdout().lock();
     if json {
         let _ = writeln!(out, "{}", json!({ "query": query, "matches": matches }));

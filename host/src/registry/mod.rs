@@ -21,7 +21,7 @@ mod search;
 
 pub use cost::{ExtensionSchemas, SCHEMA_BYTES_PER_TOKEN, SchemaSize, SchemaTotals, definition, schema_totals};
 pub use pipeline::enforce_result_limit;
-pub use search::{SEARCH_RESULTS_DEFAULT, ToolIndex, ToolMatch};
+pub use search::{ToolIndex, ToolMatch};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -15,9 +15,6 @@ use serde_json::Value;
 use super::{ToolInfo, ToolSource};
 use crate::contract::Effect;
 
-/// How many matches a search gives when not told.
-pub const SEARCH_RESULTS_DEFAULT: usize = 5;
-
 /// Words too common to tell tools apart.
 const STOP_WORDS: &[&str] = &[
     "a", "an", "and", "any", "are", "as", "at", "be", "by", "can", "do", "for", "from", "given", "how", "i", "if",
