@@ -3,7 +3,7 @@
 //! CLAT's native tools and discovery's own within 8 KiB; a search finds a
 //! deferred tool, loading it offers it, and a deferred tool's call — loaded
 //! or through `call_tool` — passes the same pipeline: headless in ask mode, a
-//! destructive one is denied.
+//! destructive one is denied; a tool used comes first in later searches.
 
 mod support;
 
@@ -98,12 +98,19 @@ async fn three_hundred_tools_are_found_not_offered_and_a_deferred_call_passes_th
     let unknown = discovery.call(&run, LOAD_TOOLS, json!({ "names": ["nope"] })).await.unwrap_err();
     assert!(matches!(unknown, CallError::UnknownTool(_)), "{unknown}");
 
-    // Every tool stays reachable: where the mode allows it, the deferred call runs.
+    // Every tool stays reachable: where the mode allows it, the deferred call runs — and, used, comes first
+    // among the tools a search matches.
+    let first_of_srv3 = async || {
+        let found = discovery.call(&run, SEARCH_TOOLS, json!({ "query": "srv3 operation 13" })).await.unwrap();
+        text(&found)["matches"][0]["name"].as_str().unwrap().to_string()
+    };
+    assert_eq!(first_of_srv3().await, "mcp_srv3_records_3_operation_13", "srv3's echo matches one word of three");
     let full =
         project.start_run(RunOptions { mode: PermissionMode::FullAccess, ..RunOptions::default() }).await.unwrap();
     let called = json!({ "name": "mcp_srv3_echo", "arguments": { "text": "found" } });
     let output = discovery.call(&full, CALL_TOOL, called).await.unwrap();
     assert!(!output.is_error, "{}", output.joined_text());
+    assert_eq!(first_of_srv3().await, "mcp_srv3_echo", "recently used first");
 
     // Pinned tools are offered on the first turn; within the budget, every tool is.
     let pinned = DiscoveryOptions { pinned: vec!["wasm_hello_greet".into()], ..DiscoveryOptions::default() };

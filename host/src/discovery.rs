@@ -7,7 +7,9 @@
 //! name, one-line description, effect and source), `load_tools` (names → their
 //! definitions, offered from then on) and `call_tool` (a name and its
 //! arguments, for a client that cannot take new definitions mid-session).
-//! Every tool stays reachable, and every call — `call_tool`'s too — is a
+//! A search ranks the pinned and recently used tools (those called through
+//! it this session) first. Every tool stays reachable, and every call —
+//! `call_tool`'s too — is a
 //! call of the tool itself through the one pipeline (`Run::call`): its
 //! effect, the mode, approvals and grants judge it as if it had been offered.
 //! The embedding host and `clat serve` both offer tools through this.
@@ -49,6 +51,8 @@ pub struct Discovery {
     deferring: bool,
     pinned: HashSet<String>,
     loaded: Mutex<Vec<String>>,
+    /// The tools called through it, most recent last (each once).
+    used: Mutex<Vec<String>>,
 }
 
 impl Discovery {
@@ -56,7 +60,8 @@ impl Discovery {
     pub fn new(tools: Vec<ToolInfo>, options: &DiscoveryOptions) -> Discovery {
         let deferring = schema_totals(&tools).size.bytes > options.budget_bytes;
         let pinned = options.pinned.iter().filter(|name| tools.iter().any(|t| &t.name == *name)).cloned().collect();
-        Discovery { index: ToolIndex::new(tools.clone()), tools, deferring, pinned, loaded: Mutex::new(Vec::new()) }
+        let (loaded, used) = (Mutex::new(Vec::new()), Mutex::new(Vec::new()));
+        Discovery { index: ToolIndex::new(tools.clone()), tools, deferring, pinned, loaded, used }
     }
 
     /// Whether tools are found rather than all offered.
@@ -94,14 +99,16 @@ impl Discovery {
     /// Call `name` in `run`: discovery's own tools here, any other through the pipeline as itself.
     pub async fn call(&self, run: &Run, name: &str, arguments: Value) -> Result<ToolOutput, CallError> {
         if !self.is_own(name) {
-            return run.call(name, arguments).await;
+            return self.call_tool(run, name, arguments).await;
         }
         let invalid = |reason: &str| CallError::InvalidArguments { tool: name.to_string(), reason: reason.to_string() };
         match name {
             SEARCH_TOOLS => {
                 let query = arguments["query"].as_str().ok_or_else(|| invalid("`query` (a string) is required"))?;
                 let limit = arguments["limit"].as_u64().map_or(SEARCH_RESULTS_DEFAULT, |l| l as usize);
-                let matches = self.index.search(query, limit.clamp(1, SEARCH_RESULTS_MAX));
+                let used = self.used.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                let favoured = |name: &str| self.pinned.contains(name) || used.iter().any(|u| u == name);
+                let matches = self.index.search_favouring(query, limit.clamp(1, SEARCH_RESULTS_MAX), favoured);
                 Ok(structured(json!({ "matches": matches })))
             }
             LOAD_TOOLS => {
@@ -130,9 +137,20 @@ impl Discovery {
                     return Err(invalid("call_tool calls a registered tool, not one of discovery's own"));
                 }
                 let arguments = arguments.get("arguments").cloned().unwrap_or_else(|| json!({}));
-                run.call(target, arguments).await
+                self.call_tool(run, target, arguments).await
             }
         }
+    }
+
+    /// A tool's own call through the pipeline; one that succeeds counts as used.
+    async fn call_tool(&self, run: &Run, name: &str, arguments: Value) -> Result<ToolOutput, CallError> {
+        let called = run.call(name, arguments).await;
+        if called.is_ok() {
+            let mut used = self.used.lock().unwrap_or_else(|p| p.into_inner());
+            used.retain(|u| u != name);
+            used.push(name.to_string());
+        }
+        called
     }
 }
 

@@ -103,9 +103,16 @@ impl ToolIndex {
 
     /// The tools that best match `query`, best first, at most `limit`; ties in the order the tools were registered.
     pub fn search(&self, query: &str, limit: usize) -> Vec<ToolMatch> {
+        self.search_favouring(query, limit, |_| false)
+    }
+
+    /// `search`, the matching tools `favoured` names (pinned, recently used) before the others, each part best first.
+    pub fn search_favouring(&self, query: &str, limit: usize, favoured: impl Fn(&str) -> bool) -> Vec<ToolMatch> {
         let mut found: Vec<(u32, f32)> =
             self.engine.search(query, None).into_iter().map(|r| (r.document.id, r.score)).collect();
         found.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        // Stable: each part keeps its ranking.
+        found.sort_by_key(|(i, _)| !favoured(&self.tools[*i as usize].name));
         found
             .into_iter()
             .take(limit)
