@@ -47,7 +47,8 @@ impl Default for DiscoveryOptions {
 /// One session's offer: the tools, the search over them, and what it loaded.
 pub struct Discovery {
     tools: Vec<ToolInfo>,
-    index: ToolIndex,
+    /// The search, built only when tools are found rather than all offered.
+    index: Option<ToolIndex>,
     deferring: bool,
     pinned: HashSet<String>,
     loaded: Mutex<Vec<String>>,
@@ -61,7 +62,8 @@ impl Discovery {
         let deferring = schema_totals(&tools).size.bytes > options.budget_bytes;
         let pinned = options.pinned.iter().filter(|name| tools.iter().any(|t| &t.name == *name)).cloned().collect();
         let (loaded, used) = (Mutex::new(Vec::new()), Mutex::new(Vec::new()));
-        Discovery { index: ToolIndex::new(tools.clone()), tools, deferring, pinned, loaded, used }
+        let index = deferring.then(|| ToolIndex::new(tools.clone()));
+        Discovery { index, tools, deferring, pinned, loaded, used }
     }
 
     /// Whether tools are found rather than all offered.
@@ -88,7 +90,7 @@ impl Discovery {
 
     /// What the offered definitions cost.
     pub fn offered_size(&self) -> SchemaSize {
-        SchemaSize::of_bytes(self.offered().iter().map(|d| serde_json::to_vec(d).map_or(0, |j| j.len())).sum())
+        SchemaSize::of_bytes(self.offered().iter().map(|d| SchemaSize::of_definition(d).bytes).sum())
     }
 
     /// Whether `name` is one of discovery's own tools, offered now.
@@ -108,7 +110,8 @@ impl Discovery {
                 let limit = arguments["limit"].as_u64().map_or(SEARCH_RESULTS_DEFAULT, |l| l as usize);
                 let used = self.used.lock().unwrap_or_else(|p| p.into_inner()).clone();
                 let favoured = |name: &str| self.pinned.contains(name) || used.iter().any(|u| u == name);
-                let matches = self.index.search_favouring(query, limit.clamp(1, SEARCH_RESULTS_MAX), favoured);
+                let index = self.index.as_ref().expect("built when deferring, the only time search_tools is own");
+                let matches = index.search_favouring(query, limit.clamp(1, SEARCH_RESULTS_MAX), favoured);
                 Ok(structured(json!({ "matches": matches })))
             }
             LOAD_TOOLS => {

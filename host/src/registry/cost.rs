@@ -29,6 +29,11 @@ impl SchemaSize {
         SchemaSize { bytes, tokens: bytes.div_ceil(SCHEMA_BYTES_PER_TOKEN) }
     }
 
+    /// The size of one definition (`definition`'s JSON).
+    pub fn of_definition(definition: &Value) -> SchemaSize {
+        SchemaSize::of_bytes(serde_json::to_vec(definition).map_or(0, |json| json.len()))
+    }
+
     fn plus(self, other: SchemaSize) -> SchemaSize {
         SchemaSize::of_bytes(self.bytes + other.bytes)
     }
@@ -42,8 +47,7 @@ pub fn definition(name: &str, description: &str, input_schema: &Value) -> Value 
 
 /// The size of a tool's definition.
 pub(super) fn size_of(name: &str, description: &str, input_schema: &Value) -> SchemaSize {
-    let bytes = serde_json::to_vec(&definition(name, description, input_schema)).map_or(0, |json| json.len());
-    SchemaSize::of_bytes(bytes)
+    SchemaSize::of_definition(&definition(name, description, input_schema))
 }
 
 /// The definitions of a set of tools, in all and by extension.
