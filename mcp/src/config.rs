@@ -9,7 +9,10 @@
 //! an optional `type` of `stdio` or `http` (`streamable-http` too; the
 //! deprecated `sse` transport is refused) — and may carry `enabled` /
 //! `disabled`, `startup_timeout_sec`, `tool_timeout_sec` (bounded by the
-//! host's limits) and `enabled_tools` / `disabled_tools`.
+//! host's limits), `enabled_tools` / `disabled_tools` and how its tools are
+//! offered under progressive discovery: `always_load` (`true`, or some of its
+//! tool names; Claude Code's `alwaysLoad` too) and `defer_loading` (`true`;
+//! `deferLoading` too).
 //!
 //! Malformed JSON is one error naming the file and position. A bad entry is an
 //! error naming the file, line, column, entry and key (an unknown key with the
@@ -22,7 +25,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 /// The key of the wrapper shape.
@@ -45,7 +48,7 @@ pub fn wrapper_key<'a>(value_of: impl Fn(&str) -> Option<&'a str>) -> Option<&'s
 }
 
 /// Every key an entry may have.
-pub const ENTRY_KEYS: [&str; 15] = [
+pub const ENTRY_KEYS: [&str; 19] = [
     "type",
     "command",
     "args",
@@ -61,6 +64,10 @@ pub const ENTRY_KEYS: [&str; 15] = [
     "tool_timeout_sec",
     "enabled_tools",
     "disabled_tools",
+    "always_load",
+    "alwaysLoad",
+    "defer_loading",
+    "deferLoading",
 ];
 
 /// The transport an entry chooses.
@@ -174,6 +181,81 @@ impl ToolFilter {
     }
 }
 
+/// Which of an extension's tools a model is offered from the first turn
+/// when tools are found rather than all offered (progressive discovery):
+/// `always_load` — all (`true`) or some, by the extension's own tool names.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum AlwaysLoad {
+    #[default]
+    None,
+    All(bool),
+    Tools(Vec<String>),
+}
+
+impl<'de> Deserialize<'de> for AlwaysLoad {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let expected = "true, false, or an array of the extension's tool names";
+        match serde_json::Value::deserialize(deserializer)? {
+            serde_json::Value::Bool(all) => Ok(AlwaysLoad::All(all)),
+            serde_json::Value::Array(names) => names
+                .into_iter()
+                .map(|n| n.as_str().map(str::to_string))
+                .collect::<Option<Vec<_>>>()
+                .map(AlwaysLoad::Tools)
+                .ok_or_else(|| serde::de::Error::custom(format!("expected {expected}"))),
+            other => Err(serde::de::Error::custom(format!("expected {expected}, not {other}"))),
+        }
+    }
+}
+
+impl AlwaysLoad {
+    /// Whether it names the tool (`names_it`: whether a name it holds names the tool).
+    pub fn covers(&self, names_it: impl Fn(&str) -> bool) -> bool {
+        match self {
+            AlwaysLoad::None => false,
+            AlwaysLoad::All(all) => *all,
+            AlwaysLoad::Tools(names) => names.iter().any(|n| names_it(n)),
+        }
+    }
+
+    /// Whether it is the default (nothing always loaded).
+    pub fn is_none(&self) -> bool {
+        matches!(self, AlwaysLoad::None | AlwaysLoad::All(false))
+    }
+}
+
+/// How an extension's tools are offered under progressive discovery: some
+/// or all always (`always_load`), the rest deferred — found by a search,
+/// never offered up front, even when every tool would fit the budget —
+/// with `defer_loading`; by default, offered while every tool fits.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Loading {
+    #[serde(default, skip_serializing_if = "AlwaysLoad::is_none")]
+    pub always_load: AlwaysLoad,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub defer_loading: bool,
+}
+
+impl Loading {
+    /// Both settings from an entry's values; `true` for both is refused.
+    pub fn new(always_load: Option<AlwaysLoad>, defer_loading: Option<bool>) -> Result<Loading, String> {
+        let loading =
+            Loading { always_load: always_load.unwrap_or_default(), defer_loading: defer_loading.unwrap_or(false) };
+        if loading.always_load == AlwaysLoad::All(true) && loading.defer_loading {
+            return Err("`always_load` true and `defer_loading` true disagree; to defer all but some tools, give \
+                        `always_load` their names"
+                .into());
+        }
+        if let AlwaysLoad::Tools(names) = &loading.always_load
+            && names.iter().any(String::is_empty)
+        {
+            return Err("`always_load` holds an empty tool name".into());
+        }
+        Ok(loading)
+    }
+}
+
 /// One configured server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerEntry {
@@ -185,6 +267,8 @@ pub struct ServerEntry {
     /// How long one of its tool calls may take.
     pub tool_timeout: Option<Duration>,
     pub tools: ToolFilter,
+    /// How its tools are offered under progressive discovery.
+    pub loading: Loading,
 }
 
 impl ServerEntry {
@@ -196,6 +280,7 @@ impl ServerEntry {
             startup_timeout: None,
             tool_timeout: None,
             tools: ToolFilter::default(),
+            loading: Loading::default(),
         }
     }
 }
@@ -256,6 +341,10 @@ struct RawEntry {
     tool_timeout_sec: Option<f64>,
     enabled_tools: Option<Vec<String>>,
     disabled_tools: Option<Vec<String>>,
+    #[serde(alias = "alwaysLoad")]
+    always_load: Option<AlwaysLoad>,
+    #[serde(alias = "deferLoading")]
+    defer_loading: Option<bool>,
 }
 
 /// Line and column (1-based, in characters) of byte `offset` of `text`.
@@ -396,7 +485,8 @@ fn entry(raw: RawEntry, bounds: &TimeoutBounds) -> Result<ServerEntry, String> {
         }
     }
     let tools = ToolFilter { enabled: raw.enabled_tools, disabled: raw.disabled_tools.unwrap_or_default() };
-    Ok(ServerEntry { transport, enabled, startup_timeout, tool_timeout, tools })
+    let loading = Loading::new(raw.always_load, raw.defer_loading)?;
+    Ok(ServerEntry { transport, enabled, startup_timeout, tool_timeout, tools, loading })
 }
 
 fn is_http_url(url: &str) -> bool {
@@ -737,6 +827,34 @@ mod tests {
         assert!(tuned.tools.allows(is("a")) && !tuned.tools.allows(is("b")) && !tuned.tools.allows(is("c")));
         assert_eq!(tuned.tools.unknown(|name| ["a", "c"].contains(&name)), ["b"]);
         assert!(matches!(tuned.transport, EntryTransport::Stdio { env_inherit: false, .. }));
+    }
+
+    #[test]
+    fn always_load_and_defer_loading_take_the_shapes_other_agents_write() {
+        let text = r#"{ "mcpServers": {
+            "claude": { "command": "x", "alwaysLoad": true },
+            "some": { "command": "x", "always_load": ["search_issues"], "defer_loading": true },
+            "later": { "url": "https://a.example/mcp", "deferLoading": true },
+            "plain": { "command": "x" },
+            "both": { "command": "x", "always_load": true, "defer_loading": true },
+            "word": { "command": "x", "always_load": "yes" },
+            "empty": { "command": "x", "always_load": [""] }
+        } }"#;
+        let c = parse(text).unwrap();
+        assert_eq!(c.servers["claude"].loading, Loading { always_load: AlwaysLoad::All(true), defer_loading: false });
+        let some = &c.servers["some"].loading;
+        assert!(some.defer_loading && some.always_load == AlwaysLoad::Tools(vec!["search_issues".into()]));
+        assert!(some.always_load.covers(|n| n == "search_issues") && !some.always_load.covers(|n| n == "other"));
+        assert!(c.servers["later"].loading.defer_loading);
+        assert_eq!(c.servers["plain"].loading, Loading::default());
+        let errors: Vec<String> = c.errors.iter().map(|e| e.to_string()).collect();
+        assert_eq!(errors.len(), 3, "{errors:?}");
+        assert!(errors.iter().any(|e| e.contains("\"both\"") && e.contains("disagree")), "{errors:?}");
+        assert!(
+            errors.iter().any(|e| e.contains("\"word\"") && e.contains("`always_load`: expected true, false")),
+            "{errors:?}"
+        );
+        assert!(errors.iter().any(|e| e.contains("\"empty\"") && e.contains("empty tool name")), "{errors:?}");
     }
 
     #[test]
