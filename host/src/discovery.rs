@@ -1,8 +1,9 @@
 //! Progressive discovery: what a model is offered when every tool's
 //! definition would cost too much. While the definitions of all the tools
 //! fit the budget (`DiscoveryOptions::budget_bytes`, by default
-//! `DISCOVERY_BUDGET_BYTES`), all are offered. Past it, the model is offered
-//! CLAT's native tools, the pinned ones, those it loaded, and three of
+//! `DISCOVERY_BUDGET_BYTES`), all are offered but the deferred ones. Past it,
+//! the model is offered CLAT's native tools, the pinned ones, those it
+//! loaded, and three of
 //! discovery's own: `search_tools` (a task's words → the best matches, with
 //! name, one-line description, effect and source), `load_tools` (names → their
 //! definitions, offered from then on) and `call_tool` (a name and its
@@ -12,7 +13,10 @@
 //! `call_tool`'s too — is a
 //! call of the tool itself through the one pipeline (`Run::call`): its
 //! effect, the mode, approvals and grants judge it as if it had been offered.
-//! The embedding host and `clat serve` both offer tools through this.
+//! The embedding host and `clat serve` both offer tools through this. Pinned
+//! and deferred tools come from the caller and from the extensions' own
+//! settings (`always_load`, `defer_loading` in `mcp.json` entries and the
+//! plugin index: `DiscoveryOptions::with_settings`).
 
 use std::collections::HashSet;
 use std::sync::Mutex;
@@ -20,6 +24,7 @@ use std::sync::Mutex;
 use serde_json::{Value, json};
 
 use crate::contract::ToolOutput;
+use crate::extension::ExtensionStatus;
 use crate::limits::{DISCOVERY_BUDGET_BYTES, SEARCH_RESULTS_DEFAULT, SEARCH_RESULTS_MAX};
 use crate::platform::Run;
 use crate::registry::{CallError, SchemaSize, ToolIndex, ToolInfo, ToolSource, definition, schema_totals};
@@ -36,11 +41,37 @@ pub struct DiscoveryOptions {
     pub budget_bytes: usize,
     /// Registered names always offered.
     pub pinned: Vec<String>,
+    /// Registered names never offered up front, even when every tool fits the budget: found by a search.
+    pub deferred: Vec<String>,
 }
 
 impl Default for DiscoveryOptions {
     fn default() -> Self {
-        DiscoveryOptions { budget_bytes: DISCOVERY_BUDGET_BYTES, pinned: Vec::new() }
+        DiscoveryOptions { budget_bytes: DISCOVERY_BUDGET_BYTES, pinned: Vec::new(), deferred: Vec::new() }
+    }
+}
+
+impl DiscoveryOptions {
+    /// These options with the extensions' own settings added: a tool its
+    /// extension's `always_load` names (or all of them, `true`) is pinned;
+    /// the others of an extension with `defer_loading` are deferred.
+    pub fn with_settings(mut self, tools: &[ToolInfo], extensions: &[ExtensionStatus]) -> DiscoveryOptions {
+        for tool in tools {
+            let (mcp, extension) = match &tool.source {
+                ToolSource::Native => continue,
+                ToolSource::Mcp { server, .. } => (true, server),
+                ToolSource::Wasm { plugin, .. } => (false, plugin),
+            };
+            let Some(status) = extensions.iter().find(|e| e.kind.is_mcp() == mcp && &e.name == extension) else {
+                continue;
+            };
+            if status.loading.always_load.covers(|name| tool.is_named(name)) {
+                self.pinned.push(tool.name.clone());
+            } else if status.loading.defer_loading {
+                self.deferred.push(tool.name.clone());
+            }
+        }
+        self
     }
 }
 
@@ -50,7 +81,10 @@ pub struct Discovery {
     /// The search, built only when tools are found rather than all offered.
     index: Option<ToolIndex>,
     deferring: bool,
+    /// Whether the definitions of all the tools are past the budget.
+    over_budget: bool,
     pinned: HashSet<String>,
+    deferred: HashSet<String>,
     loaded: Mutex<Vec<String>>,
     /// The tools called through it, most recent last (each once).
     used: Mutex<Vec<String>>,
@@ -59,11 +93,16 @@ pub struct Discovery {
 impl Discovery {
     /// The offer of `tools` (a frozen registry's listing) under `options`.
     pub fn new(tools: Vec<ToolInfo>, options: &DiscoveryOptions) -> Discovery {
-        let deferring = schema_totals(&tools).size.bytes > options.budget_bytes;
-        let pinned = options.pinned.iter().filter(|name| tools.iter().any(|t| &t.name == *name)).cloned().collect();
+        let over_budget = schema_totals(&tools).size.bytes > options.budget_bytes;
+        let known = |names: &[String]| -> HashSet<String> {
+            names.iter().filter(|name| tools.iter().any(|t| &t.name == *name)).cloned().collect()
+        };
+        let pinned = known(&options.pinned);
+        let deferred: HashSet<String> = known(&options.deferred).into_iter().filter(|n| !pinned.contains(n)).collect();
+        let deferring = over_budget || !deferred.is_empty();
         let (loaded, used) = (Mutex::new(Vec::new()), Mutex::new(Vec::new()));
         let index = deferring.then(|| ToolIndex::new(tools.clone()));
-        Discovery { index, tools, deferring, pinned, loaded, used }
+        Discovery { index, tools, deferring, over_budget, pinned, deferred, loaded, used }
     }
 
     /// Whether tools are found rather than all offered.
@@ -72,18 +111,18 @@ impl Discovery {
     }
 
     /// The definitions offered now (name, description, input schema): every tool, or — deferring — the native,
-    /// pinned and loaded ones and discovery's own.
+    /// pinned and loaded ones (within the budget: all but the deferred ones) and discovery's own.
     pub fn offered(&self) -> Vec<Value> {
         if !self.deferring {
             return self.tools.iter().map(ToolInfo::definition).collect();
         }
         let loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let mut offered: Vec<Value> = self
-            .tools
-            .iter()
-            .filter(|t| t.source == ToolSource::Native || self.pinned.contains(&t.name) || loaded.contains(&t.name))
-            .map(ToolInfo::definition)
-            .collect();
+        let up_front = |t: &ToolInfo| {
+            let found_later =
+                if self.over_budget { t.source != ToolSource::Native } else { self.deferred.contains(&t.name) };
+            !found_later || self.pinned.contains(&t.name) || loaded.contains(&t.name)
+        };
+        let mut offered: Vec<Value> = self.tools.iter().filter(|t| up_front(t)).map(ToolInfo::definition).collect();
         offered.extend(own_tools());
         offered
     }

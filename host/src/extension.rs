@@ -164,6 +164,10 @@ pub struct ExtensionStatus {
     /// expiry; never a token), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oauth: Option<Login>,
+    /// How its tools are offered under progressive discovery, as configured
+    /// (`always_load`, `defer_loading`; shown only when set).
+    #[serde(flatten)]
+    pub loading: clat_mcp::config::Loading,
 }
 
 /// An extension's login as its status shows it: where, as which client, what
@@ -197,6 +201,7 @@ impl ExtensionStatus {
             last_stop: None,
             grants: Default::default(),
             oauth: None,
+            loading: Default::default(),
         }
     }
 

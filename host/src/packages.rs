@@ -106,6 +106,10 @@ pub struct Installed {
     /// name, which holds its first 16 digits, stands for it).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub digest: String,
+    /// How its tools are offered under progressive discovery: `always_load`
+    /// (`true` or some of its tool names) and `defer_loading` (`clat plugin load`).
+    #[serde(default, flatten)]
+    pub loading: clat_mcp::config::Loading,
 }
 
 impl Installed {
@@ -354,11 +358,13 @@ impl PackageStore {
         } else {
             validate(&manifest, &final_dir).map_err(|message| PackageError::Invalid { dir: dir.clone(), message })?;
         }
-        let installed = Installed { manifest: manifest.clone(), dir: final_dir, grants, digest };
         // Read, change, write the index under its lock: concurrent installs lose nothing.
         let _lock = self.home.lock(INDEX)?;
         let mut index = self.index()?;
         index.version = 1;
+        // A reinstall keeps how the user had its tools offered.
+        let loading = index.plugins.get(&manifest.name).map(|p| p.loading.clone()).unwrap_or_default();
+        let installed = Installed { manifest: manifest.clone(), dir: final_dir, grants, digest, loading };
         let previous = index.plugins.insert(manifest.name.clone(), installed.clone());
         self.save(&index)?;
         if let Some(old) = previous
@@ -385,6 +391,18 @@ impl PackageStore {
         let mut index = self.index()?;
         let package = index.plugins.get_mut(name).ok_or_else(|| PackageError::NotInstalled(name.to_string()))?;
         package.grants = change(package)?;
+        let updated = package.clone();
+        self.save(&index)?;
+        Ok(updated)
+    }
+
+    /// Set how an installed plugin's tools are offered under progressive
+    /// discovery (`clat plugin load`); `always_load` tool names are checked by the caller.
+    pub fn set_loading(&self, name: &str, loading: clat_mcp::config::Loading) -> Result<Installed, PackageError> {
+        let _lock = self.home.lock(INDEX)?;
+        let mut index = self.index()?;
+        let package = index.plugins.get_mut(name).ok_or_else(|| PackageError::NotInstalled(name.to_string()))?;
+        package.loading = loading;
         let updated = package.clone();
         self.save(&index)?;
         Ok(updated)

@@ -195,11 +195,14 @@ impl Project {
         self.scope.registry().list()
     }
 
-    /// How to offer the tools to a model (`discovery.rs`): all of them, or — past `options`' budget — the native
-    /// and pinned ones and a search. Freezes the registry first, so the offer is of the tools that stay.
+    /// How to offer the tools to a model (`discovery.rs`): all of them, or — past `options`' budget, or with
+    /// deferred ones — the native and pinned ones and a search. The extensions' own settings (`always_load`,
+    /// `defer_loading`) join `options`. Freezes the registry first, so the offer is of the tools that stay.
     pub fn discovery(&self, options: &crate::discovery::DiscoveryOptions) -> crate::discovery::Discovery {
         self.freeze();
-        crate::discovery::Discovery::new(self.tools(), options)
+        let tools = self.tools();
+        let options = options.clone().with_settings(&tools, &self.extensions());
+        crate::discovery::Discovery::new(tools, &options)
     }
 
     /// What each extension did so far: its state, tools, problems, output tail.

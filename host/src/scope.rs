@@ -207,9 +207,10 @@ impl ProjectScope {
                 continue;
             }
             self.set_status(ExtensionStatus::new(name, ExtensionKind::Wasm, Starting, None));
-            let (status, plugin) =
+            let (mut status, plugin) =
                 crate::wasm::start_plugin(self.wasm_runtime(), &package, &self.services, &self.registry, &self.closing)
                     .await;
+            status.loading = package.loading.clone();
             if let Some(plugin) = plugin {
                 self.remember_listing(ExtensionKind::Wasm, &status, &package.identity());
                 self.live.lock().unwrap_or_else(|p| p.into_inner()).push(plugin);
@@ -252,8 +253,12 @@ impl ProjectScope {
             let (registry, services) = (Arc::clone(&self.registry), Arc::clone(&self.services));
             let (root, closing) = (self.root.clone(), self.closing.clone());
             // On close, each start ends by itself, in order: it is never dropped midway.
-            connecting
-                .spawn(async move { crate::mcp::start_server(&server, &services, &registry, &root, &closing).await });
+            connecting.spawn(async move {
+                let (mut status, started) =
+                    crate::mcp::start_server(&server, &services, &registry, &root, &closing).await;
+                status.loading = server.options.loading.clone();
+                (status, started)
+            });
         }
         while let Some(joined) = connecting.join_next().await {
             let Ok((status, server)) = joined else { continue };

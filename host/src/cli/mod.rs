@@ -330,6 +330,19 @@ pub(crate) enum PluginCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Choose when an installed plugin's tools are offered to a model: always (from the first turn),
+    /// deferred (found through search_tools, even when every tool fits), or by the budget (the default).
+    Load {
+        /// The plugin's name.
+        #[arg(add = clap_complete::ArgValueCandidates::new(completion::plugin_names))]
+        name: String,
+        /// When its tools are offered.
+        #[arg(value_enum)]
+        when: LoadWhen,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// List installed packages.
     List {
         /// Print JSON instead of a table.
@@ -351,6 +364,17 @@ pub(crate) enum PluginCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// When a plugin's tools are offered (`clat plugin load`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum LoadWhen {
+    /// From the first turn (`always_load`).
+    Always,
+    /// Found through search_tools, never offered up front (`defer_loading`).
+    Deferred,
+    /// Offered while every tool's definition fits the budget, found past it.
+    Budget,
 }
 
 /// Run the CLI with the process's arguments.

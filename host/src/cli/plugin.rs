@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use super::exit::{Exit, Failure};
 use super::shutdown::Shutdown;
-use super::{PluginCommand, author, project_dir};
+use super::{LoadWhen, PluginCommand, author, project_dir};
 use crate::capabilities::Capabilities;
 use crate::contract::ToolSpec;
 use crate::extension::ExtensionKind;
@@ -245,6 +245,26 @@ pub(crate) async fn plugin(
                         println!("{line}");
                     }
                 }
+            }
+            Ok(Exit::Ok)
+        }
+        PluginCommand::Load { name, when, json } => {
+            use clat_mcp::config::{AlwaysLoad, Loading};
+            let loading = match when {
+                LoadWhen::Always => Loading { always_load: AlwaysLoad::All(true), defer_loading: false },
+                LoadWhen::Deferred => Loading { always_load: AlwaysLoad::None, defer_loading: true },
+                LoadWhen::Budget => Loading::default(),
+            };
+            let updated = store.set_loading(&name, loading)?;
+            if json {
+                println!("{}", json!({ "plugin": name, "loading": updated.loading }));
+            } else {
+                let when = match when {
+                    LoadWhen::Always => "offered from the first turn (always_load)",
+                    LoadWhen::Deferred => "found through search_tools, never offered up front (defer_loading)",
+                    LoadWhen::Budget => "offered while every tool's definition fits the budget, found past it",
+                };
+                println!("plugin {name}: its tools are {when}");
             }
             Ok(Exit::Ok)
         }

@@ -71,6 +71,8 @@ pub struct ServerOptions {
     pub tool_timeout: Option<Duration>,
     /// Which of its tools are registered.
     pub tools: ToolFilter,
+    /// How its tools are offered under progressive discovery (`always_load`, `defer_loading`).
+    pub loading: clat_mcp::config::Loading,
     /// What its diagnostics must never show (besides key shapes): its
     /// configured `env` values, its header values, and what its `${VAR}`s
     /// expanded to.
@@ -217,7 +219,11 @@ pub fn configured_servers(
             clear_env: false,
             cwd: p.dir.clone(),
         };
-        let options = ServerOptions { secrets: p.manifest.env.values().cloned().collect(), ..Default::default() };
+        let options = ServerOptions {
+            secrets: p.manifest.env.values().cloned().collect(),
+            loading: p.loading.clone(),
+            ..Default::default()
+        };
         set.identities.insert(p.manifest.name.clone(), p.identity());
         set.servers.push(ConfiguredServer {
             name: p.manifest.name.clone(),
@@ -386,6 +392,7 @@ fn configured(
         startup_timeout: entry.startup_timeout,
         tool_timeout: entry.tool_timeout,
         tools: entry.tools.clone(),
+        loading: entry.loading.clone(),
         secrets,
     };
     ConfiguredServer { name: name.to_string(), target, options, identity }
