@@ -9,13 +9,12 @@
 
 mod support;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use clat_mcp::{ClientInfo, Era, NoServerRequests, Session, StderrSink, StdioSpec};
 use serde_json::{Value, json};
-use support::{TestEnv, stderr, stdout};
+use support::{TestEnv, npm_server, stderr, stdout, test_peers};
 
 /// These servers start slowly (Python imports take about a second); running the
 /// tests one at a time keeps their start-up within the 3 s modern probe.
@@ -34,29 +33,12 @@ impl StderrSink for Ignore {
     fn write(&self, _bytes: &[u8]) {}
 }
 
-fn peers() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/peers");
-    assert!(
-        dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js").exists()
-            && dir.join(".venv/bin/python").exists(),
-        "the test peers are not installed: run scripts/install-test-peers.sh"
-    );
-    dir.canonicalize().unwrap()
-}
-
 fn everything() -> (String, Vec<String>) {
-    let script = peers().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    ("node".into(), vec![script.display().to_string(), "stdio".into()])
-}
-
-fn npm_server(package: &str) -> String {
-    let script = peers().join(format!("node_modules/@modelcontextprotocol/{package}/dist/index.js"));
-    assert!(script.exists(), "{package} is not installed: run scripts/install-test-peers.sh");
-    script.display().to_string()
+    ("node".into(), vec![npm_server("server-everything"), "stdio".into()])
 }
 
 fn python() -> (String, Vec<String>) {
-    let peers = peers();
+    let peers = test_peers();
     // The SDK's imports take about a second; do them once before the first timed probe.
     static WARM: std::sync::Once = std::sync::Once::new();
     WARM.call_once(|| {
@@ -408,8 +390,8 @@ impl HttpPeer {
         let mut command = std::process::Command::new("node");
         command
             .arg("--require")
-            .arg(peers().join("loopback-only.cjs"))
-            .arg(peers().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js"))
+            .arg(test_peers().join("loopback-only.cjs"))
+            .arg(test_peers().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js"))
             .arg("streamableHttp")
             .env("PORT", port.to_string());
         HttpPeer::start(command, port)

@@ -18,7 +18,8 @@
 //! the contract-test tools of `contract.rs` instead, with host services),
 //! `--read-only-tools`
 //! (annotate the `--tool-names` tools read-only and closed-world),
-//! `--tools-json JSON` (list exactly these tools), `--list-error TEXT`
+//! `--tools-json JSON` (list exactly these tools; `--tools-json-file PATH`:
+//! those of a file), `--list-error TEXT`
 //! (`tools/list` fails with TEXT), `--echo-env NAME` (writes `config NAME=value`
 //! to stderr at start), `--stderr-flood MIB` (writes MIB MiB of log lines to
 //! stderr before reading anything).
@@ -117,7 +118,13 @@ fn options() -> Options {
                     .map(|f| std::fs::read_to_string(f).expect("read the tool names").trim().to_string())
             })
             .map(|v| v.split(',').map(str::to_string).collect()),
-        tools_json: value("--tools-json").map(|v| serde_json::from_str(&v).expect("--tools-json takes a JSON array")),
+        tools_json: value("--tools-json")
+            .map(|v| serde_json::from_str(&v).expect("--tools-json takes a JSON array"))
+            .or_else(|| {
+                let path = value("--tools-json-file")?;
+                let text = std::fs::read_to_string(&path).expect("read the --tools-json-file");
+                Some(serde_json::from_str(&text).expect("--tools-json-file holds a JSON array"))
+            }),
         stderr_flood_mb: value("--stderr-flood").and_then(|v| v.parse().ok()).unwrap_or(0),
         echo_env: value("--echo-env"),
         list_error: value("--list-error"),
@@ -519,6 +526,15 @@ fn main() {
                                 "inputRequests": { "q": { "method": "roots/list" } } }),
                     ),
                     "odd_result" => reply(&out, &id, json!({ "resultType": "something-else", "content": [] })),
+                    // A tool of `--tools-json`: it answers with what it was called with.
+                    listed
+                        if opts
+                            .tools_json
+                            .as_ref()
+                            .is_some_and(|t| t.as_array().is_some_and(|t| t.iter().any(|t| t["name"] == listed))) =>
+                    {
+                        reply(&out, &id, text(format!("{listed} called with {args}")))
+                    }
                     other => send(
                         &out,
                         json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32602, "message": format!("unknown tool {other}") } }),

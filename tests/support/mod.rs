@@ -194,6 +194,25 @@ pub fn wait_group_gone(pgid: i32) -> Vec<(i32, String)> {
     live_processes_in_group(pgid)
 }
 
+/// The installed test peers (`tests/peers`: the npm reference servers, the
+/// Python SDK's venv), installed by `scripts/install-test-peers.sh`.
+pub fn test_peers() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/peers");
+    assert!(
+        dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js").exists()
+            && dir.join(".venv/bin/python").exists(),
+        "the test peers are not installed: run scripts/install-test-peers.sh"
+    );
+    dir.canonicalize().unwrap()
+}
+
+/// The script of an npm reference server (`server-everything`, `server-filesystem`, `server-memory`).
+pub fn npm_server(package: &str) -> String {
+    let script = test_peers().join(format!("node_modules/@modelcontextprotocol/{package}/dist/index.js"));
+    assert!(script.exists(), "{package} is not installed: run scripts/install-test-peers.sh");
+    script.display().to_string()
+}
+
 pub fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
