@@ -873,3 +873,28 @@ fn past_its_budget_serve_lists_a_search_and_every_tool_stays_reachable_through_t
     let called = trail.iter().find(|r| r["tool"] == "mcp_tracker_delete_repository").expect("call_tool's target");
     assert_eq!((called["effect"].clone(), called["outcome"].clone()), (json!("destructive"), json!("denied")));
 }
+
+/// Over HTTP each client session has its own loaded set: what one loads is listed to it, not to another; and
+/// under `--tool-names source` search_tools and load_tools name the tools as they are served.
+#[test]
+fn a_tool_one_http_session_loads_is_listed_to_it_alone() {
+    let env = TestEnv::trusted();
+    env.write_mcp_config(json!({
+        "tracker": { "command": SERVER, "args": ["--tool-names", "delete_repository,list_issues"] },
+        "notes": { "command": SERVER, "args": ["--tool-names", "echo", "--read-only-tools"] },
+    }));
+    let server = HttpServe::start(&env, &["--tool-budget", "1024", "--tool-names", "source"]);
+    let calls = json!([
+        { "name": "search_tools", "arguments": { "query": "delete a repository" } },
+        { "name": "load_tools", "arguments": { "names": ["echo"] } },
+    ]);
+    let a = report(sdk_client(Sdk::Python, &server.url, json!({}), calls, None, None).output().unwrap());
+    let answer = |i: usize| -> Value { serde_json::from_str(a["calls"][i]["text"].as_str().unwrap()).unwrap() };
+    assert_eq!(answer(0)["matches"][0]["name"], "delete_repository", "its served name: {a}");
+    assert_eq!(answer(1)["tools"][0]["name"], "echo", "{a}");
+    assert!(a.get("tools").unwrap().get("echo").is_none(), "deferred before the load: {a}");
+    assert!(a["listed_after"].as_array().unwrap().contains(&json!("echo")), "listed to it once loaded: {a}");
+    let b = report(sdk_client(Sdk::Python, &server.url, json!({}), json!([]), None, None).output().unwrap());
+    assert!(b["tools"].get("echo").is_none() && b["tools"].get("search_tools").is_some(), "another session's: {b}");
+    assert!(server.stop().success());
+}

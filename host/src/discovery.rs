@@ -19,7 +19,7 @@
 //! plugin index: `DiscoveryOptions::with_settings`).
 
 use std::collections::HashSet;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
@@ -75,8 +75,8 @@ impl DiscoveryOptions {
     }
 }
 
-/// One session's offer: the tools, the search over them, and what it loaded.
-pub struct Discovery {
+/// What every session of one offer shares: the tools, the search over them, what is pinned and deferred.
+struct Offer {
     tools: Vec<ToolInfo>,
     /// The search, built only when tools are found rather than all offered.
     index: Option<ToolIndex>,
@@ -85,6 +85,11 @@ pub struct Discovery {
     over_budget: bool,
     pinned: HashSet<String>,
     deferred: HashSet<String>,
+}
+
+/// One session's offer: the tools, the search over them, and what it loaded.
+pub struct Discovery {
+    offer: Arc<Offer>,
     loaded: Mutex<Vec<String>>,
     /// The tools called through it, most recent last (each once).
     used: Mutex<Vec<String>>,
@@ -100,29 +105,36 @@ impl Discovery {
         let pinned = known(&options.pinned);
         let deferred: HashSet<String> = known(&options.deferred).into_iter().filter(|n| !pinned.contains(n)).collect();
         let deferring = over_budget || !deferred.is_empty();
-        let (loaded, used) = (Mutex::new(Vec::new()), Mutex::new(Vec::new()));
         let index = deferring.then(|| ToolIndex::new(tools.clone()));
-        Discovery { index, tools, deferring, over_budget, pinned, deferred, loaded, used }
+        let offer = Offer { index, tools, deferring, over_budget, pinned, deferred };
+        Discovery { offer: Arc::new(offer), loaded: Mutex::default(), used: Mutex::default() }
+    }
+
+    /// Another session of the same offer (its tools, search, pinned and deferred ones shared), with nothing
+    /// loaded or used yet: `clat serve` keeps one per client session.
+    pub fn session(&self) -> Discovery {
+        Discovery { offer: Arc::clone(&self.offer), loaded: Mutex::default(), used: Mutex::default() }
     }
 
     /// Whether tools are found rather than all offered.
     pub fn deferring(&self) -> bool {
-        self.deferring
+        self.offer.deferring
     }
 
     /// The definitions offered now (name, description, input schema): every tool, or — deferring — the native,
     /// pinned and loaded ones (within the budget: all but the deferred ones) and discovery's own.
     pub fn offered(&self) -> Vec<Value> {
-        if !self.deferring {
-            return self.tools.iter().map(ToolInfo::definition).collect();
+        let offer = &self.offer;
+        if !offer.deferring {
+            return offer.tools.iter().map(ToolInfo::definition).collect();
         }
         let loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let up_front = |t: &ToolInfo| {
             let found_later =
-                if self.over_budget { t.source != ToolSource::Native } else { self.deferred.contains(&t.name) };
-            !found_later || self.pinned.contains(&t.name) || loaded.contains(&t.name)
+                if offer.over_budget { t.source != ToolSource::Native } else { offer.deferred.contains(&t.name) };
+            !found_later || offer.pinned.contains(&t.name) || loaded.contains(&t.name)
         };
-        let mut offered: Vec<Value> = self.tools.iter().filter(|t| up_front(t)).map(ToolInfo::definition).collect();
+        let mut offered: Vec<Value> = offer.tools.iter().filter(|t| up_front(t)).map(ToolInfo::definition).collect();
         offered.extend(own_tools());
         offered
     }
@@ -134,7 +146,7 @@ impl Discovery {
 
     /// Whether `name` is one of discovery's own tools, offered now.
     pub fn is_own(&self, name: &str) -> bool {
-        self.deferring && [SEARCH_TOOLS, LOAD_TOOLS, CALL_TOOL].contains(&name)
+        self.offer.deferring && [SEARCH_TOOLS, LOAD_TOOLS, CALL_TOOL].contains(&name)
     }
 
     /// Call `name` in `run`: discovery's own tools here, any other through the pipeline as itself.
@@ -148,8 +160,8 @@ impl Discovery {
                 let query = arguments["query"].as_str().ok_or_else(|| invalid("`query` (a string) is required"))?;
                 let limit = arguments["limit"].as_u64().map_or(SEARCH_RESULTS_DEFAULT, |l| l as usize);
                 let used = self.used.lock().unwrap_or_else(|p| p.into_inner()).clone();
-                let favoured = |name: &str| self.pinned.contains(name) || used.iter().any(|u| u == name);
-                let index = self.index.as_ref().expect("built when deferring, the only time search_tools is own");
+                let favoured = |name: &str| self.offer.pinned.contains(name) || used.iter().any(|u| u == name);
+                let index = self.offer.index.as_ref().expect("built when deferring, the only time search_tools is own");
                 let matches = index.search_favouring(query, limit.clamp(1, SEARCH_RESULTS_MAX), favoured);
                 Ok(structured(json!({ "matches": matches })))
             }
@@ -159,7 +171,7 @@ impl Discovery {
                     None => return Err(invalid("`names` (an array of tool names) is required")),
                 };
                 let unknown: Vec<&str> =
-                    names.iter().copied().filter(|n| !self.tools.iter().any(|t| t.name == *n)).collect();
+                    names.iter().copied().filter(|n| !self.offer.tools.iter().any(|t| t.name == *n)).collect();
                 if !unknown.is_empty() {
                     return Err(CallError::UnknownTool(unknown.join(", ")));
                 }
@@ -169,8 +181,13 @@ impl Discovery {
                         loaded.push(name.to_string());
                     }
                 }
-                let tools: Vec<Value> =
-                    self.tools.iter().filter(|t| names.contains(&t.name.as_str())).map(ToolInfo::definition).collect();
+                let tools: Vec<Value> = self
+                    .offer
+                    .tools
+                    .iter()
+                    .filter(|t| names.contains(&t.name.as_str()))
+                    .map(ToolInfo::definition)
+                    .collect();
                 Ok(structured(json!({ "tools": tools })))
             }
             _ => {

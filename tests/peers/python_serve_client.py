@@ -1,6 +1,7 @@
 """Drives `clat serve` with the official Python SDK's client, as an agent would: initialize, list the tools,
 make the calls given as JSON, and print one JSON document — the server's name and protocol version, each tool's
-annotations by name, and each call's text and isError (or the error the SDK raised).
+annotations by name, each call's text and isError (or the error the SDK raised), and the tools listed after the
+calls ("listed_after").
 
 Usage: python_serve_client.py CLAT ARGS_JSON CALLS_JSON [ELICIT_JSON [MODEL_TEXT]]
 (stdio: CLAT is the binary, ARGS_JSON its arguments; Streamable HTTP: CLAT is the server's URL and ARGS_JSON the
@@ -86,6 +87,7 @@ async def list_and_call(peer, calls, report, progressed) -> None:
             report["calls"].append({"text": text, "isError": result.is_error})
         except Exception as e:  # the SDK raises a JSON-RPC error as an exception
             report["calls"].append({"error": str(e)})
+    report["listed_after"] = [t.name for t in (await peer.list_tools()).tools]
 
 
 async def modern(command, args, calls, callbacks, report, progressed) -> None:

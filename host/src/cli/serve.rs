@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use clat_mcp::jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS, WireError};
-use clat_mcp::server::{HttpServeOptions, Peer, ServeEnd, ServedTools, ServerInfo};
+use clat_mcp::server::{HttpServeOptions, Peer, ServeEnd, ServedTools, ServerInfo, SessionRef};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -121,6 +121,7 @@ pub(crate) async fn serve(platform: &Platform, options: ServeOptions, shutdown: 
         names,
         served_names: std::sync::OnceLock::new(),
         discovery: std::sync::OnceLock::new(),
+        sessions: std::sync::Mutex::default(),
         budget_bytes: tool_budget.unwrap_or(usize::MAX),
     });
     let stop = shutdown.token().clone();
@@ -172,9 +173,11 @@ struct ServedProject {
     names: ServedNames,
     /// Each tool's served name and registered name, fixed with the registry.
     served_names: std::sync::OnceLock<Vec<(String, String)>>,
-    /// What is listed (every tool, or the native ones and a search), fixed with the registry; what a client
-    /// loads is listed from then on, to every client of this server.
+    /// What is listed (every tool, or the native ones and a search), fixed with the registry…
     discovery: std::sync::OnceLock<Discovery>,
+    /// …and each client session's own copy of it: what a session loads is listed to it from then on, and
+    /// its searches favour what it called. Sessions that ended are dropped at the next lookup.
+    sessions: std::sync::Mutex<Vec<(SessionRef, Arc<Discovery>)>>,
     budget_bytes: usize,
 }
 
@@ -192,10 +195,35 @@ impl ServedProject {
         self.served_names.get_or_init(|| served_names(&self.project.tools(), self.names))
     }
 
-    /// What is listed: fixed with the surface.
-    async fn discovery(&self) -> &Discovery {
+    /// What is listed to `session`: the offer fixed with the surface, with what that session loaded and used.
+    async fn discovery(&self, session: &SessionRef) -> Arc<Discovery> {
         self.surface().await;
-        self.discovery.get().expect("set with the surface")
+        let offer = self.discovery.get().expect("set with the surface");
+        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        sessions.retain(|(s, _)| !s.ended());
+        if let Some((_, discovery)) = sessions.iter().find(|(s, _)| s.is(session)) {
+            return Arc::clone(discovery);
+        }
+        let discovery = Arc::new(offer.session());
+        sessions.push((session.clone(), Arc::clone(&discovery)));
+        discovery
+    }
+
+    /// A search_tools or load_tools result with each tool it names (`matches[].name`, `tools[].name`) under its
+    /// served name, in its structured content and in its text.
+    async fn name_as_served(&self, result: &mut Value) {
+        let names = self.surface().await;
+        let Some(structured) = result.get_mut("structuredContent") else { return };
+        for list in ["matches", "tools"] {
+            for tool in structured[list].as_array_mut().into_iter().flatten() {
+                let served = names.iter().find(|(_, registered)| tool["name"] == registered.as_str());
+                if let Some((served, _)) = served {
+                    tool["name"] = json!(served);
+                }
+            }
+        }
+        let text = structured.to_string();
+        result["content"] = json!([{ "type": "text", "text": text }]);
     }
 
     /// The registered name of the tool served as `name` (an unknown name as it is).
@@ -225,9 +253,9 @@ fn served_names(tools: &[ToolInfo], names: ServedNames) -> Vec<(String, String)>
 
 #[async_trait]
 impl ServedTools for ServedProject {
-    async fn list(&self) -> Vec<Value> {
+    async fn list(&self, session: &SessionRef) -> Vec<Value> {
         let names = self.surface().await;
-        let discovery = self.discovery().await;
+        let discovery = self.discovery(session).await;
         // By name, not position: a tool withdrawn since the names were fixed (its server stopped) is not listed.
         let served = |tool: &ToolInfo| names.iter().find(|(_, registered)| *registered == tool.name).map(|(s, _)| s);
         let tools = self.project.tools();
@@ -259,7 +287,7 @@ impl ServedTools for ServedProject {
         arguments: Value,
         cancelled: CancellationToken,
     ) -> Result<Value, WireError> {
-        let (discovery, mut arguments) = (self.discovery().await, arguments);
+        let (discovery, mut arguments) = (self.discovery(&client.session()).await, arguments);
         // Discovery's own tools by name; call_tool's target, like any tool, by its served name or registered one.
         let (registered, audited) = match discovery.is_own(name) {
             true if name == CALL_TOOL => match arguments["name"].as_str() {
@@ -270,14 +298,33 @@ impl ServedTools for ServedProject {
                 }
                 None => (name.to_string(), name.to_string()),
             },
-            true => (name.to_string(), name.to_string()),
+            true => {
+                // load_tools takes served names, like every name a client gives.
+                if name == LOAD_TOOLS
+                    && let Some(names) = arguments["names"].as_array_mut()
+                {
+                    for written in names.iter_mut() {
+                        if let Some(served) = written.as_str() {
+                            *written = json!(self.registered(served).await);
+                        }
+                    }
+                }
+                (name.to_string(), name.to_string())
+            }
             false => {
                 let registered = self.registered(name).await;
                 (registered.clone(), registered)
             }
         };
         let audit = Arc::new(CallAudit::default());
-        let (called, rejected) = self.run_call(client, &registered, arguments, cancelled, &audit).await;
+        let (mut called, rejected) = self.run_call(client, &discovery, &registered, arguments, cancelled, &audit).await;
+        // What search_tools and load_tools answer names the tools as they are served.
+        if [SEARCH_TOOLS, LOAD_TOOLS].contains(&name)
+            && discovery.is_own(name)
+            && let Ok(result) = &mut called
+        {
+            self.name_as_served(result).await;
+        }
         if name == LOAD_TOOLS && discovery.is_own(name) && called.as_ref().is_ok_and(|r| r["isError"] != true) {
             client.tools_changed();
         }
@@ -299,6 +346,7 @@ impl ServedProject {
     async fn run_call(
         &self,
         client: &Peer,
+        discovery: &Discovery,
         name: &str,
         arguments: Value,
         cancelled: CancellationToken,
@@ -320,7 +368,7 @@ impl ServedProject {
             Err(e) => return (Err(WireError::new(INTERNAL_ERROR, e.to_string())), None),
         };
         let called = tokio::select! {
-            called = self.discovery().await.call(&run, name, arguments) => called,
+            called = discovery.call(&run, name, arguments) => called,
             _ = cancelled.cancelled() => {
                 run.cancel();
                 return (Err(WireError::new(INTERNAL_ERROR, format!("{name} was cancelled"))), None);

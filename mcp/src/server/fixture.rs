@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::{Peer, ServedTools};
+use super::{Peer, ServedTools, SessionRef};
 use crate::jsonrpc::{INVALID_PARAMS, WireError};
 
 /// `echo` answers its text; `wait` runs until cancelled, then reports its tag; `ask` asks
@@ -15,7 +15,7 @@ pub(crate) struct Fixture {
 
 #[async_trait::async_trait]
 impl ServedTools for Fixture {
-    async fn list(&self) -> Vec<Value> {
+    async fn list(&self, _session: &SessionRef) -> Vec<Value> {
         vec![json!({ "name": "echo", "inputSchema": { "type": "object" } })]
     }
 

@@ -46,8 +46,9 @@ pub use stdio::{ServeEnd, ServeInput, ServeOutput, process_stdio, serve};
 /// What the host serves.
 #[async_trait::async_trait]
 pub trait ServedTools: Send + Sync + 'static {
-    /// The tools, as MCP `Tool` objects (`name`, `description`, `inputSchema`, `annotations`).
-    async fn list(&self) -> Vec<Value>;
+    /// The tools, as MCP `Tool` objects (`name`, `description`, `inputSchema`, `annotations`), as listed to
+    /// `session`.
+    async fn list(&self, session: &SessionRef) -> Vec<Value>;
     /// Call one tool: a `CallToolResult`, or a wire error (an unknown tool,
     /// bad arguments). `client` is who asked, and how to ask it something
     /// back; `cancelled` fires when the client cancels the call or the
@@ -59,6 +60,23 @@ pub trait ServedTools: Send + Sync + 'static {
         arguments: Value,
         cancelled: CancellationToken,
     ) -> Result<Value, WireError>;
+}
+
+/// The session a request came in — a stdio connection, an HTTP session (every modern HTTP request shares
+/// one) — for what a host keeps per session. Held weakly: it never keeps the session alive.
+#[derive(Clone)]
+pub struct SessionRef(std::sync::Weak<Session>);
+
+impl SessionRef {
+    /// Whether both are the same session.
+    pub fn is(&self, other: &SessionRef) -> bool {
+        std::sync::Weak::ptr_eq(&self.0, &other.0)
+    }
+
+    /// Whether the session has ended.
+    pub fn ended(&self) -> bool {
+        self.0.strong_count() == 0
+    }
 }
 
 /// Who the server says it is in `initialize`.
@@ -123,6 +141,11 @@ pub struct Peer {
 const LOG_LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
 
 impl Peer {
+    /// The session the request came in.
+    pub fn session(&self) -> SessionRef {
+        SessionRef(self.session.clone())
+    }
+
     pub fn info(&self) -> &ClientInfo {
         &self.client.0
     }
@@ -384,7 +407,7 @@ impl Session {
             ("tools/list", Some(_)) => {
                 let (session, outlet) = (Arc::clone(self), outlet.clone());
                 self.spawn(async move {
-                    let tools = session.tools.list().await;
+                    let tools = session.tools.list(&SessionRef(Arc::downgrade(&session))).await;
                     outlet.send(Message::Response { id, result: Ok(json!({ "tools": tools })) }).await;
                 });
                 return;
@@ -418,7 +441,8 @@ impl Session {
             "tools/list" => {
                 let (session, outlet) = (Arc::clone(self), outlet.clone());
                 self.spawn(async move {
-                    let listing = modern::cacheable(json!({ "tools": session.tools.list().await }));
+                    let tools = session.tools.list(&SessionRef(Arc::downgrade(&session))).await;
+                    let listing = modern::cacheable(json!({ "tools": tools }));
                     let result = Ok(modern::complete(listing, &session.info));
                     outlet.send(Message::Response { id, result }).await;
                 });
