@@ -1,7 +1,10 @@
 //! A minimal agent on the platform's front door: mount a project, offer the
-//! model every tool — native, WASM and MCP alike, each with its schema and
-//! effect — and let it call them through the one permission pipeline until it
-//! answers in words. Every run event is printed as a JSON line on stderr.
+//! model its tools through discovery — every tool, native, WASM and MCP
+//! alike, each with its schema and effect, while their definitions fit 8 KiB;
+//! past that the native and pinned ones and `search_tools` / `load_tools` /
+//! `call_tool` — and let it call them through the one permission pipeline
+//! until it answers in words. Every run event is printed as a JSON line on
+//! stderr.
 //!
 //! The model is an OpenAI-compatible chat-completions endpoint with tool
 //! calling when `CLAT_MODEL_BASE_URL` and `CLAT_MODEL` name one (its key in
@@ -19,8 +22,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clat_host::{
-    CollectingSink, Effect, EventSink, JsonLinesSink, MountOptions, PermissionMode, Platform, RunEvent, RunOptions,
-    ToolInfo, ToolSource,
+    CollectingSink, DiscoveryOptions, Effect, EventSink, JsonLinesSink, MountOptions, PermissionMode, Platform,
+    RunEvent, RunOptions,
 };
 use serde_json::{Value, json};
 
@@ -44,8 +47,9 @@ pub enum Turn {
 /// A model that can call tools.
 #[async_trait::async_trait]
 pub trait Model: Send {
-    /// What it wants next, given the conversation and the tools it is offered.
-    async fn next(&mut self, turns: &[Turn], tools: &[ToolInfo]) -> Result<Step, String>;
+    /// What it wants next, given the conversation and the tools it is offered: each definition (`name`,
+    /// `description`, `inputSchema`) with CLAT's `effect` and `source` beside it (none for discovery's own).
+    async fn next(&mut self, turns: &[Turn], tools: &[Value]) -> Result<Step, String>;
 }
 
 /// The offline stand-in: one native, one WASM and one MCP tool, the
@@ -73,23 +77,26 @@ fn arguments_for(schema: &Value) -> Value {
 
 #[async_trait::async_trait]
 impl Model for OfflineModel {
-    async fn next(&mut self, turns: &[Turn], tools: &[ToolInfo]) -> Result<Step, String> {
+    async fn next(&mut self, turns: &[Turn], tools: &[Value]) -> Result<Step, String> {
         if !self.called {
             self.called = true;
-            let rank = |e: Effect| Effect::ALL.iter().position(|x| *x == e).unwrap_or(usize::MAX);
-            let lowest = |kind: fn(&ToolSource) -> bool| {
-                tools.iter().filter(|t| kind(&t.source)).min_by_key(|t| (rank(t.effect), t.name.clone()))
+            let rank = |t: &Value| {
+                Effect::ALL.iter().position(|e| t["effect"] == e.to_string().as_str()).unwrap_or(usize::MAX)
             };
-            let picks = [
-                lowest(|s| matches!(s, ToolSource::Native)),
-                lowest(|s| matches!(s, ToolSource::Wasm { .. })),
-                lowest(|s| matches!(s, ToolSource::Mcp { .. })),
-            ];
-            let calls: Vec<_> = picks
+            let lowest = |kind: &str| {
+                tools
+                    .iter()
+                    .filter(|t| t["source"]["kind"] == kind)
+                    .min_by_key(|t| (rank(t), t["name"].as_str().unwrap_or_default().to_string()))
+            };
+            let calls: Vec<_> = [lowest("native"), lowest("wasm"), lowest("mcp")]
                 .into_iter()
                 .flatten()
                 .enumerate()
-                .map(|(i, t)| (t.name.clone(), arguments_for(&t.input_schema), format!("call-{i}")))
+                .map(|(i, t)| {
+                    let name = t["name"].as_str().unwrap_or_default().to_string();
+                    (name, arguments_for(&t["inputSchema"]), format!("call-{i}"))
+                })
                 .collect();
             if !calls.is_empty() {
                 return Ok(Step::Call(calls));
@@ -123,7 +130,7 @@ impl ChatModel {
 
 #[async_trait::async_trait]
 impl Model for ChatModel {
-    async fn next(&mut self, turns: &[Turn], tools: &[ToolInfo]) -> Result<Step, String> {
+    async fn next(&mut self, turns: &[Turn], tools: &[Value]) -> Result<Step, String> {
         let mut messages = vec![json!({ "role": "system", "content": "You are a coding agent. Use the tools." })];
         for turn in turns {
             messages.push(match turn {
@@ -135,8 +142,14 @@ impl Model for ChatModel {
         }
         let tools: Vec<Value> = tools
             .iter()
-            .map(|t| json!({ "type": "function", "function": {
-                "name": t.name, "description": format!("{} (effect: {})", t.description, t.effect), "parameters": t.input_schema } }))
+            .map(|t| {
+                let description = match t["effect"].as_str() {
+                    Some(effect) => format!("{} (effect: {effect})", t["description"].as_str().unwrap_or_default()),
+                    None => t["description"].as_str().unwrap_or_default().to_string(),
+                };
+                json!({ "type": "function", "function": {
+                    "name": t["name"], "description": description, "parameters": t["inputSchema"] } })
+            })
             .collect();
         let mut request =
             self.client.post(&self.url).json(&json!({ "model": self.model, "messages": messages, "tools": tools }));
@@ -188,11 +201,30 @@ pub async fn run_agent(
     let printed = Arc::new(JsonLinesSink::new(std::io::stderr()));
     let events: Arc<dyn EventSink> = Arc::new(Both(collected.clone(), printed));
     let run = project.start_run(RunOptions { mode, events, ..RunOptions::default() }).await?;
-    let tools = project.tools();
-    writeln!(out, "{} tools offered to the model", tools.len())?;
+    let (tools, discovery) = (project.tools(), project.discovery(&DiscoveryOptions::default()));
+    // What the model is offered this turn: each definition with CLAT's effect and source beside it.
+    let offered = || -> Vec<Value> {
+        let mut offered = discovery.offered();
+        for definition in &mut offered {
+            if let Some(tool) = tools.iter().find(|t| definition["name"] == t.name.as_str()) {
+                definition["effect"] = json!(tool.effect);
+                definition["source"] = json!(tool.source);
+            }
+        }
+        offered
+    };
+    let first = offered();
+    let deferred = if discovery.deferring() { ", the others found through search_tools" } else { "" };
+    writeln!(
+        out,
+        "{} tools offered to the model ({} bytes of definitions) of {}{deferred}",
+        first.len(),
+        discovery.offered_size().bytes,
+        tools.len()
+    )?;
     let mut turns = vec![Turn::User(task.to_string())];
     for _ in 0..MAX_TURNS {
-        match model.next(&turns, &tools).await? {
+        match model.next(&turns, &offered()).await? {
             Step::Answer(text) => {
                 writeln!(out, "{text}")?;
                 break;
@@ -200,7 +232,8 @@ pub async fn run_agent(
             Step::Call(calls) => {
                 turns.push(Turn::Calls(calls.clone()));
                 for (name, arguments, id) in calls {
-                    let text = match run.call(&name, arguments).await {
+                    // Discovery's own tools are answered by it; every other call is the tool's own, through the pipeline.
+                    let text = match discovery.call(&run, &name, arguments).await {
                         Ok(output) => output.joined_text(),
                         Err(e) => format!("error: {e}"),
                     };
