@@ -261,6 +261,11 @@ async fn always_load_and_defer_loading_pin_and_defer_an_extension_s_tools() {
         |name: &str| list["plugins"].as_array().unwrap().iter().find(|p| p["manifest"]["name"] == name).cloned();
     assert_eq!(plugin("hello").unwrap()["always_load"], true);
     assert_eq!(plugin("project-notes").unwrap()["defer_loading"], true);
+    let listed = support::stdout(&env.clat(&["plugin", "list"]));
+    assert!(
+        listed.contains("  always loaded: all its tools\n") && listed.contains("  deferred: its tools are found"),
+        "{listed}"
+    );
     // A reinstall keeps the choice.
     let out = env.clat(&["plugin", "install", clat_guest_artifacts::HELLO_PACKAGE, "--grant"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

@@ -254,6 +254,21 @@ impl Loading {
         }
         Ok(loading)
     }
+
+    /// How it reads in a listing (`clat mcp`, `clat plugin list`); `None` for the default.
+    pub fn describe(&self) -> Option<String> {
+        let always = match &self.always_load {
+            AlwaysLoad::All(true) => Some("all its tools".to_string()),
+            AlwaysLoad::Tools(names) if !names.is_empty() => Some(names.join(", ")),
+            _ => None,
+        };
+        match (always, self.defer_loading) {
+            (None, false) => None,
+            (Some(always), false) => Some(format!("always loaded: {always}")),
+            (None, true) => Some("deferred: its tools are found through search_tools".into()),
+            (Some(always), true) => Some(format!("always loaded: {always}; the others deferred")),
+        }
+    }
 }
 
 /// One configured server.
@@ -855,6 +870,9 @@ mod tests {
             "{errors:?}"
         );
         assert!(errors.iter().any(|e| e.contains("\"empty\"") && e.contains("empty tool name")), "{errors:?}");
+        assert_eq!(c.servers["claude"].loading.describe().unwrap(), "always loaded: all its tools");
+        assert_eq!(some.describe().unwrap(), "always loaded: search_issues; the others deferred");
+        assert_eq!(c.servers["plain"].loading.describe(), None);
     }
 
     #[test]

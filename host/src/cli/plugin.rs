@@ -244,6 +244,9 @@ pub(crate) async fn plugin(
                     for line in grant_lines(&p) {
                         println!("{line}");
                     }
+                    if let Some(loading) = p.loading.describe() {
+                        println!("  {loading}");
+                    }
                 }
             }
             Ok(Exit::Ok)

@@ -47,6 +47,7 @@ pub(crate) fn print_mcp(servers: &[ExtensionStatus], json: bool) {
                     "restarts": s.restarts,
                     "last_stop": s.last_stop,
                     "oauth": s.oauth,
+                    "loading": s.loading,
                     "problems": s.problems,
                     "stderr_tail": s.output_tail,
                 })
@@ -82,6 +83,9 @@ pub(crate) fn print_mcp(servers: &[ExtensionStatus], json: bool) {
         }
         if let Some(login) = &s.oauth {
             println!("    logged in {}", describe_login(login));
+        }
+        if let Some(loading) = s.loading.describe() {
+            println!("    {loading}");
         }
         for p in &s.problems {
             println!("    problem: {p}");
