@@ -193,14 +193,23 @@ fn both_mount_beside_the_native_tools_through_the_cli() {
             .to_string(),
     )
     .unwrap();
-    let out = env.clat(&["mcp", "--json"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let status = || -> Value {
+        let out = env.clat(&["mcp", "--json"]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        serde_json::from_str(&stdout(&out)).unwrap()
+    };
+    let protocol = |v: &Value, name: &str| {
+        v["servers"].as_array().unwrap().iter().find(|s| s["name"] == name).unwrap()["protocol"].clone()
+    };
+    let mut v = status();
+    // The Python server's imports take 1–2 s of CPU; started beside server-everything on a loaded machine it may
+    // miss the 3 s modern probe, and is then rightly spoken to in the legacy era. Once more, with its files cached.
+    if protocol(&v, "py") != "2026-07-28 (modern)" {
+        v = status();
+    }
     assert_eq!(v["connected"], 2, "{v}");
-    let protocol =
-        |name: &str| v["servers"].as_array().unwrap().iter().find(|s| s["name"] == name).unwrap()["protocol"].clone();
-    assert_eq!(protocol("everything"), "2025-11-25 (legacy)");
-    assert_eq!(protocol("py"), "2026-07-28 (modern)");
+    assert_eq!(protocol(&v, "everything"), "2025-11-25 (legacy)");
+    assert_eq!(protocol(&v, "py"), "2026-07-28 (modern)");
     let out = env.clat(&["call", "mcp_py_add", r#"{"a":20,"b":22}"#, "--mode", "full-access"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stdout(&out), "42\n");

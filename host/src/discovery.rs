@@ -2,21 +2,23 @@
 //! definition would cost too much. While the definitions of all the tools
 //! fit the budget (`DiscoveryOptions::budget_bytes`, by default
 //! `DISCOVERY_BUDGET_BYTES`), all are offered but the deferred ones. Past it,
-//! the model is offered CLAT's native tools, the pinned ones, those it
-//! loaded, and three of
-//! discovery's own: `search_tools` (a task's words → the best matches, with
-//! name, one-line description, effect and source), `load_tools` (names → their
-//! definitions, offered from then on) and `call_tool` (a name and its
-//! arguments, for a client that cannot take new definitions mid-session).
-//! A search ranks the pinned and recently used tools (those called through
-//! it this session) first. Every tool stays reachable, and every call —
-//! `call_tool`'s too — is a
-//! call of the tool itself through the one pipeline (`Run::call`): its
+//! the model is offered CLAT's native tools, the pinned ones and those it
+//! loaded. Whenever some are not offered, so are three of discovery's own:
+//! `search_tools` (a task's words → the best matches, with name, one-line
+//! description, effect and source), `load_tools` (names → their definitions,
+//! offered from then on) and `call_tool` (a name and its arguments, for a
+//! client that cannot take new definitions mid-session). A search ranks the
+//! pinned and recently used tools (those called through it this session)
+//! first. Every tool stays reachable, and every call — `call_tool`'s too — is
+//! a call of the tool itself through the one pipeline (`Run::call`): its
 //! effect, the mode, approvals and grants judge it as if it had been offered.
-//! The embedding host and `clat serve` both offer tools through this. Pinned
-//! and deferred tools come from the caller and from the extensions' own
-//! settings (`always_load`, `defer_loading` in `mcp.json` entries and the
-//! plugin index: `DiscoveryOptions::with_settings`).
+//!
+//! Pinned and deferred tools come from the caller and from the extensions'
+//! own settings (`always_load`, `defer_loading` in `mcp.json` entries and the
+//! plugin index: `DiscoveryOptions::with_settings`). One `Discovery` is one
+//! session; `Discovery::session` starts another of the same offer. The
+//! embedding host and `clat serve` (one per client session) both offer tools
+//! through this.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};

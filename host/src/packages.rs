@@ -397,7 +397,8 @@ impl PackageStore {
     }
 
     /// Set how an installed plugin's tools are offered under progressive
-    /// discovery (`clat plugin load`); `always_load` tool names are checked by the caller.
+    /// discovery (`clat plugin load`). Tool names in `always_load` (written by
+    /// hand in the index) are taken as they are: one that names no tool pins nothing.
     pub fn set_loading(&self, name: &str, loading: clat_mcp::config::Loading) -> Result<Installed, PackageError> {
         let _lock = self.home.lock(INDEX)?;
         let mut index = self.index()?;
