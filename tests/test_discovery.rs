@@ -249,6 +249,7 @@ async fn always_load_and_defer_loading_pin_and_defer_an_extension_s_tools() {
         "memory": { "alwaysLoad": true },
         "github": { "always_load": ["create_pull_request"], "defer_loading": true },
         "postgres": { "defer_loading": true },
+        "slack": { "always_load": ["slack_post_message", "post_to_myspace"] },
     });
     let env = corpus(settings);
     for (plugin, when) in [("hello", "always"), ("project-notes", "deferred")] {
@@ -278,7 +279,12 @@ async fn always_load_and_defer_loading_pin_and_defer_an_extension_s_tools() {
     // Past the budget: the natives, the pinned tools and discovery's own.
     let first = offered(&project.discovery(&DiscoveryOptions::default()));
     let mut pinned: Vec<String> = of("mcp_memory_");
-    pinned.extend(["mcp_github_create_pull_request".to_string(), "wasm_hello_greet".to_string()]);
+    pinned.extend(
+        ["mcp_github_create_pull_request", "mcp_slack_slack_post_message", "wasm_hello_greet"].map(String::from),
+    );
+    // A name that names none of the server's tools pins nothing, and says so.
+    let slack = project.extensions().into_iter().find(|e| e.name == "slack").unwrap();
+    assert!(slack.problems.iter().any(|p| p.contains(r#"`always_load` names "post_to_myspace""#)), "{slack:?}");
     for name in &pinned {
         assert!(first.contains(name), "{name} is always loaded: {first:?}");
     }
