@@ -828,13 +828,18 @@ fn a_modern_client_is_asked_in_input_required_rounds() {
 /// Past its tool budget `clat serve` lists the native tools and discovery's own: a search finds a deferred tool,
 /// `call_tool` calls it through the pipeline (headless in ask mode, a destructive one is denied, and the trail
 /// names it), and `load_tools` lists it from then on, telling the client the listing changed.
-#[test]
-fn past_its_budget_serve_lists_a_search_and_every_tool_stays_reachable_through_the_pipeline() {
-    let env = TestEnv::trusted();
+/// A tracker with a destructive tool and a read-only `echo`: what discovery's tests serve past a small budget.
+fn two_servers(env: &TestEnv) {
     env.write_mcp_config(json!({
         "tracker": { "command": SERVER, "args": ["--tool-names", "delete_repository,list_issues"] },
         "notes": { "command": SERVER, "args": ["--tool-names", "echo", "--read-only-tools"] },
     }));
+}
+
+#[test]
+fn past_its_budget_serve_lists_a_search_and_every_tool_stays_reachable_through_the_pipeline() {
+    let env = TestEnv::trusted();
+    two_servers(&env);
     let mut client = RawClient::start(&env, &["serve", "--tool-budget", "1024"]);
     let call = |id: u64, name: &str, arguments: Value| json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": name, "arguments": arguments } });
     let listed = |client: &mut RawClient, id: u64| -> Vec<String> {
@@ -879,10 +884,7 @@ fn past_its_budget_serve_lists_a_search_and_every_tool_stays_reachable_through_t
 #[test]
 fn a_tool_one_http_session_loads_is_listed_to_it_alone() {
     let env = TestEnv::trusted();
-    env.write_mcp_config(json!({
-        "tracker": { "command": SERVER, "args": ["--tool-names", "delete_repository,list_issues"] },
-        "notes": { "command": SERVER, "args": ["--tool-names", "echo", "--read-only-tools"] },
-    }));
+    two_servers(&env);
     let server = HttpServe::start(&env, &["--tool-budget", "1024", "--tool-names", "source"]);
     let calls = json!([
         { "name": "search_tools", "arguments": { "query": "delete a repository" } },

@@ -288,8 +288,9 @@ impl ServedTools for ServedProject {
         cancelled: CancellationToken,
     ) -> Result<Value, WireError> {
         let (discovery, mut arguments) = (self.discovery(&client.session()).await, arguments);
+        let own = discovery.is_own(name);
         // Discovery's own tools by name; call_tool's target, like any tool, by its served name or registered one.
-        let (registered, audited) = match discovery.is_own(name) {
+        let (registered, audited) = match own {
             true if name == CALL_TOOL => match arguments["name"].as_str() {
                 Some(target) => {
                     let target = self.registered(target).await;
@@ -318,14 +319,16 @@ impl ServedTools for ServedProject {
         };
         let audit = Arc::new(CallAudit::default());
         let (mut called, rejected) = self.run_call(client, &discovery, &registered, arguments, cancelled, &audit).await;
-        // What search_tools and load_tools answer names the tools as they are served.
-        if [SEARCH_TOOLS, LOAD_TOOLS].contains(&name)
-            && discovery.is_own(name)
+        // What search_tools and load_tools answer names the tools as they are served (by their own names, only
+        // under `--tool-names source`).
+        if own
+            && self.names == ServedNames::Source
+            && [SEARCH_TOOLS, LOAD_TOOLS].contains(&name)
             && let Ok(result) = &mut called
         {
             self.name_as_served(result).await;
         }
-        if name == LOAD_TOOLS && discovery.is_own(name) && called.as_ref().is_ok_and(|r| r["isError"] != true) {
+        if own && name == LOAD_TOOLS && called.as_ref().is_ok_and(|r| r["isError"] != true) {
             client.tools_changed();
         }
         let (ended, client, mode) = (chrono::Utc::now(), client.info().clone(), self.mode);
