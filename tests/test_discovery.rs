@@ -270,6 +270,13 @@ async fn always_load_and_defer_loading_pin_and_defer_an_extension_s_tools() {
     // A reinstall keeps the choice.
     let out = env.clat(&["plugin", "install", clat_guest_artifacts::HELLO_PACKAGE, "--grant"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // Hand-edited entries: both true (always_load wins), and a name that names none of the plugin's tools.
+    let index_path = env.home.join(clat_host::packages::INDEX);
+    let mut index: Value = serde_json::from_str(&std::fs::read_to_string(&index_path).unwrap()).unwrap();
+    index["plugins"]["summarize"]["always_load"] = json!(true);
+    index["plugins"]["summarize"]["defer_loading"] = json!(true);
+    index["plugins"]["ask-name"]["always_load"] = json!(["greet_user", "ask_shoe_size"]);
+    std::fs::write(&index_path, serde_json::to_string(&index).unwrap()).unwrap();
 
     let (_platform, project) = mounted(&env).await;
     let tools = project.tools();
@@ -282,9 +289,16 @@ async fn always_load_and_defer_loading_pin_and_defer_an_extension_s_tools() {
     pinned.extend(
         ["mcp_github_create_pull_request", "mcp_slack_slack_post_message", "wasm_hello_greet"].map(String::from),
     );
+    pinned.extend(of("wasm_summarize_"));
+    pinned.extend(of("wasm_ask_name_"));
     // A name that names none of the server's tools pins nothing, and says so.
-    let slack = project.extensions().into_iter().find(|e| e.name == "slack").unwrap();
+    let extension = |name: &str| project.extensions().into_iter().find(|e| e.name == name).unwrap();
+    let slack = extension("slack");
     assert!(slack.problems.iter().any(|p| p.contains(r#"`always_load` names "post_to_myspace""#)), "{slack:?}");
+    let ask_name = extension("ask-name");
+    assert_eq!(ask_name.problems, [r#"`always_load` names "ask_shoe_size", which the plugin does not list"#]);
+    let summarize = extension("summarize");
+    assert!(summarize.problems.iter().any(|p| p.contains("disagree")), "{summarize:?}");
     for name in &pinned {
         assert!(first.contains(name), "{name} is always loaded: {first:?}");
     }
@@ -312,6 +326,9 @@ async fn always_load_and_defer_loading_pin_and_defer_an_extension_s_tools() {
     let run = project.start_run(RunOptions::default()).await.unwrap();
     let found =
         text(&roomy.call(&run, SEARCH_TOOLS, json!({ "query": "list the todo notes in the project" })).await.unwrap());
-    assert_eq!(found["matches"][0]["name"], "wasm_project_notes_todos", "{found}");
+    // The pinned tools that match come first (here summarize's), then the best of the others: the deferred one.
+    let names = names(&found);
+    let first_unpinned = names.iter().find(|n| !pinned.contains(n));
+    assert_eq!(first_unpinned.map(String::as_str), Some("wasm_project_notes_todos"), "{found}");
     project.close().await;
 }

@@ -242,17 +242,35 @@ impl Loading {
     pub fn new(always_load: Option<AlwaysLoad>, defer_loading: Option<bool>) -> Result<Loading, String> {
         let loading =
             Loading { always_load: always_load.unwrap_or_default(), defer_loading: defer_loading.unwrap_or(false) };
-        if loading.always_load == AlwaysLoad::All(true) && loading.defer_loading {
+        loading.check()?;
+        Ok(loading)
+    }
+
+    /// Whether the two settings make sense together: `true` for both disagree, and a tool name is never empty.
+    pub fn check(&self) -> Result<(), String> {
+        if self.always_load == AlwaysLoad::All(true) && self.defer_loading {
             return Err("`always_load` true and `defer_loading` true disagree; to defer all but some tools, give \
                         `always_load` their names"
                 .into());
         }
-        if let AlwaysLoad::Tools(names) = &loading.always_load
+        if let AlwaysLoad::Tools(names) = &self.always_load
             && names.iter().any(String::is_empty)
         {
             return Err("`always_load` holds an empty tool name".into());
         }
-        Ok(loading)
+        Ok(())
+    }
+
+    /// What is wrong with these settings for an extension (`what`: "server", "plugin") whose tools `lists`
+    /// recognizes by a written name: a `check` failure, and each `always_load` name that names none of its tools.
+    pub fn problems(&self, what: &str, lists: impl Fn(&str) -> bool) -> Vec<String> {
+        let mut problems: Vec<String> = self.check().err().into_iter().collect();
+        if let AlwaysLoad::Tools(names) = &self.always_load {
+            for unknown in names.iter().filter(|written| !written.is_empty() && !lists(written)) {
+                problems.push(format!("`always_load` names {unknown:?}, which the {what} does not list"));
+            }
+        }
+        problems
     }
 
     /// How it reads in a listing (`clat mcp`, `clat plugin list`); `None` for the default.

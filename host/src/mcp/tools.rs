@@ -37,11 +37,9 @@ impl McpServer {
         for unknown in filter.unknown(|written| offered.iter().any(|own| is_named(own, written))) {
             problems.push(format!("the tool filter names {unknown:?}, which the server does not list"));
         }
-        if let clat_mcp::config::AlwaysLoad::Tools(pinned) = &self.options.loading.always_load {
-            for unknown in pinned.iter().filter(|written| !offered.iter().any(|own| is_named(own, written))) {
-                problems.push(format!("`always_load` names {unknown:?}, which the server does not list"));
-            }
-        }
+        problems.extend(
+            self.options.loading.problems("server", |written| offered.iter().any(|own| is_named(own, written))),
+        );
         let mut listed = std::collections::HashSet::new();
         for tool in &listing.tools {
             let spec = match tool_spec_from_json(tool) {
