@@ -185,6 +185,10 @@ fn a_broken_installed_plugin_is_isolated_at_mount() {
     std::fs::set_permissions(&notes.dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::set_permissions(notes.entry_path(), std::fs::Permissions::from_mode(0o644)).unwrap();
     std::fs::write(notes.entry_path(), b"garbage").unwrap();
+    // And what was derived from it at install: its kept listing and compiled form (otherwise the load would take
+    // its tools from the listing and a call would map the compiled form, never reading the component).
+    std::fs::remove_file(env.home.join(clat_host::wasm::kept::KEPT_LISTINGS_DIR).join("project-notes.json")).unwrap();
+    std::fs::remove_dir_all(env.home.join(clat_host::scope::WASM_CACHE_DIR)).unwrap();
 
     let out = env.clat(&["tools", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -326,7 +330,7 @@ fn plugin_gc_removes_entries_no_installed_plugin_uses_and_keeps_the_rest() {
     let out = env.clat(&["plugin", "install", guests::HELLO_PACKAGE]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let kept = cache_entries(&env);
-    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(kept.len(), 2, "listed at install: the content entry and the one named after the artifact: {kept:?}");
     let cache = env.home.join(clat_host::scope::WASM_CACHE_DIR);
     // What an older wasmtime or a plugin removed by hand left behind, and a temp file of a write in progress.
     std::fs::write(cache.join("0123456789abcdef0123456789abcdef-0000000000000000.cwasm"), vec![0u8; 4096]).unwrap();

@@ -70,7 +70,7 @@ async fn a_guest_never_sees_what_the_previous_call_left_in_its_memory() {
     let runtime: Arc<WasmRuntime> =
         WasmRuntime::with_options(&cache, None, EngineOptions { instances_max: 1, ..EngineOptions::default() })
             .unwrap();
-    assert_eq!(runtime.allocator(), &Allocator::Pooling { instances: 1 }, "the pool is what is under test");
+    assert_eq!(runtime.allocator().unwrap(), &Allocator::Pooling { instances: 1 }, "the pool is what is under test");
     let env = TestEnv::trusted();
     let scope = env.mount();
     let plugin = load_file(&runtime, "t", Path::new(guests::TEST_GUESTS_WASM), Arc::clone(scope.services()))

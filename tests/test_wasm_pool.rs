@@ -37,7 +37,7 @@ async fn load(runtime: &Arc<WasmRuntime>, scope: &ProjectScope) {
 #[tokio::test]
 async fn a_pool_of_one_serves_calls_in_turn_and_refuses_a_second_instance_at_once() {
     let runtime = runtime_with(1);
-    assert_eq!(runtime.allocator(), &Allocator::Pooling { instances: 1 });
+    assert_eq!(runtime.allocator().unwrap(), &Allocator::Pooling { instances: 1 });
     let env = TestEnv::trusted();
     let scope = Arc::new(env.mount());
     load(&runtime, &scope).await;
@@ -70,7 +70,7 @@ async fn a_pool_of_one_serves_calls_in_turn_and_refuses_a_second_instance_at_onc
 #[tokio::test]
 async fn without_a_pool_the_engine_runs_on_demand_and_calls_work_the_same() {
     let runtime = runtime_with(0);
-    assert!(matches!(runtime.allocator(), Allocator::OnDemand { .. }), "{}", runtime.allocator());
+    assert!(matches!(runtime.allocator().unwrap(), Allocator::OnDemand { .. }), "{}", runtime.allocator().unwrap());
     let env = TestEnv::trusted();
     let scope = env.mount();
     load(&runtime, &scope).await;

@@ -44,12 +44,12 @@ async fn the_second_load_hits_the_compile_cache() {
     let rt = WasmRuntime::new(&dir.path().join("cache")).unwrap();
     let first =
         load_file(&rt, "hello", std::path::Path::new(guests::HELLO_WASM), scope.services().clone()).await.unwrap();
-    assert_eq!(first.cache_outcome(), CacheOutcome::Compiled);
+    assert_eq!(first.cache_outcome(), Some(CacheOutcome::Compiled));
     // A new runtime (a new process, in effect) reuses the artifact on disk.
     let rt2 = WasmRuntime::new(&dir.path().join("cache")).unwrap();
     let second =
         load_file(&rt2, "hello", std::path::Path::new(guests::HELLO_WASM), scope.services().clone()).await.unwrap();
-    assert_eq!(second.cache_outcome(), CacheOutcome::Hit);
+    assert_eq!(second.cache_outcome(), Some(CacheOutcome::Hit));
     assert_eq!(rt2.cache_counts(), (1, 0));
     assert_eq!(second.tools().len(), 1);
 }

@@ -58,10 +58,14 @@ pub fn remember(
     let _lock = home.lock(LISTINGS_FILE)?;
     let mut listings = load(home);
     let listing = Listing { identity: identity.clone(), tools: tools.to_vec() };
-    match kind {
-        ExtensionKind::Wasm => listings.plugins.insert(extension.to_string(), listing),
-        _ => listings.servers.insert(extension.to_string(), listing),
+    let previous = match kind {
+        ExtensionKind::Wasm => listings.plugins.insert(extension.to_string(), listing.clone()),
+        _ => listings.servers.insert(extension.to_string(), listing.clone()),
     };
+    // The listing of every start is usually the last one: then there is nothing to write.
+    if previous.is_some_and(|p| p.identity == listing.identity && p.tools == listing.tools) {
+        return Ok(());
+    }
     let text = serde_json::to_string(&listings).expect("listings serialize");
     home.write_atomic(LISTINGS_FILE, text.as_bytes())
 }

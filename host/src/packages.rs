@@ -416,6 +416,7 @@ impl PackageStore {
         let removed = index.plugins.remove(name).ok_or_else(|| PackageError::NotInstalled(name.to_string()))?;
         self.save(&index)?;
         remove_tree(&removed.dir);
+        crate::wasm::kept::forget(&self.home, name);
         Ok(removed)
     }
 }

@@ -208,9 +208,15 @@ impl ProjectScope {
                 continue;
             }
             self.set_status(ExtensionStatus::new(name, ExtensionKind::Wasm, Starting, None));
-            let (mut status, plugin) =
-                crate::wasm::start_plugin(self.wasm_runtime(), &package, &self.services, &self.registry, &self.closing)
-                    .await;
+            let (mut status, plugin) = crate::wasm::start_plugin(
+                self.wasm_runtime(),
+                &self.home,
+                &package,
+                &self.services,
+                &self.registry,
+                &self.closing,
+            )
+            .await;
             status.loading = package.loading.clone();
             if let Some(plugin) = plugin {
                 // A hand-edited index entry is checked here (`clat plugin load` writes only sound ones); both

@@ -68,6 +68,28 @@ pub(crate) fn validate_staged(
     .map_err(|e| format!("{}: {e}", manifest.entry))
 }
 
+/// List an installed WASM plugin under its grants and keep the listing (`wasm::kept`). A failure costs only that
+/// its next load lists it (and says why if it fails there too), so it is a warning, never the command's failure.
+fn keep_listing(runtime: &std::sync::Arc<WasmRuntime>, home: &ClatHome, package: &Installed) {
+    let listed = tokio::task::block_in_place(|| {
+        tokio::runtime::Handle::current().block_on(crate::wasm::keep_listing(runtime, home, package))
+    });
+    if let Err(e) = listed {
+        tracing::warn!("plugin {}: cannot list its tools under its grants: {e}", package.manifest.name);
+    }
+}
+
+/// After a grant changed: the listing kept under the old one is listed again (a WASM plugin's).
+fn relist(home: &ClatHome, package: &Installed) {
+    if package.manifest.kind != PackageKind::Wasm {
+        return;
+    }
+    match wasm_runtime(home) {
+        Ok(runtime) => keep_listing(&runtime, home, package),
+        Err(e) => tracing::warn!("plugin {}: {}", package.manifest.name, e.message),
+    }
+}
+
 /// What to grant a package being installed: nothing when it declares nothing;
 /// its declaration when `--grant` was given, when the installed version's grant
 /// already covers it, or when the user says yes at a terminal; otherwise the
@@ -204,6 +226,8 @@ pub(crate) async fn plugin(
                 })
                 .collect();
             if installed.manifest.kind == PackageKind::Wasm {
+                // Listed under its grants and kept: a load maps nothing until a call needs the component.
+                keep_listing(&runtime, home, &installed);
                 // Its listing is known now: completions offer its tools before it ever starts.
                 let (plugin, identity) = (&installed.manifest.name, installed.identity());
                 if let Err(e) = crate::listings::remember(home, ExtensionKind::Wasm, plugin, &identity, &names) {
@@ -285,14 +309,16 @@ pub(crate) async fn plugin(
         }
         PluginCommand::Grant { name, json } => {
             let updated = store.set_grants(&name, |p| Ok(p.manifest.capabilities.clone()))?;
+            relist(home, &updated);
             report_grants(&name, "granted", &updated.grants, "declares no capabilities; nothing to grant", json)
         }
         PluginCommand::Revoke { name, json } => {
             let mut before = Capabilities::default();
-            store.set_grants(&name, |p| {
+            let updated = store.set_grants(&name, |p| {
                 before = p.grants.clone();
                 Ok(Capabilities::default())
             })?;
+            relist(home, &updated);
             report_grants(&name, "revoked", &before, "held no grants", json)
         }
         PluginCommand::Gc { json } => {

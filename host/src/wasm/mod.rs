@@ -7,7 +7,8 @@
 //! - `engine.rs`: the wasmtime `Engine`: component model, epoch ticker, the
 //!   pooling allocator or its on-demand fallback;
 //! - `cache.rs`: compiled components on disk; `imports.rs`: the interface check
-//!   before any compilation;
+//!   before any compilation; `kept.rs`: listings kept at install, so a load
+//!   maps nothing;
 //! - `plugin.rs`: one plugin (a fresh store and instance per call, failures
 //!   with its output tail, context deliveries);
 //! - `tools.rs`: its tools in the registry and the `call-tool` handler;
@@ -25,6 +26,7 @@ pub mod engine;
 mod host_services;
 pub mod http;
 pub mod imports;
+pub mod kept;
 mod plugin;
 mod runtime;
 pub mod stdio;
@@ -37,13 +39,14 @@ use tokio_util::sync::CancellationToken;
 
 pub use engine::{ALLOCATOR_ENV, Allocator, EngineOptions, WasmCompiler};
 pub use plugin::WasmPlugin;
-pub use runtime::{LoadError, PluginSetup, WasmRuntime, load_file, validate_component};
+pub use runtime::{LoadError, PluginSetup, WasmRuntime, keep_listing, load_file, validate_component};
 
 use crate::extension::{ExtensionKind, ExtensionState, ExtensionStatus};
 use crate::limits::TOOLS_PER_SERVER_MAX;
 use crate::packages::Installed;
 use crate::registry::Registry;
 use crate::services::HostServices;
+use crate::trust::ClatHome;
 
 /// Load one installed plugin and register its tools. Returns its status and,
 /// when it is ready, the loaded plugin. A load is in-process: when `closing`
@@ -51,6 +54,7 @@ use crate::services::HostServices;
 /// nothing behind.
 pub async fn start_plugin(
     runtime: anyhow::Result<Arc<WasmRuntime>>,
+    home: &ClatHome,
     package: &Installed,
     services: &Arc<HostServices>,
     registry: &Registry,
@@ -61,7 +65,7 @@ pub async fn start_plugin(
     let entry = package.entry_path();
     let loaded = match runtime {
         Ok(runtime) => tokio::select! {
-            loaded = runtime.load_installed(name, &package.dir, &entry, PluginSetup::of(package), Arc::clone(services)) => {
+            loaded = runtime.load_installed(name, &package.dir, &entry, PluginSetup::of(package, home), Arc::clone(services)) => {
                 loaded.map_err(|e| e.to_string())
             }
             _ = closing.cancelled() => Err("the scope closed while it was starting".to_string()),

@@ -1,7 +1,9 @@
-//! One loaded WASM plugin (`WasmPlugin`): its pre-linked component, its store
-//! template, its output tail and listed tools; a fresh store and instance for
-//! each call (`call_tool`), a failure described by kind with the tail, and
-//! best-effort `context-changed` deliveries. It is an `Extension` of the scope.
+//! One loaded WASM plugin (`WasmPlugin`): its listed tools, its store
+//! template, its output tail, and its pre-linked component — mapped and
+//! linked at load, or, when its listing was kept (`kept.rs`), at the first
+//! call that needs it; a fresh store and instance for each call
+//! (`call_tool`), a failure described by kind with the tail, and best-effort
+//! `context-changed` deliveries. It is an `Extension` of the scope.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -12,11 +14,11 @@ use serde_json::Value;
 use wasmtime::Trap;
 
 use super::cache::CacheOutcome;
-use super::runtime::WasmRuntime;
+use super::runtime::{ComponentSource, Prepared, WasmRuntime};
 use super::stdio::SharedTail;
 use super::store::{GuestState, StoreTemplate};
 use crate::capabilities::{Capabilities, ToolUses};
-use crate::contract::{ClatPluginPre, ContextSnapshot, ToolOutput, ToolSpec};
+use crate::contract::{ContextSnapshot, ToolOutput, ToolSpec};
 use crate::limits::{
     CONTEXT_DELIVERY_INTERVAL, CONTEXT_DELIVERY_TIMEOUT, HOST_REQUEST_EXTENSION_MAX, TOOL_CALL_TIMEOUT,
     TOOLS_PER_SERVER_MAX,
@@ -31,14 +33,15 @@ pub struct WasmPlugin {
     pub(super) granted: Capabilities,
     /// Which tools use the grant (`[tools]` of the manifest).
     pub(super) uses: ToolUses,
-    pub(super) pre: ClatPluginPre<GuestState>,
+    /// The linked component, once mapped: at load, or at the first call when the listing was kept.
+    pub(super) prepared: tokio::sync::OnceCell<Prepared>,
+    pub(super) source: ComponentSource,
     pub(super) runtime: Arc<WasmRuntime>,
     /// What each call's store is made from (the WASI context's parts, the limits, the grant).
     pub(super) template: StoreTemplate,
     pub(super) tail: SharedTail,
     pub(super) tools: Mutex<Vec<ToolSpec>>,
     pub(super) dropped_tools: std::sync::atomic::AtomicUsize,
-    pub(super) cache: CacheOutcome,
     /// The latest context for `context-changed`: `None` = nothing new,
     /// `Some(None)` = the run ended, `Some(Some(s))` = a new snapshot.
     pub(super) context: tokio::sync::watch::Sender<Option<Option<ContextSnapshot>>>,
@@ -64,9 +67,27 @@ impl WasmPlugin {
         &self.uses
     }
 
-    /// Whether loading compiled the component or reused the cache.
-    pub fn cache_outcome(&self) -> CacheOutcome {
-        self.cache
+    /// Whether mapping the component compiled it or reused the cache; `None` while it is not mapped (its listing
+    /// was kept and nothing has called it yet).
+    pub fn cache_outcome(&self) -> Option<CacheOutcome> {
+        self.prepared.get().map(|p| p.cache)
+    }
+
+    /// The linked component, mapped now if this is the first call that needs it.
+    async fn prepared(&self) -> Result<&Prepared, GuestFailure> {
+        let prepared = self
+            .prepared
+            .get_or_try_init(|| async {
+                self.runtime.prepare(&self.name, &self.source).await.map(|(prepared, _)| prepared)
+            })
+            .await
+            .map_err(|e| GuestFailure {
+                plugin: self.name.clone(),
+                what: "loading".into(),
+                reason: FailureReason::Other(e.to_string()),
+                output_tail: self.output_tail(),
+            })?;
+        Ok(prepared)
     }
 
     /// The tools the plugin listed at load.
@@ -84,7 +105,12 @@ impl WasmPlugin {
         self.tail.lock().unwrap_or_else(|p| p.into_inner()).lines()
     }
 
-    pub(super) fn store(&self, tool: Option<&str>, run: Option<&RunContext>) -> wasmtime::Store<GuestState> {
+    pub(super) fn store(
+        &self,
+        engine: &wasmtime::Engine,
+        tool: Option<&str>,
+        run: Option<&RunContext>,
+    ) -> wasmtime::Store<GuestState> {
         // In a run the registry owns the call's deadline (and extends it while the
         // guest waits on the host); the epoch interrupt is the backstop past any
         // extension. Outside a run (list-tools, install validation) it is the bound.
@@ -99,7 +125,7 @@ impl WasmPlugin {
             let call = r.call_deadline(TOOL_CALL_TIMEOUT);
             r.deadline().map_or(call, |end| end.min(call))
         });
-        self.template.new_store(&self.runtime.engine, tool, run.cloned(), deadline, http_deadline)
+        self.template.new_store(engine, tool, run.cloned(), deadline, http_deadline)
     }
 
     /// Describe a guest failure: traps by kind, with the output tail.
@@ -109,7 +135,8 @@ impl WasmPlugin {
             Some(Trap::OutOfFuel) => FailureReason::OutOfFuel,
             Some(trap) => FailureReason::Trap(trap.to_string()),
             None if error.is::<wasmtime::PoolConcurrencyLimitError>() => {
-                FailureReason::PoolFull { error: error.to_string(), pool: self.runtime.allocator().to_string() }
+                let pool = self.runtime.allocator().map_or_else(|e| e.to_string(), |a| a.to_string());
+                FailureReason::PoolFull { error: error.to_string(), pool }
             }
             None if format!("{error:#}").contains("memory") => FailureReason::ResourceLimit(format!("{error:#}")),
             None => FailureReason::Other(format!("{error:#}")),
@@ -118,8 +145,10 @@ impl WasmPlugin {
     }
 
     pub(super) async fn list_tools(&self) -> Result<Vec<ToolSpec>, GuestFailure> {
-        let mut store = self.store(None, None);
-        let instance = self.pre.instantiate_async(&mut store).await.map_err(|e| self.failure("instantiation", e))?;
+        let prepared = self.prepared().await?;
+        let mut store = self.store(&prepared.engine, None, None);
+        let instance =
+            prepared.pre.instantiate_async(&mut store).await.map_err(|e| self.failure("instantiation", e))?;
         let tools = instance
             .artec_clat_plugin()
             .call_list_tools(&mut store)
@@ -135,8 +164,9 @@ impl WasmPlugin {
 
     /// Run one of the plugin's tools in `run`, in a fresh store.
     pub async fn call_tool(&self, tool: &str, arguments: &Value, run: &RunContext) -> Result<ToolOutput, ToolError> {
-        let mut store = self.store(Some(tool), Some(run));
-        let instance = self
+        let prepared = self.prepared().await.map_err(|e| ToolError(anyhow::anyhow!(e)))?;
+        let mut store = self.store(&prepared.engine, Some(tool), Some(run));
+        let instance = prepared
             .pre
             .instantiate_async(&mut store)
             .await
@@ -155,8 +185,9 @@ impl WasmPlugin {
     /// Create a fresh store and instance and drop them: the per-call setup
     /// cost, for benchmarks and health checks.
     pub async fn instantiate_once(&self) -> Result<(), GuestFailure> {
-        let mut store = self.store(None, None);
-        self.pre.instantiate_async(&mut store).await.map(drop).map_err(|e| self.failure("instantiation", e))
+        let prepared = self.prepared().await?;
+        let mut store = self.store(&prepared.engine, None, None);
+        prepared.pre.instantiate_async(&mut store).await.map(drop).map_err(|e| self.failure("instantiation", e))
     }
 
     /// Offer the guest the latest context (or `None`: the run ended). Never
@@ -172,8 +203,10 @@ impl WasmPlugin {
     }
 
     async fn deliver_context(&self, snapshot: Option<ContextSnapshot>) -> Result<(), GuestFailure> {
-        let mut store = self.store(None, None);
-        let instance = self.pre.instantiate_async(&mut store).await.map_err(|e| self.failure("instantiation", e))?;
+        let prepared = self.prepared().await?;
+        let mut store = self.store(&prepared.engine, None, None);
+        let instance =
+            prepared.pre.instantiate_async(&mut store).await.map_err(|e| self.failure("instantiation", e))?;
         instance
             .artec_clat_plugin()
             .call_context_changed(&mut store, snapshot.as_ref())

@@ -11,21 +11,23 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Context as _;
 use wasmtime::Engine;
-use wasmtime::component::{HasSelf, Linker};
+use wasmtime::component::{Component, HasSelf, Linker};
 
-use super::cache::{CacheSweep, CompileObserver, ComponentCache};
+use super::cache::{CacheOutcome, CacheSweep, CompileObserver, ComponentCache};
 use super::engine::{self, Allocator, EngineOptions, GuestEngine};
 use super::http::{self, Egress, NameLookup};
 use super::imports;
+use super::kept::{KeptListing, ListingKey, ListingPlace};
 use super::plugin::{WasmPlugin, spawn_context_delivery};
 use super::stdio::SharedTail;
 use super::store::{self, GuestState, StoreTemplate, TemplateSpec};
 use crate::capabilities::{Capabilities, ToolUses};
-use crate::contract::{ClatPlugin, ClatPluginPre, ToolSpec};
+use crate::contract::{CONTRACT_VERSION, ClatPlugin, ClatPluginPre, ToolSpec};
 use crate::limits::{WASM_COMPONENT_MAX_BYTES, WASM_MEMORY_MAX_BYTES};
 use crate::redact::OutputTail;
 use crate::registry::Registry;
 use crate::services::HostServices;
+use crate::trust::ClatHome;
 
 /// Why a plugin could not be loaded; its contributions are skipped and the
 /// reason is shown in status.
@@ -41,6 +43,8 @@ pub enum LoadError {
     WrongWorld(anyhow::Error),
     #[error("{problem}")]
     Interfaces { path: PathBuf, problem: imports::ImportProblem },
+    #[error("the WASM runtime could not start: {0}")]
+    Runtime(String),
     #[error("list-tools failed: {0}")]
     ListTools(#[source] super::plugin::GuestFailure),
 }
@@ -56,18 +60,28 @@ pub struct PluginSetup {
     /// Which tools use which capability (`[tools]` of the manifest).
     pub uses: ToolUses,
     pub identity: Option<crate::identity::Identity>,
+    /// Where its listing is kept (`kept.rs`): an installed package's. `None`: listed at every load.
+    pub listing: Option<ListingPlace>,
 }
 
 impl PluginSetup {
-    /// The setup of an installed package.
-    pub fn of(package: &crate::packages::Installed) -> PluginSetup {
-        PluginSetup {
+    /// The setup of an installed package of `home`.
+    pub fn of(package: &crate::packages::Installed, home: &ClatHome) -> PluginSetup {
+        let mut setup = PluginSetup {
             memory_max: package.manifest.memory_max(),
             declared: package.manifest.capabilities.clone(),
             granted: package.grants.clone(),
             uses: package.manifest.tool_uses(),
             identity: Some(package.identity()),
-        }
+            listing: None,
+        };
+        let key = ListingKey {
+            artifact: package.identity(),
+            contract: CONTRACT_VERSION.to_string(),
+            grants: setup.effective(),
+        };
+        setup.listing = Some(ListingPlace::new(home, &package.manifest.name, key));
+        setup
     }
 
     /// `wasi:http` is linked for a plugin that declares `http`, granted or not
@@ -82,26 +96,73 @@ impl PluginSetup {
     }
 }
 
-/// The process's WASM engine and compiled-component cache.
-pub struct WasmRuntime {
+/// Where a plugin's component comes from, for mapping it when a call first needs it.
+#[derive(Debug, Clone)]
+pub(super) struct ComponentSource {
+    pub(super) entry: PathBuf,
+    /// An installed component's content-addressed name (`artifact_key`): mapped without reading it.
+    pub(super) artifact: Option<String>,
+    /// Whether `wasi:http` is linked (the plugin declares `http`).
+    pub(super) links_http: bool,
+}
+
+/// A plugin's component, compiled (or mapped) and linked: what each call instantiates.
+pub(super) struct Prepared {
+    pub(super) pre: ClatPluginPre<GuestState>,
+    pub(super) cache: CacheOutcome,
+    /// The engine it was compiled for, which each call's store is made of.
     pub(super) engine: Engine,
+}
+
+/// The process's WASM runtime: its engine and what is built on it, made the first time a component is mapped
+/// (`engine()`), so that a command that loads plugins whose listings were kept and calls none (`clat tools`) never
+/// reserves the pool's address space or starts the epoch ticker.
+pub struct WasmRuntime {
+    cache_dir: PathBuf,
+    observer: Option<Arc<dyn CompileObserver>>,
+    options: EngineOptions,
+    parts: std::sync::OnceLock<Result<EngineParts, String>>,
+    lookup: std::sync::RwLock<Arc<dyn NameLookup>>,
+}
+
+/// The engine, its allocator, the linkers and the compiled cache.
+struct EngineParts {
+    engine: Engine,
     allocator: Allocator,
     linker: Linker<GuestState>,
     /// The linker with `wasi:http` too, built the first time a plugin declaring `http` loads.
     http_linker: std::sync::OnceLock<Result<Linker<GuestState>, String>>,
-    lookup: std::sync::RwLock<Arc<dyn NameLookup>>,
     cache: ComponentCache,
     stop_ticker: Arc<AtomicBool>,
 }
 
-impl Drop for WasmRuntime {
+impl Drop for EngineParts {
     fn drop(&mut self) {
         self.stop_ticker.store(true, Ordering::Relaxed);
     }
 }
 
+impl EngineParts {
+    fn new(
+        cache_dir: &Path,
+        observer: Option<Arc<dyn CompileObserver>>,
+        options: EngineOptions,
+    ) -> anyhow::Result<Self> {
+        let GuestEngine { engine, allocator } = engine::new_engine(options)?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(anyhow::Error::from)?;
+        store::link_plugin_dir(&mut linker)?;
+        ClatPlugin::add_to_linker::<GuestState, HasSelf<GuestState>>(&mut linker, |s| s)
+            .map_err(anyhow::Error::from)?;
+        let stop_ticker = Arc::new(AtomicBool::new(false));
+        engine::spawn_epoch_ticker(&engine, &stop_ticker)?;
+        let cache = ComponentCache::new(&engine, options.compiler, cache_dir, observer);
+        Ok(EngineParts { engine, allocator, linker, http_linker: std::sync::OnceLock::new(), cache, stop_ticker })
+    }
+}
+
 impl WasmRuntime {
-    /// An engine with epoch interruption, a ticker, and a cache in `cache_dir`.
+    /// A runtime whose engine (epoch interruption, a ticker) will keep its compiled cache in `cache_dir`.
     pub fn new(cache_dir: &Path) -> anyhow::Result<Arc<WasmRuntime>> {
         Self::with_observer(cache_dir, None)
     }
@@ -114,35 +175,43 @@ impl WasmRuntime {
         Self::with_options(cache_dir, observer, EngineOptions::default())
     }
 
-    /// The same, with the engine's pool sized by `options`.
+    /// The same, with the engine's pool sized by `options`. Nothing is built yet; an engine that cannot be built
+    /// fails the first load or call that needs it, with the reason.
     pub fn with_options(
         cache_dir: &Path,
         observer: Option<Arc<dyn CompileObserver>>,
         options: EngineOptions,
     ) -> anyhow::Result<Arc<WasmRuntime>> {
-        let GuestEngine { engine, allocator } = engine::new_engine(options)?;
-        let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(anyhow::Error::from)?;
-        store::link_plugin_dir(&mut linker)?;
-        ClatPlugin::add_to_linker::<GuestState, HasSelf<GuestState>>(&mut linker, |s| s)
-            .map_err(anyhow::Error::from)?;
-        let stop_ticker = Arc::new(AtomicBool::new(false));
-        engine::spawn_epoch_ticker(&engine, &stop_ticker)?;
-        let cache = ComponentCache::new(&engine, options.compiler, cache_dir, observer);
         Ok(Arc::new(WasmRuntime {
-            engine,
-            allocator,
-            linker,
-            http_linker: std::sync::OnceLock::new(),
+            cache_dir: cache_dir.to_path_buf(),
+            observer,
+            options,
+            parts: std::sync::OnceLock::new(),
             lookup: std::sync::RwLock::new(Arc::new(http::SystemLookup)),
-            cache,
-            stop_ticker,
         }))
     }
 
+    /// The engine and what is built on it, made now if nothing needed them before.
+    fn parts(&self) -> Result<&EngineParts, LoadError> {
+        let parts = self.parts.get_or_init(|| {
+            EngineParts::new(&self.cache_dir, self.observer.clone(), self.options).map_err(|e| format!("{e:#}"))
+        });
+        parts.as_ref().map_err(|e| LoadError::Runtime(e.clone()))
+    }
+
+    /// The engine every plugin of this runtime runs on (the benchmarks measure its floor on a bare store).
+    pub fn engine(&self) -> Result<&Engine, LoadError> {
+        Ok(&self.parts()?.engine)
+    }
+
     /// The instance allocator the engine runs on.
-    pub fn allocator(&self) -> &Allocator {
-        &self.allocator
+    pub fn allocator(&self) -> Result<&Allocator, LoadError> {
+        Ok(&self.parts()?.allocator)
+    }
+
+    /// Whether the engine was built (a component was mapped, or something asked for it).
+    pub fn engine_built(&self) -> bool {
+        self.parts.get().is_some_and(Result::is_ok)
     }
 
     /// Resolve granted host names with `lookup` instead of the system resolver
@@ -151,12 +220,13 @@ impl WasmRuntime {
         *self.lookup.write().unwrap_or_else(|p| p.into_inner()) = lookup;
     }
 
-    fn linker_for(&self, setup: &PluginSetup) -> Result<&Linker<GuestState>, LoadError> {
-        if !setup.links_http() {
-            return Ok(&self.linker);
+    fn linker_for(&self, links_http: bool) -> Result<&Linker<GuestState>, LoadError> {
+        let parts = self.parts()?;
+        if !links_http {
+            return Ok(&parts.linker);
         }
-        let built = self.http_linker.get_or_init(|| {
-            let mut linker = self.linker.clone();
+        let built = parts.http_linker.get_or_init(|| {
+            let mut linker = parts.linker.clone();
             wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(|e| format!("{e:#}"))?;
             Ok(linker)
         });
@@ -167,20 +237,22 @@ impl WasmRuntime {
     /// (after a remove, a reinstall or a failed install; `clat plugin gc`).
     /// Reads each installed WASM component to name its content entry.
     pub fn sweep_cache(&self, installed: &[crate::packages::Installed]) -> std::io::Result<CacheSweep> {
+        let cache = &self.parts().map_err(std::io::Error::other)?.cache;
         let mut keep = std::collections::HashSet::new();
         for package in installed.iter().filter(|p| p.manifest.kind == crate::packages::PackageKind::Wasm) {
             let entry = package.entry_path();
             let (Some(artifact), Ok(bytes)) = (artifact_key(&package.dir, &entry), std::fs::read(&entry)) else {
                 continue;
             };
-            keep.extend(self.cache.entries_of_installed(&artifact, &bytes));
+            keep.extend(cache.entries_of_installed(&artifact, &bytes));
         }
-        self.cache.retain(&keep)
+        cache.retain(&keep)
     }
 
     /// How many loads hit the cache / compiled.
     pub fn cache_counts(&self) -> (u64, u64) {
-        (self.cache.stats.hits.load(Ordering::Relaxed), self.cache.stats.compiles.load(Ordering::Relaxed))
+        let Some(Ok(parts)) = self.parts.get() else { return (0, 0) };
+        (parts.cache.stats.hits.load(Ordering::Relaxed), parts.cache.stats.compiles.load(Ordering::Relaxed))
     }
 
     /// Load one plugin: compile (or reuse), link against the contract, and ask
@@ -220,49 +292,21 @@ impl WasmRuntime {
         setup: PluginSetup,
         services: Arc<HostServices>,
     ) -> Result<Arc<WasmPlugin>, LoadError> {
-        let size = std::fs::metadata(entry).map_err(|source| LoadError::Read { path: entry.into(), source })?.len();
-        if size > WASM_COMPONENT_MAX_BYTES {
-            return Err(LoadError::TooLarge { path: entry.into(), size });
-        }
-        let runtime = Arc::clone(self);
-        let plugin_name = name.to_string();
-        let path = entry.to_path_buf();
-        // Whatever reads the bytes (a compilation, or a load by content) checks
-        // the component's interfaces first, before anything is compiled.
-        let read_error: Arc<Mutex<Option<LoadError>>> = Arc::new(Mutex::new(None));
-        let declares_http = setup.links_http();
-        let read = {
-            let (path, read_error) = (path.clone(), Arc::clone(&read_error));
-            move || {
-                let failed = |error: LoadError| {
-                    let message = anyhow::anyhow!("{error}");
-                    *read_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(error);
-                    message
-                };
-                let bytes =
-                    std::fs::read(&path).map_err(|source| failed(LoadError::Read { path: path.clone(), source }))?;
-                imports::check_component(&bytes, declares_http)
-                    .map_err(|problem| failed(LoadError::Interfaces { path: path.clone(), problem }))?;
-                Ok(bytes)
+        let source = ComponentSource { entry: entry.to_path_buf(), artifact, links_http: setup.links_http() };
+        // A listing kept under this plugin's key (artifact, contract, grants) spares the load the component.
+        let kept = setup.listing.as_ref().and_then(ListingPlace::read);
+        let (prepared, sees_preopens) = match &kept {
+            Some(kept) => (None, kept.sees_preopens),
+            None => {
+                let (prepared, component) = self.prepare(name, &source).await?;
+                // A component that does not import the preopens can never see `/plugin`.
+                let sees_preopens = component
+                    .component_type()
+                    .imports(&prepared.engine)
+                    .any(|(import, _)| import.starts_with("wasi:filesystem/preopens@"));
+                (Some(prepared), sees_preopens)
             }
         };
-        let compiled = tokio::task::spawn_blocking(move || match artifact {
-            Some(artifact) => runtime.cache.load_named(&runtime.engine, &plugin_name, &artifact, read),
-            None => runtime.cache.load_or_compile(&runtime.engine, &plugin_name, &read()?),
-        })
-        .await
-        .map_err(|e| LoadError::NotAComponent(anyhow::anyhow!("compilation task failed: {e}")))?;
-        let (component, outcome) = match compiled {
-            Ok(compiled) => compiled,
-            Err(e) => {
-                return Err(match read_error.lock().unwrap_or_else(|p| p.into_inner()).take() {
-                    Some(error) => error,
-                    None => LoadError::NotAComponent(e),
-                });
-            }
-        };
-        let pre = self.linker_for(&setup)?.instantiate_pre(&component).map_err(|e| LoadError::WrongWorld(e.into()))?;
-        let pre = ClatPluginPre::new(pre).map_err(|e| LoadError::WrongWorld(e.into()))?;
         let granted = setup.effective();
         // Granted values are secrets in every diagnostic from now on.
         crate::redact::register_secrets(granted.env.iter().filter_map(|n| std::env::var(n).ok()));
@@ -270,11 +314,6 @@ impl WasmRuntime {
             let lookup = Arc::clone(&self.lookup.read().unwrap_or_else(|p| p.into_inner()));
             Egress::new(name, granted.http_patterns(), lookup)
         });
-        // A component that does not import the preopens can never see `/plugin`.
-        let sees_preopens = component
-            .component_type()
-            .imports(&self.engine)
-            .any(|(import, _)| import.starts_with("wasi:filesystem/preopens@"));
         let tail: SharedTail = Arc::new(Mutex::new(OutputTail::new()));
         let waits = crate::services::HostWaits::default();
         let template = StoreTemplate::new(TemplateSpec {
@@ -295,22 +334,95 @@ impl WasmRuntime {
             name: name.to_string(),
             granted,
             uses: setup.uses.clone(),
-            pre,
+            prepared: tokio::sync::OnceCell::new_with(prepared),
+            source,
             runtime: Arc::clone(self),
             template,
             tail,
             tools: Mutex::new(Vec::new()),
             dropped_tools: Default::default(),
-            cache: outcome,
             context: tokio::sync::watch::channel(None).0,
             delivered: Default::default(),
             delivery: Default::default(),
             waits,
         });
-        let tools = plugin.list_tools().await.map_err(LoadError::ListTools)?;
+        let tools = match kept {
+            Some(kept) => {
+                plugin.dropped_tools.store(kept.dropped, Ordering::Relaxed);
+                kept.tools
+            }
+            None => {
+                let tools = plugin.list_tools().await.map_err(LoadError::ListTools)?;
+                if let Some(place) = &setup.listing {
+                    let dropped = plugin.dropped_tools();
+                    place.keep(&KeptListing { tools: tools.clone(), dropped, sees_preopens });
+                }
+                tools
+            }
+        };
         *plugin.tools.lock().unwrap_or_else(|p| p.into_inner()) = tools;
         spawn_context_delivery(&plugin);
         Ok(plugin)
+    }
+
+    /// Compile (or map) a plugin's component and link it: its size, the interface check before anything is
+    /// compiled, the cache, `instantiate_pre`. Also returns the component.
+    pub(super) async fn prepare(
+        self: &Arc<Self>,
+        name: &str,
+        source: &ComponentSource,
+    ) -> Result<(Prepared, Component), LoadError> {
+        let entry = &source.entry;
+        let size = std::fs::metadata(entry).map_err(|source| LoadError::Read { path: entry.clone(), source })?.len();
+        if size > WASM_COMPONENT_MAX_BYTES {
+            return Err(LoadError::TooLarge { path: entry.clone(), size });
+        }
+        let engine = self.parts()?.engine.clone();
+        let runtime = Arc::clone(self);
+        let plugin_name = name.to_string();
+        // Whatever reads the bytes (a compilation, or a load by content) checks
+        // the component's interfaces first, before anything is compiled.
+        let read_error: Arc<Mutex<Option<LoadError>>> = Arc::new(Mutex::new(None));
+        let declares_http = source.links_http;
+        let read = {
+            let (path, read_error) = (entry.clone(), Arc::clone(&read_error));
+            move || {
+                let failed = |error: LoadError| {
+                    let message = anyhow::anyhow!("{error}");
+                    *read_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(error);
+                    message
+                };
+                let bytes =
+                    std::fs::read(&path).map_err(|source| failed(LoadError::Read { path: path.clone(), source }))?;
+                imports::check_component(&bytes, declares_http)
+                    .map_err(|problem| failed(LoadError::Interfaces { path: path.clone(), problem }))?;
+                Ok(bytes)
+            }
+        };
+        let artifact = source.artifact.clone();
+        let compile_engine = engine.clone();
+        let compiled = tokio::task::spawn_blocking(move || {
+            let cache = &runtime.parts()?.cache;
+            match artifact {
+                Some(artifact) => cache.load_named(&compile_engine, &plugin_name, &artifact, read),
+                None => cache.load_or_compile(&compile_engine, &plugin_name, &read()?),
+            }
+        })
+        .await
+        .map_err(|e| LoadError::NotAComponent(anyhow::anyhow!("compilation task failed: {e}")))?;
+        let (component, cache) = match compiled {
+            Ok(compiled) => compiled,
+            Err(e) => {
+                return Err(match read_error.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                    Some(error) => error,
+                    None => LoadError::NotAComponent(e),
+                });
+            }
+        };
+        let linker = self.linker_for(source.links_http)?;
+        let pre = linker.instantiate_pre(&component).map_err(|e| LoadError::WrongWorld(e.into()))?;
+        let pre = ClatPluginPre::new(pre).map_err(|e| LoadError::WrongWorld(e.into()))?;
+        Ok((Prepared { pre, cache, engine }, component))
     }
 }
 
@@ -342,11 +454,29 @@ pub async fn validate_component(
     entry: &Path,
     declared: &Capabilities,
 ) -> Result<Vec<ToolSpec>, LoadError> {
-    let registry = Arc::new(Registry::new(&[]));
     let dir = entry.parent().unwrap_or(Path::new("/"));
-    let services =
-        Arc::new(HostServices::new(&registry, Arc::new(crate::sampling::OfflineProvider), dir, "install-validation"));
     let setup = PluginSetup { declared: declared.clone(), ..PluginSetup::default() };
-    let plugin = runtime.load(name, dir, entry, setup, services).await?;
+    let plugin = runtime.load(name, dir, entry, setup, detached_services(dir)).await?;
     Ok(plugin.tools())
+}
+
+/// List an installed plugin under its grants and keep the listing (`kept.rs`), so that loads map nothing: after
+/// `clat plugin install` and whenever its grants change. A listing already kept under the same key is kept as
+/// it is. Like validation, it runs with a detached set of host services and no run.
+pub async fn keep_listing(
+    runtime: &Arc<WasmRuntime>,
+    home: &ClatHome,
+    package: &crate::packages::Installed,
+) -> Result<Vec<ToolSpec>, LoadError> {
+    let entry = package.entry_path();
+    let setup = PluginSetup::of(package, home);
+    let services = detached_services(&package.dir);
+    let plugin = runtime.load_installed(&package.manifest.name, &package.dir, &entry, setup, services).await?;
+    Ok(plugin.tools())
+}
+
+/// Host services that reach nothing: no run, no model, a registry of no tools.
+fn detached_services(dir: &Path) -> Arc<HostServices> {
+    let registry = Arc::new(Registry::new(&[]));
+    Arc::new(HostServices::new(&registry, Arc::new(crate::sampling::OfflineProvider), dir, "install-validation"))
 }
