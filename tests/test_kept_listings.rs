@@ -51,6 +51,7 @@ async fn a_listing_kept_at_install_spares_the_load_the_component_until_a_call() 
     assert_eq!(file["key"]["contract"], CONTRACT_VERSION);
     assert!(file["key"]["artifact"].as_str().unwrap().starts_with("package:"), "{file}");
     assert_eq!(file["tools"][0]["name"], "greet");
+    assert_eq!(file["schemas_checked"], true, "its schemas were checked once, here");
 
     // The load reads the listing: nothing mapped, nothing compiled; the tool is there.
     let (scope, counts) = mount(&env).await;

@@ -391,7 +391,7 @@ impl Registry {
             identity: None,
             effect_reason: "one of CLAT's own tools, whose effect CLAT sets".into(),
         };
-        self.insert(tool, effect, description, input_schema, handler)
+        self.insert(tool, effect, description, input_schema, handler, SchemaCheck::Checked)
     }
 
     /// Register a plugin's tool, as the plugin described it. Its name is built
@@ -409,6 +409,35 @@ impl Registry {
         network_granted: bool,
         handler: Arc<dyn ToolHandler>,
     ) -> Result<String, RegistrationError> {
+        self.register_external_as(kind, owner, identity, spec, network_granted, handler, SchemaCheck::Now)
+    }
+
+    /// `register_external` of a tool whose input schema passed `check_input_schema` when its listing was kept
+    /// (`wasm::kept`): it is compiled at the tool's first call, as a native tool's is, so a command that registers
+    /// it and calls nothing never builds the JSON Schema meta-schema.
+    pub fn register_external_checked(
+        &self,
+        kind: ExternalKind,
+        owner: &str,
+        identity: &Identity,
+        spec: &ToolSpec,
+        network_granted: bool,
+        handler: Arc<dyn ToolHandler>,
+    ) -> Result<String, RegistrationError> {
+        self.register_external_as(kind, owner, identity, spec, network_granted, handler, SchemaCheck::Checked)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn register_external_as(
+        &self,
+        kind: ExternalKind,
+        owner: &str,
+        identity: &Identity,
+        spec: &ToolSpec,
+        network_granted: bool,
+        handler: Arc<dyn ToolHandler>,
+        check: SchemaCheck,
+    ) -> Result<String, RegistrationError> {
         let tool = spec.name.as_str();
         let name = external_tool_name(kind, owner, tool);
         let source = match kind {
@@ -419,18 +448,9 @@ impl Registry {
             let existing = format!("the native tool {name}");
             return Err(self.report(RegistrationError::Collision { name, source_label: source.label(), existing }));
         }
-        let input_schema = match serde_json::from_str::<Value>(&spec.input_schema) {
-            Ok(schema @ Value::Object(_)) => schema,
-            Ok(_) => {
-                let reason = "the input schema must be a JSON object".to_string();
-                return Err(self.report(RegistrationError::InvalidSchema {
-                    name,
-                    source_label: source.label(),
-                    reason,
-                }));
-            }
-            Err(e) => {
-                let reason = format!("not JSON: {e}");
+        let input_schema = match parse_input_schema(&spec.input_schema) {
+            Ok(schema) => schema,
+            Err(reason) => {
                 return Err(self.report(RegistrationError::InvalidSchema {
                     name,
                     source_label: source.label(),
@@ -445,7 +465,7 @@ impl Registry {
         debug_assert_ne!(effect, Effect::Read);
         let effect_reason = effect_reason(&spec.annotations, network_granted);
         let new = NewTool { name, source, original_name: tool, identity: Some(identity.clone()), effect_reason };
-        self.insert(new, effect, &spec.description, input_schema, handler)
+        self.insert(new, effect, &spec.description, input_schema, handler, check)
     }
 
     fn insert(
@@ -455,6 +475,7 @@ impl Registry {
         description: &str,
         input_schema: Value,
         handler: Arc<dyn ToolHandler>,
+        check: SchemaCheck,
     ) -> Result<String, RegistrationError> {
         let NewTool { name, source, original_name, identity, effect_reason } = tool;
         let source_label = source.label();
@@ -462,7 +483,7 @@ impl Registry {
             return Err(self.report(RegistrationError::Frozen { name, source_label }));
         }
         let validator = std::sync::OnceLock::new();
-        if !matches!(source, ToolSource::Native) {
+        if check == SchemaCheck::Now {
             match compile_schema(&input_schema, false) {
                 Ok(v) => {
                     let _ = validator.set(Ok(v));
@@ -607,6 +628,29 @@ struct NewTool<'a> {
     original_name: &'a str,
     identity: Option<Identity>,
     effect_reason: String,
+}
+
+/// When a tool's input schema is compiled: at registration (an extension's, so that one that does not compile is
+/// refused there), or at its first call (a native tool's; a kept listing's, checked when it was kept).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SchemaCheck {
+    Now,
+    Checked,
+}
+
+/// An extension's input schema, as registration takes it: JSON text holding an object.
+fn parse_input_schema(text: &str) -> Result<Value, String> {
+    match serde_json::from_str::<Value>(text) {
+        Ok(schema @ Value::Object(_)) => Ok(schema),
+        Ok(_) => Err("the input schema must be a JSON object".to_string()),
+        Err(e) => Err(format!("not JSON: {e}")),
+    }
+}
+
+/// Whether `register_external` would take this input schema (JSON text): the check a kept listing makes of its
+/// tools once, so that their registration need not (`register_external_checked`).
+pub fn check_input_schema(text: &str) -> Result<(), String> {
+    compile_schema(&parse_input_schema(text)?, false).map(drop)
 }
 
 /// Schemas come from extensions: a `$ref` to another document is never

@@ -2,8 +2,9 @@
 //! installed and when its grants change; what it answered is kept in
 //! `$CLAT_HOME/plugins/listings/NAME.json` with what it was listed under
 //! (`ListingKey`: the artifact's identity, the contract version, the granted
-//! capabilities) and one fact of the component the load needs (whether it
-//! imports the WASI preopens). A load whose plugin matches the key takes its
+//! capabilities), whether its tools' schemas passed registration's check, and
+//! one fact of the component the load needs (whether it imports the WASI
+//! preopens). A load whose plugin matches the key takes its
 //! tools from here and maps nothing: the component is mapped and
 //! instantiated at the first call that needs it. A kept listing that does not
 //! match, or cannot be read, is never trusted: the plugin is listed again and
@@ -32,13 +33,23 @@ pub struct ListingKey {
     pub grants: Capabilities,
 }
 
-/// A plugin's listing: its tools (the first `TOOLS_PER_SERVER_MAX`), how many it listed past them, and whether the
-/// component imports the WASI preopens (whether a store gives it `/plugin`).
+/// A plugin's listing: its tools (the first `TOOLS_PER_SERVER_MAX`), how many it listed past them, whether every
+/// tool's input schema passed registration's check (`registry::check_input_schema`; then registering them compiles
+/// none), and whether the component imports the WASI preopens (whether a store gives it `/plugin`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct KeptListing {
     pub tools: Vec<ToolSpec>,
     pub dropped: usize,
+    pub schemas_checked: bool,
     pub sees_preopens: bool,
+}
+
+impl KeptListing {
+    /// What a plugin listed, its schemas checked now.
+    pub fn checked(tools: Vec<ToolSpec>, dropped: usize, sees_preopens: bool) -> KeptListing {
+        let schemas_checked = tools.iter().all(|t| crate::registry::check_input_schema(&t.input_schema).is_ok());
+        KeptListing { tools, dropped, schemas_checked, sees_preopens }
+    }
 }
 
 /// The file: the key and the listing, tools in MCP's JSON shape.
@@ -47,6 +58,8 @@ struct KeptFile {
     key: ListingKey,
     tools: Vec<Value>,
     dropped: usize,
+    #[serde(default)]
+    schemas_checked: bool,
     sees_preopens: bool,
 }
 
@@ -76,7 +89,12 @@ impl ListingPlace {
             return None;
         }
         let tools = file.tools.iter().map(tool_spec_from_json).collect::<Result<Vec<_>, _>>().ok()?;
-        Some(KeptListing { tools, dropped: file.dropped, sees_preopens: file.sees_preopens })
+        Some(KeptListing {
+            tools,
+            dropped: file.dropped,
+            schemas_checked: file.schemas_checked,
+            sees_preopens: file.sees_preopens,
+        })
     }
 
     /// Keep `listing` under this key, replacing what was kept (written atomically). A failure costs only the
@@ -86,6 +104,7 @@ impl ListingPlace {
             key: self.key.clone(),
             tools: listing.tools.iter().map(tool_spec_to_json).collect(),
             dropped: listing.dropped,
+            schemas_checked: listing.schemas_checked,
             sees_preopens: listing.sees_preopens,
         };
         let text = serde_json::to_vec(&file).expect("a listing serializes");
@@ -101,4 +120,41 @@ impl ListingPlace {
 /// Forget a plugin's kept listing (it was removed). A listing already gone is fine.
 pub fn forget(home: &ClatHome, plugin: &str) {
     let _ = std::fs::remove_file(home.path().join(relative_path(plugin)));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn spec(schema: Value) -> ToolSpec {
+        tool_spec_from_json(&json!({ "name": "t", "description": "d", "inputSchema": schema })).unwrap()
+    }
+
+    #[test]
+    fn a_listing_is_marked_checked_only_when_every_schema_compiles() {
+        let good = spec(json!({ "type": "object", "properties": { "n": { "type": "integer" } } }));
+        let bad = spec(json!({ "type": 5 }));
+        assert!(KeptListing::checked(vec![good.clone()], 0, false).schemas_checked);
+        assert!(!KeptListing::checked(vec![good, bad], 0, false).schemas_checked);
+    }
+
+    #[test]
+    fn a_kept_listing_is_read_back_only_under_its_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = ClatHome::at(dir.path());
+        let key = |contract: &str| ListingKey {
+            artifact: Identity::package("abc"),
+            contract: contract.into(),
+            grants: Capabilities::default(),
+        };
+        let place = ListingPlace::new(&home, "p", key("0.1.0"));
+        assert_eq!(place.read(), None);
+        let listing = KeptListing::checked(vec![spec(json!({ "type": "object" }))], 2, true);
+        place.keep(&listing);
+        assert_eq!(place.read(), Some(listing));
+        assert_eq!(ListingPlace::new(&home, "p", key("0.2.0")).read(), None, "another key");
+        forget(&home, "p");
+        assert_eq!(place.read(), None);
+    }
 }

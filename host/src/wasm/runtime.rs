@@ -341,6 +341,7 @@ impl WasmRuntime {
             tail,
             tools: Mutex::new(Vec::new()),
             dropped_tools: Default::default(),
+            schemas_checked: Default::default(),
             context: tokio::sync::watch::channel(None).0,
             delivered: Default::default(),
             delivery: Default::default(),
@@ -349,13 +350,13 @@ impl WasmRuntime {
         let tools = match kept {
             Some(kept) => {
                 plugin.dropped_tools.store(kept.dropped, Ordering::Relaxed);
+                plugin.schemas_checked.store(kept.schemas_checked, Ordering::Relaxed);
                 kept.tools
             }
             None => {
                 let tools = plugin.list_tools().await.map_err(LoadError::ListTools)?;
                 if let Some(place) = &setup.listing {
-                    let dropped = plugin.dropped_tools();
-                    place.keep(&KeptListing { tools: tools.clone(), dropped, sees_preopens });
+                    place.keep(&KeptListing::checked(tools.clone(), plugin.dropped_tools(), sees_preopens));
                 }
                 tools
             }

@@ -23,14 +23,12 @@ impl WasmPlugin {
             .map(|spec| {
                 let handler = Arc::new(WasmTool { plugin: Arc::clone(self), tool: spec.name.clone() });
                 let network = !self.granted.http.is_empty() && self.uses.allows(&spec.name, Capability::Http);
-                registry.register_external(
-                    ExternalKind::Wasm,
-                    &self.name,
-                    self.template.identity(),
-                    spec,
-                    network,
-                    handler,
-                )
+                let (identity, kind) = (self.template.identity(), ExternalKind::Wasm);
+                if self.schemas_checked.load(std::sync::atomic::Ordering::Relaxed) {
+                    registry.register_external_checked(kind, &self.name, identity, spec, network, handler)
+                } else {
+                    registry.register_external(kind, &self.name, identity, spec, network, handler)
+                }
             })
             .collect()
     }
