@@ -3,9 +3,13 @@
 //!   installed vs with a server that never finishes its handshake configured
 //!   and WASM plugins installed: targeted start means it costs the same;
 //! - how long a stdio server's exit takes to fail its pending call while a
-//!   child of it still holds its stdout (the connection watches its child).
+//!   child of it still holds its stdout (the connection watches its child);
+//! - `clat tools` (which loads every plugin) with nothing installed vs with the
+//!   18 MB componentize-py `hello` guest installed: its listing was kept at
+//!   install, so the load maps nothing (built by the pinned toolchain of
+//!   `scripts/install-guest-toolchains.sh`; skipped, saying so, without it).
 //!
-//! A `summary:` line prints the figures and the ratio.
+//! A `summary:` line prints the figures and the ratios.
 
 use std::path::Path;
 use std::process::Command;
@@ -15,6 +19,9 @@ use std::time::{Duration, Instant};
 use clat_mcp::{ClientError, ClientInfo, Connection, NoServerRequests, Session, StderrSink, StdioSpec};
 use criterion::{Criterion, criterion_group};
 use serde_json::json;
+
+#[path = "../../tests/support/toolchains.rs"]
+mod toolchains;
 
 struct Ignore;
 impl StderrSink for Ignore {
@@ -47,6 +54,23 @@ fn clat(dir: &Path, args: &[&str]) {
 
 fn read_file(dir: &Path) {
     clat(dir, &["call", "read_file", r#"{"path":"notes.txt"}"#]);
+}
+
+fn tools(dir: &Path) {
+    clat(dir, &["tools"]);
+}
+
+/// A project with the Python `hello` guest installed, or why there is none.
+fn python_guest_project() -> Result<tempfile::TempDir, String> {
+    let toolchain = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/guest-toolchains/.venv/bin/componentize-py");
+    if !toolchain.is_file() {
+        return Err(format!("{} is missing (scripts/install-guest-toolchains.sh installs it)", toolchain.display()));
+    }
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    project(dir.path());
+    let package = toolchains::package("python", "hello");
+    clat(dir.path(), &["plugin", "install", &package.display().to_string()]);
+    Ok(dir)
 }
 
 /// One stdio server that exits mid-call while its child holds stdout: the time
@@ -90,6 +114,7 @@ fn benches(c: &mut Criterion) {
     let config = json!({ "hang": { "command": SERVER, "args": ["--hang-initialize"] } });
     std::fs::write(loaded.path().join("home/mcp.json"), config.to_string()).unwrap();
     let child_pid = bare.path().join("child.pid");
+    let python = python_guest_project();
 
     let mut g = c.benchmark_group("lifecycle");
     g.sample_size(20);
@@ -97,6 +122,10 @@ fn benches(c: &mut Criterion) {
     g.bench_function("clat_call_read_file_hanging_server_and_plugins_installed", |b| {
         b.iter(|| read_file(loaded.path()))
     });
+    g.bench_function("clat_tools_nothing_installed", |b| b.iter(|| tools(bare.path())));
+    if let Ok(python) = &python {
+        g.bench_function("clat_tools_hello_py_installed", |b| b.iter(|| tools(python.path())));
+    }
     g.sample_size(10);
     g.bench_function("exit_detection_with_a_child_holding_the_pipe", |b| {
         b.iter_custom(|n| (0..n).map(|_| rt.block_on(exit_detection(&child_pid))).sum())
@@ -115,9 +144,24 @@ fn benches(c: &mut Criterion) {
     let bare_call = median((0..15).map(|_| time(&|| read_file(bare.path()))).collect());
     let loaded_call = median((0..15).map(|_| time(&|| read_file(loaded.path()))).collect());
     let detection = median((0..7).map(|_| rt.block_on(exit_detection(&child_pid))).collect());
+    let tools_line = match &python {
+        Ok(python) => {
+            let bare_tools = median((0..15).map(|_| time(&|| tools(bare.path()))).collect());
+            let python_tools = median((0..15).map(|_| time(&|| tools(python.path()))).collect());
+            format!(
+                "clat tools {:.1} ms with nothing installed vs {:.1} ms with the 18 MB hello-py installed ({:.2}x, \
+                 goal <= 1.2x)",
+                bare_tools.as_secs_f64() * 1e3,
+                python_tools.as_secs_f64() * 1e3,
+                python_tools.as_secs_f64() / bare_tools.as_secs_f64()
+            )
+        }
+        Err(why) => format!("clat tools with hello-py is skipped: {why}"),
+    };
     println!(
         "summary: clat call read_file {:.1} ms with nothing installed vs {:.1} ms with a hanging server and two plugins \
-         installed ({:.2}x, goal <= 1.2x); a server exit with a child holding the pipe fails its call in {:.1} ms",
+         installed ({:.2}x, goal <= 1.2x); {tools_line}; a server exit with a child holding the pipe fails its call in \
+         {:.1} ms",
         bare_call.as_secs_f64() * 1e3,
         loaded_call.as_secs_f64() * 1e3,
         loaded_call.as_secs_f64() / bare_call.as_secs_f64(),

@@ -1,11 +1,17 @@
-//! WASM plugin costs, next to their native counterparts:
+//! WASM plugin costs, next to their native counterparts and to wasmtime's own floor:
 //! - a guest tool call (fresh store + instance + call) vs a native tool with
 //!   the same body (echo the arguments), both through `Registry::call`;
+//! - the floor: the same component instantiated and called on a bare store of
+//!   the same engine and allocator (no WASI context — every import a trap —
+//!   no pipeline), the least a fresh instance per call can cost;
 //! - a guest → host `read_file` round trip vs the native `read_file` call;
 //! - cold compile vs cached load of a component;
-//! - instantiation per call on its own.
+//! - instantiation per call on its own, ours and the floor's;
+//! - the JavaScript and Python `hello` guests (built by the pinned toolchains
+//!   of `scripts/install-guest-toolchains.sh`; skipped, saying so, without
+//!   them): a `greet` call through `Registry::call`, instantiation, sizes.
 //!
-//! A `summary:` line prints the figures and ratios.
+//! `summary:` lines print the figures and ratios.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -13,6 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clat_guest_artifacts as guests;
+use clat_host::contract::ClatPluginPre;
 use clat_host::contract::{Effect, PermissionMode, ToolOutput};
 use clat_host::registry::{ToolError, ToolHandler};
 use clat_host::run::{NullSink, RunContext};
@@ -21,8 +28,12 @@ use clat_host::trust::{ClatHome, TrustStore};
 use clat_host::wasm::{WasmPlugin, WasmRuntime, load_file};
 use criterion::{Criterion, criterion_group};
 use serde_json::{Value, json};
+use wasmtime::Store;
+use wasmtime::component::{Component, Linker};
 
 mod support;
+#[path = "../../tests/support/toolchains.rs"]
+mod toolchains;
 
 struct NativeEcho;
 
@@ -95,7 +106,7 @@ fn cold_compile(f: &Fixture) {
     let runtime = WasmRuntime::new(&cache).unwrap();
     let p =
         f.rt.block_on(load_file(&runtime, "t", Path::new(guests::HELLO_WASM), Arc::clone(f.scope.services()))).unwrap();
-    assert_eq!(p.cache_outcome(), clat_host::wasm::cache::CacheOutcome::Compiled);
+    assert_eq!(p.cache_outcome(), Some(clat_host::wasm::cache::CacheOutcome::Compiled));
     let _ = std::fs::remove_dir_all(cache);
 }
 
@@ -107,6 +118,74 @@ fn cached_load(f: &Fixture) {
     black_box(p);
 }
 
+/// The same component on a bare store: the engine's floor for a fresh instance and a call.
+struct Floor {
+    pre: ClatPluginPre<()>,
+}
+
+fn floor(f: &Fixture) -> Floor {
+    let engine = f.runtime.engine().unwrap();
+    let component = Component::from_file(engine, guests::TEST_GUESTS_WASM).unwrap();
+    let mut linker = Linker::<()>::new(engine);
+    linker.define_unknown_imports_as_traps(&component).unwrap();
+    let pre = ClatPluginPre::new(linker.instantiate_pre(&component).unwrap()).unwrap();
+    Floor { pre }
+}
+
+fn bare_store(f: &Fixture) -> Store<()> {
+    let mut store = Store::new(f.runtime.engine().unwrap(), ());
+    store.set_epoch_deadline(1_000_000);
+    store
+}
+
+fn floor_echo(f: &Fixture, floor: &Floor) {
+    let mut store = bare_store(f);
+    let out = f.rt.block_on(async {
+        let instance = floor.pre.instantiate_async(&mut store).await.unwrap();
+        instance.artec_clat_plugin().call_call_tool(&mut store, "echo", r#"{"a":1}"#).await.unwrap()
+    });
+    black_box(out.unwrap());
+}
+
+fn floor_instantiate(f: &Fixture, floor: &Floor) {
+    let mut store = bare_store(f);
+    black_box(f.rt.block_on(floor.pre.instantiate_async(&mut store)).unwrap());
+}
+
+/// A JavaScript or Python guest, loaded and registered as `wasm_{plugin}_greet`.
+struct LanguageGuest {
+    lang: &'static str,
+    plugin: Arc<WasmPlugin>,
+    tool: String,
+    component_bytes: u64,
+}
+
+/// The `hello` guest of `lang` (`js`, `python`), or why it is skipped.
+fn language_guest(f: &Fixture, lang: &'static str) -> Result<LanguageGuest, String> {
+    let tool = match lang {
+        "js" => "tests/guest-toolchains/node_modules/.bin/componentize-js",
+        _ => "tests/guest-toolchains/.venv/bin/componentize-py",
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    if !root.join(tool).is_file() {
+        return Err(format!("{tool} is missing (scripts/install-guest-toolchains.sh installs it)"));
+    }
+    let component = toolchains::component(lang, "hello");
+    let name = format!("h{lang}");
+    let services = Arc::clone(f.scope.services());
+    let plugin = f.rt.block_on(load_file(&f.runtime, &name, &component, services)).map_err(|e| e.to_string())?;
+    for r in plugin.register(f.scope.registry()) {
+        r.map_err(|e| e.to_string())?;
+    }
+    let component_bytes = std::fs::metadata(&component).map_err(|e| e.to_string())?.len();
+    Ok(LanguageGuest { lang, plugin, tool: format!("wasm_{name}_greet"), component_bytes })
+}
+
+fn language_greet(f: &Fixture, guest: &LanguageGuest) {
+    let out = f.rt.block_on(f.scope.registry().call(&guest.tool, json!({ "name": "bench" }), &f.run)).unwrap();
+    assert!(!out.is_error, "{}", out.joined_text());
+}
+
 fn uuid_like() -> u128 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
 }
@@ -114,21 +193,55 @@ fn uuid_like() -> u128 {
 fn benches(c: &mut Criterion) {
     let f = fixture();
     cached_load(&f); // warm the cache
+    let floor = floor(&f);
+    let languages: Vec<Result<LanguageGuest, String>> = ["js", "python"].map(|lang| language_guest(&f, lang)).into();
     let mut g = c.benchmark_group("wasm");
     g.bench_function("guest_echo_call", |b| b.iter(|| guest_echo(&f)));
+    g.bench_function("floor_echo_call", |b| b.iter(|| floor_echo(&f, &floor)));
     g.bench_function("native_echo_call", |b| b.iter(|| native_echo(&f)));
     g.bench_function("guest_to_host_read_file", |b| b.iter(|| guest_read(&f)));
     g.bench_function("native_read_file", |b| b.iter(|| native_read(&f)));
     g.bench_function("instantiate", |b| b.iter(|| instantiate(&f)));
+    g.bench_function("floor_instantiate", |b| b.iter(|| floor_instantiate(&f, &floor)));
+    for guest in languages.iter().flatten() {
+        g.bench_function(format!("{}_greet_call", guest.lang), |b| b.iter(|| language_greet(&f, guest)));
+        g.bench_function(format!("{}_instantiate", guest.lang), |b| {
+            b.iter(|| f.rt.block_on(guest.plugin.instantiate_once()).unwrap())
+        });
+    }
     g.sample_size(10);
     g.bench_function("cold_compile_load", |b| b.iter(|| cold_compile(&f)));
     g.bench_function("cached_load", |b| b.iter(|| cached_load(&f)));
     g.finish();
-    summary(&f);
+    summary(&f, &floor);
+    languages_summary(&f, &languages);
 }
 
-fn summary(f: &Fixture) {
+fn languages_summary(f: &Fixture, languages: &[Result<LanguageGuest, String>]) {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    for (lang, guest) in ["js", "python"].iter().zip(languages) {
+        let goal = if *lang == "js" { 1.0 } else { 2.0 };
+        match guest {
+            Err(why) => println!("summary: the {lang} guest is skipped: {why}"),
+            Ok(guest) => {
+                let call = support::per_call(5, 20, || language_greet(f, guest));
+                let inst = support::per_call(5, 20, || f.rt.block_on(guest.plugin.instantiate_once()).unwrap());
+                println!(
+                    "summary: {lang} hello: greet call {:.3} ms (goal <= {goal} ms), of which instantiation {:.3} ms; \
+                     component {:.1} MB",
+                    ms(call),
+                    ms(inst),
+                    guest.component_bytes as f64 / 1e6
+                );
+            }
+        }
+    }
+}
+
+fn summary(f: &Fixture, floor: &Floor) {
     let us = |d: Duration| d.as_secs_f64() * 1e6;
+    let floor_call = support::per_call(5, 500, || floor_echo(f, floor));
+    let floor_inst = support::per_call(5, 500, || floor_instantiate(f, floor));
     let guest = support::per_call(5, 500, || guest_echo(f));
     let native = support::per_call(5, 500, || native_echo(f));
     let guest_read_t = support::per_call(5, 300, || guest_read(f));
@@ -137,15 +250,18 @@ fn summary(f: &Fixture) {
     let cold = support::per_call(5, 3, || cold_compile(f));
     let warm = support::per_call(5, 20, || cached_load(f));
     println!(
-        "summary: allocator {}; guest echo call {:.1} µs (goal <= 10 µs) vs native echo {:.1} µs (guest overhead \
-         {:.1} µs, {:.1}x); instantiate per call {:.1} µs (goal <= 15 µs); guest→host read_file {:.1} µs vs native \
-         read_file {:.1} µs ({:.2}x, goal <= 2x); cold compile+load {:.2} ms vs cached load {:.2} ms ({:.1}x faster)",
-        f.runtime.allocator(),
+        "summary: allocator {}; guest echo call {:.1} µs vs wasmtime's floor {:.1} µs ({:.2}x, goal <= 1.3x; native \
+         echo {:.1} µs); instantiate per call {:.1} µs vs the floor's {:.1} µs ({:.2}x); guest→host read_file {:.1} µs \
+         vs native read_file {:.1} µs ({:.2}x, goal <= 2x); cold compile+load {:.2} ms vs cached load {:.2} ms ({:.1}x \
+         faster)",
+        f.runtime.allocator().unwrap(),
         us(guest),
+        us(floor_call),
+        guest.as_secs_f64() / floor_call.as_secs_f64(),
         us(native),
-        us(guest) - us(native),
-        guest.as_secs_f64() / native.as_secs_f64(),
         us(inst),
+        us(floor_inst),
+        inst.as_secs_f64() / floor_inst.as_secs_f64(),
         us(guest_read_t),
         us(native_read_t),
         guest_read_t.as_secs_f64() / native_read_t.as_secs_f64(),

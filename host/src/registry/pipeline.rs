@@ -14,7 +14,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::{CallError, Caller, InFlight, Registry, ToolEntry, ToolSource};
 use crate::approvals::{AGENT, ApprovalKey};
-use crate::contract::json::{content_block_to_json, tool_output_json_len_bound, tool_output_to_json};
+use crate::contract::json::{
+    content_block_to_json, tool_output_json_len_bound, tool_output_json_len_ceiling, tool_output_to_json,
+};
 use crate::contract::{ContentBlock, ToolOutput};
 use crate::limits::{
     HOST_REQUEST_EXTENSION_MAX, HOST_REQUEST_EXTENSION_STEP, TOOL_ARGUMENTS_MAX_BYTES, TOOL_CALL_TIMEOUT,
@@ -270,8 +272,9 @@ fn json_len(value: &Value) -> usize {
 /// were dropped. Only a result of which nothing fits becomes an error.
 pub fn enforce_result_limit(output: ToolOutput) -> ToolOutput {
     // Most results are text far below the limit: that is known without
-    // copying them into JSON to measure it.
-    if tool_output_json_len_bound(&output).is_some_and(|bound| bound <= TOOL_RESULT_MAX_BYTES) {
+    // copying them into JSON to measure it, and for most without reading them.
+    let within = |bound: Option<usize>| bound.is_some_and(|bound| bound <= TOOL_RESULT_MAX_BYTES);
+    if within(tool_output_json_len_ceiling(&output)) || within(tool_output_json_len_bound(&output)) {
         return output;
     }
     let size = json_len(&tool_output_to_json(&output));

@@ -87,10 +87,13 @@ mod tests {
                 let bound = tool_output_json_len_bound(&output).expect("text blocks only");
                 assert!(bound >= exact, "{bound} < {exact} for {:?}", &texts[..n]);
                 assert!(bound <= exact + 6 * 16 + 2, "a loose bound: {bound} for {exact}");
+                let ceiling = tool_output_json_len_ceiling(&output).expect("text blocks only");
+                assert!(ceiling >= bound, "the ceiling {ceiling} is never below the bound {bound}");
             }
         }
         let with_structured = ToolOutput { content: vec![], structured: Some("{\"a\":1}".into()), is_error: false };
         assert_eq!(tool_output_json_len_bound(&with_structured), None);
+        assert_eq!(tool_output_json_len_ceiling(&with_structured), None);
     }
 
     #[test]

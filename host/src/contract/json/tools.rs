@@ -116,23 +116,33 @@ pub fn tool_output_to_json(output: &ToolOutput) -> Value {
 /// `{"type":"text","text":…}` and a separator; a byte of its text takes at
 /// most 6 bytes escaped (a control character), `"` and `\` take 2.
 pub fn tool_output_json_len_bound(output: &ToolOutput) -> Option<usize> {
+    text_only_json_len(output, |text| {
+        text.bytes()
+            .map(|b| match b {
+                b'"' | b'\\' => 2,
+                0..=0x1f | 0x7f => 6,
+                _ => 1,
+            })
+            .sum()
+    })
+}
+
+/// A looser bound than `tool_output_json_len_bound`, known without reading the text: every byte escaped at its
+/// longest (`\u00XX`, six bytes).
+pub fn tool_output_json_len_ceiling(output: &ToolOutput) -> Option<usize> {
+    text_only_json_len(output, |text| text.len().saturating_mul(6))
+}
+
+/// The JSON length of an output of text blocks only, each text's escaped length as `escaped` says; `None` for
+/// any other output.
+fn text_only_json_len(output: &ToolOutput, escaped: impl Fn(&str) -> usize) -> Option<usize> {
     const ENVELOPE: usize = r#"{"content":[],"isError":false}"#.len();
     const TEXT_BLOCK: usize = r#"{"type":"text","text":""},"#.len();
     if output.structured.is_some() {
         return None;
     }
     output.content.iter().try_fold(ENVELOPE, |total, block| match block {
-        ContentBlock::Text(text) => {
-            let escaped: usize = text
-                .bytes()
-                .map(|b| match b {
-                    b'"' | b'\\' => 2,
-                    0..=0x1f | 0x7f => 6,
-                    _ => 1,
-                })
-                .sum();
-            Some(total + TEXT_BLOCK + escaped)
-        }
+        ContentBlock::Text(text) => Some(total.saturating_add(TEXT_BLOCK).saturating_add(escaped(text))),
         _ => None,
     })
 }
