@@ -11,11 +11,9 @@
 //! the listing kept anew. Losing the file costs one listing.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::capabilities::Capabilities;
-use crate::contract::ToolSpec;
-use crate::contract::json::{tool_spec_from_json, tool_spec_to_json};
+use crate::contract::{ToolAnnotations, ToolSpec};
 use crate::identity::Identity;
 use crate::trust::ClatHome;
 
@@ -52,15 +50,77 @@ impl KeptListing {
     }
 }
 
-/// The file: the key and the listing, tools in MCP's JSON shape.
+/// The file: the key and the listing, each tool exactly as the plugin listed it (its schemas as the text it gave,
+/// so one registration refuses stays refused).
 #[derive(Serialize, Deserialize)]
 struct KeptFile {
     key: ListingKey,
-    tools: Vec<Value>,
+    tools: Vec<KeptTool>,
     dropped: usize,
     #[serde(default)]
     schemas_checked: bool,
     sees_preopens: bool,
+}
+
+/// A `ToolSpec`, field for field.
+#[derive(Serialize, Deserialize)]
+struct KeptTool {
+    name: String,
+    title: Option<String>,
+    description: String,
+    input_schema: String,
+    output_schema: Option<String>,
+    annotations: KeptAnnotations,
+}
+
+/// `ToolAnnotations`, field for field.
+#[derive(Serialize, Deserialize)]
+struct KeptAnnotations {
+    title: Option<String>,
+    read_only: Option<bool>,
+    destructive: Option<bool>,
+    idempotent: Option<bool>,
+    open_world: Option<bool>,
+}
+
+impl From<&ToolSpec> for KeptTool {
+    fn from(spec: &ToolSpec) -> Self {
+        let a = &spec.annotations;
+        KeptTool {
+            name: spec.name.clone(),
+            title: spec.title.clone(),
+            description: spec.description.clone(),
+            input_schema: spec.input_schema.clone(),
+            output_schema: spec.output_schema.clone(),
+            annotations: KeptAnnotations {
+                title: a.title.clone(),
+                read_only: a.read_only,
+                destructive: a.destructive,
+                idempotent: a.idempotent,
+                open_world: a.open_world,
+            },
+        }
+    }
+}
+
+impl From<KeptTool> for ToolSpec {
+    fn from(tool: KeptTool) -> Self {
+        let a = tool.annotations;
+        ToolSpec {
+            name: tool.name,
+            title: tool.title,
+            description: tool.description,
+            input_schema: tool.input_schema,
+            output_schema: tool.output_schema,
+            annotations: ToolAnnotations {
+                title: a.title,
+                read_only: a.read_only,
+                destructive: a.destructive,
+                idempotent: a.idempotent,
+                open_world: a.open_world,
+            },
+        }
+    }
 }
 
 /// Where one plugin's listing is kept, and the key it must match there.
@@ -81,16 +141,15 @@ impl ListingPlace {
     }
 
     /// The kept listing, when there is one made under this key; anything else (no file, an unreadable one,
-    /// another key, a tool that no longer parses) is `None`.
+    /// another key) is `None`.
     pub fn read(&self) -> Option<KeptListing> {
         let text = std::fs::read(self.home.path().join(relative_path(&self.plugin))).ok()?;
         let file: KeptFile = serde_json::from_slice(&text).ok()?;
         if file.key != self.key {
             return None;
         }
-        let tools = file.tools.iter().map(tool_spec_from_json).collect::<Result<Vec<_>, _>>().ok()?;
         Some(KeptListing {
-            tools,
+            tools: file.tools.into_iter().map(ToolSpec::from).collect(),
             dropped: file.dropped,
             schemas_checked: file.schemas_checked,
             sees_preopens: file.sees_preopens,
@@ -102,7 +161,7 @@ impl ListingPlace {
     pub fn keep(&self, listing: &KeptListing) {
         let file = KeptFile {
             key: self.key.clone(),
-            tools: listing.tools.iter().map(tool_spec_to_json).collect(),
+            tools: listing.tools.iter().map(KeptTool::from).collect(),
             dropped: listing.dropped,
             schemas_checked: listing.schemas_checked,
             sees_preopens: listing.sees_preopens,
@@ -125,7 +184,8 @@ pub fn forget(home: &ClatHome, plugin: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::contract::json::tool_spec_from_json;
+    use serde_json::{Value, json};
 
     fn spec(schema: Value) -> ToolSpec {
         tool_spec_from_json(&json!({ "name": "t", "description": "d", "inputSchema": schema })).unwrap()
@@ -137,6 +197,26 @@ mod tests {
         let bad = spec(json!({ "type": 5 }));
         assert!(KeptListing::checked(vec![good.clone()], 0, false).schemas_checked);
         assert!(!KeptListing::checked(vec![good, bad], 0, false).schemas_checked);
+    }
+
+    #[test]
+    fn a_tool_is_kept_exactly_as_listed_even_a_schema_registration_refuses() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = ClatHome::at(dir.path());
+        let key = ListingKey {
+            artifact: Identity::package("abc"),
+            contract: "0.1.0".into(),
+            grants: Capabilities::default(),
+        };
+        let mut broken = spec(json!({ "type": "object" }));
+        broken.input_schema = "not json {".into();
+        broken.output_schema = Some("{\"type\":\"object\"}".into());
+        broken.annotations.destructive = Some(true);
+        let listing = KeptListing::checked(vec![broken], 0, false);
+        assert!(!listing.schemas_checked);
+        let place = ListingPlace::new(&home, "p", key);
+        place.keep(&listing);
+        assert_eq!(place.read(), Some(listing), "the broken schema stays broken, so registration still refuses it");
     }
 
     #[test]
