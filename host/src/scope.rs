@@ -16,7 +16,6 @@ use tokio_util::sync::CancellationToken;
 use crate::contract::ContextSnapshot;
 pub use crate::extension::{Extension, ExtensionKind, ExtensionState, ExtensionStatus, StartFilter};
 use crate::mcp::McpServer;
-use crate::names::ExternalKind;
 use crate::native::fence::PathFence;
 use crate::native::process::{ProcessService, SandboxPolicy};
 use crate::native::{NATIVE_TOOL_NAMES, NativeEnv, register_native_tools};
@@ -219,13 +218,6 @@ impl ProjectScope {
             .await;
             status.loading = package.loading.clone();
             if let Some(plugin) = plugin {
-                // A hand-edited index entry is checked here (`clat plugin load` writes only sound ones); both
-                // `true` is reported and `always_load` wins, as in discovery.
-                let lists = |written: &str| {
-                    status.tools.iter().any(|t| crate::names::names_tool(ExternalKind::Wasm, name, t, written))
-                };
-                let problems = package.loading.problems("plugin", lists);
-                status.problems.extend(problems);
                 self.remember_listing(ExtensionKind::Wasm, &status, &package.identity());
                 self.live.lock().unwrap_or_else(|p| p.into_inner()).push(plugin);
             }

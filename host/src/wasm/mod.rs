@@ -43,6 +43,7 @@ pub use runtime::{LoadError, PluginSetup, WasmRuntime, keep_listing, load_file, 
 
 use crate::extension::{ExtensionKind, ExtensionState, ExtensionStatus};
 use crate::limits::TOOLS_PER_SERVER_MAX;
+use crate::names::{ExternalKind, names_tool};
 use crate::packages::Installed;
 use crate::registry::Registry;
 use crate::services::HostServices;
@@ -100,6 +101,11 @@ pub async fn start_plugin(
             Err(e) => status.problems.push(e.to_string()),
         }
     }
+    // A hand-edited index entry (`clat plugin load` writes only sound ones): both `true` is reported and
+    // `always_load` wins, as in discovery; a name that names none of its tools, as a server's is.
+    let lists = |written: &str| status.tools.iter().any(|t| names_tool(ExternalKind::Wasm, name, t, written));
+    let problems = package.loading.problems("plugin", lists);
+    status.problems.extend(problems);
     status.output_tail = plugin.output_tail();
     (status, Some(plugin))
 }

@@ -43,7 +43,7 @@ pub struct WasmPlugin {
     pub(super) tools: Mutex<Vec<ToolSpec>>,
     pub(super) dropped_tools: std::sync::atomic::AtomicUsize,
     /// Its tools came from a kept listing whose schemas passed registration's check: registering them compiles none.
-    pub(super) schemas_checked: std::sync::atomic::AtomicBool,
+    pub(super) schemas_checked: bool,
     /// The latest context for `context-changed`: `None` = nothing new,
     /// `Some(None)` = the run ended, `Some(Some(s))` = a new snapshot.
     pub(super) context: tokio::sync::watch::Sender<Option<Option<ContextSnapshot>>>,

@@ -341,7 +341,7 @@ impl WasmRuntime {
             tail,
             tools: Mutex::new(Vec::new()),
             dropped_tools: Default::default(),
-            schemas_checked: Default::default(),
+            schemas_checked: kept.as_ref().is_some_and(|k| k.schemas_checked),
             context: tokio::sync::watch::channel(None).0,
             delivered: Default::default(),
             delivery: Default::default(),
@@ -350,7 +350,6 @@ impl WasmRuntime {
         let tools = match kept {
             Some(kept) => {
                 plugin.dropped_tools.store(kept.dropped, Ordering::Relaxed);
-                plugin.schemas_checked.store(kept.schemas_checked, Ordering::Relaxed);
                 kept.tools
             }
             None => {

@@ -24,7 +24,7 @@ impl WasmPlugin {
                 let handler = Arc::new(WasmTool { plugin: Arc::clone(self), tool: spec.name.clone() });
                 let network = !self.granted.http.is_empty() && self.uses.allows(&spec.name, Capability::Http);
                 let (identity, kind) = (self.template.identity(), ExternalKind::Wasm);
-                if self.schemas_checked.load(std::sync::atomic::Ordering::Relaxed) {
+                if self.schemas_checked {
                     registry.register_external_checked(kind, &self.name, identity, spec, network, handler)
                 } else {
                     registry.register_external(kind, &self.name, identity, spec, network, handler)
