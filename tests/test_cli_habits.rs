@@ -58,7 +58,11 @@ fn completions_version_and_log_levels() {
         "{}",
         stdout(&out)
     );
-    assert!(stdout(&out).trim_end().ends_with("; plugin contract artec:clat@0.1.0)"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).trim_end().ends_with("; plugin contract artec:clat@0.1.0, artec:clat@0.1.1)"),
+        "{}",
+        stdout(&out)
+    );
 
     // A server line that is not JSON is a warning: shown by default, not with -q or RUST_LOG=error.
     env.write_mcp_config(json!({ "srv": { "command": SERVER, "args": ["--tool-names", "bad_json"] } }));

@@ -87,6 +87,35 @@ fn released_contracts_are_frozen_and_the_host_accepts_only_those_and_its_own() {
     }
 }
 
+/// The host binds one contract and accepts the older versions it lists through that one binding: each
+/// must be the bound contract in all but its comments and version, and semver-compatible with it (same
+/// major, and for 0.x the same minor), which is what wasmtime's linker resolves a guest's names by.
+#[test]
+fn an_older_accepted_contract_is_the_bound_one_but_for_comments() {
+    let code = |path: PathBuf| -> Vec<String> {
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        text.lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with("//") && !l.starts_with("package artec:clat@"))
+            .map(str::to_string)
+            .collect()
+    };
+    let bound = code(root().join("wit/clat.wit"));
+    let (major, minor, _) = semver(CONTRACT_VERSION);
+    for version in ACCEPTED_CONTRACT_VERSIONS.iter().filter(|v| **v != CONTRACT_VERSION) {
+        let older = code(root().join(format!("wit/released/{version}/clat.wit")));
+        assert!(
+            older == bound,
+            "artec:clat@{version} differs from {CONTRACT_VERSION} in more than comments: it needs its own binding"
+        );
+        let (older_major, older_minor, _) = semver(version);
+        assert!(
+            older_major == major && (major > 0 || older_minor == minor),
+            "{version} is semver-compatible with {CONTRACT_VERSION}"
+        );
+    }
+}
+
 /// Every JavaScript and Python guest (and template) binds the contract and the language's helper module as
 /// they are: `wit/clat.wit` byte for byte, and one `clat.js` / `clat.py`, the template's.
 #[test]

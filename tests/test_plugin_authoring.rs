@@ -545,7 +545,7 @@ fn errors_point_at_the_authors_code_and_name_the_fix() {
     let package = env.dir.path().join("old-contract");
     copy_dir(Path::new(guests::HELLO_PACKAGE), &package);
     let wasm = std::fs::read(package.join("hello.wasm")).unwrap();
-    let (from, to) = (b"artec:clat/plugin@0.1.0", b"artec:clat/plugin@0.0.9");
+    let (from, to) = (b"artec:clat/plugin@0.1.1", b"artec:clat/plugin@0.0.9");
     let mut patched = wasm.clone();
     let places: Vec<usize> = wasm.windows(from.len()).enumerate().filter(|(_, w)| w == from).map(|(i, _)| i).collect();
     assert!(!places.is_empty(), "the component exports the contract");
@@ -557,7 +557,9 @@ fn errors_point_at_the_authors_code_and_name_the_fix() {
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(
-        err.contains("it was built for the contract artec:clat@0.0.9; this host accepts artec:clat@0.1.0"),
+        err.contains(
+            "it was built for the contract artec:clat@0.0.9; this host accepts artec:clat@0.1.0, artec:clat@0.1.1"
+        ),
         "{err}"
     );
     assert!(err.contains("take wit/clat.wit") && err.contains("`clat plugin new`"), "the fix: {err}");

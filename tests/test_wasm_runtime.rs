@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clat_guest_artifacts as guests;
-use clat_host::contract::PermissionMode;
+use clat_host::contract::{CONTRACT_VERSION, PermissionMode};
 use clat_host::registry::CallError;
 use clat_host::run::RunContext;
 use clat_host::wasm::cache::CacheOutcome;
@@ -34,6 +34,45 @@ async fn hello_registers_beside_the_native_tools_and_answers() {
     assert_eq!(text(&out), "Hello, Ada! (from a WASM plugin)");
     let err = scope.registry().call("wasm_hello_greet", json!({ "name": 5 }), &run).await.unwrap_err();
     assert!(matches!(err, CallError::InvalidArguments { .. }), "the guest's schema is enforced: {err}");
+}
+
+/// A guest built for any accepted contract version loads, lists and calls — its host-services imports
+/// and its `plugin` export resolved by this host's one binding. The component is the test guest with
+/// every contract name rewritten to that version (0.1.0 and 0.1.1 differ only in doc comments, so a
+/// build against the frozen 0.1.0 differs from this one in those names alone).
+#[tokio::test]
+async fn a_guest_built_for_each_accepted_contract_version_loads_and_reaches_the_host() {
+    for version in clat_host::contract::ACCEPTED_CONTRACT_VERSIONS {
+        let env = TestEnv::trusted();
+        env.write("notes/a.txt", "kept\n");
+        let bytes = std::fs::read(guests::TEST_GUESTS_WASM).unwrap();
+        let built = |v: &str| -> Vec<Vec<u8>> {
+            ["plugin", "host-services", "types"].iter().map(|i| format!("artec:clat/{i}@{v}").into_bytes()).collect()
+        };
+        let mut patched = bytes.clone();
+        for (from, to) in built(CONTRACT_VERSION).iter().zip(built(version)) {
+            assert_eq!(from.len(), to.len(), "a rewrite keeps every offset");
+            let places: Vec<usize> =
+                bytes.windows(from.len()).enumerate().filter(|(_, w)| w == from).map(|(i, _)| i).collect();
+            assert!(!places.is_empty(), "the guest names {}", String::from_utf8_lossy(from));
+            for at in places {
+                patched[at..at + to.len()].copy_from_slice(&to);
+            }
+        }
+        let path = env.dir.path().join(format!("t-{version}.wasm"));
+        std::fs::write(&path, &patched).unwrap();
+        let found = clat_host::wasm::imports::check_component(&patched, false).unwrap();
+        assert_eq!(found.exports, [format!("artec:clat/plugin@{version}")]);
+
+        let scope = env.mount();
+        load_into(&scope, "t", path.to_str().unwrap()).await;
+        let (run, _) = run_in(PermissionMode::Ask);
+        let out = scope.registry().call("wasm_t_echo", json!({ "v": version }), &run).await.unwrap();
+        assert_eq!(text(&out), format!(r#"{{"v":"{version}"}}"#));
+        let read = json!({ "tool": "read_file", "arguments": { "path": "notes/a.txt" } });
+        let out = scope.registry().call("wasm_t_host_call", read, &run).await.unwrap();
+        assert_eq!(text(&out), "ok: kept\n", "contract {version}: a host service answers");
+    }
 }
 
 #[tokio::test]
@@ -177,9 +216,12 @@ fn every_example_guest_imports_only_what_the_host_links() {
         // The guest SDK's rust std pulls in wasi:cli and wasi:io; the contract's types and host services come with it.
         let found = check_component(&std::fs::read(wasm).unwrap(), false).unwrap_or_else(|e| panic!("{wasm}: {e}"));
         assert!(!found.imports_http(), "{wasm}: {found:?}");
-        assert!(found.imports.iter().any(|i| i == "artec:clat/types@0.1.0"), "{wasm}: {found:?}");
+        assert!(
+            found.imports.iter().any(|i| *i == format!("artec:clat/types@{CONTRACT_VERSION}")),
+            "{wasm}: {found:?}"
+        );
         assert!(found.imports.iter().any(|i| i.starts_with("wasi:cli/")), "{wasm}: {found:?}");
-        assert_eq!(found.exports, ["artec:clat/plugin@0.1.0"], "{wasm}");
+        assert_eq!(found.exports, [format!("artec:clat/plugin@{CONTRACT_VERSION}")], "{wasm}");
     }
     // The SDK's `http` feature adds wasi:http, linked only for plugins that declare it.
     for wasm in [guests::FETCH_JSON_WASM, guests::HTTP_PROBE_WASM] {

@@ -1,6 +1,6 @@
 //! `clat-guest`: write a CLAT plugin in Rust.
 //!
-//! The contract (`wit/clat.wit`, package `artec:clat@0.1.0`) travels inside
+//! The contract (`wit/clat.wit`, package `artec:clat@0.1.1`) travels inside
 //! this crate, a copy of the repository's `wit/` kept identical by a test, and
 //! is bound here once with wit-bindgen, so the crate builds from anywhere.
 //!
@@ -64,7 +64,7 @@ pub use tool::{IntoOutput, Json, NoArgs, Tool, ToolError, error, output_text, st
 use serde_json::Value;
 
 /// The contract version this SDK binds (`artec:clat@…`).
-pub const CONTRACT_VERSION: &str = "0.1.0";
+pub const CONTRACT_VERSION: &str = "0.1.1";
 
 /// What a plugin implements: its tools, and optionally what to do with context changes.
 pub trait Plugin {

@@ -1,4 +1,4 @@
-"""clat: the CLAT plugin contract (artec:clat@0.1.0, wit/clat.wit) for Python guests built with componentize-py.
+"""clat: the CLAT plugin contract (artec:clat@0.1.1, wit/clat.wit) for Python guests built with componentize-py.
 
 A plugin lists its tools once, and `ToolPlugin` answers list-tools and call-tool from that list. `tool(run, ...)`
 makes one from a function whose one parameter is typed with a dataclass or a TypedDict: its name is the function's,

@@ -1,4 +1,4 @@
-//! The one contract: Rust types generated from `wit/` (package `artec:clat@0.1.0`)
+//! The one contract: Rust types generated from `wit/` (package `artec:clat@0.1.1`)
 //! by wasmtime's `bindgen!`, which runs here and nowhere else. These are the
 //! canonical types for tool specs, tool output, context snapshots, host tool
 //! calls, sampling and elicitation, for WASM guests and MCP servers alike.
@@ -22,8 +22,11 @@ pub const CONTRACT_VERSION: &str = env!("CLAT_CONTRACT_VERSION");
 
 /// The contract versions a guest may be built for. Each released version is
 /// frozen in `wit/released/VERSION/`; a host that binds a newer one keeps
-/// linking the older ones it lists here.
-pub const ACCEPTED_CONTRACT_VERSIONS: &[&str] = &[CONTRACT_VERSION];
+/// linking the older ones it lists here. 0.1.0 and 0.1.1 differ only in doc
+/// comments (0.1.1 says `list-tools` answers are kept at install), so the one
+/// binding serves both: wasmtime's linker resolves a guest's `@0.1.0` imports
+/// and exports to the `@0.1.1` ones, as semver-compatible names.
+pub const ACCEPTED_CONTRACT_VERSIONS: &[&str] = &["0.1.0", CONTRACT_VERSION];
 
 pub use artec::clat::types::{
     BinaryContent, BooleanField, ChoiceField, ChoiceOption, ContentBlock, ContextSnapshot, Effect, ElicitationForm,

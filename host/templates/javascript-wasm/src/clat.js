@@ -1,4 +1,4 @@
-// clat.js: the CLAT plugin contract (artec:clat@0.1.0, wit/clat.wit) for JavaScript guests built with
+// clat.js: the CLAT plugin contract (artec:clat@0.1.1, wit/clat.wit) for JavaScript guests built with
 // componentize-js. `definePlugin(tools)` makes the `plugin` export from a table of tools, each declared once:
 // its description, its arguments, effect hints and `run(args)` (which may be async). The arguments are a zod schema
 // (`input: z.object({...})`: its JSON Schema is the tool's, and the arguments are parsed with it before `run`, a
@@ -8,7 +8,7 @@
 // (the six host tools, sampling, elicitation, context, log) are the imports of `artec:clat/host-services`;
 // a host error arrives as a thrown error whose `payload` is `{tag, val}` (`hostErrorKind` names it).
 
-import * as host from "artec:clat/host-services@0.1.0";
+import * as host from "artec:clat/host-services@0.1.1";
 
 export const text = (value) => ({ content: [{ tag: "text", val: String(value) }], structured: undefined, isError: false });
 export const error = (value) => ({ ...text(value), isError: true });

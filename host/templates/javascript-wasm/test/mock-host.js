@@ -1,4 +1,4 @@
-// mock-host.js: CLAT's host services (`artec:clat/host-services@0.1.0`) for unit tests under `node --test`, so a
+// mock-host.js: CLAT's host services (`artec:clat/host-services@0.1.1`) for unit tests under `node --test`, so a
 // tool's logic is tested without building a component. `register-mock-host.js` (loaded by `npm test` with
 // `--import`) points src/clat.js's import of the contract here. The host's values have the shapes the component
 // sees (a ToolOutput is `{content: [{tag: "text", val}], structured, isError}`; a host error is thrown with

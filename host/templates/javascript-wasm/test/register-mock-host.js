@@ -4,6 +4,6 @@ import { register } from "node:module";
 
 const mockHost = new URL("./mock-host.js", import.meta.url).href;
 const hooks = `export async function resolve(specifier, context, next) {
-  return specifier === "artec:clat/host-services@0.1.0" ? { url: ${JSON.stringify(mockHost)}, shortCircuit: true } : next(specifier, context);
+  return specifier === "artec:clat/host-services@0.1.1" ? { url: ${JSON.stringify(mockHost)}, shortCircuit: true } : next(specifier, context);
 }`;
 register(`data:text/javascript,${encodeURIComponent(hooks)}`);
