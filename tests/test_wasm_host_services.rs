@@ -199,7 +199,7 @@ async fn logs_are_bounded_redacted_events() {
     scope.registry().call("wasm_t_log_spam", json!({}), &run).await.unwrap();
     let logs = plugin_logs(&sink);
     assert_eq!(logs.len(), 100);
-    assert!(logs.iter().all(|l| l.contains("token=[REDACTED]") && !l.contains("sk-abc")), "{:?}", &logs[0]);
+    assert!(logs.iter().all(|l| l.contains("token=[REDACTED]") && !l.contains("sk-abc")), "{:?}", logs[0]);
     // Past the per-call cap, lines are dropped with one notice.
     let (run, sink) = run_in(PermissionMode::Ask);
     let limit = clat_host::limits::PLUGIN_LOG_LINES_PER_CALL as usize;

@@ -22,7 +22,7 @@ pub const LINKED_WASI_PACKAGES: [&str; 6] =
 pub const HTTP_PACKAGE: &str = "wasi:http";
 
 /// The top-level imports and exports of a component, by interface name
-/// (`wasi:io/streams@0.2.3`, `artec:clat/host-services@0.1.0`).
+/// (`wasi:io/streams@0.2.3`, `artec:clat/host-services@0.1.1`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ComponentInterfaces {
     pub imports: Vec<String>,
