@@ -182,6 +182,7 @@ fn clat_approvals_lists_and_revokes_and_a_malformed_file_is_an_error() {
         extension: extension.into(),
         tool: tool.into(),
         identity: Some(support::identity()),
+        definition: Some("sha256:0".into()),
     };
     store.remember(&key("mcp:srv", "mcp_srv_echo"), Effect::Destructive, Remember::Tool).unwrap();
     store.remember(&key("wasm:notes", "wasm_notes_add"), Effect::Write, Remember::Extension).unwrap();

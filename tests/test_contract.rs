@@ -139,6 +139,7 @@ fn error_kind(e: &CallError) -> &'static str {
         CallError::TimedOut { .. } => "timed_out",
         CallError::Failed { .. } => "failed",
         CallError::Withdrawn { .. } => "withdrawn",
+        CallError::Quarantined { .. } => "quarantined",
     }
 }
 

@@ -78,6 +78,7 @@ fn approvals_are_revoked_by_any_of_the_tool_s_names() {
         extension: "mcp:everything".into(),
         tool: tool.into(),
         identity: Some(support::identity()),
+        definition: Some("sha256:0".into()),
     };
     store.remember(&key("mcp_everything_get_env"), Effect::Write, Remember::Tool).unwrap();
     store.remember(&key("mcp_everything_get_sum"), Effect::Write, Remember::Tool).unwrap();

@@ -58,6 +58,8 @@ pub struct ApprovalKey {
     /// The identity of the extension involved — the tool's for the agent's
     /// calls, the asker's for host-tool calls; none for the agent's native calls.
     pub identity: Option<Identity>,
+    /// The hash of the tool's definition (`pins::definition_hash`); none for native tools.
+    pub definition: Option<String>,
 }
 
 /// One kept approval.
@@ -77,6 +79,10 @@ pub struct StoredApproval {
     /// The identity of the extension involved when it was approved.
     #[serde(default)]
     pub identity: Option<Identity>,
+    /// An approval of one extension tool: the hash of the definition it was
+    /// approved for, so that a changed tool never inherits it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub definition: Option<String>,
 }
 
 impl StoredApproval {
@@ -86,6 +92,7 @@ impl StoredApproval {
             && self.extension == key.extension
             && self.tool.as_deref().is_none_or(|t| t == key.tool)
             && self.identity == key.identity
+            && (self.tool.is_none() || self.definition == key.definition)
             && effect_named(&self.effect).is_some_and(|approved| approval_covers(approved, effect))
     }
 
@@ -120,6 +127,11 @@ impl StoredApproval {
         let Some(kept) = &self.identity else {
             return Some(format!("kept before approvals were bound to what {bound} runs; approve it again to use it"));
         };
+        if self.asked_by == AGENT && self.tool.is_some() && self.definition.is_none() {
+            return Some(
+                "kept before approvals were bound to the tool's definition; approve it again to use it".into(),
+            );
+        }
         match current.get(bound) {
             None => Some(format!("no extension {bound} is configured or installed now")),
             Some(now) if now != kept => Some(format!(
@@ -226,6 +238,19 @@ pub fn revoke(home: &ClatHome, project: Option<&Path>, name: Option<&str>) -> Re
     Ok(removed)
 }
 
+/// Forget `project`'s approvals of the agent's calls of every tool of
+/// `extension` (`mcp:NAME`): once a changed tool definition is accepted, an
+/// approval given for the server as it was never answers for it. How many.
+pub fn revoke_extension_wide(home: &ClatHome, project: &Path, extension: &str) -> Result<usize, ApprovalsError> {
+    let (removed, _) = update(home, |approvals| {
+        let before = approvals.len();
+        approvals
+            .retain(|a| !(a.project == project && a.asked_by == AGENT && a.extension == extension && a.tool.is_none()));
+        before - approvals.len()
+    })?;
+    Ok(removed)
+}
+
 /// The kept approvals of one project, read once and kept up to date.
 pub struct ApprovalStore {
     home: ClatHome,
@@ -256,6 +281,7 @@ impl ApprovalMemory for ApprovalStore {
             tool: (!every_tool).then(|| key.tool.clone()),
             effect: effect.as_str().to_string(),
             identity: key.identity.clone(),
+            definition: if every_tool { None } else { key.definition.clone() },
         };
         let (_, all) = update(&self.home, |approvals| {
             // The new approval replaces those of the same key that it covers
@@ -268,6 +294,7 @@ impl ApprovalMemory for ApprovalStore {
                     && a.tool == approval.tool;
                 !(same_key
                     && (a.identity != approval.identity
+                        || a.definition != approval.definition
                         || effect_named(&a.effect).is_some_and(|old| approval_covers(effect, old))))
             });
             approvals.push(approval);

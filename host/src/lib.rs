@@ -69,6 +69,8 @@ pub mod packages;
 #[doc(hidden)]
 pub mod permissions;
 #[doc(hidden)]
+pub mod pins;
+#[doc(hidden)]
 pub mod redact;
 #[doc(hidden)]
 pub mod registry;

@@ -258,10 +258,11 @@ impl ProjectScope {
             self.set_status(ExtensionStatus::new(&name, kind, ExtensionState::Starting, None));
             let (registry, services) = (Arc::clone(&self.registry), Arc::clone(&self.services));
             let (root, closing) = (self.root.clone(), self.closing.clone());
+            let pins = crate::pins::ToolPins::new(&self.home, &self.root);
             // On close, each start ends by itself, in order: it is never dropped midway.
             connecting.spawn(async move {
                 let (mut status, started) =
-                    crate::mcp::start_server(&server, &services, &registry, &root, &closing).await;
+                    crate::mcp::start_server(&server, &services, &registry, &root, &pins, &closing).await;
                 status.loading = server.options.loading.clone();
                 (status, started)
             });

@@ -104,6 +104,7 @@ impl From<CallError> for Failure {
             CallError::TimedOut { .. } => (Exit::Interrupted, "timed_out"),
             CallError::Failed { .. } => (Exit::Internal, "failed"),
             CallError::Withdrawn { .. } => (Exit::Internal, "withdrawn"),
+            CallError::Quarantined { .. } => (Exit::Denied, "quarantined"),
         };
         Failure::new(exit, kind, e.to_string())
     }

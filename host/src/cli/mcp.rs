@@ -116,6 +116,17 @@ pub(crate) enum McpCommand {
         #[arg(add = clap_complete::ArgValueCandidates::new(super::completion::server_names))]
         name: String,
     },
+    /// Accept the changed definitions of a server's quarantined tools in this
+    /// project (one tool's, when named): each is pinned as it is listed now, and
+    /// the project's kept approvals of the whole server are forgotten (a changed
+    /// tool inherits no approval).
+    Accept {
+        /// The server's name.
+        #[arg(add = clap_complete::ArgValueCandidates::new(super::completion::server_names))]
+        name: String,
+        /// One of its tools (its own name or its registered one); every quarantined tool when omitted.
+        tool: Option<String>,
+    },
 }
 
 /// Shows the login page: prints its URL, and opens it with `$BROWSER` (a
@@ -660,6 +671,34 @@ pub(crate) async fn mcp(
                 (true, _) => println!("{}", json!({ "logged_out": name, "had_token": had })),
                 (false, true) => println!("logged out of {name}"),
                 (false, false) => println!("{name} had no login"),
+            }
+            Ok(Exit::Ok)
+        }
+        Some(McpCommand::Accept { name, tool }) => {
+            let root = canonical_project(&project_dir(project)?)?;
+            let accepted =
+                crate::pins::accept(home, &root, &name, tool.as_deref()).map_err(|e| configuration(e.to_string()))?;
+            if accepted.is_empty() {
+                let which = match &tool {
+                    Some(t) => format!("no quarantined tool {t:?}"),
+                    None => "no quarantined tool".to_string(),
+                };
+                let message =
+                    format!("{name} has {which} in {} (`clat mcp get {name}` lists its tools)", root.display());
+                return Err(Failure::new(Exit::Usage, "usage", message));
+            }
+            let revoked = crate::approvals::revoke_extension_wide(home, &root, &format!("mcp:{name}"))?;
+            if json {
+                println!("{}", json!({ "accepted": accepted, "approvals_revoked": revoked }));
+            } else {
+                for tool in &accepted {
+                    println!("accepted {name} {}: {}", tool.tool, tool.changes.join("; "));
+                }
+                if revoked > 0 {
+                    println!(
+                        "forgot {revoked} kept approval(s) of every tool of {name} in this project: approve again"
+                    );
+                }
             }
             Ok(Exit::Ok)
         }

@@ -177,7 +177,8 @@ pub(crate) fn resolve_tool(project: &Project, name: &str) -> Result<String, Fail
 pub(crate) fn resolve_tool_quietly(project: &Project, name: &str) -> Result<String, Failure> {
     let unknown = |message: String| Failure::new(Exit::Usage, "unknown_tool", message);
     let tools = project.tools();
-    if tools.iter().any(|t| t.name == name) {
+    // A quarantined tool is called by its name, to be refused with what changed.
+    if tools.iter().any(|t| t.name == name) || project.scope().registry().quarantined(name).is_some() {
         return Ok(name.to_string());
     }
     let owning: Vec<&str> = tools.iter().filter(|t| t.is_named(name)).map(|t| t.name.as_str()).collect();

@@ -49,6 +49,7 @@ pub use sources::{
 
 use crate::extension::{ExtensionState, ExtensionStatus};
 use crate::limits::CLOSE_GRACE;
+use crate::pins::ToolPins;
 use crate::registry::Registry;
 use crate::services::HostServices;
 
@@ -66,9 +67,10 @@ pub async fn start_server(
     services: &Arc<HostServices>,
     registry: &Arc<Registry>,
     project_root: &Path,
+    pins: &ToolPins,
     closing: &CancellationToken,
 ) -> (ExtensionStatus, Option<Arc<McpServer>>) {
-    let (mut status, server) = connect_and_register(configured, services, registry, project_root, closing).await;
+    let (mut status, server) = connect_and_register(configured, services, registry, project_root, pins, closing).await;
     // Whether it got there or not, the login it holds now (a refresh or login may have happened).
     status.oauth = configured.target.oauth_status();
     (status, server)
@@ -87,6 +89,7 @@ async fn connect_and_register(
     services: &Arc<HostServices>,
     registry: &Arc<Registry>,
     project_root: &Path,
+    pins: &ToolPins,
     closing: &CancellationToken,
 ) -> (ExtensionStatus, Option<Arc<McpServer>>) {
     let ConfiguredServer { name, target, options, .. } = configured;
@@ -120,6 +123,7 @@ async fn connect_and_register(
         Err(Stopped::Closing) => return closed(status),
     };
     status.protocol = Some(server.protocol());
+    let _ = server.pins.set(pins.clone());
     let registered = match until(deadline, closing, server.register(registry)).await {
         Ok(registered) => registered,
         Err(Stopped::TooSlow) => Err(too_slow()),

@@ -85,6 +85,8 @@ pub struct McpServer {
     pub(crate) supervisor: super::supervisor::Supervisor,
     /// Set by `close`: the server is never started again.
     pub(crate) closed: AtomicBool,
+    /// The project's tool pins its listings are judged against (`pins.rs`); set before its first listing.
+    pub(crate) pins: std::sync::OnceLock<crate::pins::ToolPins>,
 }
 
 impl McpServer {
@@ -111,6 +113,7 @@ impl McpServer {
             registered: Mutex::default(),
             supervisor: super::supervisor::Supervisor::started_now(),
             closed: AtomicBool::new(false),
+            pins: std::sync::OnceLock::new(),
         });
         // Context notifications go to opted-in stdio servers; HTTP peers ask with context/get.
         if server.link.opted_in() && matches!(target, ServerTarget::Stdio(_)) {

@@ -14,6 +14,7 @@ use crate::contract::ToolOutput;
 use crate::contract::json::{tool_output_from_json, tool_spec_from_json};
 use crate::limits::{HOST_REQUEST_EXTENSION_MAX, TOOL_CALL_TIMEOUT, TOOLS_PER_SERVER_MAX};
 use crate::names::{ExternalKind, external_tool_name, names_tool};
+use crate::pins::Verdict;
 use crate::registry::{Registry, ToolError, ToolHandler};
 use crate::run::RunContext;
 
@@ -41,6 +42,7 @@ impl McpServer {
             self.options.loading.problems("server", |written| offered.iter().any(|own| is_named(own, written))),
         );
         let mut listed = std::collections::HashSet::new();
+        let mut candidates = Vec::new();
         for tool in &listing.tools {
             let spec = match tool_spec_from_json(tool) {
                 Ok(s) => s,
@@ -58,8 +60,42 @@ impl McpServer {
             if !filter.allows(|written| is_named(&spec.name, written)) {
                 continue;
             }
+            candidates.push(spec);
+        }
+        // Each offered tool against its pin: a definition that changed since is held back.
+        let verdicts = match self.pins.get() {
+            Some(pins) => match pins.check(&self.name, &candidates.iter().collect::<Vec<_>>()) {
+                Ok(verdicts) => verdicts,
+                Err(e) => {
+                    problems.push(format!("no tool was registered: the tool pins could not be read: {e}"));
+                    return Ok((names, problems));
+                }
+            },
+            None => vec![Verdict::Pinned; candidates.len()],
+        };
+        for (spec, verdict) in candidates.into_iter().zip(verdicts) {
+            let registered = self.registered.lock().unwrap_or_else(|p| p.into_inner()).contains(&spec.name);
+            if let Verdict::Changed(changes) = verdict {
+                let accept = format!("`clat mcp accept {} {}`", self.name, spec.name);
+                let reason = format!(
+                    "its definition changed since it was pinned ({}); {accept} takes the new one",
+                    changes.join("; ")
+                );
+                if registered {
+                    // A change while it runs: what the model was offered stays as it was pinned.
+                    tracing::warn!(
+                        "server {}: tool {} {reason}; quarantined from its next start",
+                        self.name,
+                        spec.name
+                    );
+                    continue;
+                }
+                problems.push(format!("tool {:?} is quarantined: {reason}", spec.name));
+                registry.quarantine(ExternalKind::Mcp, &self.name, &spec.name, reason);
+                continue;
+            }
             // Re-listing after `tools/list_changed` registers only what is new.
-            if self.registered.lock().unwrap_or_else(|p| p.into_inner()).contains(&spec.name) {
+            if registered {
                 continue;
             }
             let handler = Arc::new(McpTool { server: Arc::clone(self), tool: spec.name.clone() });

@@ -160,6 +160,9 @@ pub struct ToolEntry {
     /// The identity of the tool's extension (`None` for native tools), which
     /// the agent's kept approvals of it are bound to.
     identity: Option<Identity>,
+    /// The hash of an extension's tool's definition (`pins::definition_hash`),
+    /// which the agent's kept approvals of that one tool are bound to too.
+    definition: Option<String>,
     /// Compiled at registration for an extension's tool (a schema that does
     /// not compile refuses the tool); for a native tool, whose schema is ours,
     /// at its first call, so a command pays only for the tools it calls.
@@ -314,6 +317,15 @@ pub enum CallError {
         /// Why its extension was withdrawn.
         reason: String,
     },
+    /// The tool's definition changed since it was pinned (`pins.rs`): it is not
+    /// offered or called until the user accepts the change.
+    #[error("{tool} is quarantined: {reason}")]
+    Quarantined {
+        /// The tool.
+        tool: String,
+        /// What changed, and how to accept it.
+        reason: String,
+    },
 }
 
 #[derive(Default)]
@@ -334,6 +346,9 @@ pub struct Registry {
     /// System-prompt contributions (DSH prompts), in registration order; they
     /// freeze with the tools and hold their extension's lease.
     prompts: RwLock<Vec<(SystemPrompt, Arc<Lease>)>>,
+    /// Tools held back because their definition changed since it was pinned:
+    /// registered name → what changed and how to accept it.
+    quarantined: RwLock<HashMap<String, String>>,
 }
 
 /// A system-prompt contribution: a resolved prompt an MCP server marked for
@@ -358,7 +373,20 @@ impl Registry {
             reports: Mutex::default(),
             leases: Mutex::default(),
             prompts: RwLock::default(),
+            quarantined: RwLock::default(),
         }
+    }
+
+    /// Hold back an extension's tool whose definition changed since it was
+    /// pinned: it is not registered, and a call of it is refused with `reason`.
+    pub fn quarantine(&self, kind: ExternalKind, owner: &str, tool: &str, reason: String) {
+        let name = external_tool_name(kind, owner, tool);
+        self.quarantined.write().unwrap_or_else(|p| p.into_inner()).insert(name, reason);
+    }
+
+    /// Why the tool registered as `name` is quarantined, if it is.
+    pub fn quarantined(&self, name: &str) -> Option<String> {
+        self.quarantined.read().unwrap_or_else(|p| p.into_inner()).get(name).cloned()
     }
 
     fn report(&self, error: RegistrationError) -> RegistrationError {
@@ -389,6 +417,7 @@ impl Registry {
             source: ToolSource::Native,
             original_name: name,
             identity: None,
+            definition: None,
             effect_reason: "one of CLAT's own tools, whose effect CLAT sets".into(),
         };
         self.insert(tool, effect, description, input_schema, handler, SchemaCheck::Checked)
@@ -464,7 +493,14 @@ impl Registry {
         }
         debug_assert_ne!(effect, Effect::Read);
         let effect_reason = effect_reason(&spec.annotations, network_granted);
-        let new = NewTool { name, source, original_name: tool, identity: Some(identity.clone()), effect_reason };
+        let new = NewTool {
+            name,
+            source,
+            original_name: tool,
+            identity: Some(identity.clone()),
+            definition: Some(crate::pins::definition_hash(spec)),
+            effect_reason,
+        };
         self.insert(new, effect, &spec.description, input_schema, handler, check)
     }
 
@@ -477,7 +513,7 @@ impl Registry {
         handler: Arc<dyn ToolHandler>,
         check: SchemaCheck,
     ) -> Result<String, RegistrationError> {
-        let NewTool { name, source, original_name, identity, effect_reason } = tool;
+        let NewTool { name, source, original_name, identity, definition, effect_reason } = tool;
         let source_label = source.label();
         if self.is_frozen() {
             return Err(self.report(RegistrationError::Frozen { name, source_label }));
@@ -514,6 +550,7 @@ impl Registry {
             description: description.to_string(),
             input_schema,
             identity,
+            definition,
             validator,
             handler,
             lease: source_lease,
@@ -627,6 +664,7 @@ struct NewTool<'a> {
     source: ToolSource,
     original_name: &'a str,
     identity: Option<Identity>,
+    definition: Option<String>,
     effect_reason: String,
 }
 

@@ -45,7 +45,10 @@ impl Registry {
         arguments: Value,
         run: &RunContext,
     ) -> Result<ToolOutput, CallError> {
-        let entry = self.lookup(name).ok_or_else(|| CallError::UnknownTool(name.to_string()))?;
+        let entry = self.lookup(name).ok_or_else(|| match self.quarantined(name) {
+            Some(reason) => CallError::Quarantined { tool: name.to_string(), reason },
+            None => CallError::UnknownTool(name.to_string()),
+        })?;
         let call_id = run.next_call_id();
         let started = Instant::now();
         run.emit(RunEventKind::ToolStarted {
@@ -97,7 +100,8 @@ pub(super) fn approval_key(entry: &ToolEntry, caller: Caller<'_>) -> ApprovalKey
         Caller::Agent => (AGENT.to_string(), entry.identity.clone()),
         Caller::Extension { key, identity } => (key.to_string(), Some(identity.clone())),
     };
-    ApprovalKey { asked_by, extension: entry.source.extension(), tool: entry.name.clone(), identity }
+    let definition = entry.definition.clone();
+    ApprovalKey { asked_by, extension: entry.source.extension(), tool: entry.name.clone(), identity, definition }
 }
 
 /// Why an extension's tool has its effect (its hints, a grant it uses); a
