@@ -140,6 +140,7 @@ fn error_kind(e: &CallError) -> &'static str {
         CallError::Failed { .. } => "failed",
         CallError::Withdrawn { .. } => "withdrawn",
         CallError::Quarantined { .. } => "quarantined",
+        _ => "other",
     }
 }
 

@@ -132,7 +132,7 @@ impl HostServices {
             CallError::UnknownTool(name) => HostError::Unsupported(format!("host tool {name} is not registered")),
             CallError::Failed { error, .. } => HostError::Failed(error.to_string()),
             e @ CallError::Withdrawn { .. } => HostError::Failed(e.to_string()),
-            CallError::Quarantined { reason, .. } => HostError::Denied(reason),
+            e @ CallError::Quarantined { .. } => HostError::Denied(e.to_string()),
         })
     }
 

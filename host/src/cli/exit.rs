@@ -106,7 +106,12 @@ impl From<CallError> for Failure {
             CallError::Withdrawn { .. } => (Exit::Internal, "withdrawn"),
             CallError::Quarantined { .. } => (Exit::Denied, "quarantined"),
         };
-        Failure::new(exit, kind, e.to_string())
+        let message = match &e {
+            // The user is shown what changed; a model (`clat serve`, host services) only that something did.
+            CallError::Quarantined { changes, .. } => format!("{e} (changed: {})", changes.join("; ")),
+            _ => e.to_string(),
+        };
+        Failure::new(exit, kind, message)
     }
 }
 

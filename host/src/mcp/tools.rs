@@ -15,7 +15,7 @@ use crate::contract::json::{tool_output_from_json, tool_spec_from_json};
 use crate::limits::{HOST_REQUEST_EXTENSION_MAX, TOOL_CALL_TIMEOUT, TOOLS_PER_SERVER_MAX};
 use crate::names::{ExternalKind, external_tool_name, names_tool};
 use crate::pins::Verdict;
-use crate::registry::{Registry, ToolError, ToolHandler};
+use crate::registry::{Quarantine, Registry, ToolError, ToolHandler};
 use crate::run::RunContext;
 
 impl McpServer {
@@ -81,6 +81,7 @@ impl McpServer {
                     "its definition changed since it was pinned ({}); {accept} takes the new one",
                     changes.join("; ")
                 );
+                let why = Quarantine { accept, changes };
                 if registered {
                     // A change while it runs: what the model was offered stays as it was pinned.
                     tracing::warn!(
@@ -91,7 +92,7 @@ impl McpServer {
                     continue;
                 }
                 problems.push(format!("tool {:?} is quarantined: {reason}", spec.name));
-                registry.quarantine(ExternalKind::Mcp, &self.name, &spec.name, reason);
+                registry.quarantine(ExternalKind::Mcp, &self.name, &spec.name, why);
                 continue;
             }
             // Re-listing after `tools/list_changed` registers only what is new.

@@ -265,8 +265,10 @@ pub enum RegistrationError {
     NotNative { name: String },
 }
 
-/// Why a call did not produce a tool output.
+/// Why a call did not produce a tool output. Non-exhaustive: a later kind of
+/// refusal (as `Quarantined` was) is not a breaking change for an embedder.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CallError {
     /// No tool of that name is registered.
     #[error("unknown tool {0:?}; `clat tools` lists the registered tools")]
@@ -318,13 +320,17 @@ pub enum CallError {
         reason: String,
     },
     /// The tool's definition changed since it was pinned (`pins.rs`): it is not
-    /// offered or called until the user accepts the change.
-    #[error("{tool} is quarantined: {reason}")]
+    /// offered or called until the user accepts the change. Its message never
+    /// holds the new text (the extension's, which may be written for a model);
+    /// `changes` does, for the user.
+    #[error("{tool} is quarantined: its definition changed since it was pinned; {accept} takes the new one")]
     Quarantined {
         /// The tool.
         tool: String,
-        /// What changed, and how to accept it.
-        reason: String,
+        /// The command that accepts the change.
+        accept: String,
+        /// What changed, one line per part.
+        changes: Vec<String>,
     },
 }
 
@@ -346,9 +352,17 @@ pub struct Registry {
     /// System-prompt contributions (DSH prompts), in registration order; they
     /// freeze with the tools and hold their extension's lease.
     prompts: RwLock<Vec<(SystemPrompt, Arc<Lease>)>>,
-    /// Tools held back because their definition changed since it was pinned:
-    /// registered name → what changed and how to accept it.
-    quarantined: RwLock<HashMap<String, String>>,
+    /// Tools held back because their definition changed since it was pinned, by registered name.
+    quarantined: RwLock<HashMap<String, Quarantine>>,
+}
+
+/// Why a tool is held back: its definition changed since it was pinned (`pins.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Quarantine {
+    /// The command that accepts the change (`clat mcp accept SERVER TOOL`).
+    pub accept: String,
+    /// What changed, one line per part.
+    pub changes: Vec<String>,
 }
 
 /// A system-prompt contribution: a resolved prompt an MCP server marked for
@@ -378,14 +392,14 @@ impl Registry {
     }
 
     /// Hold back an extension's tool whose definition changed since it was
-    /// pinned: it is not registered, and a call of it is refused with `reason`.
-    pub fn quarantine(&self, kind: ExternalKind, owner: &str, tool: &str, reason: String) {
+    /// pinned: it is not registered, and a call of it is refused (`CallError::Quarantined`).
+    pub fn quarantine(&self, kind: ExternalKind, owner: &str, tool: &str, why: Quarantine) {
         let name = external_tool_name(kind, owner, tool);
-        self.quarantined.write().unwrap_or_else(|p| p.into_inner()).insert(name, reason);
+        self.quarantined.write().unwrap_or_else(|p| p.into_inner()).insert(name, why);
     }
 
     /// Why the tool registered as `name` is quarantined, if it is.
-    pub fn quarantined(&self, name: &str) -> Option<String> {
+    pub fn quarantined(&self, name: &str) -> Option<Quarantine> {
         self.quarantined.read().unwrap_or_else(|p| p.into_inner()).get(name).cloned()
     }
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::{CallError, Caller, InFlight, Registry, ToolEntry, ToolSource};
+use super::{CallError, Caller, InFlight, Quarantine, Registry, ToolEntry, ToolSource};
 use crate::approvals::{AGENT, ApprovalKey};
 use crate::contract::json::{
     content_block_to_json, tool_output_json_len_bound, tool_output_json_len_ceiling, tool_output_to_json,
@@ -46,7 +46,7 @@ impl Registry {
         run: &RunContext,
     ) -> Result<ToolOutput, CallError> {
         let entry = self.lookup(name).ok_or_else(|| match self.quarantined(name) {
-            Some(reason) => CallError::Quarantined { tool: name.to_string(), reason },
+            Some(Quarantine { accept, changes }) => CallError::Quarantined { tool: name.to_string(), accept, changes },
             None => CallError::UnknownTool(name.to_string()),
         })?;
         let call_id = run.next_call_id();
