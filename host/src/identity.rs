@@ -25,7 +25,12 @@ fn sha256_hex(parts: &[&[u8]]) -> String {
         hasher.update((part.len() as u64).to_le_bytes());
         hasher.update(part);
     }
-    hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    hex(&hasher.finalize())
+}
+
+/// Bytes as lowercase hexadecimal (a digest as files and identities write it).
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl Identity {

@@ -21,6 +21,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::contract::ToolSpec;
+use crate::identity::hex;
 use crate::names::{ExternalKind, external_tool_name, names_tool};
 use crate::trust::{ClatHome, TrustError};
 
@@ -114,10 +115,6 @@ fn shown(text: &str) -> String {
         Some((end, _)) => format!("{}…", &text[..end]),
         None => text.to_string(),
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// One tool's pin: the definition accepted, and a changed one listed since, awaiting acceptance.

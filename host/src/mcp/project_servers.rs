@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::identity::hex;
 use crate::trust::{ClatHome, TrustError};
 
 /// The project's server file, at its root.
@@ -62,10 +63,6 @@ pub fn read(root: &Path) -> Result<Option<ProjectServerFile>, std::io::Error> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn load(home: &ClatHome) -> Result<ApprovalsDocument, TrustError> {
