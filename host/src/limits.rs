@@ -183,3 +183,12 @@ pub const SERVER_NAME_MAX_CHARS: usize = 64;
 pub const PLUGIN_VERSION_MAX_CHARS: usize = 64;
 /// Log lines one guest call may write through host services (the rest are dropped, with one notice).
 pub const PLUGIN_LOG_LINES_PER_CALL: u32 = 200;
+
+// Servers from the MCP Registry (`clat mcp add --from-registry`).
+
+/// Bytes of one registry answer (a `server.json` version is a few KB).
+pub const MCP_REGISTRY_DOCUMENT_MAX_BYTES: usize = 1024 * 1024;
+/// How long one registry request may take, connecting and reading included.
+pub const MCP_REGISTRY_REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
+/// Redirects followed for one registry request, each within the registry's origin.
+pub const MCP_REGISTRY_REDIRECTS_MAX: usize = 3;

@@ -9,10 +9,11 @@
 //! an optional `type` of `stdio` or `http` (`streamable-http` too; the
 //! deprecated `sse` transport is refused) — and may carry `enabled` /
 //! `disabled`, `startup_timeout_sec`, `tool_timeout_sec` (bounded by the
-//! host's limits), `enabled_tools` / `disabled_tools` and how its tools are
+//! host's limits), `enabled_tools` / `disabled_tools`, how its tools are
 //! offered under progressive discovery: `always_load` (`true`, or some of its
 //! tool names; Claude Code's `alwaysLoad` too) and `defer_loading` (`true`;
-//! `deferLoading` too).
+//! `deferLoading` too), and `from_registry` (the MCP registry version it was
+//! added from).
 //!
 //! Malformed JSON is one error naming the file and position. A bad entry is an
 //! error naming the file, line, column, entry and key (an unknown key with the
@@ -48,7 +49,7 @@ pub fn wrapper_key<'a>(value_of: impl Fn(&str) -> Option<&'a str>) -> Option<&'s
 }
 
 /// Every key an entry may have.
-pub const ENTRY_KEYS: [&str; 19] = [
+pub const ENTRY_KEYS: [&str; 20] = [
     "type",
     "command",
     "args",
@@ -68,6 +69,7 @@ pub const ENTRY_KEYS: [&str; 19] = [
     "alwaysLoad",
     "defer_loading",
     "deferLoading",
+    "from_registry",
 ];
 
 /// The transport an entry chooses.
@@ -302,6 +304,8 @@ pub struct ServerEntry {
     pub tools: ToolFilter,
     /// How its tools are offered under progressive discovery.
     pub loading: Loading,
+    /// The MCP registry version it was added from, if it was.
+    pub from_registry: Option<RegistryOrigin>,
 }
 
 impl ServerEntry {
@@ -314,6 +318,7 @@ impl ServerEntry {
             tool_timeout: None,
             tools: ToolFilter::default(),
             loading: Loading::default(),
+            from_registry: None,
         }
     }
 }
@@ -378,6 +383,17 @@ struct RawEntry {
     always_load: Option<AlwaysLoad>,
     #[serde(alias = "deferLoading")]
     defer_loading: Option<bool>,
+    from_registry: Option<RegistryOrigin>,
+}
+
+/// Where an entry added from an MCP registry came from (`from_registry`):
+/// the registry's URL, the server's registry name and the version pinned.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegistryOrigin {
+    pub registry: String,
+    pub server: String,
+    pub version: String,
 }
 
 /// Line and column (1-based, in characters) of byte `offset` of `text`.
@@ -519,7 +535,15 @@ fn entry(raw: RawEntry, bounds: &TimeoutBounds) -> Result<ServerEntry, String> {
     }
     let tools = ToolFilter { enabled: raw.enabled_tools, disabled: raw.disabled_tools.unwrap_or_default() };
     let loading = Loading::new(raw.always_load, raw.defer_loading)?;
-    Ok(ServerEntry { transport, enabled, startup_timeout, tool_timeout, tools, loading })
+    Ok(ServerEntry {
+        transport,
+        enabled,
+        startup_timeout,
+        tool_timeout,
+        tools,
+        loading,
+        from_registry: raw.from_registry,
+    })
 }
 
 fn is_http_url(url: &str) -> bool {

@@ -16,11 +16,14 @@ use super::shutdown::Shutdown;
 use super::{project_dir, runs, status};
 use crate::extension::{ExtensionState, ExtensionStatus, StartFilter};
 use crate::mcp::config_file::{McpConfigFile, masked_entry};
+use crate::mcp::from_registry;
 use crate::mcp::project_servers;
 use crate::platform::{MountOptions, Platform};
 use crate::registry::ToolInfo;
 use crate::trust::{ClatHome, canonical_project};
 
+// Parsed once per process: `Add`'s size costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 pub(crate) enum McpCommand {
     /// Add a server to mcp.json: `add NAME -- COMMAND [ARGS...]` (stdio), or `add NAME URL` /
@@ -52,6 +55,18 @@ pub(crate) enum McpCommand {
         /// Replace a server of the same name.
         #[arg(long)]
         force: bool,
+        /// Take the server from an MCP registry: `SERVER[@VERSION]` (a registry name such as
+        /// io.github.owner/server; no version: the latest). Its version is pinned, the values it
+        /// needs are written as `${VAR}`, and nothing is started.
+        #[arg(long, value_name = "SERVER[@VERSION]")]
+        from_registry: Option<String>,
+        /// The registry's base URL (a subregistry's too); default: $CLAT_MCP_REGISTRY, else the official one.
+        #[arg(long, value_name = "URL", requires = "from_registry")]
+        registry: Option<String>,
+        /// Which of the server's ways to run: an `npm`, `pypi` or `oci` package, or a `remote`
+        /// (default: the first one CLAT can run, packages before remotes, as the registry lists them).
+        #[arg(long, value_name = "npm|pypi|oci|remote", requires = "from_registry")]
+        via: Option<String>,
         /// The command and its arguments (best after `--`), or the server's URL.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "COMMAND|URL")]
         command: Vec<String>,
@@ -205,7 +220,7 @@ fn pairs(items: &[String], separator: char, flag: &str) -> Result<Map<String, Va
 
 /// The options of `clat mcp add`, which a command given without `--` must not
 /// hold (whether they were meant for `clat` or for the server is unclear).
-const ADD_OPTIONS: [&str; 13] = [
+const ADD_OPTIONS: [&str; 16] = [
     "-t",
     "--transport",
     "-s",
@@ -217,6 +232,9 @@ const ADD_OPTIONS: [&str; 13] = [
     "--cwd",
     "--force",
     "--url",
+    "--from-registry",
+    "--registry",
+    "--via",
     "-h",
     "--help",
 ];
@@ -521,15 +539,15 @@ fn entry_from(
 /// `.mcp.json` (created in Claude Code's shape). You wrote it, so the file is
 /// approved for you as it now is — but only when it was approved before (or
 /// did not exist): a file holding servers you never approved stays
-/// unapproved, and `clat mcp approve` is named.
+/// unapproved, and `clat mcp approve` is named. Returns the file and whether
+/// it is approved.
 fn add_to_project(
     home: &ClatHome,
     project: Option<PathBuf>,
     name: &str,
     entry: Value,
     force: bool,
-    json: bool,
-) -> Result<Exit, Failure> {
+) -> Result<(PathBuf, bool), Failure> {
     let root = canonical_project(&project_dir(project)?)?;
     let before = project_servers::read(&root).map_err(|e| configuration(e.to_string()))?;
     let was_approved = match &before {
@@ -546,6 +564,11 @@ fn add_to_project(
         }
         _ => false,
     };
+    Ok((path, approved))
+}
+
+/// What `clat mcp add --scope project` says it did.
+fn print_added_to_project(name: &str, path: &std::path::Path, approved: bool, json: bool) {
     if json {
         println!("{}", json!({ "added": name, "file": path.display().to_string(), "approved": approved }));
     } else {
@@ -558,6 +581,119 @@ fn add_to_project(
         } else {
             println!("{} holds servers you have not approved: review it, then run `clat mcp approve`", path.display());
         }
+    }
+}
+
+/// What `clat mcp add --from-registry` was asked.
+struct RegistryRequest {
+    reference: String,
+    registry: Option<String>,
+    via: Option<String>,
+    scope: String,
+    force: bool,
+}
+
+impl From<from_registry::RegistryError> for Failure {
+    fn from(e: from_registry::RegistryError) -> Self {
+        let kind = if matches!(e, from_registry::RegistryError::Usage(_)) { "usage" } else { "registry" };
+        Failure::new(Exit::Usage, kind, crate::redact::redact(&e.to_string()))
+    }
+}
+
+/// `clat mcp add NAME --from-registry SERVER[@VERSION]`: read the version
+/// from the registry, show what the entry runs, the effect it gets and the
+/// values it needs, then write it (user or project scope). Nothing starts.
+async fn add_from_registry(
+    home: &ClatHome,
+    project: Option<PathBuf>,
+    name: &str,
+    request: RegistryRequest,
+    json: bool,
+    shutdown: &Shutdown,
+) -> Result<Exit, Failure> {
+    let (server, version) = from_registry::parse_reference(&request.reference)?;
+    let via = match request.via.as_deref() {
+        None => None,
+        Some(text) => Some(from_registry::Via::parse(text).ok_or_else(|| {
+            Failure::new(Exit::Usage, "usage", format!("--via {text:?}: give npm, pypi, oci or remote"))
+        })?),
+    };
+    let base = from_registry::registry_base(request.registry.as_deref())?;
+    let document = tokio::select! {
+        document = from_registry::fetch(&base, &server, &version) => document?,
+        _ = shutdown.token().cancelled() => return Err(runs::interrupted(shutdown)),
+    };
+    let found = from_registry::entry_from_document(base.as_str(), name, &document, via)?;
+    // The entry as mcp.json will read it: a document that yields an entry CLAT would refuse adds nothing.
+    entry_from_json(name, &found.entry.to_string()).map_err(|f| {
+        Failure::new(
+            Exit::Usage,
+            "registry",
+            format!("{} yields an entry CLAT cannot use: {}", found.source.server, f.message),
+        )
+    })?;
+    let entry = found.entry.clone();
+    let (file, approved) = if request.scope == "project" {
+        let (path, approved) = add_to_project(home, project, name, entry, request.force)?;
+        (path, Some(approved))
+    } else {
+        McpConfigFile::new(home).add(name, entry, request.force)?;
+        (home.path().join(crate::mcp::MCP_CONFIG_FILE), None)
+    };
+    if json {
+        let needs: Vec<Value> = found
+            .needs
+            .iter()
+            .map(|n| {
+                json!({ "variable": n.variable, "fills": n.fills, "required": n.required, "secret": n.secret,
+                        "default": n.default, "choices": n.choices, "description": n.description })
+            })
+            .collect();
+        println!(
+            "{}",
+            json!({ "added": name, "file": file.display().to_string(), "approved": approved,
+                    "server": found.source.server, "version": found.source.version,
+                    "registry": found.source.registry, "via": found.via.as_str(), "entry": found.entry,
+                    "runs": found.runs, "effect": found.effect, "needs": needs, "alternatives": found.alternatives,
+                    "passed_over": found.passed_over })
+        );
+        return Ok(Exit::Ok);
+    }
+    let source = &found.source;
+    println!("{} {} ({}) from {}", source.server, source.version, found.via.as_str(), source.registry);
+    if !found.description.is_empty() {
+        println!("  {}", found.description);
+    }
+    println!("  runs: {}", found.runs);
+    println!("  effect: {}", found.effect);
+    for need in &found.needs {
+        let mut about = vec![if need.required { "required" } else { "optional" }];
+        if need.secret {
+            about.push("secret");
+        }
+        let default = need.default.as_ref().map(|d| format!(", default {d:?}")).unwrap_or_default();
+        let choices =
+            if need.choices.is_empty() { String::new() } else { format!(", one of {}", need.choices.join("|")) };
+        let description = if need.description.is_empty() { String::new() } else { format!(": {}", need.description) };
+        println!(
+            "  needs ${{{}}} ({}{default}{choices}) for {}{description}",
+            need.variable,
+            about.join(", "),
+            need.fills
+        );
+    }
+    if !found.needs.is_empty() {
+        println!("  the entry holds only these references: set them in CLAT's environment before the server starts");
+    }
+    for other in &found.alternatives {
+        println!("  also offered: {other}");
+    }
+    for other in &found.passed_over {
+        println!("  not usable: {other}");
+    }
+    match approved {
+        Some(approved) => print_added_to_project(name, &file, approved, false),
+        None => println!("added {name} to {} (nothing was started)", file.display()),
     }
     Ok(Exit::Ok)
 }
@@ -586,7 +722,20 @@ pub(crate) async fn mcp(
         })
         .await
         .map(|failed| if failed { Exit::ServerFailed } else { Exit::Ok }),
-        Some(McpCommand::Add { name, url, transport, scope, headers, env, cwd, force, command }) => {
+        Some(McpCommand::Add {
+            name,
+            url,
+            transport,
+            scope,
+            headers,
+            env,
+            cwd,
+            force,
+            from_registry,
+            registry,
+            via,
+            command,
+        }) => {
             if scope != "user" && scope != "project" {
                 return Err(Failure::new(
                     Exit::Usage,
@@ -594,11 +743,31 @@ pub(crate) async fn mcp(
                     format!("--scope {scope:?}: `user` ($CLAT_HOME/mcp.json) or `project` (the project's .mcp.json)"),
                 ));
             }
+            if let Some(reference) = from_registry {
+                let own =
+                    [(url.is_some(), "--url"), (transport.is_some(), "--transport"), (!headers.is_empty(), "--header")]
+                        .into_iter()
+                        .chain([
+                            (!env.is_empty(), "--env"),
+                            (cwd.is_some(), "--cwd"),
+                            (!command.is_empty(), "a command or URL"),
+                        ]);
+                if let Some((_, given)) = own.into_iter().find(|(given, _)| *given) {
+                    let message = format!(
+                        "--from-registry takes the server's entry from the registry; {given} cannot be given with it"
+                    );
+                    return Err(Failure::new(Exit::Usage, "usage", message));
+                }
+                let request = RegistryRequest { reference, registry, via, scope, force };
+                return add_from_registry(home, project, &name, request, json, shutdown).await;
+            }
             check_command_words(&command)?;
             let (url, command) = target(url, transport.as_deref(), command)?;
             let entry = entry_from(url, &headers, &env, cwd, &command)?;
             if scope == "project" {
-                return add_to_project(home, project, &name, entry, force, json);
+                let (path, approved) = add_to_project(home, project, &name, entry, force)?;
+                print_added_to_project(&name, &path, approved, json);
+                return Ok(Exit::Ok);
             }
             file.add(&name, entry, force)?;
             done(json, "added", &name, &path);

@@ -7,6 +7,7 @@
 //!   `.mcp.json` in `project_servers.rs`, `mcp-stdio` packages, the GLM pack
 //!   in `glm.rs`) and where and how each one runs;
 //! - `config_file.rs`: editing `mcp.json` (`clat mcp add | remove | enable | disable`);
+//! - `from_registry.rs`: an entry from a server's `server.json` in an MCP registry (`--from-registry`);
 //! - `inputs.rs`: VS Code's `inputs` (`${input:ID}`): which entries use them, the values given;
 //! - `credentials.rs`: the OAuth tokens of remote servers (`$CLAT_HOME/credentials/`)
 //!   and each HTTP server's `Authorizer` on them;
@@ -22,6 +23,7 @@
 
 pub mod config_file;
 pub mod credentials;
+pub mod from_registry;
 pub mod glm;
 pub mod host_services;
 pub mod inputs;
