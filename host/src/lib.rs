@@ -65,6 +65,8 @@ pub mod names;
 #[doc(hidden)]
 pub mod native;
 #[doc(hidden)]
+pub mod oci;
+#[doc(hidden)]
 pub mod packages;
 #[doc(hidden)]
 pub mod permissions;

@@ -192,3 +192,16 @@ pub const MCP_REGISTRY_DOCUMENT_MAX_BYTES: usize = 1024 * 1024;
 pub const MCP_REGISTRY_REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
 /// Redirects followed for one registry request, each within the registry's origin.
 pub const MCP_REGISTRY_REDIRECTS_MAX: usize = 3;
+
+// Plugins from OCI registries (`clat plugin install oci://…`, `push`, `update`).
+
+/// Bytes of one image manifest (the distribution registry's own limit).
+pub const OCI_MANIFEST_MAX_BYTES: u64 = 4 * 1024 * 1024;
+/// Bytes of one layer, declared or streamed (a component is at most `WASM_COMPONENT_MAX_BYTES` anyway).
+pub const OCI_LAYER_MAX_BYTES: u64 = 64 * 1024 * 1024;
+/// How long a registry may send nothing while a request waits or a body streams.
+pub const OCI_READ_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long one whole push or pull may take.
+pub const OCI_PULL_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+/// Redirects followed for one download (a manifest's only on the registry's host; a layer's to another host only over https).
+pub const OCI_REDIRECTS_MAX: usize = 3;

@@ -110,6 +110,19 @@ pub struct Installed {
     /// (`true` or some of its tool names) and `defer_loading` (`clat plugin load`).
     #[serde(default, flatten)]
     pub loading: clat_mcp::config::Loading,
+    /// Where it was installed from, when that was a registry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<PackageSource>,
+}
+
+/// A registry a package was installed from: the reference as given and the
+/// manifest digest its tag resolved to (what `clat plugin update` compares).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PackageSource {
+    /// `oci://REGISTRY/REPO:TAG` (or `@sha256:…`), as given.
+    pub oci: String,
+    /// The manifest's digest, `sha256:…`.
+    pub digest: String,
 }
 
 impl Installed {
@@ -310,15 +323,17 @@ impl PackageStore {
         dir: &Path,
         validate: impl FnOnce(&Manifest, &Path) -> Result<(), String>,
     ) -> Result<Installed, PackageError> {
-        self.install_granted(dir, |_, _| Ok(Capabilities::default()), validate)
+        self.install_granted(dir, None, |_, _| Ok(Capabilities::default()), validate)
     }
 
     /// `install`, with the grants `grant` decides from the manifest and the
-    /// installed version it replaces (if any). It runs before anything is
-    /// copied or validated, so a refusal leaves nothing behind.
+    /// installed version it replaces (if any), and the registry it came from.
+    /// `grant` runs before anything is copied or validated, so a refusal
+    /// leaves nothing behind.
     pub fn install_granted(
         &self,
         dir: &Path,
+        source: Option<PackageSource>,
         grant: impl FnOnce(&Manifest, Option<&Installed>) -> Result<Capabilities, PackageError>,
         validate: impl FnOnce(&Manifest, &Path) -> Result<(), String>,
     ) -> Result<Installed, PackageError> {
@@ -364,7 +379,7 @@ impl PackageStore {
         index.version = 1;
         // A reinstall keeps how the user had its tools offered.
         let loading = index.plugins.get(&manifest.name).map(|p| p.loading.clone()).unwrap_or_default();
-        let installed = Installed { manifest: manifest.clone(), dir: final_dir, grants, digest, loading };
+        let installed = Installed { manifest: manifest.clone(), dir: final_dir, grants, digest, loading, source };
         let previous = index.plugins.insert(manifest.name.clone(), installed.clone());
         self.save(&index)?;
         if let Some(old) = previous

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod http_server;
+pub mod oci_registry;
 pub mod toolchains;
 pub mod wasm;
 

@@ -118,7 +118,7 @@ enum Command {
         #[command(subcommand)]
         command: approvals::ApprovalsCommand,
     },
-    /// Write, build, try, test, install, list or remove plugins; sweep the compiled cache.
+    /// Write, build, try, test, install, list or remove plugins; push them to and update them from OCI registries; sweep the compiled cache.
     Plugin {
         #[command(subcommand)]
         command: PluginCommand,
@@ -297,9 +297,12 @@ pub(crate) enum PluginCommand {
         #[arg(long)]
         watch: bool,
     },
-    /// Validate a package directory (clat-plugin.toml + entry) and install it.
+    /// Validate a package directory (clat-plugin.toml + entry), or a WASM plugin in an OCI
+    /// registry (`oci://REGISTRY/REPO:TAG` or `@sha256:…`: its tag resolved to a digest once,
+    /// every layer checked against its digest), and install it.
     Install {
-        /// The package directory, or with --build the project directory.
+        /// The package directory, with --build the project directory, or `oci://REGISTRY/REPO:TAG`.
+        #[arg(value_name = "DIR|oci://REGISTRY/REPO:TAG")]
         dir: PathBuf,
         /// Build the project first and install its package (DIR/dist).
         #[arg(long)]
@@ -358,6 +361,31 @@ pub(crate) enum PluginCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Publish a WASM plugin package to an OCI registry, in the Wasm OCI artifact layout
+    /// (credentials from the Docker config when it has the registry).
+    Push {
+        /// The package directory (clat-plugin.toml + component).
+        dir: PathBuf,
+        /// Where: `oci://REGISTRY/REPO:TAG`.
+        #[arg(value_name = "oci://REGISTRY/REPO:TAG")]
+        reference: String,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check the registry tag a plugin was installed from; when it has moved,
+    /// say from which digest to which and install what it names now.
+    Update {
+        /// The plugin's name.
+        #[arg(add = clap_complete::ArgValueCandidates::new(completion::plugin_names))]
+        name: String,
+        /// Grant the capabilities the new version declares without asking.
+        #[arg(long)]
+        grant: bool,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Remove compiled cache entries no installed plugin uses (install and remove also do).
     Gc {
         /// Print JSON instead of text.
@@ -399,6 +427,8 @@ pub fn main() -> ExitCode {
                 command: PluginCommand::Install { json: true, .. }
                     | PluginCommand::Remove { json: true, .. }
                     | PluginCommand::Gc { json: true }
+                    | PluginCommand::Push { json: true, .. }
+                    | PluginCommand::Update { json: true, .. }
                     | PluginCommand::New { json: true, .. }
                     | PluginCommand::Build { json: true, .. }
                     | PluginCommand::Call { call: CallArgs { json: true, .. }, .. }

@@ -97,6 +97,7 @@ fn relist(home: &ClatHome, package: &Installed) {
 pub(crate) fn decide_grants(
     manifest: &Manifest,
     previous: Option<&Installed>,
+    imports: &[String],
     grant_flag: bool,
     retry: &str,
 ) -> Result<Capabilities, PackageError> {
@@ -120,11 +121,44 @@ pub(crate) fn decide_grants(
     if let Some(new) = new {
         prompt.push_str(&format!("  (new since the installed version: {})\n", new.describe().join(", ")));
     }
+    if !imports.is_empty() {
+        prompt.push_str(&format!("Its component imports: {}\n", imports_summary(imports)));
+    }
     prompt.push_str("Its tools count as reaching the network. Grant? [y/N] ");
     eprint!("{prompt}");
     let mut answer = String::new();
     let _ = std::io::stdin().read_line(&mut answer);
     if matches!(answer.trim(), "y" | "Y" | "yes") { Ok(asked.clone()) } else { Err(refused("Not granted.")) }
+}
+
+/// The interfaces the WASM component of the package in `dir` imports, as
+/// its bytes say (whatever its manifest claims); empty for an MCP package or
+/// one whose entry cannot be read (installing it reports why).
+pub(crate) fn component_imports(dir: &std::path::Path) -> Vec<String> {
+    let Ok(manifest) = read_manifest(dir) else { return Vec::new() };
+    if manifest.kind != PackageKind::Wasm {
+        return Vec::new();
+    }
+    std::fs::read(dir.join(&manifest.entry))
+        .ok()
+        .and_then(|bytes| crate::wasm::imports::read_interfaces(&bytes).ok())
+        .map(|interfaces| interfaces.imports)
+        .unwrap_or_default()
+}
+
+/// Imports grouped by package, for people: `wasi:http@0.2.12 (types, outgoing-handler)`.
+fn imports_summary(imports: &[String]) -> String {
+    let mut packages: Vec<(String, Vec<String>)> = Vec::new();
+    for import in imports {
+        let (name, version) = import.rsplit_once('@').map_or((import.as_str(), ""), |(n, v)| (n, v));
+        let (package, interface) = name.split_once('/').unwrap_or((name, ""));
+        let key = if version.is_empty() { package.to_string() } else { format!("{package}@{version}") };
+        match packages.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, interfaces)) => interfaces.push(interface.to_string()),
+            None => packages.push((key, vec![interface.to_string()])),
+        }
+    }
+    packages.iter().map(|(key, interfaces)| format!("{key} ({})", interfaces.join(", "))).collect::<Vec<_>>().join("; ")
 }
 
 /// What `plugin grant` / `plugin revoke` changed: `{"plugin", VERB: grants}`,
@@ -197,64 +231,38 @@ pub(crate) async fn plugin(
         }
         // The package store's.
         PluginCommand::Install { dir, grant, json, .. } => {
-            let manifest = read_manifest(&dir)?;
-            check_entry(&dir, &manifest)?;
-            let runtime = wasm_runtime(home)?;
-            let mut tools = Vec::new();
-            let retry = format!("clat plugin install {}", dir.display());
-            // Grants are decided first; validation runs on the staged copy, the bytes that will be installed.
-            let installed = store.install_granted(
-                &dir,
-                |manifest, previous| decide_grants(manifest, previous, grant, &retry),
-                |manifest, staged| {
-                    tools = validate_staged(&runtime, manifest, staged)?;
-                    Ok(())
-                },
-            );
-            // A failed install's compiled entry and a replaced version's go now.
-            sweep_after(&store, &runtime);
-            let installed = installed?;
-            let kind = installed.manifest.kind.as_str();
-            let names: Vec<String> = tools
-                .iter()
-                .map(|t| {
-                    crate::names::external_tool_name(
-                        crate::names::ExternalKind::Wasm,
-                        &installed.manifest.name,
-                        &t.name,
-                    )
-                })
-                .collect();
-            if installed.manifest.kind == PackageKind::Wasm {
-                // Listed under its grants and kept: a load maps nothing until a call needs the component.
-                keep_listing(&runtime, home, &installed);
-                // Its listing is known now: completions offer its tools before it ever starts.
-                let (plugin, identity) = (&installed.manifest.name, installed.identity());
-                if let Err(e) = crate::listings::remember(home, ExtensionKind::Wasm, plugin, &identity, &names) {
-                    tracing::debug!("cannot keep the listing of {plugin}: {e}");
+            match dir.to_str().filter(|d| d.starts_with(crate::oci::OCI_SCHEME)) {
+                Some(reference) => {
+                    let reference = crate::oci::OciReference::parse(reference).map_err(oci_failure)?;
+                    let options = InstallOptions { grant, json, replaced: None };
+                    install_from_registry(home, &store, &reference, &reference, &options, shutdown).await
+                }
+                None => {
+                    let retry = format!("clat plugin install {}", dir.display());
+                    install_package(home, &store, &dir, None, &retry, &InstallOptions { grant, json, replaced: None })
                 }
             }
+        }
+        PluginCommand::Push { dir, reference, json } => {
+            let reference = crate::oci::OciReference::parse(&reference).map_err(oci_failure)?;
+            let pushed = tokio::select! {
+                pushed = crate::oci::push(&dir, &reference) => pushed.map_err(oci_failure)?,
+                _ = shutdown.token().cancelled() => return Err(super::runs::interrupted(shutdown)),
+            };
+            let digest = pushed.pinned.reference.digest().unwrap_or_default().to_string();
             if json {
-                let document = json!({ "installed": installed.manifest.name, "version": installed.manifest.version,
-                                       "kind": kind, "dir": installed.dir.display().to_string(), "tools": names,
-                                       "grants": installed.grants });
-                println!("{document}");
-                return Ok(Exit::Ok);
-            }
-            println!(
-                "installed {} {} ({kind}) into {}",
-                installed.manifest.name,
-                installed.manifest.version,
-                installed.dir.display()
-            );
-            for line in installed.grants.describe() {
-                println!("  granted {line}");
-            }
-            for name in names {
-                println!("  tool {name}");
+                println!(
+                    "{}",
+                    json!({ "pushed": pushed.name, "version": pushed.version, "reference": reference.text,
+                            "digest": digest, "pinned": pushed.pinned.text })
+                );
+            } else {
+                println!("pushed {} {} to {} ({digest})", pushed.name, pushed.version, reference.text);
+                println!("  install it pinned: clat plugin install {}", pushed.pinned.text);
             }
             Ok(Exit::Ok)
         }
+        PluginCommand::Update { name, grant, json } => update(home, &store, &name, grant, json, shutdown).await,
         PluginCommand::List { json } => {
             let list = store.list()?;
             if json {
@@ -265,6 +273,9 @@ pub(crate) async fn plugin(
                 for p in list {
                     let kind = p.manifest.kind.as_str();
                     println!("{:20} {:10} {:9} {}", p.manifest.name, p.manifest.version, kind, p.manifest.description);
+                    if let Some(source) = &p.source {
+                        println!("  from {} ({})", source.oci, source.digest);
+                    }
                     for line in grant_lines(&p) {
                         println!("{line}");
                     }
@@ -336,4 +347,159 @@ pub(crate) async fn plugin(
             Ok(Exit::Ok)
         }
     }
+}
+
+/// How an install goes: its grant given without asking, its report as JSON,
+/// and the digest it replaces (an update's).
+#[derive(Clone, Copy)]
+struct InstallOptions<'a> {
+    grant: bool,
+    json: bool,
+    replaced: Option<&'a str>,
+}
+
+/// Install the package in `dir` (from a registry: `source`): grants decided
+/// first, validation on the staged copy, the listing kept.
+fn install_package(
+    home: &ClatHome,
+    store: &PackageStore,
+    dir: &std::path::Path,
+    source: Option<crate::packages::PackageSource>,
+    retry: &str,
+    options: &InstallOptions,
+) -> Result<Exit, Failure> {
+    let InstallOptions { grant, json, replaced } = *options;
+    let manifest = read_manifest(dir)?;
+    check_entry(dir, &manifest)?;
+    let runtime = wasm_runtime(home)?;
+    let mut tools = Vec::new();
+    let imports = component_imports(dir);
+    // Grants are decided first; validation runs on the staged copy, the bytes that will be installed.
+    let installed = store.install_granted(
+        dir,
+        source,
+        |manifest, previous| decide_grants(manifest, previous, &imports, grant, retry),
+        |manifest, staged| {
+            tools = validate_staged(&runtime, manifest, staged)?;
+            Ok(())
+        },
+    );
+    // A failed install's compiled entry and a replaced version's go now.
+    sweep_after(store, &runtime);
+    let installed = installed?;
+    let kind = installed.manifest.kind.as_str();
+    let names: Vec<String> = tools
+        .iter()
+        .map(|t| crate::names::external_tool_name(crate::names::ExternalKind::Wasm, &installed.manifest.name, &t.name))
+        .collect();
+    if installed.manifest.kind == PackageKind::Wasm {
+        // Listed under its grants and kept: a load maps nothing until a call needs the component.
+        keep_listing(&runtime, home, &installed);
+        // Its listing is known now: completions offer its tools before it ever starts.
+        let (plugin, identity) = (&installed.manifest.name, installed.identity());
+        if let Err(e) = crate::listings::remember(home, ExtensionKind::Wasm, plugin, &identity, &names) {
+            tracing::debug!("cannot keep the listing of {plugin}: {e}");
+        }
+    }
+    if json {
+        let document = json!({ "installed": installed.manifest.name, "version": installed.manifest.version,
+                               "kind": kind, "dir": installed.dir.display().to_string(), "tools": names,
+                               "grants": installed.grants, "imports": imports, "source": installed.source,
+                               "replaced": replaced });
+        println!("{document}");
+        return Ok(Exit::Ok);
+    }
+    println!(
+        "installed {} {} ({kind}) into {}",
+        installed.manifest.name,
+        installed.manifest.version,
+        installed.dir.display()
+    );
+    if let Some(source) = &installed.source {
+        println!("  from {} ({})", source.oci, source.digest);
+    }
+    for line in installed.grants.describe() {
+        println!("  granted {line}");
+    }
+    if !imports.is_empty() {
+        println!("  imports {}", imports_summary(&imports));
+    }
+    for name in names {
+        println!("  tool {name}");
+    }
+    Ok(Exit::Ok)
+}
+
+fn oci_failure(e: crate::oci::OciError) -> Failure {
+    let kind = if matches!(e, crate::oci::OciError::Reference(_)) { "usage" } else { "registry" };
+    Failure::new(Exit::Usage, kind, crate::redact::redact(&e.to_string()))
+}
+
+/// `clat plugin install oci://…`: pull the plugin into a temporary package
+/// (the tag resolved once, every layer checked) and install it as any
+/// package, recording `record` — the reference as the user gave it — and the
+/// digest it resolved to. Nothing is installed when the pull fails.
+async fn install_from_registry(
+    home: &ClatHome,
+    store: &PackageStore,
+    reference: &crate::oci::OciReference,
+    record: &crate::oci::OciReference,
+    options: &InstallOptions<'_>,
+    shutdown: &Shutdown,
+) -> Result<Exit, Failure> {
+    let staging = std::env::temp_dir().join(format!("clat-pull-{}", uuid::Uuid::new_v4().simple()));
+    let pulled = tokio::select! {
+        pulled = crate::oci::pull(reference, &staging) => pulled,
+        _ = shutdown.token().cancelled() => {
+            let _ = std::fs::remove_dir_all(&staging);
+            return Err(super::runs::interrupted(shutdown));
+        }
+    };
+    let outcome = pulled.map_err(oci_failure).and_then(|pulled| {
+        let digest = pulled.pinned.reference.digest().unwrap_or_default().to_string();
+        let source = crate::packages::PackageSource { oci: record.text.clone(), digest };
+        let retry = format!("clat plugin install {}", record.text);
+        install_package(home, store, &pulled.dir, Some(source), &retry, options)
+    });
+    let _ = std::fs::remove_dir_all(&staging);
+    outcome
+}
+
+/// `clat plugin update NAME`: resolve the tag it was installed from again;
+/// unchanged, say so; moved, say from which digest to which and install what
+/// the tag names now (its grant decided as at install).
+async fn update(
+    home: &ClatHome,
+    store: &PackageStore,
+    name: &str,
+    grant: bool,
+    json: bool,
+    shutdown: &Shutdown,
+) -> Result<Exit, Failure> {
+    let installed = store.get(name)?.ok_or_else(|| PackageError::NotInstalled(name.to_string()))?;
+    let Some(source) = installed.source.clone() else {
+        let message = format!(
+            "plugin {name} was installed from a directory, not a registry: install its new package with `clat plugin install DIR`"
+        );
+        return Err(Failure::new(Exit::Usage, "usage", message));
+    };
+    let reference = crate::oci::OciReference::parse(&source.oci).map_err(oci_failure)?;
+    let now = tokio::select! {
+        now = crate::oci::resolve(&reference) => now.map_err(oci_failure)?,
+        _ = shutdown.token().cancelled() => return Err(super::runs::interrupted(shutdown)),
+    };
+    if now == source.digest {
+        if json {
+            println!("{}", json!({ "plugin": name, "reference": source.oci, "digest": now, "updated": false }));
+        } else {
+            println!("plugin {name} is up to date: {} is still {now}", source.oci);
+        }
+        return Ok(Exit::Ok);
+    }
+    if !json {
+        println!("{} moved: {} → {now}", source.oci, source.digest);
+    }
+    let pinned = reference.at_digest(&now);
+    let options = InstallOptions { grant, json, replaced: Some(&source.digest) };
+    install_from_registry(home, store, &pinned, &reference, &options, shutdown).await
 }

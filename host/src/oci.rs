@@ -1,0 +1,455 @@
+//! Plugins in OCI registries: `clat plugin push DIR oci://REGISTRY/REPO:TAG`
+//! publishes a WASM plugin package in the Wasm OCI artifact layout that `wkg`
+//! and Wassette use — a config of media type `application/vnd.wasm.config.v0+json`
+//! (architecture `wasm`, os `wasip2`, the layer digests and the component's
+//! imports and exports), the component as an `application/wasm` layer and
+//! `clat-plugin.toml` as a layer of its own media type — and `pull` fetches one
+//! into a package directory that `clat plugin install` then installs as any
+//! other, with the registry reference and the manifest digest it came from.
+//!
+//! The `oci-client` crate speaks the protocol: references, the token
+//! handshake, pushing. The two downloads of a pull — the manifest and each
+//! layer — go through one bounded fetch of this module, because the crate's
+//! client reads a manifest whole and follows every redirect: a manifest over
+//! `OCI_MANIFEST_MAX_BYTES`, a layer declared or streamed past
+//! `OCI_LAYER_MAX_BYTES`, a stream silent for `OCI_READ_TIMEOUT`, a pull past
+//! `OCI_PULL_TIMEOUT`, more than `OCI_REDIRECTS_MAX` redirects, a manifest
+//! redirected off the registry's host or a layer redirected to plain http
+//! elsewhere all fail with the bound named. A tag is resolved to a digest once;
+//! every layer is then fetched by digest and its bytes checked against it.
+//! Credentials come from the Docker config (`$DOCKER_CONFIG/config.json` or
+//! `~/.docker/config.json`, its credential helpers included) when it has the
+//! registry, else the pull is anonymous; they are never shown and never sent to
+//! another host.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
+use oci_client::manifest::OciImageManifest;
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, Reference, RegistryOperation};
+use sha2::{Digest, Sha256};
+
+use crate::limits::{
+    OCI_LAYER_MAX_BYTES, OCI_MANIFEST_MAX_BYTES, OCI_PULL_TIMEOUT, OCI_READ_TIMEOUT, OCI_REDIRECTS_MAX,
+};
+use crate::packages::{MANIFEST, Manifest, PackageKind};
+
+/// The scheme of a plugin's registry reference.
+pub const OCI_SCHEME: &str = "oci://";
+/// The Wasm OCI artifact's config media type (CNCF Wasm OCI artifact layout, as `wkg` writes it).
+pub const WASM_CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
+/// The component layer's media type.
+pub const WASM_LAYER_MEDIA_TYPE: &str = "application/wasm";
+/// The media type of the layer holding `clat-plugin.toml`.
+pub const PLUGIN_MANIFEST_MEDIA_TYPE: &str = "application/vnd.artec.clat.plugin.manifest.v1+toml";
+/// The manifest media types a pull accepts.
+const MANIFEST_MEDIA_TYPES: [&str; 2] =
+    ["application/vnd.oci.image.manifest.v1+json", "application/vnd.docker.distribution.manifest.v2+json"];
+
+/// Why a push or a pull failed.
+#[derive(Debug, thiserror::Error)]
+pub enum OciError {
+    #[error("{0}")]
+    Reference(String),
+    #[error("{0}")]
+    Package(String),
+    #[error("{reference}: {why}")]
+    Registry { reference: String, why: String },
+    #[error("{reference}: {why}; nothing was installed")]
+    Refused { reference: String, why: String },
+}
+
+/// A plugin's place in a registry, as `oci://REGISTRY/REPO:TAG` or `…@sha256:…`.
+#[derive(Debug, Clone)]
+pub struct OciReference {
+    /// As the user wrote it (with `oci://`).
+    pub text: String,
+    pub reference: Reference,
+}
+
+impl OciReference {
+    pub fn parse(text: &str) -> Result<OciReference, OciError> {
+        let bad = |why: String| OciError::Reference(format!("{text:?} is not a plugin's registry reference: {why}"));
+        let rest = text.strip_prefix(OCI_SCHEME).ok_or_else(|| bad(format!("it must start with {OCI_SCHEME}")))?;
+        if !rest.contains('/') {
+            return Err(bad("give oci://REGISTRY/REPOSITORY:TAG (or @sha256:DIGEST)".into()));
+        }
+        if rest.chars().any(|c| c.is_control() || c.is_whitespace()) {
+            return Err(bad("it holds spaces or control characters".into()));
+        }
+        let reference: Reference = rest.parse().map_err(|e| bad(format!("{e}")))?;
+        if reference.digest().is_some_and(|d| !d.starts_with("sha256:")) {
+            return Err(bad("only sha256 digests are accepted".into()));
+        }
+        Ok(OciReference { text: text.to_string(), reference })
+    }
+
+    /// The registry's host (and port), as Docker's config names it.
+    pub fn registry(&self) -> &str {
+        self.reference.resolve_registry()
+    }
+
+    /// The same repository at `digest`.
+    pub fn at_digest(&self, digest: &str) -> OciReference {
+        let reference = self.reference.clone_with_digest(digest.to_string());
+        OciReference { text: format!("{OCI_SCHEME}{}", reference.whole()), reference }
+    }
+
+    /// Whether the registry is this machine (spoken to over plain http).
+    fn is_loopback(&self) -> bool {
+        let registry = self.reference.registry();
+        let host = match registry.rsplit_once(':') {
+            Some((host, port)) if port.chars().all(|c| c.is_ascii_digit()) => host,
+            _ => registry,
+        };
+        matches!(host, "localhost" | "127.0.0.1" | "[::1]")
+    }
+
+    fn scheme(&self) -> &'static str {
+        if self.is_loopback() { "http" } else { "https" }
+    }
+}
+
+/// The credentials for a registry from the Docker config, or anonymous.
+/// A helper's failure is named, never its output (it may hold a secret).
+pub fn credentials(reference: &OciReference) -> Result<RegistryAuth, OciError> {
+    let server = match reference.registry() {
+        "index.docker.io" | "registry-1.docker.io" | "docker.io" => "https://index.docker.io/v1/",
+        other => other,
+    };
+    use docker_credential::{CredentialRetrievalError as E, DockerCredential};
+    match docker_credential::get_credential(server) {
+        Ok(DockerCredential::UsernamePassword(user, password)) => Ok(RegistryAuth::Basic(user, password)),
+        Ok(DockerCredential::IdentityToken(token)) => Ok(RegistryAuth::Bearer(token)),
+        Err(E::NoCredentialConfigured | E::ConfigNotFound | E::ConfigReadError) => Ok(RegistryAuth::Anonymous),
+        Err(E::HelperFailure { helper, .. }) => Err(OciError::Registry {
+            reference: reference.text.clone(),
+            why: format!("the Docker credential helper docker-credential-{helper} failed for {server}"),
+        }),
+        Err(e) => Err(OciError::Registry {
+            reference: reference.text.clone(),
+            why: format!("the Docker config's credentials for {server} cannot be used: {e}"),
+        }),
+    }
+}
+
+fn client(reference: &OciReference) -> Client {
+    let protocol = if reference.is_loopback() {
+        ClientProtocol::HttpsExcept(vec![reference.reference.registry().to_string()])
+    } else {
+        ClientProtocol::Https
+    };
+    Client::new(ClientConfig {
+        protocol,
+        read_timeout: Some(OCI_READ_TIMEOUT),
+        connect_timeout: Some(Duration::from_secs(10)),
+        ..ClientConfig::default()
+    })
+}
+
+fn sha256_digest(bytes: &[u8]) -> String {
+    format!("sha256:{}", crate::identity::hex(&Sha256::digest(bytes)))
+}
+
+/// What `push` published.
+#[derive(Debug, Clone)]
+pub struct Pushed {
+    pub name: String,
+    pub version: String,
+    /// The reference pinned to the pushed manifest's digest.
+    pub pinned: OciReference,
+}
+
+/// Publish the WASM plugin package in `dir` at `reference`.
+pub async fn push(dir: &Path, reference: &OciReference) -> Result<Pushed, OciError> {
+    let package = |why: String| OciError::Package(format!("package {}: {why}", dir.display()));
+    let manifest = crate::packages::read_manifest(dir).map_err(|e| OciError::Package(e.to_string()))?;
+    if manifest.kind != PackageKind::Wasm {
+        return Err(package(format!(
+            "a {} package holds a native executable; only WASM plugins are published to OCI registries",
+            manifest.kind.as_str()
+        )));
+    }
+    let entry = crate::packages::check_entry(dir, &manifest).map_err(|e| OciError::Package(e.to_string()))?;
+    let component = std::fs::read(&entry).map_err(|e| package(format!("cannot read {}: {e}", manifest.entry)))?;
+    let toml = std::fs::read(dir.join(MANIFEST)).map_err(|e| package(format!("cannot read {MANIFEST}: {e}")))?;
+    let interfaces = crate::wasm::imports::read_interfaces(&component).map_err(|e| package(e.to_string()))?;
+    let config = serde_json::json!({
+        "architecture": "wasm",
+        "os": "wasip2",
+        "layerDigests": [sha256_digest(&component)],
+        "component": { "imports": interfaces.imports, "exports": interfaces.exports },
+    });
+    let title = |file: &str| Some(BTreeMap::from([("org.opencontainers.image.title".to_string(), file.to_string())]));
+    let layers = vec![
+        ImageLayer::new(component, WASM_LAYER_MEDIA_TYPE.to_string(), title(&manifest.entry)),
+        ImageLayer::new(toml, PLUGIN_MANIFEST_MEDIA_TYPE.to_string(), title(MANIFEST)),
+    ];
+    let config = Config::new(serde_json::to_vec(&config).expect("JSON"), WASM_CONFIG_MEDIA_TYPE.to_string(), None);
+    let annotations = BTreeMap::from([
+        ("org.opencontainers.image.title".to_string(), manifest.name.clone()),
+        ("org.opencontainers.image.version".to_string(), manifest.version.clone()),
+        ("org.opencontainers.image.description".to_string(), manifest.description.clone()),
+    ]);
+    let image = OciImageManifest::build(&layers, &config, Some(annotations));
+    let auth = credentials(reference)?;
+    let registry = |why: String| OciError::Registry { reference: reference.text.clone(), why };
+    let client = client(reference);
+    let pushed = tokio::time::timeout(OCI_PULL_TIMEOUT, async {
+        client.push(&reference.reference, &layers, config, &auth, Some(image)).await
+    })
+    .await
+    .map_err(|_| registry(format!("the push took longer than {} s", OCI_PULL_TIMEOUT.as_secs())))?;
+    pushed.map_err(|e| registry(format!("the push failed: {}", crate::redact::redact(&e.to_string()))))?;
+    let digest = resolve(reference).await?;
+    Ok(Pushed { name: manifest.name, version: manifest.version, pinned: reference.at_digest(&digest) })
+}
+
+/// The digest `reference` names now: its own, or its tag's (resolved with one bounded manifest fetch).
+pub async fn resolve(reference: &OciReference) -> Result<String, OciError> {
+    if let Some(digest) = reference.reference.digest() {
+        return Ok(digest.to_string());
+    }
+    let fetch = Fetch::new(reference).await?;
+    let (_, digest) = fetch.manifest().await?;
+    Ok(digest)
+}
+
+/// A plugin package pulled into a directory.
+#[derive(Debug)]
+pub struct Pulled {
+    /// The package directory (inside the caller's temporary directory).
+    pub dir: PathBuf,
+    pub manifest: Manifest,
+    /// The reference pinned to the manifest's digest.
+    pub pinned: OciReference,
+}
+
+/// Pull the plugin at `reference` into `into/package`: the tag resolved to a
+/// digest once, every layer fetched by digest, bounded and checked.
+pub async fn pull(reference: &OciReference, into: &Path) -> Result<Pulled, OciError> {
+    let refused = |why: String| OciError::Refused { reference: reference.text.clone(), why };
+    let pulled = tokio::time::timeout(OCI_PULL_TIMEOUT, async {
+        let fetch = Fetch::new(reference).await?;
+        let (image, digest) = fetch.manifest().await?;
+        let pinned = reference.at_digest(&digest);
+        if image.config.media_type != WASM_CONFIG_MEDIA_TYPE {
+            return Err(refused(format!(
+                "it is not a WASM plugin: its config is {:?}, not {WASM_CONFIG_MEDIA_TYPE}",
+                image.config.media_type
+            )));
+        }
+        let layer = |media_type: &str| {
+            let mut found = image.layers.iter().filter(|l| l.media_type == media_type);
+            match (found.next(), found.next()) {
+                (Some(layer), None) => Ok(layer),
+                (None, _) => Err(refused(format!("it has no {media_type} layer"))),
+                (Some(_), Some(_)) => Err(refused(format!("it has more than one {media_type} layer"))),
+            }
+        };
+        let (component_layer, manifest_layer) = (layer(WASM_LAYER_MEDIA_TYPE)?, layer(PLUGIN_MANIFEST_MEDIA_TYPE)?);
+        let fetch = Fetch { pinned: pinned.clone(), ..fetch };
+        let toml = fetch.blob(&manifest_layer.digest, manifest_layer.size).await?;
+        let toml = String::from_utf8(toml).map_err(|_| refused(format!("its {MANIFEST} is not UTF-8")))?;
+        let dir = into.join("package");
+        std::fs::create_dir_all(&dir).map_err(|e| refused(format!("cannot create {}: {e}", dir.display())))?;
+        let manifest = crate::packages::parse_manifest(&dir.join(MANIFEST), &toml)
+            .map_err(|e| refused(format!("its {MANIFEST} is not a plugin manifest: {e}")))?;
+        if manifest.kind != PackageKind::Wasm {
+            return Err(refused(format!("its {MANIFEST} says kind {}, not wasm", manifest.kind.as_str())));
+        }
+        if manifest.entry.contains('/') || manifest.entry.starts_with('.') || manifest.entry == MANIFEST {
+            return Err(refused(format!("its entry {:?} is not a file name", manifest.entry)));
+        }
+        let component = fetch.blob(&component_layer.digest, component_layer.size).await?;
+        std::fs::write(dir.join(MANIFEST), toml.as_bytes())
+            .and_then(|()| std::fs::write(dir.join(&manifest.entry), &component))
+            .map_err(|e| refused(format!("cannot write the package: {e}")))?;
+        Ok(Pulled { dir, manifest, pinned })
+    })
+    .await;
+    pulled.unwrap_or_else(|_| Err(refused(format!("the pull took longer than {} s", OCI_PULL_TIMEOUT.as_secs()))))
+}
+
+/// The bounded downloads of one pull, with the credentials `oci-client`'s
+/// handshake gave for the repository.
+struct Fetch {
+    pinned: OciReference,
+    http: reqwest::Client,
+    authorization: Option<String>,
+}
+
+impl Fetch {
+    async fn new(reference: &OciReference) -> Result<Fetch, OciError> {
+        let registry = |why: String| OciError::Registry { reference: reference.text.clone(), why };
+        let auth = credentials(reference)?;
+        let token = client(reference)
+            .auth(&reference.reference, &auth, RegistryOperation::Pull)
+            .await
+            .map_err(|e| registry(format!("cannot authenticate: {}", crate::redact::redact(&e.to_string()))))?;
+        let authorization = match (token, &auth) {
+            (Some(token), _) => Some(format!("Bearer {token}")),
+            (None, RegistryAuth::Basic(user, password)) => {
+                use base64::Engine;
+                let pair = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+                Some(format!("Basic {pair}"))
+            }
+            (None, RegistryAuth::Bearer(token)) => Some(format!("Bearer {token}")),
+            (None, RegistryAuth::Anonymous) => None,
+        };
+        if let Some(value) = &authorization {
+            crate::redact::register_secrets([value.clone()]);
+        }
+        let registry_host = reference.reference.resolve_registry().to_string();
+        let policy = reqwest::redirect::Policy::custom(move |attempt| {
+            if attempt.previous().len() > OCI_REDIRECTS_MAX {
+                return attempt.error(format!("more than {OCI_REDIRECTS_MAX} redirects"));
+            }
+            let url = attempt.url();
+            let host = match (url.host_str(), url.port()) {
+                (Some(host), Some(port)) => format!("{host}:{port}"),
+                (Some(host), None) => host.to_string(),
+                (None, _) => return attempt.error("a redirect to a URL without a host".to_string()),
+            };
+            let manifest = attempt.previous().first().is_some_and(|u| u.path().contains("/manifests/"));
+            if host == registry_host {
+                attempt.follow()
+            } else if manifest {
+                attempt.error(format!("a manifest redirected to another host ({host}) is not followed"))
+            } else if url.scheme() != "https" {
+                attempt.error(format!("a layer redirected to another host over plain http ({host}) is not followed"))
+            } else {
+                // A blob store (a CDN): the bytes are checked against the digest, no credentials go there.
+                attempt.follow()
+            }
+        });
+        let http = reqwest::Client::builder()
+            .redirect(policy)
+            .read_timeout(OCI_READ_TIMEOUT)
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| registry(format!("the HTTP client could not be built: {e}")))?;
+        Ok(Fetch { pinned: reference.clone(), http, authorization })
+    }
+
+    fn url(&self, kind: &str, name: &str) -> String {
+        let r = &self.pinned.reference;
+        format!("{}://{}/v2/{}/{kind}/{name}", self.pinned.scheme(), r.resolve_registry(), r.repository())
+    }
+
+    fn refused(&self, why: String) -> OciError {
+        OciError::Refused { reference: self.pinned.text.clone(), why }
+    }
+
+    /// GET `url`, reading at most `max` bytes (`over` says why more is refused); `what` names it in errors.
+    async fn get(&self, url: &str, accept: &str, max: u64, what: &str, over: &str) -> Result<Vec<u8>, OciError> {
+        let mut request = self.http.get(url).header(reqwest::header::ACCEPT, accept);
+        if let Some(value) = &self.authorization {
+            request = request.header(reqwest::header::AUTHORIZATION, value);
+        }
+        let failed = |e: reqwest::Error| self.refused(format!("fetching {what}: {}", error_chain(&e)));
+        let mut response = request.send().await.map_err(failed)?;
+        let status = response.status();
+        if !status.is_success() {
+            let why = match status {
+                reqwest::StatusCode::NOT_FOUND => format!("{what} is not in the registry (404)"),
+                reqwest::StatusCode::UNAUTHORIZED | reqwest::StatusCode::FORBIDDEN => {
+                    format!("the registry refused {what} ({status}): log in with `docker login` for its credentials")
+                }
+                _ => format!("the registry answered {status} for {what}"),
+            };
+            return Err(self.refused(why));
+        }
+        let over = || self.refused(format!("{what} {over}"));
+        if response.content_length().is_some_and(|n| n > max) {
+            return Err(over());
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(failed)? {
+            if body.len() as u64 + chunk.len() as u64 > max {
+                return Err(over());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
+    }
+
+    /// The image manifest and its digest (checked against the reference's digest, if it has one).
+    async fn manifest(&self) -> Result<(OciImageManifest, String), OciError> {
+        let r = &self.pinned.reference;
+        let name = r.digest().or(r.tag()).unwrap_or("latest");
+        let over = format!("is over {OCI_MANIFEST_MAX_BYTES} bytes");
+        let accept = MANIFEST_MEDIA_TYPES.join(", ");
+        let body =
+            self.get(&self.url("manifests", name), &accept, OCI_MANIFEST_MAX_BYTES, "the manifest", &over).await?;
+        let digest = sha256_digest(&body);
+        if let Some(expected) = r.digest()
+            && expected != digest
+        {
+            return Err(self.refused(format!("the manifest's bytes are {digest}, not the {expected} asked for")));
+        }
+        let image: OciImageManifest = serde_json::from_slice(&body)
+            .map_err(|e| self.refused(format!("the manifest is not an OCI image manifest: {e}")))?;
+        if image.schema_version != 2 {
+            return Err(self.refused(format!("the manifest has schema version {}", image.schema_version)));
+        }
+        Ok((image, digest))
+    }
+
+    /// One layer, by digest: its declared size within the bound, its bytes within it and matching the digest.
+    async fn blob(&self, digest: &str, declared: i64) -> Result<Vec<u8>, OciError> {
+        if !digest.starts_with("sha256:") || digest.len() != 71 {
+            return Err(self.refused(format!("layer {digest:?} is not a sha256 digest")));
+        }
+        if declared < 0 || declared as u64 > OCI_LAYER_MAX_BYTES {
+            return Err(self.refused(format!(
+                "layer {digest} declares {declared} bytes, over the {OCI_LAYER_MAX_BYTES}-byte limit"
+            )));
+        }
+        // No more than it declares (and the declaration is within the bound).
+        let over = format!("is longer than the {declared} bytes its manifest declares");
+        let what = format!("layer {digest}");
+        let body = self.get(&self.url("blobs", digest), "*/*", declared as u64, &what, &over).await?;
+        let actual = sha256_digest(&body);
+        if actual != digest {
+            return Err(self.refused(format!("layer {digest}'s bytes do not match its digest (they are {actual})")));
+        }
+        Ok(body)
+    }
+}
+
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        source = e.source();
+    }
+    crate::redact::redact(&text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_are_oci_urls_with_a_repository() {
+        let r = OciReference::parse("oci://127.0.0.1:5000/clat/hello:1.0").unwrap();
+        assert_eq!(
+            (r.registry(), r.reference.repository(), r.reference.tag()),
+            ("127.0.0.1:5000", "clat/hello", Some("1.0"))
+        );
+        assert_eq!(r.scheme(), "http");
+        let pinned = r.at_digest(&format!("sha256:{}", "a".repeat(64)));
+        assert!(pinned.text.starts_with("oci://127.0.0.1:5000/clat/hello"), "{}", pinned.text);
+        assert!(pinned.text.ends_with(&"a".repeat(64)), "{}", pinned.text);
+        assert_eq!(OciReference::parse("oci://ghcr.io/o/p:2").unwrap().scheme(), "https");
+        for bad in ["ghcr.io/o/p:1", "oci://hello", "oci://ghcr.io/o/p:1 x", "oci://ghcr.io/o/p@md5:00"] {
+            assert!(OciReference::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,333 @@
+//! WASM plugins through OCI registries: `clat plugin push` publishes a
+//! package to a real registry (Debian's `docker-registry` on 127.0.0.1),
+//! `clat plugin install oci://…` pins the digest the tag names, a moved tag
+//! changes nothing until `clat plugin update` says what moved and installs it,
+//! a layer whose bytes do not match its digest installs nothing; and a hostile
+//! registry (a mock on 127.0.0.1) that answers 10 GiB, redirects elsewhere or
+//! stalls hits the named bound, with nothing installed.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use clat_guest_artifacts as guests;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use support::oci_registry::OciRegistry;
+use support::{TestEnv, stderr, stdout};
+
+fn json_of(out: &std::process::Output) -> Value {
+    serde_json::from_str(stdout(out).trim())
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}{}", stdout(out), stderr(out)))
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    format!("sha256:{}", Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect::<String>())
+}
+
+/// A copy of a built package with its version changed.
+fn package_at_version(env: &TestEnv, from: &str, version: &str) -> PathBuf {
+    let dir = env.dir.path().join(format!("pkg-{version}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
+    }
+    let manifest = std::fs::read_to_string(dir.join("clat-plugin.toml")).unwrap();
+    let changed: Vec<String> = manifest
+        .lines()
+        .map(|l| if l.starts_with("version") { format!("version = \"{version}\"") } else { l.to_string() })
+        .collect();
+    std::fs::write(dir.join("clat-plugin.toml"), changed.join("\n")).unwrap();
+    dir
+}
+
+fn installed_index(env: &TestEnv) -> Option<Value> {
+    std::fs::read_to_string(env.home.join("plugins/installed.json")).ok().map(|t| serde_json::from_str(&t).unwrap())
+}
+
+#[test]
+fn push_then_install_by_tag_pins_the_digest_and_a_moved_tag_waits_for_update() {
+    let registry = OciRegistry::start();
+    let env = TestEnv::trusted();
+    let tag = registry.reference("clat/hello:stable");
+
+    let pushed = json_of(&env.clat(&["plugin", "push", guests::HELLO_PACKAGE, &tag, "--json"]));
+    let first = pushed["digest"].as_str().unwrap().to_string();
+    assert!(first.starts_with("sha256:") && first.len() == 71, "{pushed}");
+    assert_eq!((pushed["pushed"].as_str(), pushed["version"].as_str()), (Some("hello"), Some("0.1.0")), "{pushed}");
+
+    let install = env.clat(&["plugin", "install", &tag, "--json"]);
+    let installed = json_of(&install);
+    assert_eq!(installed["installed"], json!("hello"), "{installed}");
+    assert_eq!(installed["source"], json!({ "oci": tag, "digest": first }), "{installed}");
+    assert!(installed["imports"].as_array().unwrap().iter().any(|i| i.as_str().unwrap().starts_with("artec:clat/")));
+    assert_eq!(installed_index(&env).unwrap()["plugins"]["hello"]["source"]["digest"], json!(first));
+    let call = env.clat(&["call", "wasm_hello_greet", r#"{"name":"OCI"}"#]);
+    assert_eq!(call.status.code(), Some(0), "{}{}", stdout(&call), stderr(&call));
+    assert!(stdout(&call).contains("OCI"), "{}", stdout(&call));
+
+    // The tag moves to another image: what is installed does not change.
+    let next = package_at_version(&env, guests::HELLO_PACKAGE, "0.2.0");
+    let moved = json_of(&env.clat(&["plugin", "push", next.to_str().unwrap(), &tag, "--json"]));
+    let second = moved["digest"].as_str().unwrap().to_string();
+    assert_ne!(first, second);
+    let index = installed_index(&env).unwrap();
+    assert_eq!(index["plugins"]["hello"]["manifest"]["version"], json!("0.1.0"), "{index}");
+    assert_eq!(index["plugins"]["hello"]["source"]["digest"], json!(first), "{index}");
+    assert_eq!(env.clat(&["call", "wasm_hello_greet", r#"{"name":"still"}"#]).status.code(), Some(0));
+
+    // `update` says what moved and installs what the tag names now.
+    let update = env.clat(&["plugin", "update", "hello"]);
+    let text = stdout(&update);
+    assert_eq!(update.status.code(), Some(0), "{text}{}", stderr(&update));
+    assert!(text.contains(&format!("{tag} moved: {first} → {second}")), "{text}");
+    assert!(text.contains("installed hello 0.2.0 (wasm)"), "{text}");
+    assert!(text.contains(&format!("from {tag} ({second})")), "{text}");
+    let index = installed_index(&env).unwrap();
+    assert_eq!(index["plugins"]["hello"]["manifest"]["version"], json!("0.2.0"), "{index}");
+    let again = env.clat(&["plugin", "update", "hello", "--json"]);
+    assert_eq!(json_of(&again), json!({ "plugin": "hello", "reference": tag, "digest": second, "updated": false }));
+
+    // Installed by digest, the first image comes back exactly, tag or no tag.
+    let pinned = registry.reference(&format!("clat/hello@{first}"));
+    let by_digest = json_of(&env.clat(&["plugin", "install", &pinned, "--json"]));
+    assert_eq!(
+        (by_digest["version"].as_str(), by_digest["source"]["digest"].as_str()),
+        (Some("0.1.0"), Some(first.as_str()))
+    );
+
+    // A plugin installed from a directory has no tag to follow.
+    let local = TestEnv::new();
+    assert!(local.clat(&["plugin", "install", guests::HELLO_PACKAGE]).status.success());
+    let out = local.clat(&["plugin", "update", "hello"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("installed from a directory"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_layer_whose_bytes_do_not_match_its_digest_installs_nothing() {
+    let registry = OciRegistry::start();
+    let env = TestEnv::new();
+    let tag = registry.reference("clat/hello:tampered");
+    assert!(env.clat(&["plugin", "push", guests::HELLO_PACKAGE, &tag]).status.success());
+    // The registry's stored component (its digest is the component's SHA-256) is altered in place, length kept.
+    let component = std::fs::read(Path::new(guests::HELLO_PACKAGE).join("hello.wasm")).unwrap();
+    let blob = registry.blob_path(&sha256(&component));
+    let mut bytes = std::fs::read(&blob).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(&blob, &bytes).unwrap();
+
+    let out = env.clat(&["plugin", "install", &tag, "--json"]);
+    assert_eq!(out.status.code(), Some(2), "{}{}", stdout(&out), stderr(&out));
+    let error = json_of(&out);
+    assert_eq!(error["error"]["kind"], json!("registry"), "{error}");
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("bytes do not match its digest") && message.contains("nothing was installed"),
+        "{message}"
+    );
+    assert!(installed_index(&env).is_none(), "something was installed");
+}
+
+#[test]
+fn the_install_shows_what_the_manifest_asks_and_what_the_component_imports() {
+    let registry = OciRegistry::start();
+    let env = TestEnv::new();
+    let tag = registry.reference("clat/fetch-json:1");
+    assert!(env.clat(&["plugin", "push", guests::FETCH_JSON_PACKAGE, &tag]).status.success());
+    // Headless without --grant: refused, nothing installed.
+    let out = env.clat(&["plugin", "install", &tag]);
+    assert_eq!(out.status.code(), Some(4), "{}{}", stdout(&out), stderr(&out));
+    assert!(stderr(&out).contains("asks for") && stderr(&out).contains(&format!("clat plugin install {tag} --grant")));
+    assert!(installed_index(&env).is_none());
+    let out = env.clat(&["plugin", "install", &tag, "--grant"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    assert!(text.contains("granted HTTP requests to https://api.github.com"), "{text}");
+    assert!(text.contains("  imports ") && text.contains("wasi:http@0.2.12 (types, outgoing-handler)"), "{text}");
+}
+
+/// A hostile registry on 127.0.0.1. By repository: `huge-manifest` streams a
+/// manifest without end; `moved-manifest` redirects it to `localhost` (another
+/// host); the others serve a valid manifest whose layers misbehave —
+/// `declares-huge` declares 10 GiB, `huge-layer` streams without end,
+/// `slow-layer` sends its head and then nothing, `layer-elsewhere` redirects to
+/// `localhost` over plain http. Every request's Authorization is recorded.
+struct HostileRegistry {
+    port: u16,
+    authorizations: Arc<Seen>,
+}
+
+/// Each request's path and Authorization header.
+type Seen = Mutex<Vec<(String, Option<String>)>>;
+
+const LAYER_BYTES: &[u8] = b"not really a component";
+
+impl HostileRegistry {
+    fn start() -> HostileRegistry {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let authorizations = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&authorizations);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let seen = Arc::clone(&seen);
+                std::thread::spawn(move || hostile(stream, port, &seen));
+            }
+        });
+        HostileRegistry { port, authorizations }
+    }
+
+    fn reference(&self, repository: &str) -> String {
+        format!("oci://127.0.0.1:{}/{repository}:1", self.port)
+    }
+}
+
+fn hostile(stream: TcpStream, port: u16, seen: &Seen) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut out = stream;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
+        let mut authorization = None;
+        loop {
+            let mut header = String::new();
+            if reader.read_line(&mut header).unwrap_or(0) == 0 {
+                return;
+            }
+            if header.trim_end().is_empty() {
+                break;
+            }
+            if let Some((k, v)) = header.split_once(':')
+                && k.eq_ignore_ascii_case("authorization")
+            {
+                authorization = Some(v.trim().to_string());
+            }
+        }
+        seen.lock().unwrap().push((path.clone(), authorization));
+        let respond = |out: &mut TcpStream, status: &str, extra: &str, body: &[u8]| {
+            let head = format!("HTTP/1.1 {status}\r\ncontent-length: {}\r\n{extra}\r\n", body.len());
+            let _ = out.write_all(head.as_bytes());
+            let _ = out.write_all(body);
+        };
+        let endless = |out: &mut TcpStream| {
+            let _ = out.write_all(b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\n");
+            let chunk = vec![b' '; 1 << 20];
+            // 10 GiB, or until the client hangs up.
+            for _ in 0..10 * 1024 {
+                if out.write_all(&chunk).is_err() {
+                    return;
+                }
+            }
+        };
+        let parts: Vec<&str> = path.trim_start_matches("/v2/").split('/').collect();
+        if path == "/v2/" {
+            respond(&mut out, "200 OK", "content-type: application/json\r\n", b"{}");
+            continue;
+        }
+        let repository = parts.first().copied().unwrap_or("");
+        let manifests = parts.get(1) == Some(&"manifests");
+        match (repository, manifests) {
+            ("huge-manifest", true) => return endless(&mut out),
+            ("moved-manifest", true) => {
+                let to = format!("location: http://localhost:{port}{path}\r\n");
+                respond(&mut out, "302 Found", &to, b"");
+            }
+            (_, true) => {
+                let size = if repository == "declares-huge" { 10i64 << 30 } else { LAYER_BYTES.len() as i64 };
+                let manifest = json!({
+                    "schemaVersion": 2,
+                    "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                    "config": { "mediaType": "application/vnd.wasm.config.v0+json", "digest": sha256(b"{}"), "size": 2 },
+                    "layers": [
+                        { "mediaType": "application/wasm", "digest": sha256(LAYER_BYTES), "size": size },
+                        { "mediaType": "application/vnd.artec.clat.plugin.manifest.v1+toml", "digest": sha256(LAYER_BYTES), "size": size }
+                    ]
+                });
+                let extra = "content-type: application/vnd.oci.image.manifest.v1+json\r\n";
+                respond(&mut out, "200 OK", extra, manifest.to_string().as_bytes());
+            }
+            ("huge-layer", false) => return endless(&mut out),
+            ("slow-layer", false) => {
+                let _ = out.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 22\r\n\r\nnot");
+                std::thread::sleep(Duration::from_secs(60));
+                return;
+            }
+            ("layer-elsewhere", false) => {
+                let to = format!("location: http://localhost:{port}{path}\r\n");
+                respond(&mut out, "307 Temporary Redirect", &to, b"");
+            }
+            _ => respond(&mut out, "200 OK", "", LAYER_BYTES),
+        }
+    }
+}
+
+#[test]
+fn a_registry_that_answers_too_much_redirects_elsewhere_or_stalls_hits_its_bound() {
+    let mock = HostileRegistry::start();
+    let cases = [
+        ("huge-manifest", "the manifest is over 4194304 bytes".to_string()),
+        ("moved-manifest", format!("a manifest redirected to another host (localhost:{}) is not followed", mock.port)),
+        ("declares-huge", "declares 10737418240 bytes, over the 67108864-byte limit".to_string()),
+        ("huge-layer", "is longer than the 22 bytes its manifest declares".to_string()),
+        ("slow-layer", "timed out".to_string()),
+        (
+            "layer-elsewhere",
+            format!("a layer redirected to another host over plain http (localhost:{}) is not followed", mock.port),
+        ),
+    ];
+    std::thread::scope(|scope| {
+        for (repository, says) in &cases {
+            let reference = mock.reference(repository);
+            scope.spawn(move || {
+                let env = TestEnv::new();
+                let out = env.clat(&["plugin", "install", &reference, "--json"]);
+                assert_eq!(out.status.code(), Some(2), "{repository}: {}{}", stdout(&out), stderr(&out));
+                let error = json_of(&out);
+                assert_eq!(error["error"]["kind"], json!("registry"), "{repository}: {error}");
+                let message = error["error"]["message"].as_str().unwrap();
+                assert!(message.contains(says.as_str()), "{repository}: {message}");
+                assert!(installed_index(&env).is_none(), "{repository}: something was installed");
+            });
+        }
+    });
+}
+
+#[test]
+fn credentials_come_from_the_docker_config_and_stay_with_the_registry() {
+    let mock = HostileRegistry::start();
+    let env = TestEnv::new();
+    let docker = env.dir.path().join("docker");
+    std::fs::create_dir_all(&docker).unwrap();
+    // user:s3cret-token
+    let config = json!({ "auths": { format!("127.0.0.1:{}", mock.port): { "auth": "dXNlcjpzM2NyZXQtdG9rZW4=" } } });
+    std::fs::write(docker.join("config.json"), config.to_string()).unwrap();
+    let docker = docker.to_str().unwrap();
+    let out = env.clat_with_env(
+        &["plugin", "install", &mock.reference("moved-manifest"), "--json"],
+        &[("DOCKER_CONFIG", docker)],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let text = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(!text.contains("s3cret-token") && !text.contains("dXNlcjpzM2NyZXQtdG9rZW4="), "{text}");
+    let seen = mock.authorizations.lock().unwrap().clone();
+    let manifest = seen.iter().find(|(path, _)| path.contains("/manifests/")).expect("the manifest was asked for");
+    assert_eq!(manifest.1.as_deref(), Some("Basic dXNlcjpzM2NyZXQtdG9rZW4="), "{seen:?}");
+    // Without a Docker config, the pull is anonymous.
+    let anonymous = TestEnv::new();
+    let empty = anonymous.dir.path().join("no-docker");
+    let _ = anonymous.clat_with_env(
+        &["plugin", "install", &mock.reference("moved-manifest")],
+        &[("DOCKER_CONFIG", empty.to_str().unwrap())],
+    );
+    let seen = mock.authorizations.lock().unwrap().clone();
+    assert!(seen.iter().filter(|(p, _)| p.contains("/manifests/")).any(|(_, a)| a.is_none()), "{seen:?}");
+}
