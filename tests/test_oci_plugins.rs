@@ -170,14 +170,19 @@ const LAYER_BYTES: &[u8] = b"not really a component";
 
 impl HostileRegistry {
     fn start() -> HostileRegistry {
+        HostileRegistry::challenging(None)
+    }
+
+    /// One whose `/v2/` answers 401 with `WWW-Authenticate: challenge`.
+    fn challenging(challenge: Option<String>) -> HostileRegistry {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let authorizations = Arc::new(Mutex::new(Vec::new()));
         let seen = Arc::clone(&authorizations);
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                let seen = Arc::clone(&seen);
-                std::thread::spawn(move || hostile(stream, port, &seen));
+                let (seen, challenge) = (Arc::clone(&seen), challenge.clone());
+                std::thread::spawn(move || hostile(stream, port, challenge.as_deref(), &seen));
             }
         });
         HostileRegistry { port, authorizations }
@@ -188,7 +193,7 @@ impl HostileRegistry {
     }
 }
 
-fn hostile(stream: TcpStream, port: u16, seen: &Seen) {
+fn hostile(stream: TcpStream, port: u16, challenge: Option<&str>, seen: &Seen) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut out = stream;
     loop {
@@ -230,7 +235,12 @@ fn hostile(stream: TcpStream, port: u16, seen: &Seen) {
         };
         let parts: Vec<&str> = path.trim_start_matches("/v2/").split('/').collect();
         if path == "/v2/" {
-            respond(&mut out, "200 OK", "content-type: application/json\r\n", b"{}");
+            match challenge {
+                Some(challenge) => {
+                    respond(&mut out, "401 Unauthorized", &format!("www-authenticate: {challenge}\r\n"), b"{}")
+                }
+                None => respond(&mut out, "200 OK", "content-type: application/json\r\n", b"{}"),
+            }
             continue;
         }
         let repository = parts.first().copied().unwrap_or("");
@@ -330,4 +340,31 @@ fn credentials_come_from_the_docker_config_and_stay_with_the_registry() {
     );
     let seen = mock.authorizations.lock().unwrap().clone();
     assert!(seen.iter().filter(|(p, _)| p.contains("/manifests/")).any(|(_, a)| a.is_none()), "{seen:?}");
+
+    // A registry whose token service is plain http elsewhere gets no credentials sent there: the install stops.
+    let challenge = r#"Bearer realm="http://tokens.invalid/token",service="registry""#.to_string();
+    let greedy = HostileRegistry::challenging(Some(challenge));
+    let config = json!({ "auths": { format!("127.0.0.1:{}", greedy.port): { "auth": "dXNlcjpzM2NyZXQtdG9rZW4=" } } });
+    std::fs::write(env.dir.path().join("docker/config.json"), config.to_string()).unwrap();
+    let out =
+        env.clat_with_env(&["plugin", "install", &greedy.reference("any"), "--json"], &[("DOCKER_CONFIG", docker)]);
+    let message = json_of(&out)["error"]["message"].as_str().unwrap().to_string();
+    assert!(message.contains("\"http://tokens.invalid/token\", which is not https"), "{message}");
+    let seen = greedy.authorizations.lock().unwrap().clone();
+    assert!(seen.iter().all(|(path, _)| path == "/v2/"), "only the challenge was asked: {seen:?}");
+}
+
+#[test]
+fn an_update_never_swaps_one_plugin_for_another() {
+    let registry = OciRegistry::start();
+    let env = TestEnv::new();
+    let tag = registry.reference("clat/tools:latest");
+    assert!(env.clat(&["plugin", "push", guests::HELLO_PACKAGE, &tag]).status.success());
+    assert!(env.clat(&["plugin", "install", &tag]).status.success());
+    assert!(env.clat(&["plugin", "push", guests::PROJECT_NOTES_PACKAGE, &tag]).status.success());
+    let out = env.clat(&["plugin", "update", "hello"]);
+    assert_eq!(out.status.code(), Some(2), "{}{}", stdout(&out), stderr(&out));
+    assert!(stderr(&out).contains("now names plugin \"project-notes\", not \"hello\""), "{}", stderr(&out));
+    let index = installed_index(&env).unwrap();
+    assert_eq!(index["plugins"].as_object().unwrap().keys().collect::<Vec<_>>(), ["hello"], "{index}");
 }

@@ -15,6 +15,8 @@
 //! neither imports the other, and both report through `extension.rs`.
 
 pub mod discovery;
+#[doc(hidden)]
+pub mod download;
 pub mod platform;
 
 pub use asker::UserAsker;

@@ -187,7 +187,7 @@ pub const PLUGIN_LOG_LINES_PER_CALL: u32 = 200;
 // Servers from the MCP Registry (`clat mcp add --from-registry`).
 
 /// Bytes of one registry answer (a `server.json` version is a few KB).
-pub const MCP_REGISTRY_DOCUMENT_MAX_BYTES: usize = 1024 * 1024;
+pub const MCP_REGISTRY_DOCUMENT_MAX_BYTES: u64 = 1024 * 1024;
 /// How long one registry request may take, connecting and reading included.
 pub const MCP_REGISTRY_REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
 /// Redirects followed for one registry request, each within the registry's origin.
@@ -203,5 +203,7 @@ pub const OCI_LAYER_MAX_BYTES: u64 = 64 * 1024 * 1024;
 pub const OCI_READ_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long one whole push or pull may take.
 pub const OCI_PULL_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+/// Bytes of the registry's answer to the challenge request (`GET /v2/`), read before credentials go anywhere.
+pub const OCI_CHALLENGE_MAX_BYTES: u64 = 64 * 1024;
 /// Redirects followed for one download (a manifest's only on the registry's host; a layer's to another host only over https).
 pub const OCI_REDIRECTS_MAX: usize = 3;

@@ -19,8 +19,9 @@
 //! every layer is then fetched by digest and its bytes checked against it.
 //! Credentials come from the Docker config (`$DOCKER_CONFIG/config.json` or
 //! `~/.docker/config.json`, its credential helpers included) when it has the
-//! registry, else the pull is anonymous; they are never shown and never sent to
-//! another host.
+//! registry, else the pull is anonymous; they are never shown, and go only to
+//! the registry's host and the token service it names — and to that only over
+//! https (or on this machine).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -32,8 +33,10 @@ use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference, RegistryOperation};
 use sha2::{Digest, Sha256};
 
+use crate::download::{BodyError, bounded_body, error_chain};
 use crate::limits::{
-    OCI_LAYER_MAX_BYTES, OCI_MANIFEST_MAX_BYTES, OCI_PULL_TIMEOUT, OCI_READ_TIMEOUT, OCI_REDIRECTS_MAX,
+    OCI_CHALLENGE_MAX_BYTES, OCI_LAYER_MAX_BYTES, OCI_MANIFEST_MAX_BYTES, OCI_PULL_TIMEOUT, OCI_READ_TIMEOUT,
+    OCI_REDIRECTS_MAX,
 };
 use crate::packages::{MANIFEST, Manifest, PackageKind};
 
@@ -102,10 +105,10 @@ impl OciReference {
     fn is_loopback(&self) -> bool {
         let registry = self.reference.registry();
         let host = match registry.rsplit_once(':') {
-            Some((host, port)) if port.chars().all(|c| c.is_ascii_digit()) => host,
+            Some((host, port)) if port.chars().all(|c| c.is_ascii_digit()) && !host.ends_with(':') => host,
             _ => registry,
         };
-        matches!(host, "localhost" | "127.0.0.1" | "[::1]")
+        crate::download::is_loopback_host(host)
     }
 
     fn scheme(&self) -> &'static str {
@@ -150,6 +153,14 @@ fn client(reference: &OciReference) -> Client {
     })
 }
 
+/// The `realm` of a `Bearer` challenge (`Bearer realm="https://…",service="…"`).
+fn bearer_realm(challenge: &str) -> Option<String> {
+    let rest = challenge.trim().strip_prefix("Bearer ").or_else(|| challenge.trim().strip_prefix("bearer "))?;
+    let at = rest.find("realm=\"")? + "realm=\"".len();
+    let end = rest[at..].find('"')?;
+    Some(rest[at..at + end].to_string())
+}
+
 fn sha256_digest(bytes: &[u8]) -> String {
     format!("sha256:{}", crate::identity::hex(&Sha256::digest(bytes)))
 }
@@ -173,6 +184,7 @@ pub async fn push(dir: &Path, reference: &OciReference) -> Result<Pushed, OciErr
             manifest.kind.as_str()
         )));
     }
+    check_entry_name(&manifest).map_err(package)?;
     let entry = crate::packages::check_entry(dir, &manifest).map_err(|e| OciError::Package(e.to_string()))?;
     let component = std::fs::read(&entry).map_err(|e| package(format!("cannot read {}: {e}", manifest.entry)))?;
     let toml = std::fs::read(dir.join(MANIFEST)).map_err(|e| package(format!("cannot read {MANIFEST}: {e}")))?;
@@ -213,9 +225,24 @@ pub async fn resolve(reference: &OciReference) -> Result<String, OciError> {
     if let Some(digest) = reference.reference.digest() {
         return Ok(digest.to_string());
     }
-    let fetch = Fetch::new(reference).await?;
-    let (_, digest) = fetch.manifest().await?;
-    Ok(digest)
+    let resolved = tokio::time::timeout(OCI_PULL_TIMEOUT, async {
+        let fetch = Fetch::new(reference).await?;
+        fetch.manifest().await.map(|(_, digest)| digest)
+    })
+    .await;
+    resolved.unwrap_or_else(|_| {
+        let why = format!("resolving its tag took longer than {} s", OCI_PULL_TIMEOUT.as_secs());
+        Err(OciError::Registry { reference: reference.text.clone(), why })
+    })
+}
+
+/// A published package holds two files, side by side: the manifest and the component its `entry` names.
+fn check_entry_name(manifest: &Manifest) -> Result<(), String> {
+    let entry = &manifest.entry;
+    if entry.contains('/') || entry.starts_with('.') || entry == MANIFEST {
+        return Err(format!("its entry {entry:?} must be a file name beside {MANIFEST} to be published"));
+    }
+    Ok(())
 }
 
 /// A plugin package pulled into a directory.
@@ -261,9 +288,7 @@ pub async fn pull(reference: &OciReference, into: &Path) -> Result<Pulled, OciEr
         if manifest.kind != PackageKind::Wasm {
             return Err(refused(format!("its {MANIFEST} says kind {}, not wasm", manifest.kind.as_str())));
         }
-        if manifest.entry.contains('/') || manifest.entry.starts_with('.') || manifest.entry == MANIFEST {
-            return Err(refused(format!("its entry {:?} is not a file name", manifest.entry)));
-        }
+        check_entry_name(&manifest).map_err(refused)?;
         let component = fetch.blob(&component_layer.digest, component_layer.size).await?;
         std::fs::write(dir.join(MANIFEST), toml.as_bytes())
             .and_then(|()| std::fs::write(dir.join(&manifest.entry), &component))
@@ -285,7 +310,55 @@ struct Fetch {
 impl Fetch {
     async fn new(reference: &OciReference) -> Result<Fetch, OciError> {
         let registry = |why: String| OciError::Registry { reference: reference.text.clone(), why };
+        let registry_host = reference.reference.resolve_registry().to_string();
+        let scheme = reference.scheme();
+        // Within the registry's host a redirect keeps its scheme (credentials never go over plain http); a
+        // manifest never leaves it; a layer may go to a blob store elsewhere over https, where no credentials go
+        // and its bytes are checked against its digest.
+        let policy = crate::download::redirect_policy(OCI_REDIRECTS_MAX, move |first, next| {
+            let host = match (next.host_str(), next.port()) {
+                (Some(host), Some(port)) => format!("{host}:{port}"),
+                (Some(host), None) => host.to_string(),
+                (None, _) => return Err("a redirect to a URL without a host".to_string()),
+            };
+            if host == registry_host && next.scheme() == scheme {
+                Ok(())
+            } else if host == registry_host {
+                Err(format!("a redirect to {}:// on the registry's host is not followed", next.scheme()))
+            } else if first.path().contains("/manifests/") {
+                Err(format!("a manifest redirected to another host ({host}) is not followed"))
+            } else if next.scheme() != "https" {
+                Err(format!("a layer redirected to another host over plain http ({host}) is not followed"))
+            } else {
+                Ok(())
+            }
+        });
+        let http = reqwest::Client::builder()
+            .redirect(policy)
+            .read_timeout(OCI_READ_TIMEOUT)
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| registry(format!("the HTTP client could not be built: {e}")))?;
         let auth = credentials(reference)?;
+        // The registry's challenge, read here (bounded, under the policy above) before oci-client's handshake
+        // sends credentials to the token service it names: only an https one (or one on this machine) gets them.
+        if let RegistryAuth::Basic(..) = auth {
+            let url = format!("{scheme}://{}/v2/", reference.reference.resolve_registry());
+            let response = http.get(&url).send().await.map_err(|e| registry(error_chain(&e)))?;
+            let challenge = response.headers().get(reqwest::header::WWW_AUTHENTICATE).cloned();
+            let _ = bounded_body(response, OCI_CHALLENGE_MAX_BYTES).await;
+            if let Some(realm) = challenge.as_ref().and_then(|c| c.to_str().ok()).and_then(bearer_realm) {
+                let safe = url::Url::parse(&realm).is_ok_and(|u| {
+                    u.scheme() == "https" || u.host_str().is_some_and(crate::download::is_loopback_host)
+                });
+                if !safe {
+                    return Err(registry(format!(
+                        "the registry names the token service {realm:?}, which is not https: the Docker config's \
+                         credentials are not sent there"
+                    )));
+                }
+            }
+        }
         let token = client(reference)
             .auth(&reference.reference, &auth, RegistryOperation::Pull)
             .await
@@ -303,35 +376,6 @@ impl Fetch {
         if let Some(value) = &authorization {
             crate::redact::register_secrets([value.clone()]);
         }
-        let registry_host = reference.reference.resolve_registry().to_string();
-        let policy = reqwest::redirect::Policy::custom(move |attempt| {
-            if attempt.previous().len() > OCI_REDIRECTS_MAX {
-                return attempt.error(format!("more than {OCI_REDIRECTS_MAX} redirects"));
-            }
-            let url = attempt.url();
-            let host = match (url.host_str(), url.port()) {
-                (Some(host), Some(port)) => format!("{host}:{port}"),
-                (Some(host), None) => host.to_string(),
-                (None, _) => return attempt.error("a redirect to a URL without a host".to_string()),
-            };
-            let manifest = attempt.previous().first().is_some_and(|u| u.path().contains("/manifests/"));
-            if host == registry_host {
-                attempt.follow()
-            } else if manifest {
-                attempt.error(format!("a manifest redirected to another host ({host}) is not followed"))
-            } else if url.scheme() != "https" {
-                attempt.error(format!("a layer redirected to another host over plain http ({host}) is not followed"))
-            } else {
-                // A blob store (a CDN): the bytes are checked against the digest, no credentials go there.
-                attempt.follow()
-            }
-        });
-        let http = reqwest::Client::builder()
-            .redirect(policy)
-            .read_timeout(OCI_READ_TIMEOUT)
-            .connect_timeout(Duration::from_secs(10))
-            .build()
-            .map_err(|e| registry(format!("the HTTP client could not be built: {e}")))?;
         Ok(Fetch { pinned: reference.clone(), http, authorization })
     }
 
@@ -351,7 +395,7 @@ impl Fetch {
             request = request.header(reqwest::header::AUTHORIZATION, value);
         }
         let failed = |e: reqwest::Error| self.refused(format!("fetching {what}: {}", error_chain(&e)));
-        let mut response = request.send().await.map_err(failed)?;
+        let response = request.send().await.map_err(failed)?;
         let status = response.status();
         if !status.is_success() {
             let why = match status {
@@ -363,18 +407,10 @@ impl Fetch {
             };
             return Err(self.refused(why));
         }
-        let over = || self.refused(format!("{what} {over}"));
-        if response.content_length().is_some_and(|n| n > max) {
-            return Err(over());
-        }
-        let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(failed)? {
-            if body.len() as u64 + chunk.len() as u64 > max {
-                return Err(over());
-            }
-            body.extend_from_slice(&chunk);
-        }
-        Ok(body)
+        bounded_body(response, max).await.map_err(|e| match e {
+            BodyError::TooLarge => self.refused(format!("{what} {over}")),
+            BodyError::Read(why) => self.refused(format!("fetching {what}: {why}")),
+        })
     }
 
     /// The image manifest and its digest (checked against the reference's digest, if it has one).
@@ -421,17 +457,6 @@ impl Fetch {
     }
 }
 
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        text.push_str(": ");
-        text.push_str(&e.to_string());
-        source = e.source();
-    }
-    crate::redact::redact(&text)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -448,6 +473,11 @@ mod tests {
         assert!(pinned.text.starts_with("oci://127.0.0.1:5000/clat/hello"), "{}", pinned.text);
         assert!(pinned.text.ends_with(&"a".repeat(64)), "{}", pinned.text);
         assert_eq!(OciReference::parse("oci://ghcr.io/o/p:2").unwrap().scheme(), "https");
+        assert_eq!(OciReference::parse("oci://127.0.0.2:5000/o/p:2").unwrap().scheme(), "http");
+        assert_eq!(OciReference::parse("oci://localhost/o/p:2").unwrap().scheme(), "http");
+        let challenge = r#"Bearer realm="https://auth.example.com/token",service="registry.example.com""#;
+        assert_eq!(bearer_realm(challenge).as_deref(), Some("https://auth.example.com/token"));
+        assert_eq!(bearer_realm(r#"Basic realm="x""#), None);
         for bad in ["ghcr.io/o/p:1", "oci://hello", "oci://ghcr.io/o/p:1 x", "oci://ghcr.io/o/p@md5:00"] {
             assert!(OciReference::parse(bad).is_err(), "{bad}");
         }

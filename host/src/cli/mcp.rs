@@ -623,7 +623,7 @@ async fn add_from_registry(
         document = from_registry::fetch(&base, &server, &version) => document?,
         _ = shutdown.token().cancelled() => return Err(runs::interrupted(shutdown)),
     };
-    let found = from_registry::entry_from_document(base.as_str(), name, &document, via)?;
+    let found = from_registry::entry_from_document(base.as_str(), name, Some((&server, &version)), &document, via)?;
     // The entry as mcp.json will read it: a document that yields an entry CLAT would refuse adds nothing.
     entry_from_json(name, &found.entry.to_string()).map_err(|f| {
         Failure::new(

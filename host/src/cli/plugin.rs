@@ -234,12 +234,19 @@ pub(crate) async fn plugin(
             match dir.to_str().filter(|d| d.starts_with(crate::oci::OCI_SCHEME)) {
                 Some(reference) => {
                     let reference = crate::oci::OciReference::parse(reference).map_err(oci_failure)?;
-                    let options = InstallOptions { grant, json, replaced: None };
+                    let options = InstallOptions { grant, json, replaced: None, plugin: None };
                     install_from_registry(home, &store, &reference, &reference, &options, shutdown).await
                 }
                 None => {
                     let retry = format!("clat plugin install {}", dir.display());
-                    install_package(home, &store, &dir, None, &retry, &InstallOptions { grant, json, replaced: None })
+                    install_package(
+                        home,
+                        &store,
+                        &dir,
+                        None,
+                        &retry,
+                        &InstallOptions { grant, json, replaced: None, plugin: None },
+                    )
                 }
             }
         }
@@ -355,7 +362,9 @@ pub(crate) async fn plugin(
 struct InstallOptions<'a> {
     grant: bool,
     json: bool,
+    /// An update's: the digest it replaces, and the plugin it must be.
     replaced: Option<&'a str>,
+    plugin: Option<&'a str>,
 }
 
 /// Install the package in `dir` (from a registry: `source`): grants decided
@@ -368,7 +377,7 @@ fn install_package(
     retry: &str,
     options: &InstallOptions,
 ) -> Result<Exit, Failure> {
-    let InstallOptions { grant, json, replaced } = *options;
+    let InstallOptions { grant, json, replaced, .. } = *options;
     let manifest = read_manifest(dir)?;
     check_entry(dir, &manifest)?;
     let runtime = wasm_runtime(home)?;
@@ -456,6 +465,16 @@ async fn install_from_registry(
         }
     };
     let outcome = pulled.map_err(oci_failure).and_then(|pulled| {
+        if let Some(plugin) = options.plugin
+            && pulled.manifest.name != plugin
+        {
+            let message = format!(
+                "{} now names plugin {:?}, not {plugin:?}: nothing was installed (`clat plugin install {}` installs it \
+                 beside {plugin})",
+                record.text, pulled.manifest.name, record.text
+            );
+            return Err(Failure::new(Exit::Usage, "registry", message));
+        }
         let digest = pulled.pinned.reference.digest().unwrap_or_default().to_string();
         let source = crate::packages::PackageSource { oci: record.text.clone(), digest };
         let retry = format!("clat plugin install {}", record.text);
@@ -500,6 +519,6 @@ async fn update(
         println!("{} moved: {} → {now}", source.oci, source.digest);
     }
     let pinned = reference.at_digest(&now);
-    let options = InstallOptions { grant, json, replaced: Some(&source.digest) };
+    let options = InstallOptions { grant, json, replaced: Some(&source.digest), plugin: Some(name) };
     install_from_registry(home, store, &pinned, &reference, &options, shutdown).await
 }

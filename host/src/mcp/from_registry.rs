@@ -11,15 +11,17 @@
 //! The document is untrusted: its size and the request's time are bounded
 //! (`MCP_REGISTRY_DOCUMENT_MAX_BYTES`, `MCP_REGISTRY_REQUEST_TIMEOUT`), a
 //! redirect may not leave the registry's origin, a version that is a range or
-//! `latest` is refused (nothing would be pinned), a name or value that would
-//! read as an option or break a `${…}` reference is refused, and every text
-//! shown is cleaned of control characters.
+//! `latest` is refused (nothing would be pinned; for npm, only a full
+//! `MAJOR.MINOR.PATCH` pins), a name or value that would read as an option or
+//! break a `${…}` reference is refused, a control character in what the entry
+//! runs is refused, and every other text shown is cleaned of them.
 
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use crate::download::{BodyError, bounded_body, error_chain};
 use crate::limits::{MCP_REGISTRY_DOCUMENT_MAX_BYTES, MCP_REGISTRY_REDIRECTS_MAX, MCP_REGISTRY_REQUEST_TIMEOUT};
 
 /// The registry `--from-registry` reads when neither `--registry` nor
@@ -154,12 +156,11 @@ pub fn registry_base(flag: Option<&str>) -> Result<url::Url, RegistryError> {
     };
     let usage = |why: &str| RegistryError::Usage(format!("the MCP registry URL {text:?} {why}"));
     let url = url::Url::parse(&text).map_err(|e| usage(&format!("is not a URL: {e}")))?;
-    let loopback = match url.host() {
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        Some(url::Host::Domain(d)) => d == "localhost",
-        None => false,
-    };
+    // What would be written into mcp.json as the entry's origin holds no secret.
+    if !url.username().is_empty() || url.password().is_some() || url.query().is_some() || url.fragment().is_some() {
+        return Err(usage("holds a user, a password, a query or a fragment: give the registry's base URL alone"));
+    }
+    let loopback = url.host_str().is_some_and(crate::download::is_loopback_host);
     match url.scheme() {
         "https" => Ok(url),
         "http" if loopback => Ok(url),
@@ -178,22 +179,18 @@ pub async fn fetch(base: &url::Url, server: &str, version: &str) -> Result<Value
         .pop_if_empty()
         .extend(["v0.1", "servers", server, "versions", version]);
     let origin = base.origin();
-    let policy = reqwest::redirect::Policy::custom(move |attempt| {
-        if attempt.previous().len() > MCP_REGISTRY_REDIRECTS_MAX {
-            attempt.error(format!("more than {MCP_REGISTRY_REDIRECTS_MAX} redirects"))
-        } else if attempt.url().origin() != origin {
-            let to = attempt.url().origin().ascii_serialization();
-            attempt.error(format!("a redirect to another origin ({to}) is not followed"))
-        } else {
-            attempt.follow()
+    let policy = crate::download::redirect_policy(MCP_REGISTRY_REDIRECTS_MAX, move |_, next| {
+        if next.origin() == origin {
+            return Ok(());
         }
+        Err(format!("a redirect to another origin ({}) is not followed", next.origin().ascii_serialization()))
     });
     let client = reqwest::Client::builder()
         .redirect(policy)
         .timeout(MCP_REGISTRY_REQUEST_TIMEOUT)
         .build()
         .map_err(|e| unreachable(format!("the HTTP client could not be built: {e}")))?;
-    let mut response = client
+    let response = client
         .get(url.clone())
         .header(reqwest::header::ACCEPT, "application/json")
         .send()
@@ -203,16 +200,14 @@ pub async fn fetch(base: &url::Url, server: &str, version: &str) -> Result<Value
     if status == reqwest::StatusCode::NOT_FOUND {
         return Err(RegistryError::NotFound { registry, server: server.into(), version: version.into() });
     }
-    if response.content_length().is_some_and(|n| n > MCP_REGISTRY_DOCUMENT_MAX_BYTES as u64) {
-        return Err(too_large(&registry));
-    }
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| unreachable(error_chain(&e)))? {
-        if body.len() + chunk.len() > MCP_REGISTRY_DOCUMENT_MAX_BYTES {
-            return Err(too_large(&registry));
+    let body = match bounded_body(response, MCP_REGISTRY_DOCUMENT_MAX_BYTES).await {
+        Ok(body) => body,
+        Err(BodyError::TooLarge) => {
+            let why = format!("the answer is over {MCP_REGISTRY_DOCUMENT_MAX_BYTES} bytes");
+            return Err(RegistryError::Malformed { registry, why });
         }
-        body.extend_from_slice(&chunk);
-    }
+        Err(BodyError::Read(why)) => return Err(unreachable(why)),
+    };
     if !status.is_success() {
         let said = serde_json::from_slice::<Value>(&body)
             .ok()
@@ -222,24 +217,6 @@ pub async fn fetch(base: &url::Url, server: &str, version: &str) -> Result<Value
         return Err(unreachable(format!("{url} answered {status}{said}")));
     }
     serde_json::from_slice(&body).map_err(|e| RegistryError::Malformed { registry, why: e.to_string() })
-}
-
-fn too_large(registry: &str) -> RegistryError {
-    RegistryError::Malformed {
-        registry: registry.to_string(),
-        why: format!("the answer is over {MCP_REGISTRY_DOCUMENT_MAX_BYTES} bytes"),
-    }
-}
-
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        text.push_str(": ");
-        text.push_str(&e.to_string());
-        source = e.source();
-    }
-    text
 }
 
 /// Text of the document as it may be shown: control characters replaced, at most 200 characters.
@@ -340,10 +317,12 @@ struct KeyValue {
 }
 
 /// Turns one registry answer (a `ServerResponse`) into the entry of the
-/// server CLAT will call `local_name`, or says why not.
+/// server CLAT will call `local_name`, or says why not; `asked` (server,
+/// version or `latest`): what the answer must be.
 pub fn entry_from_document(
     registry: &str,
     local_name: &str,
+    asked: Option<(&str, &str)>,
     document: &Value,
     via: Option<Via>,
 ) -> Result<RegistryServer, RegistryError> {
@@ -364,6 +343,12 @@ pub fn entry_from_document(
     let Some(server_version) = detail.version.clone() else {
         return Err(RegistryError::Malformed { registry, why: format!("{server} declares no version") });
     };
+    if let Some((asked, version)) = asked
+        && (detail.name != asked || (version != "latest" && server_version != version))
+    {
+        let why = format!("asked for {asked} {version}, it answered {server} {}", shown(&server_version));
+        return Err(RegistryError::Malformed { registry, why });
+    }
     let source = Source { registry: registry.clone(), server: detail.name.clone(), version: server_version };
     let mut reasons = Vec::new();
     let mut alternatives = Vec::new();
@@ -433,6 +418,15 @@ struct Made {
     needs: Vec<Needed>,
 }
 
+fn has_control(value: &Value) -> bool {
+    match value {
+        Value::String(text) => text.chars().any(char::is_control),
+        Value::Array(items) => items.iter().any(has_control),
+        Value::Object(map) => map.iter().any(|(k, v)| k.chars().any(char::is_control) || has_control(v)),
+        _ => false,
+    }
+}
+
 fn package_via(package: &Package) -> Result<Via, String> {
     match package.registry_type.as_str() {
         "npm" => Ok(Via::Npm),
@@ -451,10 +445,15 @@ impl Candidate<'_> {
     }
 
     fn entry(&self, via: Via, local_name: &str) -> Result<Made, String> {
-        match self {
-            Candidate::Package(p) => package_entry(p, via, local_name),
-            Candidate::Remote(r) => remote_entry(r, local_name),
+        let made = match self {
+            Candidate::Package(p) => package_entry(p, via, local_name)?,
+            Candidate::Remote(r) => remote_entry(r, local_name)?,
+        };
+        // What runs is shown and written as it is: a control character in it is refused, not cleaned.
+        if has_control(&Value::Object(made.entry.clone())) {
+            return Err("its command, arguments, URL or values hold control characters".into());
         }
+        Ok(made)
     }
 }
 
@@ -493,6 +492,13 @@ fn pinned(version: Option<&str>, what: &str) -> Result<String, String> {
         ));
     }
     Ok(version.to_string())
+}
+
+/// `MAJOR.MINOR.PATCH`, with an optional `-prerelease` and `+build`.
+fn is_full_semver(version: &str) -> bool {
+    let core = version.split(['-', '+']).next().unwrap_or("");
+    let parts: Vec<&str> = core.split('.').collect();
+    parts.len() == 3 && parts.iter().all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
 }
 
 /// Collects the `${VAR}` references an entry makes and what each fills. A
@@ -671,6 +677,13 @@ fn package_entry(package: &Package, via: Via, local_name: &str) -> Result<Made, 
     let (command, mut args, effect) = match via {
         Via::Npm => {
             let version = pinned(package.version.as_deref(), "npm package")?;
+            // npm reads `1`, `1.2` or a dist-tag (`next`) as a range: only a full version pins.
+            if !is_full_semver(&version) {
+                return Err(format!(
+                    "its npm package version {:?} is not a full version (MAJOR.MINOR.PATCH), so nothing would be pinned",
+                    shown(&version)
+                ));
+            }
             let mut args = vec!["-y".to_string()];
             if let Some(base) = base.filter(|b| *b != "https://registry.npmjs.org") {
                 args.push(format!("--registry={}", literal(base)));
@@ -822,6 +835,10 @@ mod tests {
             assert!(pinned(Some(bad), "npm package").is_err(), "{bad}");
         }
         assert_eq!(pinned(Some("1.0.0-beta.1+build"), "npm package").unwrap(), "1.0.0-beta.1+build");
+        assert!(is_full_semver("1.0.0-beta.1+build") && is_full_semver("2026.8.31"));
+        for partial in ["1", "1.2", "next", "1.2.x", "v1.2.3"] {
+            assert!(!is_full_semver(partial), "{partial}");
+        }
     }
 
     #[test]
@@ -847,5 +864,7 @@ mod tests {
         assert!(registry_base(Some("http://127.0.0.1:9/")).is_ok());
         assert!(registry_base(Some("http://registry.example.com")).is_err());
         assert!(registry_base(Some("file:///etc")).is_err());
+        assert!(registry_base(Some("https://user:pw@registry.example.com")).is_err());
+        assert!(registry_base(Some("https://registry.example.com/?token=x")).is_err());
     }
 }
