@@ -19,7 +19,8 @@
 //! `--read-only-tools`
 //! (annotate the `--tool-names` tools read-only and closed-world),
 //! `--tools-json JSON` (list exactly these tools; `--tools-json-file PATH`:
-//! those of a file), `--list-error TEXT`
+//! those of a file; `--watch-tools-file PATH`: those of a file as it is at each
+//! `tools/list`, with `notifications/tools/list_changed` whenever it changes), `--list-error TEXT`
 //! (`tools/list` fails with TEXT), `--echo-env NAME` (writes `config NAME=value`
 //! to stderr at start), `--stderr-flood MIB` (writes MIB MiB of log lines to
 //! stderr before reading anything).
@@ -75,6 +76,7 @@ struct Options {
     delay_list: u64,
     tool_names: Option<Vec<String>>,
     tools_json: Option<Value>,
+    watch_tools_file: Option<String>,
     stderr_flood_mb: usize,
     echo_env: Option<String>,
     list_error: Option<String>,
@@ -125,6 +127,7 @@ fn options() -> Options {
                 let text = std::fs::read_to_string(&path).expect("read the --tools-json-file");
                 Some(serde_json::from_str(&text).expect("--tools-json-file holds a JSON array"))
             }),
+        watch_tools_file: value("--watch-tools-file"),
         stderr_flood_mb: value("--stderr-flood").and_then(|v| v.parse().ok()).unwrap_or(0),
         echo_env: value("--echo-env"),
         list_error: value("--list-error"),
@@ -152,6 +155,10 @@ fn log(opts: &Options, event: &str) {
 }
 
 fn tool_list(opts: &Options, params: &Value, grown: bool) -> Value {
+    if let Some(path) = &opts.watch_tools_file {
+        let text = std::fs::read_to_string(path).expect("read the --watch-tools-file");
+        return json!({ "tools": serde_json::from_str::<Value>(&text).expect("a JSON array of tools") });
+    }
     if let Some(tools) = &opts.tools_json {
         return json!({ "tools": tools });
     }
@@ -210,6 +217,21 @@ fn main() {
     }
     let opts = options();
     let out: Out = Arc::new(Mutex::new(std::io::stdout()));
+    if let Some(path) = opts.watch_tools_file.clone() {
+        // The file's changes, as a server whose tools change while it runs announces them.
+        let out = Arc::clone(&out);
+        std::thread::spawn(move || {
+            let mut last = std::fs::read(&path).ok();
+            loop {
+                std::thread::sleep(Duration::from_millis(50));
+                let now = std::fs::read(&path).ok();
+                if now != last {
+                    last = now;
+                    send(&out, json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed" }));
+                }
+            }
+        });
+    }
     if let Some(path) = &opts.pid_file {
         std::fs::write(path, std::process::id().to_string()).expect("write the pid file");
     }

@@ -107,7 +107,8 @@ pub(crate) async fn serve(platform: &Platform, options: ServeOptions, shutdown: 
              calls one by name.",
             project.root().display()
         )),
-        tools_change: tool_budget.is_some(),
+        // The listing changes with load_tools (under a budget) and when a server's tool is quarantined.
+        tools_change: true,
     };
     let trail = match audit {
         Some(file) => AuditTrail::at(&file),
@@ -253,6 +254,10 @@ fn served_names(tools: &[ToolInfo], names: ServedNames) -> Vec<(String, String)>
 
 #[async_trait]
 impl ServedTools for ServedProject {
+    fn listing_changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        Some(self.project.scope().registry().listing_changes())
+    }
+
     async fn list(&self, session: &SessionRef) -> Vec<Value> {
         let names = self.surface().await;
         let discovery = self.discovery(session).await;
@@ -267,9 +272,10 @@ impl ServedTools for ServedProject {
         for definition in discovery.offered() {
             match tools.iter().find(|t| definition["name"] == t.name.as_str()) {
                 Some(tool) => offered.push(listed(tool)),
-                // Discovery's own: finding and loading change nothing.
+                // Discovery's own: finding and loading change nothing. (A tool withdrawn or quarantined since
+                // the offer was fixed is not listed.)
                 None if definition["name"] == CALL_TOOL => offered.push(definition),
-                None if definition["name"].is_string() => {
+                None if [SEARCH_TOOLS, LOAD_TOOLS].iter().any(|own| definition["name"] == *own) => {
                     let mut own = definition;
                     own["annotations"] = json!({ "readOnlyHint": true, "openWorldHint": false });
                     offered.push(own);

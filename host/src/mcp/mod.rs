@@ -126,7 +126,7 @@ async fn connect_and_register(
     };
     status.protocol = Some(server.protocol());
     let _ = server.pins.set(pins.clone());
-    let registered = match until(deadline, closing, server.register(registry)).await {
+    let registered = match until(deadline, closing, server.register(registry, false)).await {
         Ok(registered) => registered,
         Err(Stopped::TooSlow) => Err(too_slow()),
         Err(Stopped::Closing) => {

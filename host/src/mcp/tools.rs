@@ -1,7 +1,8 @@
 //! An MCP server's tools in the registry: listing and registering them as
-//! `mcp_{server}_{tool}` (re-listing on `notifications/tools/list_changed`
-//! until the freeze), and `McpTool`, the handler that runs one `tools/call`
-//! and maps its result through the contract's one JSON mapping.
+//! `mcp_{server}_{tool}` (re-listing on `notifications/tools/list_changed`:
+//! new tools until the freeze, a tool whose definition changed withdrawn and
+//! quarantined at any time), and `McpTool`, the handler that runs one
+//! `tools/call` and maps its result through the contract's one JSON mapping.
 
 use std::sync::Arc;
 
@@ -21,7 +22,13 @@ use crate::run::RunContext;
 impl McpServer {
     /// List the server's tools and register them; returns registered names,
     /// problems (refused registrations, malformed tools, dropped tools).
-    pub async fn register(self: &Arc<Self>, registry: &Registry) -> Result<(Vec<String>, Vec<String>), String> {
+    /// `relisting` (after `tools/list_changed`): what is new is registered
+    /// only until the registry froze.
+    pub async fn register(
+        self: &Arc<Self>,
+        registry: &Registry,
+        relisting: bool,
+    ) -> Result<(Vec<String>, Vec<String>), String> {
         let listing = self.session().list_tools().await.map_err(|e| e.to_string())?;
         let mut names = Vec::new();
         let mut problems = Vec::new();
@@ -83,20 +90,25 @@ impl McpServer {
                 );
                 let why = Quarantine { accept, changes };
                 if registered {
-                    // A change while it runs: what the model was offered stays as it was pinned.
-                    tracing::warn!(
-                        "server {}: tool {} {reason}; quarantined from its next start",
-                        self.name,
-                        spec.name
-                    );
-                    continue;
+                    // A change while it runs: the tool leaves the listing now (a served session is told), and
+                    // calls of it are refused until the change is accepted.
+                    tracing::warn!("server {}: tool {} {reason}; withdrawn from the listing", self.name, spec.name);
+                } else {
+                    problems.push(format!("tool {:?} is quarantined: {reason}", spec.name));
                 }
-                problems.push(format!("tool {:?} is quarantined: {reason}", spec.name));
                 registry.quarantine(ExternalKind::Mcp, &self.name, &spec.name, why);
                 continue;
             }
-            // Re-listing after `tools/list_changed` registers only what is new.
+            // Re-listing after `tools/list_changed` registers only what is new, and nothing once the registry froze.
             if registered {
+                continue;
+            }
+            if relisting && registry.is_frozen() {
+                tracing::info!(
+                    "server {} offers tool {} after the registry froze; restart to see it",
+                    self.name,
+                    spec.name
+                );
                 continue;
             }
             let handler = Arc::new(McpTool { server: Arc::clone(self), tool: spec.name.clone() });
@@ -112,8 +124,9 @@ impl McpServer {
         Ok((names, problems))
     }
 
-    /// Re-list on `notifications/tools/list_changed` and register new tools,
-    /// until the registry freezes (then a change is only logged).
+    /// Re-list on `notifications/tools/list_changed`: register new tools
+    /// until the registry freezes, and withdraw a registered tool whose
+    /// definition changed (quarantined) at any time.
     pub fn spawn_relisting(self: &Arc<Self>, registry: &Arc<Registry>) {
         let (server, registry) = (Arc::downgrade(self), Arc::downgrade(registry));
         let link = Arc::clone(&self.link);
@@ -121,14 +134,7 @@ impl McpServer {
             loop {
                 link.list_changed.notified().await;
                 let (Some(server), Some(registry)) = (server.upgrade(), registry.upgrade()) else { return };
-                if registry.is_frozen() {
-                    tracing::info!(
-                        "server {} changed its tools after the registry froze; restart to see them",
-                        server.name
-                    );
-                    return;
-                }
-                match server.register(&registry).await {
+                match server.register(&registry, true).await {
                     Ok((names, problems)) => {
                         tracing::debug!(
                             "server {} re-listed: {} new tools, problems {problems:?}",

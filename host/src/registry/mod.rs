@@ -354,6 +354,8 @@ pub struct Registry {
     prompts: RwLock<Vec<(SystemPrompt, Arc<Lease>)>>,
     /// Tools held back because their definition changed since it was pinned, by registered name.
     quarantined: RwLock<HashMap<String, Quarantine>>,
+    /// Bumped when a registered tool leaves the listing while the registry is in use (a quarantine).
+    listing_changes: tokio::sync::watch::Sender<u64>,
 }
 
 /// Why a tool is held back: its definition changed since it was pinned (`pins.rs`).
@@ -388,14 +390,26 @@ impl Registry {
             leases: Mutex::default(),
             prompts: RwLock::default(),
             quarantined: RwLock::default(),
+            listing_changes: tokio::sync::watch::Sender::new(0),
         }
     }
 
     /// Hold back an extension's tool whose definition changed since it was
-    /// pinned: it is not registered, and a call of it is refused (`CallError::Quarantined`).
+    /// pinned: it is not listed, and a call of it is refused
+    /// (`CallError::Quarantined`). One registered already leaves the listing
+    /// at once, and `listing_changes` says so.
     pub fn quarantine(&self, kind: ExternalKind, owner: &str, tool: &str, why: Quarantine) {
         let name = external_tool_name(kind, owner, tool);
+        let registered = self.tools.read().unwrap_or_else(|p| p.into_inner()).by_name.contains_key(&name);
         self.quarantined.write().unwrap_or_else(|p| p.into_inner()).insert(name, why);
+        if registered {
+            self.listing_changes.send_modify(|n| *n += 1);
+        }
+    }
+
+    /// A receiver that changes when a registered tool leaves the listing (a quarantine while in use).
+    pub fn listing_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.listing_changes.subscribe()
     }
 
     /// Why the tool registered as `name` is quarantined, if it is.
@@ -651,13 +665,15 @@ impl Registry {
         Some((pipeline::approval_key(entry, Caller::Agent), entry.effect))
     }
 
-    /// Every registered tool, in registration order.
+    /// Every registered tool, in registration order (but those withdrawn or quarantined since).
     pub fn list(&self) -> Vec<ToolInfo> {
         let tools = self.tools.read().unwrap_or_else(|p| p.into_inner());
+        let quarantined = self.quarantined.read().unwrap_or_else(|p| p.into_inner());
         tools
             .entries
             .iter()
             .filter(|e| !e.lease.as_ref().is_some_and(|l| l.revoked.is_cancelled()))
+            .filter(|e| !quarantined.contains_key(&e.name))
             .map(|e| ToolInfo {
                 name: e.name.clone(),
                 source: e.source.clone(),

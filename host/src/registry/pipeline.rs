@@ -45,10 +45,11 @@ impl Registry {
         arguments: Value,
         run: &RunContext,
     ) -> Result<ToolOutput, CallError> {
-        let entry = self.lookup(name).ok_or_else(|| match self.quarantined(name) {
-            Some(Quarantine { accept, changes }) => CallError::Quarantined { tool: name.to_string(), accept, changes },
-            None => CallError::UnknownTool(name.to_string()),
-        })?;
+        // A quarantined tool is refused whether it was never registered or left the listing while in use.
+        if let Some(Quarantine { accept, changes }) = self.quarantined(name) {
+            return Err(CallError::Quarantined { tool: name.to_string(), accept, changes });
+        }
+        let entry = self.lookup(name).ok_or_else(|| CallError::UnknownTool(name.to_string()))?;
         let call_id = run.next_call_id();
         let started = Instant::now();
         run.emit(RunEventKind::ToolStarted {

@@ -60,6 +60,13 @@ pub trait ServedTools: Send + Sync + 'static {
         arguments: Value,
         cancelled: CancellationToken,
     ) -> Result<Value, WireError>;
+
+    /// A signal that the listing changed outside any call (a tool withdrawn while the session runs): each
+    /// initialized legacy session on a connection of its own (stdio) is then sent
+    /// `notifications/tools/list_changed`. None, the default: the listing changes only in calls.
+    fn listing_changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        None
+    }
 }
 
 /// The session a request came in — a stdio connection, an HTTP session (every modern HTTP request shares
@@ -302,6 +309,15 @@ pub(crate) struct Session {
 }
 
 impl Session {
+    /// Tell the client on `outlet`, once it has initialized (a legacy client), that the tool listing changed,
+    /// when the server said it may (`ServerInfo::tools_change`).
+    pub(crate) fn announce_tools_changed(&self, outlet: &Outlet) {
+        let initialized = lock(&self.client).is_some();
+        if self.info.tools_change && initialized && !self.stateless {
+            outlet.offer(Message::Notification { method: "notifications/tools/list_changed".into(), params: None });
+        }
+    }
+
     pub(crate) fn new(info: Arc<ServerInfo>, tools: Arc<dyn ServedTools>) -> Arc<Session> {
         Session::with(info, tools, false)
     }

@@ -116,7 +116,18 @@ where
                 }
             }
         });
+        let changes = tools.listing_changes();
         let session = Session::new(Arc::new(info), tools);
+        // The host's changes of the listing outside calls, announced on this connection (beside the reader:
+        // a frame is never read half and dropped for it).
+        let announcer = changes.map(|mut changes| {
+            let (session, outlet) = (Arc::clone(&session), outlet.clone());
+            tokio::spawn(async move {
+                while changes.changed().await.is_ok() {
+                    session.announce_tools_changed(&outlet);
+                }
+            })
+        });
         let mut reader = BufReader::with_capacity(64 * 1024, input);
         let end = loop {
             let frame = tokio::select! {
@@ -130,6 +141,10 @@ where
                 Err(FrameError::Read(e)) => break ServeEnd::Read(e.to_string()),
             }
         };
+        if let Some(announcer) = announcer {
+            announcer.abort();
+            let _ = announcer.await;
+        }
         session.end().await;
         drop((session, outlet));
         let _ = tokio::time::timeout(CLOSE_GRACE, writer).await;
