@@ -215,7 +215,7 @@ pub async fn push(dir: &Path, reference: &OciReference) -> Result<Pushed, OciErr
     })
     .await
     .map_err(|_| registry(format!("the push took longer than {} s", OCI_PULL_TIMEOUT.as_secs())))?;
-    pushed.map_err(|e| registry(format!("the push failed: {}", crate::redact::redact(&e.to_string()))))?;
+    pushed.map_err(|e| registry(format!("the push failed: {}", error_chain(&e))))?;
     let digest = resolve(reference).await?;
     Ok(Pushed { name: manifest.name, version: manifest.version, pinned: reference.at_digest(&digest) })
 }
@@ -362,7 +362,7 @@ impl Fetch {
         let token = client(reference)
             .auth(&reference.reference, &auth, RegistryOperation::Pull)
             .await
-            .map_err(|e| registry(format!("cannot authenticate: {}", crate::redact::redact(&e.to_string()))))?;
+            .map_err(|e| registry(format!("logging in to the registry failed: {}", error_chain(&e))))?;
         let authorization = match (token, &auth) {
             (Some(token), _) => Some(format!("Bearer {token}")),
             (None, RegistryAuth::Basic(user, password)) => {
