@@ -690,12 +690,7 @@ fn package_entry(package: &Package, via: Via, local_name: &str) -> Result<Made, 
             }
             args.extend(runtime);
             args.push(literal(&format!("{identifier}@{version}")));
-            (
-                "npx",
-                args,
-                "npx fetches the package and runs it on this machine as you: it can read, change and run whatever \
-                 you can, with your network and environment (no sandbox)",
-            )
+            ("npx", args, runs_as_you("npx"))
         }
         Via::Pypi => {
             let version = pinned(package.version.as_deref(), "PyPI package")?;
@@ -706,12 +701,7 @@ fn package_entry(package: &Package, via: Via, local_name: &str) -> Result<Made, 
             }
             args.extend(runtime);
             args.push(literal(&format!("{identifier}=={version}")));
-            (
-                "uvx",
-                args,
-                "uvx fetches the package and runs it on this machine as you: it can read, change and run whatever \
-                 you can, with your network and environment (no sandbox)",
-            )
+            ("uvx", args, runs_as_you("uvx"))
         }
         Via::Oci => {
             let image = oci_reference(package)?;
@@ -726,7 +716,8 @@ fn package_entry(package: &Package, via: Via, local_name: &str) -> Result<Made, 
                 "docker",
                 args,
                 "docker runs the image in a container: it sees what its runtime arguments mount and pass, and the \
-                 network docker gives it",
+                 network docker gives it"
+                    .to_string(),
             )
         }
         Via::Remote => return Err("a package is not a remote".into()),
@@ -739,7 +730,15 @@ fn package_entry(package: &Package, via: Via, local_name: &str) -> Result<Made, 
     if !env.is_empty() {
         entry.insert("env".into(), Value::Object(env));
     }
-    Ok(Made { entry, runs, effect: effect.into(), needs: inputs.needs })
+    Ok(Made { entry, runs, effect, needs: inputs.needs })
+}
+
+/// The effect of a package a runner (`npx`, `uvx`) fetches and starts here.
+fn runs_as_you(runner: &str) -> String {
+    format!(
+        "{runner} fetches the package and runs it on this machine as you: it can read, change and run whatever you \
+         can, with your network and environment (no sandbox)"
+    )
 }
 
 /// An OCI package's image reference, pinned: the identifier's own tag or
