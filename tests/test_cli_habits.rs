@@ -190,3 +190,32 @@ fn complete(env: &TestEnv, words: &[&str]) -> String {
     assert!(out.status.success(), "{}", stderr(&out));
     stdout(&out)
 }
+
+/// `clat … | head -1`: a reader that has gone ends each command quietly with 141 (128 + SIGPIPE), never a panic's
+/// backtrace and 101. The pipe's read end is closed before `clat` starts, so its first line already fails.
+#[test]
+fn a_closed_stdout_ends_every_command_quietly_with_141() {
+    let env = TestEnv::trusted();
+    env.write_mcp_config(json!({
+        "srv": { "command": SERVER, "args": ["--tool-names", "echo"] },
+        "other": { "command": SERVER, "args": ["--tool-names", "echo"] }
+    }));
+    let commands: [&[&str]; 8] = [
+        &["mcp", "list"],
+        &["mcp", "list", "--json"],
+        &["mcp"],
+        &["tools"],
+        &["tools", "read_file"],
+        &["plugin", "list"],
+        &["trust", "--json"],
+        &["plugin", "install", clat_guest_artifacts::HELLO_PACKAGE],
+    ];
+    for args in commands {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = env.clat_command(args).stdout(writer).stderr(std::process::Stdio::piped()).output().unwrap();
+        assert_eq!(out.status.code(), Some(141), "clat {args:?}: {}", stderr(&out));
+        assert!(!stderr(&out).contains("panicked"), "clat {args:?}: {}", stderr(&out));
+        assert!(!stderr(&out).contains("cannot write"), "clat {args:?}: {}", stderr(&out));
+    }
+}

@@ -73,10 +73,10 @@ async fn allow(project: &crate::platform::Project, tool: &str, json: bool) -> Re
     });
     match (json, approval) {
         (true, approval) => {
-            println!("{}", json!({ "allowed": registered, "effect": effect.as_str(), "approval": approval }))
+            outln!("{}", json!({ "allowed": registered, "effect": effect.as_str(), "approval": approval }))
         }
-        (false, Some(approval)) => println!("kept: {}", describe(approval, None)),
-        (false, None) => println!("kept: {registered} up to {effect}"),
+        (false, Some(approval)) => outln!("kept: {}", describe(approval, None)),
+        (false, None) => outln!("kept: {registered} up to {effect}"),
     }
     Ok(Exit::Ok)
 }
@@ -121,12 +121,12 @@ pub(crate) async fn approvals(
                         })
                     })
                     .collect();
-                println!("{}", json!({ "approvals": listed }));
+                outln!("{}", json!({ "approvals": listed }));
             } else if kept.is_empty() {
-                println!("no kept approvals");
+                outln!("no kept approvals");
             } else {
                 for a in &kept {
-                    println!("{}", describe(a, a.stale(&current).as_deref()));
+                    outln!("{}", describe(a, a.stale(&current).as_deref()));
                 }
             }
             Ok(Exit::Ok)
@@ -143,9 +143,9 @@ pub(crate) async fn approvals(
                 ));
             }
             if json {
-                println!("{}", json!({ "revoked": removed }));
+                outln!("{}", json!({ "revoked": removed }));
             } else {
-                println!("revoked {removed} kept approval{}", if removed == 1 { "" } else { "s" });
+                outln!("revoked {removed} kept approval{}", if removed == 1 { "" } else { "s" });
             }
             Ok(Exit::Ok)
         }

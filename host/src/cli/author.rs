@@ -39,14 +39,14 @@ pub(crate) fn new(
     let (dir, files) = crate::authoring::templates::scaffold(parent, name, language, kind)?;
     let trusted = TrustStore::new(home).trust(&dir)?;
     if json {
-        println!(
+        outln!(
             "{}",
             json!({ "created": dir.display().to_string(), "language": language.as_str(),
                                 "kind": kind.as_str(), "files": files, "trusted": trusted.display().to_string() })
         );
     } else {
-        println!("created {} ({} {}): {}", dir.display(), language.as_str(), kind.as_str(), files.join(", "));
-        println!("trusted {} (it holds only what clat wrote)", trusted.display());
+        outln!("created {} ({} {}): {}", dir.display(), language.as_str(), kind.as_str(), files.join(", "));
+        outln!("trusted {} (it holds only what clat wrote)", trusted.display());
         // From where the user is: the name when the project is in the current directory, else its path.
         let here = std::env::current_dir().and_then(|d| d.canonicalize()).ok();
         let in_here = here.is_some_and(|h| parent.canonicalize().is_ok_and(|p| p == h));
@@ -54,7 +54,7 @@ pub(crate) fn new(
         let mut next = vec![format!("cd {}", shlex::try_quote(&cd).unwrap_or(cd.as_str().into()))];
         next.extend(crate::authoring::build::first_steps(&dir, language, kind));
         next.extend(["clat plugin test .".to_string(), "clat plugin install --build .".to_string()]);
-        println!("next: {}", next.join(" && "));
+        outln!("next: {}", next.join(" && "));
     }
     Ok(Exit::Ok)
 }
@@ -90,9 +90,9 @@ fn report_build(built: Built) -> PathBuf {
 pub(crate) fn build_command(dir: &Path, json: bool) -> Result<Exit, Failure> {
     let package = build_project(dir)?;
     if json {
-        println!("{}", json!({ "package": package.display().to_string() }));
+        outln!("{}", json!({ "package": package.display().to_string() }));
     } else {
-        println!("package: {}", package.display());
+        outln!("package: {}", package.display());
     }
     Ok(Exit::Ok)
 }
@@ -435,22 +435,22 @@ fn report(
             .iter()
             .map(|(case, r)| json!({ "case": case.name, "line": case.line, "ok": r.is_ok(), "reason": r.as_ref().err().map(Mismatch::to_string) }))
             .collect();
-        println!(
+        outln!(
             "{}",
             json!({ "package": package.display().to_string(), "checks": checks, "cases": cases,
                     "passed": passed, "failed": failed })
         );
     } else {
         for c in checks {
-            println!("{} {}: {}", if c.ok { "ok  " } else { "FAIL" }, c.what, c.detail);
+            outln!("{} {}: {}", if c.ok { "ok  " } else { "FAIL" }, c.what, c.detail);
         }
         for (case, r) in cases {
             match r {
-                Ok(()) => println!("ok   case {} ({CASES_FILE}:{})", case.name, case.line),
-                Err(reason) => println!("FAIL case {} ({CASES_FILE}:{}): {reason}", case.name, case.line),
+                Ok(()) => outln!("ok   case {} ({CASES_FILE}:{})", case.name, case.line),
+                Err(reason) => outln!("FAIL case {} ({CASES_FILE}:{}): {reason}", case.name, case.line),
             }
         }
-        println!("{passed} passed, {failed} failed");
+        outln!("{passed} passed, {failed} failed");
     }
     Ok(if failed == 0 { Exit::Ok } else { Exit::ToolError })
 }

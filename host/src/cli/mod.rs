@@ -12,8 +12,12 @@
 //! - `approvals.rs`: `clat approvals list | revoke`;
 //! - `plugin.rs`: `clat plugin install | list | remove | gc`;
 //! - `author.rs`: `clat plugin new | build | call | test` (and `install --build`);
-//! - `shutdown.rs`: every stop signal through one teardown; the subreaper.
+//! - `shutdown.rs`: every stop signal through one teardown; the subreaper;
+//! - `output.rs`: `outln!` / `out!`, through which everything printed on stdout goes.
 
+// First, so that every module below prints through its macros.
+#[macro_use]
+mod output;
 mod approvals;
 mod author;
 mod completion;
@@ -135,8 +139,9 @@ enum Command {
     /// HTTP with --http), each call through CLAT's permission pipeline:
     /// `claude mcp add clat -- clat serve --project DIR`.
     Serve {
-        /// Permission mode of every call: read-only, ask, auto-edit, full-access (`ask` denies what needs an
-        /// approval: nobody can answer through the session; kept approvals apply).
+        /// Permission mode of every call: read-only, ask, auto-edit, full-access (under `ask`, a call that needs
+        /// an approval is asked of the client's user in a form when the client takes forms, else denied at once;
+        /// kept approvals apply).
         #[arg(long, default_value = "ask", value_parser = Suggested(&MODES))]
         mode: String,
         /// Sandbox policy for commands: none, restrict-writes.
@@ -510,17 +515,16 @@ async fn dispatch(cli: Cli, shutdown: &Shutdown) -> Result<Exit, Failure> {
             };
             let root = platform.trust(&dir)?;
             if json {
-                println!("{}", json!({ "trusted": root.display().to_string() }));
+                outln!("{}", json!({ "trusted": root.display().to_string() }));
             } else {
-                println!("trusted {}", root.display());
+                outln!("trusted {}", root.display());
             }
             Ok(Exit::Ok)
         }
         Command::Completions { shell } => {
             let script = completion::registration(shell)
                 .map_err(|e| Failure::new(Exit::Internal, "internal", format!("cannot write the script: {e}")))?;
-            // A reader that stops early (`| head`) is not an error.
-            let _ = std::io::stdout().write_all(&script);
+            output::checked(std::io::stdout().write_all(&script));
             Ok(Exit::Ok)
         }
         Command::Tools { name, search, json } => {

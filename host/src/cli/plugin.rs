@@ -165,12 +165,12 @@ fn imports_summary(imports: &[String]) -> String {
 /// or one `VERB NAME …` line per entry (`nothing` when there was none).
 fn report_grants(name: &str, verb: &str, grants: &Capabilities, nothing: &str, json: bool) -> Result<Exit, Failure> {
     if json {
-        println!("{}", json!({ "plugin": name, verb: grants }));
+        outln!("{}", json!({ "plugin": name, verb: grants }));
     } else if grants.is_empty() {
-        println!("plugin {name} {nothing}");
+        outln!("plugin {name} {nothing}");
     } else {
         for line in grants.describe() {
-            println!("{verb} {name} {line}");
+            outln!("{verb} {name} {line}");
         }
     }
     Ok(Exit::Ok)
@@ -258,14 +258,14 @@ pub(crate) async fn plugin(
             };
             let digest = pushed.pinned.reference.digest().unwrap_or_default().to_string();
             if json {
-                println!(
+                outln!(
                     "{}",
                     json!({ "pushed": pushed.name, "version": pushed.version, "reference": reference.text,
                             "digest": digest, "pinned": pushed.pinned.text })
                 );
             } else {
-                println!("pushed {} {} to {} ({digest})", pushed.name, pushed.version, reference.text);
-                println!("  install it pinned: clat plugin install {}", pushed.pinned.text);
+                outln!("pushed {} {} to {} ({digest})", pushed.name, pushed.version, reference.text);
+                outln!("  install it pinned: clat plugin install {}", pushed.pinned.text);
             }
             Ok(Exit::Ok)
         }
@@ -273,21 +273,21 @@ pub(crate) async fn plugin(
         PluginCommand::List { json } => {
             let list = store.list()?;
             if json {
-                println!("{}", json!({ "plugins": list }));
+                outln!("{}", json!({ "plugins": list }));
             } else if list.is_empty() {
-                println!("no plugins installed");
+                outln!("no plugins installed");
             } else {
                 for p in list {
                     let kind = p.manifest.kind.as_str();
-                    println!("{:20} {:10} {:9} {}", p.manifest.name, p.manifest.version, kind, p.manifest.description);
+                    outln!("{:20} {:10} {:9} {}", p.manifest.name, p.manifest.version, kind, p.manifest.description);
                     if let Some(source) = &p.source {
-                        println!("  from {} ({})", source.oci, source.digest);
+                        outln!("  from {} ({})", source.oci, source.digest);
                     }
                     for line in grant_lines(&p) {
-                        println!("{line}");
+                        outln!("{line}");
                     }
                     if let Some(loading) = p.loading.describe() {
-                        println!("  {loading}");
+                        outln!("  {loading}");
                     }
                 }
             }
@@ -302,14 +302,14 @@ pub(crate) async fn plugin(
             };
             let updated = store.set_loading(&name, loading)?;
             if json {
-                println!("{}", json!({ "plugin": name, "loading": updated.loading }));
+                outln!("{}", json!({ "plugin": name, "loading": updated.loading }));
             } else {
                 let when = match when {
                     LoadWhen::Always => "offered from the first turn (always_load)",
                     LoadWhen::Deferred => "found through search_tools, never offered up front (defer_loading)",
                     LoadWhen::Budget => "offered while every tool's definition fits the budget, found past it",
                 };
-                println!("plugin {name}: its tools are {when}");
+                outln!("plugin {name}: its tools are {when}");
             }
             Ok(Exit::Ok)
         }
@@ -319,9 +319,9 @@ pub(crate) async fn plugin(
                 sweep_after(&store, &*wasm_runtime(home)?);
             }
             if json {
-                println!("{}", json!({ "removed": removed.manifest.name, "version": removed.manifest.version }));
+                outln!("{}", json!({ "removed": removed.manifest.name, "version": removed.manifest.version }));
             } else {
-                println!("removed {} {}", removed.manifest.name, removed.manifest.version);
+                outln!("removed {} {}", removed.manifest.name, removed.manifest.version);
             }
             Ok(Exit::Ok)
         }
@@ -343,9 +343,9 @@ pub(crate) async fn plugin(
             let swept =
                 sweep(&store, &*wasm_runtime(home)?).map_err(|e| Failure::new(Exit::Internal, "internal", e))?;
             if json {
-                println!("{}", json!({ "removed_entries": swept.removed, "freed_bytes": swept.bytes }));
+                outln!("{}", json!({ "removed_entries": swept.removed, "freed_bytes": swept.bytes }));
             } else {
-                println!(
+                outln!(
                     "removed {} unused compiled cache entries ({})",
                     swept.removed,
                     super::progress::size(swept.bytes)
@@ -415,26 +415,26 @@ fn install_package(
                                "kind": kind, "dir": installed.dir.display().to_string(), "tools": names,
                                "grants": installed.grants, "imports": imports, "source": installed.source,
                                "replaced": replaced });
-        println!("{document}");
+        outln!("{document}");
         return Ok(Exit::Ok);
     }
-    println!(
+    outln!(
         "installed {} {} ({kind}) into {}",
         installed.manifest.name,
         installed.manifest.version,
         installed.dir.display()
     );
     if let Some(source) = &installed.source {
-        println!("  from {} ({})", source.oci, source.digest);
+        outln!("  from {} ({})", source.oci, source.digest);
     }
     for line in installed.grants.describe() {
-        println!("  granted {line}");
+        outln!("  granted {line}");
     }
     if !imports.is_empty() {
-        println!("  imports {}", imports_summary(&imports));
+        outln!("  imports {}", imports_summary(&imports));
     }
     for name in names {
-        println!("  tool {name}");
+        outln!("  tool {name}");
     }
     Ok(Exit::Ok)
 }
@@ -509,14 +509,14 @@ async fn update(
     };
     if now == source.digest {
         if json {
-            println!("{}", json!({ "plugin": name, "reference": source.oci, "digest": now, "updated": false }));
+            outln!("{}", json!({ "plugin": name, "reference": source.oci, "digest": now, "updated": false }));
         } else {
-            println!("plugin {name} is up to date: {} is still {now}", source.oci);
+            outln!("plugin {name} is up to date: {} is still {now}", source.oci);
         }
         return Ok(Exit::Ok);
     }
     if !json {
-        println!("{} moved: {} → {now}", source.oci, source.digest);
+        outln!("{} moved: {} → {now}", source.oci, source.digest);
     }
     let pinned = reference.at_digest(&now);
     let options = InstallOptions { grant, json, replaced: Some(&source.digest), plugin: Some(name) };

@@ -3,7 +3,6 @@
 //! come from (`StartFilter`), the run starts once they are up (at most the
 //! 20 s initial surface), and a stop signal at any point cancels the run.
 
-use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -127,11 +126,7 @@ pub(crate) async fn exec(
                 (line, failure.exit)
             }
         };
-        {
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "{line}");
-            let _ = out.flush();
-        }
+        outln!("{line}");
         if exit == Exit::Ok {
             exit = step_exit;
         }
@@ -260,7 +255,7 @@ pub(crate) async fn call(project: &Project, request: CallRequest, shutdown: &Shu
         let mut v = tool_output_to_json(&output);
         v["tool"] = json!(tool);
         v["runId"] = json!(run_id);
-        println!("{v}");
+        outln!("{v}");
     } else {
         let mut text = output.joined_text();
         if !text.ends_with('\n') {
@@ -269,7 +264,7 @@ pub(crate) async fn call(project: &Project, request: CallRequest, shutdown: &Shu
         if output.is_error {
             eprint!("{text}");
         } else {
-            print!("{text}");
+            out!("{text}");
         }
     }
     Ok(if output.is_error { Exit::ToolError } else { Exit::Ok })

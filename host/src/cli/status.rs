@@ -1,8 +1,6 @@
 //! What `clat tools`, `clat mcp` and `clat mcp get` print: the registry, and
 //! the extensions' typed statuses (the /mcp surface), as a table or as JSON.
 
-use std::io::Write;
-
 use serde_json::{Value, json};
 
 use crate::extension::{ExtensionKind, ExtensionState, ExtensionStatus};
@@ -53,7 +51,7 @@ pub(crate) fn print_mcp(servers: &[ExtensionStatus], json: bool) {
                 })
             })
             .collect();
-        println!(
+        outln!(
             "{}",
             json!({
                 "configured": configured,
@@ -66,7 +64,7 @@ pub(crate) fn print_mcp(servers: &[ExtensionStatus], json: bool) {
         );
         return;
     }
-    println!(
+    outln!(
         "MCP servers: {configured} configured, {connecting} connecting, {} connected, {} failed, {} not started",
         count(ExtensionState::Ready),
         count(ExtensionState::Failed),
@@ -74,25 +72,25 @@ pub(crate) fn print_mcp(servers: &[ExtensionStatus], json: bool) {
     );
     for s in servers {
         let protocol = s.protocol.as_deref().unwrap_or("-");
-        println!("  {}  {}  {}  {protocol}  {} tools", s.name, transport(s.kind), s.state, s.tools.len());
+        outln!("  {}  {}  {}  {protocol}  {} tools", s.name, transport(s.kind), s.state, s.tools.len());
         if s.restarts > 0 || s.last_stop.is_some() {
-            println!("    restarts: {} (last stop: {})", s.restarts, s.last_stop.as_deref().unwrap_or("-"));
+            outln!("    restarts: {} (last stop: {})", s.restarts, s.last_stop.as_deref().unwrap_or("-"));
         }
         if !s.system_prompts.is_empty() {
-            println!("    system prompts: {}", s.system_prompts.join(", "));
+            outln!("    system prompts: {}", s.system_prompts.join(", "));
         }
         if let Some(login) = &s.oauth {
-            println!("    logged in {}", describe_login(login));
+            outln!("    logged in {}", describe_login(login));
         }
         if let Some(loading) = s.loading.describe() {
-            println!("    {loading}");
+            outln!("    {loading}");
         }
         for p in &s.problems {
-            println!("    problem: {p}");
+            outln!("    problem: {p}");
         }
         if s.state == ExtensionState::Failed {
             for line in &s.output_tail {
-                println!("    | {line}");
+                outln!("    | {line}");
             }
         }
     }
@@ -103,21 +101,20 @@ pub(crate) fn print_mcp(servers: &[ExtensionStatus], json: bool) {
 pub(crate) fn print_matches(project: &Project, query: &str, json: bool) {
     let index = crate::registry::ToolIndex::new(project.tools());
     let matches = index.search(query, crate::limits::SEARCH_RESULTS_DEFAULT);
-    let mut out = std::io::stdout().lock();
     if json {
-        let _ = writeln!(out, "{}", json!({ "query": query, "matches": matches }));
+        outln!("{}", json!({ "query": query, "matches": matches }));
         return;
     }
     if matches.is_empty() {
-        let _ = writeln!(out, "no tool matches {query:?}");
+        outln!("no tool matches {query:?}");
         return;
     }
     let width = matches.iter().map(|m| m.name.len()).max().unwrap_or(4).max(4);
     let source_width = matches.iter().map(|m| m.source.label().len()).max().unwrap_or(6).max(6);
-    let _ = writeln!(out, "{:width$}  {:13}  {:source_width$}  DESCRIPTION", "NAME", "EFFECT", "SOURCE");
+    outln!("{:width$}  {:13}  {:source_width$}  DESCRIPTION", "NAME", "EFFECT", "SOURCE");
     for m in &matches {
         let (effect, source) = (m.effect.as_str(), m.source.label());
-        let _ = writeln!(out, "{:width$}  {effect:13}  {source:source_width$}  {}", m.name, m.description);
+        outln!("{:width$}  {effect:13}  {source:source_width$}  {}", m.name, m.description);
     }
 }
 
@@ -145,10 +142,9 @@ fn schemas_line(schemas: &crate::registry::SchemaTotals) -> String {
 pub(crate) fn print_tools(project: &Project, json: bool) {
     let tools = project.tools();
     let extensions = project.extensions();
-    let mut out = std::io::stdout().lock();
     let schemas = crate::registry::schema_totals(&tools);
     if json {
-        let _ = writeln!(out, "{}", json!({ "tools": tools, "extensions": extensions, "schemas": schemas }));
+        outln!("{}", json!({ "tools": tools, "extensions": extensions, "schemas": schemas }));
         return;
     }
     for e in extensions.iter().filter(|e| !e.problems.is_empty()) {
@@ -160,7 +156,7 @@ pub(crate) fn print_tools(project: &Project, json: bool) {
     }
     let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
     let source_width = tools.iter().map(|t| t.source.label().len()).max().unwrap_or(6).max(6);
-    let _ = writeln!(out, "{:width$}  {:13}  {:source_width$}  DESCRIPTION", "NAME", "EFFECT", "SOURCE");
+    outln!("{:width$}  {:13}  {:source_width$}  DESCRIPTION", "NAME", "EFFECT", "SOURCE");
     // At a terminal, each row fits its width: descriptions are cut there.
     let room = terminal_columns().map(|columns| columns.saturating_sub(width + source_width + 19).max(20));
     for t in &tools {
@@ -176,12 +172,12 @@ pub(crate) fn print_tools(project: &Project, json: bool) {
             }
             None => t.description.clone(),
         };
-        let _ = writeln!(out, "{:width$}  {effect:13}  {source:source_width$}  {description}", t.name);
+        outln!("{:width$}  {effect:13}  {source:source_width$}  {description}", t.name);
     }
-    let _ = writeln!(out, "{}", schemas_line(&schemas));
+    outln!("{}", schemas_line(&schemas));
     // What each WASM plugin may reach beyond host services.
     for e in extensions.iter().filter(|e| !e.grants.is_empty()) {
-        let _ = writeln!(out, "plugin {} holds {}", e.name, e.grants.summary());
+        outln!("plugin {} holds {}", e.name, e.grants.summary());
     }
 }
 
@@ -189,33 +185,31 @@ pub(crate) fn print_tools(project: &Project, json: bool) {
 /// source, and its arguments as a table (or the tool as JSON).
 pub(crate) fn print_tool(project: &Project, name: &str, json: bool) {
     let Some(tool) = project.tools().into_iter().find(|t| t.name == name) else { return };
-    let mut out = std::io::stdout().lock();
     if json {
-        let _ = writeln!(out, "{}", json!(tool));
+        outln!("{}", json!(tool));
         return;
     }
-    let _ = writeln!(out, "{}", tool.name);
+    outln!("{}", tool.name);
     if tool.original_name != tool.name {
-        let _ = writeln!(out, "  own name     {}", tool.original_name);
+        outln!("  own name     {}", tool.original_name);
     }
-    let _ = writeln!(out, "  source       {}", tool.source.label());
-    let _ = writeln!(out, "  effect       {} — {}", tool.effect, tool.effect_reason);
+    outln!("  source       {}", tool.source.label());
+    outln!("  effect       {} — {}", tool.effect, tool.effect_reason);
     let mut lines = tool.description.lines();
-    let _ = writeln!(out, "  description  {}", lines.next().unwrap_or("(none)"));
+    outln!("  description  {}", lines.next().unwrap_or("(none)"));
     for line in lines {
-        let _ = writeln!(out, "               {line}");
+        outln!("               {line}");
     }
     let rows = argument_rows(&tool.input_schema);
     if rows.is_empty() {
-        let _ = writeln!(out, "  arguments    none");
+        outln!("  arguments    none");
         return;
     }
-    let _ = writeln!(out, "  arguments");
+    outln!("  arguments");
     let widths = [0, 1, 2].map(|i| {
         rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0).max(["NAME", "TYPE", "REQUIRED"][i].len())
     });
-    let _ = writeln!(
-        out,
+    outln!(
         "    {:w0$}  {:w1$}  {:w2$}  DESCRIPTION",
         "NAME",
         "TYPE",
@@ -231,7 +225,7 @@ pub(crate) fn print_tool(project: &Project, name: &str, json: bool) {
             w1 = widths[1],
             w2 = widths[2]
         );
-        let _ = writeln!(out, "{}", row.trim_end());
+        outln!("{}", row.trim_end());
     }
 }
 
@@ -307,44 +301,44 @@ pub(crate) fn print_server(
             "stderr_tail": server.map_or(vec![], |s| s.output_tail.clone()),
             "tools": list,
         });
-        println!("{document}");
+        outln!("{document}");
         return;
     }
     match server {
-        Some(s) => println!(
+        Some(s) => outln!(
             "{name}  {}  {}  {}  {} tools",
             transport(s.kind),
             s.state,
             s.protocol.as_deref().unwrap_or("-"),
             own.len()
         ),
-        None => println!("{name}"),
+        None => outln!("{name}"),
     }
     if let Some(entry) = entry {
         let text = serde_json::to_string_pretty(entry).unwrap_or_default();
-        println!("  entry (mcp.json):");
+        outln!("  entry (mcp.json):");
         for line in text.lines() {
-            println!("    {line}");
+            outln!("    {line}");
         }
     }
     if let Some(s) = server {
         if let Some(login) = &s.oauth {
-            println!("  logged in {}", describe_login(login));
+            outln!("  logged in {}", describe_login(login));
         }
         for p in &s.problems {
-            println!("  problem: {p}");
+            outln!("  problem: {p}");
         }
         if s.state == ExtensionState::Failed {
             for line in &s.output_tail {
-                println!("  | {line}");
+                outln!("  | {line}");
             }
         }
     }
     if !own.is_empty() {
         let width = own.iter().map(|t| t.name.len()).max().unwrap_or(4);
-        println!("  tools:");
+        outln!("  tools:");
         for t in own {
-            println!("    {:width$}  {:13}  {}", t.name, t.effect.as_str(), t.description);
+            outln!("    {:width$}  {:13}  {}", t.name, t.effect.as_str(), t.description);
         }
     }
 }
