@@ -138,3 +138,59 @@ fn mcp_add_with_project_scope_writes_the_checked_in_file_and_approves_only_what_
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("`user` ($CLAT_HOME/mcp.json) or `project`"), "{}", stderr(&out));
 }
+
+/// A project's `.mcp.json` that is a link to `/dev/zero` (or out of the project), or a file past the 1 MiB bound,
+/// is refused with the file named — by the mount and by `clat mcp approve` — and nothing else is lost: the user's
+/// servers still start. The home's files are bounded the same way.
+#[test]
+fn an_endless_or_huge_configuration_file_is_refused_by_name() {
+    let env = TestEnv::trusted();
+    env.write_mcp_config(json!({ "mine": { "command": SERVER } }));
+    let listing = |env: &TestEnv| {
+        let out = env.clat(&["mcp", "--json"]);
+        format!("{}{}", stdout(&out), stderr(&out))
+    };
+    let project_file = env.project.join(".mcp.json");
+    std::os::unix::fs::symlink("/dev/zero", &project_file).unwrap();
+    let said = listing(&env);
+    assert!(said.contains(".mcp.json") && said.contains("outside the project"), "{said}");
+    assert_eq!(server(&env, "mine")["state"], "ready", "the user's server still starts");
+    let out = env.clat(&["mcp", "approve"]);
+    assert_ne!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stderr(&out).contains(".mcp.json") && stderr(&out).contains("outside the project"), "{}", stderr(&out));
+
+    // A link to another file outside the project is refused the same way, whatever it holds.
+    let elsewhere = env.dir.path().join("elsewhere.json");
+    std::fs::write(&elsewhere, json!({ "mcpServers": { "proj": { "command": SERVER } } }).to_string()).unwrap();
+    std::fs::remove_file(&project_file).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &project_file).unwrap();
+    assert!(listing(&env).contains("outside the project"));
+
+    // A regular file past the bound.
+    std::fs::remove_file(&project_file).unwrap();
+    let padding = " ".repeat(1024 * 1024);
+    env.write(".mcp.json", &format!("{{ \"mcpServers\": {{}} {padding}}}"));
+    let said = listing(&env);
+    assert!(said.contains(".mcp.json") && said.contains("over the 1048576-byte limit"), "{said}");
+    let out = env.clat(&["mcp", "approve"]);
+    assert!(stderr(&out).contains("over the 1048576-byte limit"), "{}", stderr(&out));
+    std::fs::remove_file(&project_file).unwrap();
+
+    // The home's mcp.json and trust file, linked to /dev/zero.
+    let home_config = env.home.join("mcp.json");
+    std::fs::remove_file(&home_config).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &home_config).unwrap();
+    let said = listing(&env);
+    assert!(said.contains("mcp.json") && said.contains("not a regular file"), "{said}");
+    std::fs::remove_file(&home_config).unwrap();
+    let trust = env.home.join("trusted-projects.json");
+    std::fs::remove_file(&trust).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &trust).unwrap();
+    let out = env.clat(&["tools"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        stderr(&out).contains("trusted-projects.json") && stderr(&out).contains("not a regular file"),
+        "{}",
+        stderr(&out)
+    );
+}

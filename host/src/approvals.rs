@@ -182,7 +182,7 @@ pub trait ApprovalMemory: Send + Sync {
 fn read_document(home: &ClatHome) -> Result<ApprovalsDocument, ApprovalsError> {
     let path = home.path().join(APPROVALS_FILE);
     let file = path.display().to_string();
-    let text = match std::fs::read_to_string(&path) {
+    let text = match crate::files::read_config_text(&path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Ok(ApprovalsDocument { version: VERSION, approvals: Vec::new() });

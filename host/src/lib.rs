@@ -53,6 +53,8 @@ pub mod elicitation;
 #[doc(hidden)]
 pub mod extension;
 #[doc(hidden)]
+pub mod files;
+#[doc(hidden)]
 pub mod identity;
 #[doc(hidden)]
 pub mod limits;

@@ -117,6 +117,12 @@ pub const AUDIT_WRITE_INTERVAL: Duration = Duration::from_millis(10);
 /// Audit records queued at most: the call whose record fills the queue writes it
 /// (a stalled disk slows calls down, it never fills memory).
 pub const AUDIT_QUEUE_MAX: usize = 1024;
+/// One configuration file read from the home or a project (`mcp.json`, `.mcp.json`, trust, approvals, the
+/// model's config, the plugin index, a plugin's manifest, stored credentials): larger is refused, naming the file.
+pub const CONFIG_FILE_MAX_BYTES: u64 = 1024 * 1024;
+/// One record the home keeps of what extensions listed (pins, listings, a plugin's kept definitions): larger is
+/// refused, naming the file.
+pub const HOME_RECORD_MAX_BYTES: u64 = 64 * 1024 * 1024;
 /// Bytes of a tool call's arguments accepted by the pipeline.
 pub const TOOL_ARGUMENTS_MAX_BYTES: usize = 8 * 1024 * 1024;
 

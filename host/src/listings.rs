@@ -41,7 +41,7 @@ struct Listing {
 }
 
 fn load(home: &ClatHome) -> Listings {
-    std::fs::read_to_string(home.path().join(LISTINGS_FILE))
+    crate::files::read_home_record_text(&home.path().join(LISTINGS_FILE))
         .ok()
         .and_then(|text| serde_json::from_str(&text).ok())
         .unwrap_or_default()

@@ -107,7 +107,7 @@ pub fn provider_from_config(
 }
 
 fn read_config(path: &Path) -> Result<ConfigFile, ModelConfigError> {
-    match std::fs::read_to_string(path) {
+    match crate::files::read_config_text(path) {
         Ok(text) => serde_json::from_str(&text).map_err(|e| ModelConfigError::Malformed {
             path: path.display().to_string(),
             line: e.line(),

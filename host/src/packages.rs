@@ -172,7 +172,7 @@ fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> PackageError
 /// Read and check `DIR/clat-plugin.toml` (shape only; the entry is checked by `validate`).
 pub fn read_manifest(dir: &Path) -> Result<Manifest, PackageError> {
     let path = dir.join(MANIFEST);
-    let text = std::fs::read_to_string(&path)
+    let text = crate::files::read_config_text(&path)
         .map_err(|e| PackageError::Manifest { path: path.clone(), message: e.to_string() })?;
     parse_manifest(&path, &text)
 }
@@ -294,7 +294,7 @@ impl PackageStore {
 
     fn index(&self) -> Result<Index, PackageError> {
         let path = self.home.path().join(INDEX);
-        match std::fs::read_to_string(&path) {
+        match crate::files::read_config_text(&path) {
             Ok(text) => {
                 serde_json::from_str(&text).map_err(|e| PackageError::Manifest { path, message: e.to_string() })
             }

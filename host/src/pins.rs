@@ -152,7 +152,7 @@ pub enum PinsError {
 fn read_document(home: &ClatHome) -> Result<PinsDocument, PinsError> {
     let path = home.path().join(PINS_FILE);
     let file = path.display().to_string();
-    let text = match std::fs::read_to_string(&path) {
+    let text = match crate::files::read_home_record_text(&path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(PinsDocument::default()),
         Err(e) => return Err(PinsError::Unreadable { file, message: e.to_string() }),

@@ -187,7 +187,7 @@ impl TrustStore {
 
     fn load(&self) -> Result<TrustFile, TrustError> {
         let path = self.file();
-        let text = match std::fs::read_to_string(&path) {
+        let text = match crate::files::read_config_text(&path) {
             Ok(t) => t,
             // No home yet (or a home path that cannot exist): nothing is trusted.
             Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => {

@@ -661,17 +661,6 @@ pub fn parse_config(file: &str, text: &str, bounds: &TimeoutBounds) -> Result<Mc
     Ok(config)
 }
 
-/// Read `mcp.json` at `path`; a missing file is an empty configuration.
-pub fn read_config(path: &Path, bounds: &TimeoutBounds) -> Result<McpConfig, ConfigError> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => parse_config(&path.display().to_string(), &text, bounds),
-        Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => {
-            Ok(McpConfig::default())
-        }
-        Err(e) => Err(ConfigError::Unreadable { file: path.display().to_string(), message: e.to_string() }),
-    }
-}
-
 /// Why an entry's variables could not be expanded. Never holds a value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ExpandError {

@@ -37,7 +37,7 @@ pub(crate) fn tool_names() -> Vec<CompletionCandidate> {
 pub(crate) fn server_names() -> Vec<CompletionCandidate> {
     let Some(home) = home() else { return Vec::new() };
     let path = home.path().join(crate::mcp::MCP_CONFIG_FILE);
-    let Ok(config) = clat_mcp::config::read_config(&path, &crate::mcp::ENTRY_TIMEOUT_BOUNDS) else {
+    let Ok(config) = crate::mcp::sources::read_config(&path, &crate::mcp::ENTRY_TIMEOUT_BOUNDS) else {
         return Vec::new();
     };
     config.servers.keys().map(CompletionCandidate::new).collect()

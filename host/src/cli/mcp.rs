@@ -459,7 +459,7 @@ impl Drop for EchoOff {
 /// `clat mcp list`: the configured servers as `mcp.json` holds them, nothing started.
 fn list(home: &ClatHome, json: bool) -> Result<(), Failure> {
     let path = home.path().join(crate::mcp::MCP_CONFIG_FILE);
-    let config = clat_mcp::config::read_config(&path, &crate::mcp::ENTRY_TIMEOUT_BOUNDS)
+    let config = crate::mcp::sources::read_config(&path, &crate::mcp::ENTRY_TIMEOUT_BOUNDS)
         .map_err(|e| configuration(e.to_string()))?;
     if json {
         let servers: Vec<Value> = config
@@ -479,17 +479,17 @@ fn list(home: &ClatHome, json: bool) -> Result<(), Failure> {
             })
             .collect();
         let errors: Vec<String> = config.errors.iter().map(ToString::to_string).collect();
-        println!("{}", json!({ "file": path.display().to_string(), "servers": servers, "errors": errors }));
+        outln!("{}", json!({ "file": path.display().to_string(), "servers": servers, "errors": errors }));
         return Ok(());
     }
     if config.servers.is_empty() && config.errors.is_empty() {
-        println!("no servers in {} (`clat mcp add NAME -- COMMAND` adds one)", path.display());
+        outln!("no servers in {} (`clat mcp add NAME -- COMMAND` adds one)", path.display());
     }
     for (name, entry) in &config.servers {
-        println!("{}", entry_line(name, entry));
+        outln!("{}", entry_line(name, entry));
     }
     for error in &config.errors {
-        println!("{error}");
+        outln!("{error}");
     }
     Ok(())
 }
@@ -570,16 +570,16 @@ fn add_to_project(
 /// What `clat mcp add --scope project` says it did.
 fn print_added_to_project(name: &str, path: &std::path::Path, approved: bool, json: bool) {
     if json {
-        println!("{}", json!({ "added": name, "file": path.display().to_string(), "approved": approved }));
+        outln!("{}", json!({ "added": name, "file": path.display().to_string(), "approved": approved }));
     } else {
-        println!("added {name} to {}", path.display());
+        outln!("added {name} to {}", path.display());
         if approved {
-            println!(
+            outln!(
                 "approved {} for you as it is now; whoever clones the project is asked to approve it",
                 path.display()
             );
         } else {
-            println!("{} holds servers you have not approved: review it, then run `clat mcp approve`", path.display());
+            outln!("{} holds servers you have not approved: review it, then run `clat mcp approve`", path.display());
         }
     }
 }
@@ -649,7 +649,7 @@ async fn add_from_registry(
                         "default": n.default, "choices": n.choices, "description": n.description })
             })
             .collect();
-        println!(
+        outln!(
             "{}",
             json!({ "added": name, "file": file.display().to_string(), "approved": approved,
                     "server": found.source.server, "version": found.source.version,
@@ -660,12 +660,12 @@ async fn add_from_registry(
         return Ok(Exit::Ok);
     }
     let source = &found.source;
-    println!("{} {} ({}) from {}", source.server, source.version, found.via.as_str(), source.registry);
+    outln!("{} {} ({}) from {}", source.server, source.version, found.via.as_str(), source.registry);
     if !found.description.is_empty() {
-        println!("  {}", found.description);
+        outln!("  {}", found.description);
     }
-    println!("  runs: {}", found.runs);
-    println!("  effect: {}", found.effect);
+    outln!("  runs: {}", found.runs);
+    outln!("  effect: {}", found.effect);
     for need in &found.needs {
         let mut about = vec![if need.required { "required" } else { "optional" }];
         if need.secret {
@@ -675,7 +675,7 @@ async fn add_from_registry(
         let choices =
             if need.choices.is_empty() { String::new() } else { format!(", one of {}", need.choices.join("|")) };
         let description = if need.description.is_empty() { String::new() } else { format!(": {}", need.description) };
-        println!(
+        outln!(
             "  needs ${{{}}} ({}{default}{choices}) for {}{description}",
             need.variable,
             about.join(", "),
@@ -683,26 +683,26 @@ async fn add_from_registry(
         );
     }
     if !found.needs.is_empty() {
-        println!("  the entry holds only these references: set them in CLAT's environment before the server starts");
+        outln!("  the entry holds only these references: set them in CLAT's environment before the server starts");
     }
     for other in &found.alternatives {
-        println!("  also offered: {other}");
+        outln!("  also offered: {other}");
     }
     for other in &found.passed_over {
-        println!("  not usable: {other}");
+        outln!("  not usable: {other}");
     }
     match approved {
         Some(approved) => print_added_to_project(name, &file, approved, false),
-        None => println!("added {name} to {} (nothing was started)", file.display()),
+        None => outln!("added {name} to {} (nothing was started)", file.display()),
     }
     Ok(Exit::Ok)
 }
 
 fn done(json: bool, what: &str, name: &str, file: &std::path::Path) {
     if json {
-        println!("{}", json!({ what: name, "file": file.display().to_string() }));
+        outln!("{}", json!({ what: name, "file": file.display().to_string() }));
     } else {
-        println!("{what} {name} in {}", file.display());
+        outln!("{what} {name} in {}", file.display());
     }
 }
 
@@ -791,14 +791,14 @@ pub(crate) async fn mcp(
             let servers = project_server_lines(&file)?;
             project_servers::approve(home, &root, &file)?;
             if json {
-                println!(
+                outln!(
                     "{}",
                     json!({ "approved": file.path.display().to_string(), "digest": file.digest, "servers": servers })
                 );
             } else {
-                println!("approved the servers of {} ({}):", file.path.display(), file.digest);
+                outln!("approved the servers of {} ({}):", file.path.display(), file.digest);
                 for line in &servers {
-                    println!("  {line}");
+                    outln!("  {line}");
                 }
             }
             Ok(Exit::Ok)
@@ -827,9 +827,9 @@ pub(crate) async fn mcp(
                 _ = shutdown.token().cancelled() => return Err(runs::interrupted(shutdown)),
             };
             if json {
-                println!("{}", json!({ "logged_in": name, "oauth": login }));
+                outln!("{}", json!({ "logged_in": name, "oauth": login }));
             } else {
-                println!("logged in to {name} {}", status::describe_login(&login));
+                outln!("logged in to {name} {}", status::describe_login(&login));
             }
             Ok(Exit::Ok)
         }
@@ -837,9 +837,9 @@ pub(crate) async fn mcp(
             let auth = server_oauth(home, &name, None)?;
             let had = auth.logout().map_err(|e| Failure::new(Exit::ServerFailed, "oauth", e.to_string()))?;
             match (json, had) {
-                (true, _) => println!("{}", json!({ "logged_out": name, "had_token": had })),
-                (false, true) => println!("logged out of {name}"),
-                (false, false) => println!("{name} had no login"),
+                (true, _) => outln!("{}", json!({ "logged_out": name, "had_token": had })),
+                (false, true) => outln!("logged out of {name}"),
+                (false, false) => outln!("{name} had no login"),
             }
             Ok(Exit::Ok)
         }
@@ -858,15 +858,13 @@ pub(crate) async fn mcp(
             }
             let revoked = crate::approvals::revoke_extension_wide(home, &root, &format!("mcp:{name}"))?;
             if json {
-                println!("{}", json!({ "accepted": accepted, "approvals_revoked": revoked }));
+                outln!("{}", json!({ "accepted": accepted, "approvals_revoked": revoked }));
             } else {
                 for tool in &accepted {
-                    println!("accepted {name} {}: {}", tool.tool, tool.changes.join("; "));
+                    outln!("accepted {name} {}: {}", tool.tool, tool.changes.join("; "));
                 }
                 if revoked > 0 {
-                    println!(
-                        "forgot {revoked} kept approval(s) of every tool of {name} in this project: approve again"
-                    );
+                    outln!("forgot {revoked} kept approval(s) of every tool of {name} in this project: approve again");
                 }
             }
             Ok(Exit::Ok)

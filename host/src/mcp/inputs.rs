@@ -59,7 +59,8 @@ pub struct Input {
 /// the order declared, with the servers that use each. A file that cannot be
 /// read or parsed has none (the mount reports the file's problem).
 pub fn referenced(path: &Path) -> Vec<Input> {
-    let Some(document) = std::fs::read_to_string(path).ok().and_then(|t| serde_json::from_str::<Value>(&t).ok()) else {
+    let document = crate::files::read_config_file(path).ok().and_then(|t| serde_json::from_slice::<Value>(&t).ok());
+    let Some(document) = document else {
         return Vec::new();
     };
     let Some(declared) = document.get(clat_mcp::config::VSCODE_INPUTS_KEY).and_then(Value::as_array) else {

@@ -53,21 +53,25 @@ struct ApprovalsDocument {
 /// The `.mcp.json` at `root`, if there is one.
 pub fn read(root: &Path) -> Result<Option<ProjectServerFile>, std::io::Error> {
     let path = root.join(PROJECT_MCP_FILE);
-    match std::fs::read(&path) {
+    match crate::files::read_project_file(root, PROJECT_MCP_FILE) {
         Ok(bytes) => {
             let digest = format!("sha256:{}", hex(&Sha256::digest(&bytes)));
-            let text = String::from_utf8(bytes)
-                .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "the file is not UTF-8"))?;
+            let text = String::from_utf8(bytes).map_err(|_| named(&path, "it is not UTF-8".into()))?;
             Ok(Some(ProjectServerFile { path, text, digest }))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
+        Err(e) => Err(named(&path, e.to_string())),
     }
+}
+
+/// An error reading the project's file, naming it.
+fn named(path: &Path, why: String) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, format!("cannot read {}: {why}", path.display()))
 }
 
 fn load(home: &ClatHome) -> Result<ApprovalsDocument, TrustError> {
     let path = home.path().join(PROJECT_SERVERS_FILE);
-    match std::fs::read_to_string(&path) {
+    match crate::files::read_config_text(&path) {
         Ok(text) => serde_json::from_str(&text).map_err(|e| TrustError::Malformed {
             path,
             line: e.line(),

@@ -16,7 +16,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use clat_mcp::config::{ConfigError, EntryTransport, McpConfig, ServerEntry, TimeoutBounds, ToolFilter, read_config};
+use clat_mcp::config::{ConfigError, EntryTransport, McpConfig, ServerEntry, TimeoutBounds, ToolFilter, parse_config};
 use clat_mcp::{HttpSpec, StdioSpec};
 
 use super::glm::{CodingPlan, pack_servers};
@@ -123,6 +123,17 @@ fn kind_of_error(error: &ConfigError) -> ExtensionKind {
     match error {
         ConfigError::Entry { remote: true, .. } => ExtensionKind::McpHttp,
         _ => ExtensionKind::McpStdio,
+    }
+}
+
+/// The user's `mcp.json` at `path`, read within its bound; a missing file is an empty configuration.
+pub fn read_config(path: &Path, bounds: &TimeoutBounds) -> Result<McpConfig, ConfigError> {
+    match crate::files::read_config_text(path) {
+        Ok(text) => parse_config(&path.display().to_string(), &text, bounds),
+        Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => {
+            Ok(McpConfig::default())
+        }
+        Err(e) => Err(ConfigError::Unreadable { file: path.display().to_string(), message: e.to_string() }),
     }
 }
 
@@ -266,8 +277,8 @@ fn project_entries(home: &ClatHome, root: &Path) -> ProjectEntries {
         Ok(Some(file)) => file,
         Ok(None) => return entries,
         Err(e) => {
-            entries.problem =
-                Some(format!("cannot read {}: {e}", root.join(super::project_servers::PROJECT_MCP_FILE).display()));
+            // The error names the file.
+            entries.problem = Some(e.to_string());
             return entries;
         }
     };
@@ -388,6 +399,9 @@ fn configured(
         }
     };
     secrets.extend(substituted);
+    // What the user configured is a secret on every surface (a refusal quoting it, the audit trail), not only in
+    // this server's own diagnostics.
+    crate::redact::register_secrets(secrets.iter().cloned());
     let options = ServerOptions {
         startup_timeout: entry.startup_timeout,
         tool_timeout: entry.tool_timeout,

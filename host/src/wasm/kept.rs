@@ -143,7 +143,7 @@ impl ListingPlace {
     /// The kept listing, when there is one made under this key; anything else (no file, an unreadable one,
     /// another key) is `None`.
     pub fn read(&self) -> Option<KeptListing> {
-        let text = std::fs::read(self.home.path().join(relative_path(&self.plugin))).ok()?;
+        let text = crate::files::read_home_record(&self.home.path().join(relative_path(&self.plugin))).ok()?;
         let file: KeptFile = serde_json::from_slice(&text).ok()?;
         if file.key != self.key {
             return None;
