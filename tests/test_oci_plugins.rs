@@ -253,13 +253,19 @@ fn hostile(stream: TcpStream, port: u16, challenge: Option<&str>, seen: &Seen) {
             }
             (_, true) => {
                 let size = if repository == "declares-huge" { 10i64 << 30 } else { LAYER_BYTES.len() as i64 };
+                // 64 characters after `sha256:`, none of them hex: a path on the registry's host.
+                let layer_digest = if repository == "dotted-digest" {
+                    format!("sha256:{}a", "../".repeat(21))
+                } else {
+                    sha256(LAYER_BYTES)
+                };
                 let manifest = json!({
                     "schemaVersion": 2,
                     "mediaType": "application/vnd.oci.image.manifest.v1+json",
                     "config": { "mediaType": "application/vnd.wasm.config.v0+json", "digest": sha256(b"{}"), "size": 2 },
                     "layers": [
                         { "mediaType": "application/wasm", "digest": sha256(LAYER_BYTES), "size": size },
-                        { "mediaType": "application/vnd.artec.clat.plugin.manifest.v1+toml", "digest": sha256(LAYER_BYTES), "size": size }
+                        { "mediaType": "application/vnd.artec.clat.plugin.manifest.v1+toml", "digest": layer_digest, "size": size }
                     ]
                 });
                 let extra = "content-type: application/vnd.oci.image.manifest.v1+json\r\n";
@@ -293,6 +299,7 @@ fn a_registry_that_answers_too_much_redirects_elsewhere_or_stalls_hits_its_bound
             "layer-elsewhere",
             format!("a layer redirected to another host over plain http (localhost:{}) is not followed", mock.port),
         ),
+        ("dotted-digest", "is not a sha256 digest".to_string()),
     ];
     std::thread::scope(|scope| {
         for (repository, says) in &cases {
@@ -309,6 +316,13 @@ fn a_registry_that_answers_too_much_redirects_elsewhere_or_stalls_hits_its_bound
             });
         }
     });
+    let seen = mock.authorizations.lock().unwrap().clone();
+    assert!(seen.iter().all(|(path, _)| !path.contains("..")), "a digest became a path: {seen:?}");
+    // A reference's own digest is checked as well, before anything is asked.
+    let env = TestEnv::new();
+    let dotted = format!("oci://127.0.0.1:{}/any@sha256:{}a", mock.port, "../".repeat(21));
+    let out = env.clat(&["plugin", "install", &dotted]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
 
 #[test]
@@ -352,6 +366,16 @@ fn credentials_come_from_the_docker_config_and_stay_with_the_registry() {
     assert!(message.contains("\"http://tokens.invalid/token\", which is not https"), "{message}");
     let seen = greedy.authorizations.lock().unwrap().clone();
     assert!(seen.iter().all(|(path, _)| path == "/v2/"), "only the challenge was asked: {seen:?}");
+    // Push keeps the same rule: the challenge is read first and nothing is sent to that token service.
+    let out = env.clat_with_env(
+        &["plugin", "push", guests::HELLO_PACKAGE, &greedy.reference("pushed"), "--json"],
+        &[("DOCKER_CONFIG", docker)],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}{}", stdout(&out), stderr(&out));
+    let message = json_of(&out)["error"]["message"].as_str().unwrap().to_string();
+    assert!(message.contains("\"http://tokens.invalid/token\", which is not https"), "{message}");
+    let seen = greedy.authorizations.lock().unwrap().clone();
+    assert!(seen.iter().all(|(path, auth)| path == "/v2/" && auth.is_none()), "only the challenge was asked: {seen:?}");
 }
 
 #[test]

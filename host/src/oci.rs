@@ -84,8 +84,8 @@ impl OciReference {
             return Err(bad("it holds spaces or control characters".into()));
         }
         let reference: Reference = rest.parse().map_err(|e| bad(format!("{e}")))?;
-        if reference.digest().is_some_and(|d| !d.starts_with("sha256:")) {
-            return Err(bad("only sha256 digests are accepted".into()));
+        if reference.digest().is_some_and(|d| !is_sha256_digest(d)) {
+            return Err(bad("only sha256 digests (sha256: and 64 hex digits) are accepted".into()));
         }
         Ok(OciReference { text: text.to_string(), reference })
     }
@@ -161,6 +161,13 @@ fn bearer_realm(challenge: &str) -> Option<String> {
     Some(rest[at..at + end].to_string())
 }
 
+/// Whether `digest` is `sha256:` and 64 lowercase hex digits, the only digests CLAT accepts or builds a URL from.
+fn is_sha256_digest(digest: &str) -> bool {
+    digest
+        .strip_prefix("sha256:")
+        .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+}
+
 fn sha256_digest(bytes: &[u8]) -> String {
     format!("sha256:{}", crate::identity::hex(&Sha256::digest(bytes)))
 }
@@ -207,7 +214,7 @@ pub async fn push(dir: &Path, reference: &OciReference) -> Result<Pushed, OciErr
         ("org.opencontainers.image.description".to_string(), manifest.description.clone()),
     ]);
     let image = OciImageManifest::build(&layers, &config, Some(annotations));
-    let auth = credentials(reference)?;
+    let auth = credentials_for_registry(reference, &http_client(reference)?).await?;
     let registry = |why: String| OciError::Registry { reference: reference.text.clone(), why };
     let client = client(reference);
     let pushed = tokio::time::timeout(OCI_PULL_TIMEOUT, async {
@@ -299,6 +306,71 @@ pub async fn pull(reference: &OciReference, into: &Path) -> Result<Pulled, OciEr
     pulled.unwrap_or_else(|_| Err(refused(format!("the pull took longer than {} s", OCI_PULL_TIMEOUT.as_secs()))))
 }
 
+/// The HTTP client of one pull or push: within the registry's host a redirect
+/// keeps its scheme (credentials never go over plain http); a manifest never
+/// leaves it; a layer may go to a blob store elsewhere over https, where no
+/// credentials go and its bytes are checked against its digest.
+fn http_client(reference: &OciReference) -> Result<reqwest::Client, OciError> {
+    let registry_host = reference.reference.resolve_registry().to_string();
+    let scheme = reference.scheme();
+    let policy = crate::download::redirect_policy(OCI_REDIRECTS_MAX, move |first, next| {
+        let host = match (next.host_str(), next.port()) {
+            (Some(host), Some(port)) => format!("{host}:{port}"),
+            (Some(host), None) => host.to_string(),
+            (None, _) => return Err("a redirect to a URL without a host".to_string()),
+        };
+        if host == registry_host && next.scheme() == scheme {
+            Ok(())
+        } else if host == registry_host {
+            Err(format!("a redirect to {}:// on the registry's host is not followed", next.scheme()))
+        } else if first.path().contains("/manifests/") {
+            Err(format!("a manifest redirected to another host ({host}) is not followed"))
+        } else if next.scheme() != "https" {
+            Err(format!("a layer redirected to another host over plain http ({host}) is not followed"))
+        } else {
+            Ok(())
+        }
+    });
+    reqwest::Client::builder()
+        .redirect(policy)
+        .read_timeout(OCI_READ_TIMEOUT)
+        .connect_timeout(Duration::from_secs(10))
+        .build()
+        .map_err(|e| OciError::Registry {
+            reference: reference.text.clone(),
+            why: format!("the HTTP client could not be built: {e}"),
+        })
+}
+
+/// The Docker config's credentials for `reference`'s registry, under the one
+/// rule pull and push share: credentials go only over https or to this
+/// machine. The registry's challenge is read first (bounded, under `http`'s
+/// redirect policy), before `oci-client`'s handshake sends credentials to the
+/// token service it names: a token service that is not https (nor on this
+/// machine) stops the command before anything is sent.
+async fn credentials_for_registry(reference: &OciReference, http: &reqwest::Client) -> Result<RegistryAuth, OciError> {
+    let registry = |why: String| OciError::Registry { reference: reference.text.clone(), why };
+    let auth = credentials(reference)?;
+    if matches!(auth, RegistryAuth::Anonymous) {
+        return Ok(auth);
+    }
+    let url = format!("{}://{}/v2/", reference.scheme(), reference.reference.resolve_registry());
+    let response = http.get(&url).send().await.map_err(|e| registry(error_chain(&e)))?;
+    let challenge = response.headers().get(reqwest::header::WWW_AUTHENTICATE).cloned();
+    let _ = bounded_body(response, OCI_CHALLENGE_MAX_BYTES).await;
+    if let Some(realm) = challenge.as_ref().and_then(|c| c.to_str().ok()).and_then(bearer_realm) {
+        let safe = url::Url::parse(&realm)
+            .is_ok_and(|u| u.scheme() == "https" || u.host_str().is_some_and(crate::download::is_loopback_host));
+        if !safe {
+            return Err(registry(format!(
+                "the registry names the token service {realm:?}, which is not https: the Docker config's \
+                 credentials are not sent there"
+            )));
+        }
+    }
+    Ok(auth)
+}
+
 /// The bounded downloads of one pull, with the credentials `oci-client`'s
 /// handshake gave for the repository.
 struct Fetch {
@@ -310,55 +382,8 @@ struct Fetch {
 impl Fetch {
     async fn new(reference: &OciReference) -> Result<Fetch, OciError> {
         let registry = |why: String| OciError::Registry { reference: reference.text.clone(), why };
-        let registry_host = reference.reference.resolve_registry().to_string();
-        let scheme = reference.scheme();
-        // Within the registry's host a redirect keeps its scheme (credentials never go over plain http); a
-        // manifest never leaves it; a layer may go to a blob store elsewhere over https, where no credentials go
-        // and its bytes are checked against its digest.
-        let policy = crate::download::redirect_policy(OCI_REDIRECTS_MAX, move |first, next| {
-            let host = match (next.host_str(), next.port()) {
-                (Some(host), Some(port)) => format!("{host}:{port}"),
-                (Some(host), None) => host.to_string(),
-                (None, _) => return Err("a redirect to a URL without a host".to_string()),
-            };
-            if host == registry_host && next.scheme() == scheme {
-                Ok(())
-            } else if host == registry_host {
-                Err(format!("a redirect to {}:// on the registry's host is not followed", next.scheme()))
-            } else if first.path().contains("/manifests/") {
-                Err(format!("a manifest redirected to another host ({host}) is not followed"))
-            } else if next.scheme() != "https" {
-                Err(format!("a layer redirected to another host over plain http ({host}) is not followed"))
-            } else {
-                Ok(())
-            }
-        });
-        let http = reqwest::Client::builder()
-            .redirect(policy)
-            .read_timeout(OCI_READ_TIMEOUT)
-            .connect_timeout(Duration::from_secs(10))
-            .build()
-            .map_err(|e| registry(format!("the HTTP client could not be built: {e}")))?;
-        let auth = credentials(reference)?;
-        // The registry's challenge, read here (bounded, under the policy above) before oci-client's handshake
-        // sends credentials to the token service it names: only an https one (or one on this machine) gets them.
-        if let RegistryAuth::Basic(..) = auth {
-            let url = format!("{scheme}://{}/v2/", reference.reference.resolve_registry());
-            let response = http.get(&url).send().await.map_err(|e| registry(error_chain(&e)))?;
-            let challenge = response.headers().get(reqwest::header::WWW_AUTHENTICATE).cloned();
-            let _ = bounded_body(response, OCI_CHALLENGE_MAX_BYTES).await;
-            if let Some(realm) = challenge.as_ref().and_then(|c| c.to_str().ok()).and_then(bearer_realm) {
-                let safe = url::Url::parse(&realm).is_ok_and(|u| {
-                    u.scheme() == "https" || u.host_str().is_some_and(crate::download::is_loopback_host)
-                });
-                if !safe {
-                    return Err(registry(format!(
-                        "the registry names the token service {realm:?}, which is not https: the Docker config's \
-                         credentials are not sent there"
-                    )));
-                }
-            }
-        }
+        let http = http_client(reference)?;
+        let auth = credentials_for_registry(reference, &http).await?;
         let token = client(reference)
             .auth(&reference.reference, &auth, RegistryOperation::Pull)
             .await
@@ -437,7 +462,8 @@ impl Fetch {
 
     /// One layer, by digest: its declared size within the bound, its bytes within it and matching the digest.
     async fn blob(&self, digest: &str, declared: i64) -> Result<Vec<u8>, OciError> {
-        if !digest.starts_with("sha256:") || digest.len() != 71 {
+        // Checked before it becomes part of a URL: a digest of `../` would name another path on the host.
+        if !is_sha256_digest(digest) {
             return Err(self.refused(format!("layer {digest:?} is not a sha256 digest")));
         }
         if declared < 0 || declared as u64 > OCI_LAYER_MAX_BYTES {
