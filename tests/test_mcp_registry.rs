@@ -455,6 +455,22 @@ fn a_missing_server_or_version_and_bad_arguments_are_named_and_add_nothing() {
     ]);
     assert!(stdout(&out).contains("plain http to another machine"), "{}", stdout(&out));
     assert!(!env.home.join("mcp.json").exists());
+    // A URL holding a user and a password is refused, and never printed back with them: not from the flag, not from
+    // the environment, not in an unparsable URL.
+    let with_password = "https://alice:hunter2-Pa55word@registry.example.com/";
+    let refused = [
+        env.clat(&["mcp", "add", "w", "--from-registry", "a.b/c", "--registry", with_password, "--json"]),
+        env.clat(&["mcp", "add", "w", "--from-registry", "a.b/c", "--registry", with_password]),
+        env.clat_with_env(&["mcp", "add", "w", "--from-registry", "a.b/c"], &[("CLAT_MCP_REGISTRY", with_password)]),
+        env.clat(&["mcp", "add", "w", "--from-registry", "a.b/c", "--registry", "https://alice:hunter2-Pa55word@[bad"]),
+    ];
+    for out in refused {
+        let said = format!("{}{}", stdout(&out), stderr(&out));
+        assert_eq!(out.status.code(), Some(2), "{said}");
+        assert!(said.contains("the MCP registry URL"), "{said}");
+        assert!(!said.contains("hunter2") && !said.contains("alice"), "{said}");
+    }
+    assert!(!env.home.join("mcp.json").exists());
 }
 
 #[test]

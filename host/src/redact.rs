@@ -38,7 +38,13 @@ enum Triggers {
     Shape(fn(&str) -> bool),
 }
 
-const RULES: [Rule; 12] = [
+const RULES: [Rule; 13] = [
+    // A URL's user and password (`https://user:secret@host/`): never shown, whatever their shape.
+    Rule {
+        triggers: Triggers::Words(&["://"]),
+        pattern: r#"\b([A-Za-z][A-Za-z0-9+.\-]*://)[^\s/?#@"'<>]+@"#,
+        replacement: "${1}[REDACTED]@",
+    },
     // Bearer tokens: what follows "Bearer" is a credential.
     Rule {
         triggers: Triggers::Words(&["bearer"]),
@@ -323,6 +329,7 @@ mod tests {
             "glpat-abcdefghijklmnopqrstuvwxyz",
             "eyJabcdefghijkl.abcdefghijkl.abcdefghijkl",
             "0123456789abcdef0123456789abcdef.AbCdEfGh12345678",
+            "http://user:pw@host",
         ] {
             assert!(rules_that_may_match(shaped).contains(&true), "{shaped}");
             assert!(redact(shaped).contains(REDACTED), "{shaped} → {}", redact(shaped));
@@ -342,6 +349,8 @@ mod tests {
             ("token ghp_abcdefghijklmnopqrstuvwxyz0123456789", "token [REDACTED]"),
             ("aws AKIAIOSFODNN7EXAMPLE here", "aws [REDACTED] here"),
             ("password: correcthorse", "password: [REDACTED]"),
+            ("https://alice:hunter2x@registry.example/v0.1", "https://[REDACTED]@registry.example/v0.1"),
+            ("\"postgres://alice:correcthorse@db:5432/x\"", "\"postgres://[REDACTED]@db:5432/x\""),
         ];
         for (input, expected) in cases {
             let out = redact(input);

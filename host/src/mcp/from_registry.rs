@@ -154,7 +154,9 @@ pub fn registry_base(flag: Option<&str>) -> Result<url::Url, RegistryError> {
         Some(url) => url.to_string(),
         None => std::env::var(MCP_REGISTRY_ENV).ok().filter(|v| !v.is_empty()).unwrap_or(OFFICIAL_MCP_REGISTRY.into()),
     };
-    let usage = |why: &str| RegistryError::Usage(format!("the MCP registry URL {text:?} {why}"));
+    // Shown without its user and password (redaction removes a URL's), even when it does not parse.
+    let shown = crate::redact::redact(&text);
+    let usage = |why: &str| RegistryError::Usage(format!("the MCP registry URL {shown:?} {why}"));
     let url = url::Url::parse(&text).map_err(|e| usage(&format!("is not a URL: {e}")))?;
     // What would be written into mcp.json as the entry's origin holds no secret.
     if !url.username().is_empty() || url.password().is_some() || url.query().is_some() || url.fragment().is_some() {
