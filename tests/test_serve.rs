@@ -900,3 +900,74 @@ fn a_tool_one_http_session_loads_is_listed_to_it_alone() {
     assert!(b["tools"].get("echo").is_none() && b["tools"].get("search_tools").is_some(), "another session's: {b}");
     assert!(server.stop().success());
 }
+
+/// Each tool's effect survives `clat serve`: the hints sent with it map back to it by the spec's table, so CLAT
+/// mounting the served registry as an MCP server sees the same effects (the native `read`, which no extension can
+/// claim, arrives as `external-read`).
+#[test]
+fn served_annotations_map_back_to_the_same_effects() {
+    let inner = TestEnv::trusted();
+    let tools = json!([
+        { "name": "lookup", "inputSchema": { "type": "object" },
+          "annotations": { "readOnlyHint": true, "openWorldHint": false } },
+        { "name": "browse", "inputSchema": { "type": "object" },
+          "annotations": { "readOnlyHint": true, "openWorldHint": true } },
+        { "name": "save", "inputSchema": { "type": "object" },
+          "annotations": { "readOnlyHint": false, "destructiveHint": false } },
+        { "name": "wipe", "inputSchema": { "type": "object" } },
+    ]);
+    inner.write_mcp_config(json!({ "srv": { "command": SERVER, "args": ["--tools-json", tools.to_string()] } }));
+    let effects_of = |env: &TestEnv, prefix: &str| -> std::collections::BTreeMap<String, String> {
+        let out = env.clat(&["tools", "--json"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let listed: Value = serde_json::from_str(&stdout(&out)).unwrap();
+        listed["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| {
+                let name = t["name"].as_str().unwrap().strip_prefix(prefix)?.to_string();
+                Some((name, t["effect"].as_str().unwrap().to_string()))
+            })
+            .collect()
+    };
+    let inside = effects_of(&inner, "");
+    let effects: std::collections::BTreeSet<&str> = inside.values().map(String::as_str).collect();
+    assert_eq!(effects.len(), 5, "every effect is served: {inside:?}");
+
+    let outer = TestEnv::trusted();
+    let (home, project) = (inner.home.to_str().unwrap(), inner.project.to_str().unwrap());
+    outer.write_mcp_config(json!({
+        "inner": { "command": env!("CARGO_BIN_EXE_clat"), "args": ["--home", home, "--project", project, "serve"] },
+    }));
+    let outside = effects_of(&outer, "mcp_inner_");
+    let expected: std::collections::BTreeMap<String, String> = inside
+        .into_iter()
+        .map(|(name, effect)| (name, if effect == "read" { "external-read".to_string() } else { effect }))
+        .collect();
+    assert_eq!(outside, expected);
+}
+
+/// A value the user configured for a server (an `env` value here) is a secret on every surface: a schema refusal that
+/// quotes it shows `[REDACTED]` in `clat call`'s error, in a served call's answer and in the audit trail.
+#[test]
+fn a_configured_value_quoted_by_a_refusal_reaches_no_surface() {
+    let env = TestEnv::trusted();
+    let value = "plain-looking-value-42";
+    let tools = json!([{ "name": "pick", "inputSchema": {
+        "type": "object", "properties": { "dir": { "const": value } }, "required": ["dir"] } }]);
+    env.write_mcp_config(json!({ "srv": {
+        "command": SERVER, "args": ["--tools-json", tools.to_string()], "env": { "DATA_DIR": value } } }));
+    let out = env.clat(&["call", "mcp_srv_pick", r#"{"dir":"elsewhere"}"#, "--mode", "full-access"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let said = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(said.contains("[REDACTED]") && !said.contains(value), "{said}");
+
+    let seen =
+        served(&env, "full-access", &[], json!([{ "name": "mcp_srv_pick", "arguments": { "dir": "elsewhere" } }]));
+    assert_eq!(seen["calls"][0]["isError"], true, "{seen}");
+    assert!(seen["calls"][0]["text"].as_str().unwrap().contains("[REDACTED]"), "{seen}");
+    assert!(!seen.to_string().contains(value), "{seen}");
+    let trail = std::fs::read_to_string(env.home.join("audit/calls.jsonl")).unwrap();
+    assert!(trail.contains("mcp_srv_pick") && trail.contains("[REDACTED]") && !trail.contains(value), "{trail}");
+}

@@ -39,6 +39,28 @@ pub fn effect_from_annotations(annotations: &ToolAnnotations) -> Effect {
     if annotations.destructive.unwrap_or(DEFAULT_DESTRUCTIVE) { Effect::Destructive } else { Effect::Write }
 }
 
+/// The hints `effect_from_annotations` maps back to `effect`: what `clat
+/// serve` sends with a tool, so a client reading them by the spec's table sees
+/// the effect CLAT enforces. Each hint the table reads is set, none left to
+/// MCP's defaults (`destructiveHint` only beside `readOnlyHint: false`, where
+/// MCP gives it meaning). `Read`, which no extension can claim, goes as a
+/// closed-world read (`ExternalRead` on the other side).
+pub fn annotations_for_effect(effect: Effect) -> ToolAnnotations {
+    let (read_only, destructive, open_world) = match effect {
+        Effect::Read | Effect::ExternalRead => (true, None, false),
+        Effect::Network => (true, None, true),
+        Effect::Write => (false, Some(false), true),
+        Effect::Destructive => (false, Some(true), true),
+    };
+    ToolAnnotations {
+        title: None,
+        read_only: Some(read_only),
+        destructive,
+        idempotent: None,
+        open_world: Some(open_world),
+    }
+}
+
 /// Why `effect_from_annotations` (and `with_network_grant` when
 /// `network_granted`: the tool uses its plugin's http grant) gives the effect it gives, in words a user reads in
 /// `clat tools NAME`: which hints the tool set, and which MCP defaults filled
@@ -74,5 +96,18 @@ pub fn with_network_grant(effect: Effect) -> Effect {
     match effect {
         Effect::Read | Effect::ExternalRead => Effect::Network,
         higher => higher,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hints_sent_for_an_effect_map_back_to_it() {
+        for effect in [Effect::ExternalRead, Effect::Network, Effect::Write, Effect::Destructive] {
+            assert_eq!(effect_from_annotations(&annotations_for_effect(effect)), effect, "{effect:?}");
+        }
+        assert_eq!(effect_from_annotations(&annotations_for_effect(Effect::Read)), Effect::ExternalRead);
     }
 }

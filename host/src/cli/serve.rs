@@ -14,7 +14,7 @@
 //! form elicitation, and is otherwise denied at once, saying how to allow it
 //! (`ServeApprover`): a call never waits on a question nobody can answer.
 //! What an extension asks of CLAT reaches the connected agent the same way:
-//! its forms (whole) and `ask_user` go to the client's user (`ClientAsker`), its
+//! its forms (whole) and single questions go to the client's user (`ClientAsker`), its
 //! sampling — after the three gates and the shared budget — to the model of
 //! the client that made the call when it offers sampling, else to the
 //! configured one (`ClientModel`, one per call). A client's cancel cancels
@@ -35,7 +35,6 @@ use super::exit::{Exit, Failure};
 use super::shutdown::Shutdown;
 use crate::asker::{Answer, AskError, Question, UserAsker};
 use crate::audit::{AuditQueue, AuditTrail, CallAudit, CallRecord};
-use crate::contract::Effect;
 use crate::contract::json::tool_output_to_json;
 use crate::contract::{ElicitationForm, PermissionMode};
 use crate::discovery::{CALL_TOOL, Discovery, DiscoveryOptions, LOAD_TOOLS, SEARCH_TOOLS};
@@ -428,16 +427,11 @@ impl EventSink for CallEvents {
 }
 
 /// A registered tool as an MCP `Tool`: its served name, description,
-/// schema, and hints derived from its effect (`readOnlyHint` for a read,
-/// `destructiveHint`, `openWorldHint` for the network).
+/// schema, and the hints that map back to its effect.
 fn mcp_tool(name: &str, tool: &ToolInfo) -> Value {
-    let read_only = matches!(tool.effect, Effect::Read | Effect::ExternalRead);
-    let mut annotations = json!({ "readOnlyHint": read_only, "openWorldHint": tool.effect == Effect::Network });
-    if !read_only {
-        annotations["destructiveHint"] = json!(tool.effect == Effect::Destructive);
-    }
+    let annotations = crate::effects::annotations_for_effect(tool.effect);
     let mut served = crate::registry::definition(name, &tool.description, &tool.input_schema);
-    served["annotations"] = annotations;
+    served["annotations"] = crate::contract::json::tool_annotations_to_json(&annotations);
     served
 }
 
@@ -567,7 +561,7 @@ impl ModelProvider for ClientModel {
 }
 
 /// Questions for the user under `clat serve`: an extension's form goes to the
-/// client's user whole, `ask_user`'s question as a one-field form, when the
+/// client's user whole, a single question (`UserAsker::ask`) as a one-field form, when the
 /// client declared form elicitation; else they are unanswerable.
 struct ClientAsker {
     client: Arc<Peer>,

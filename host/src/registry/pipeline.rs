@@ -75,7 +75,11 @@ impl Registry {
 }
 
 fn validate_arguments(entry: &ToolEntry, arguments: &Value) -> Result<(), CallError> {
-    let invalid = |reason: String| CallError::InvalidArguments { tool: entry.name.clone(), reason };
+    // A refusal may quote the schema or the arguments, either of which can hold a secret.
+    let invalid = |reason: String| CallError::InvalidArguments {
+        tool: entry.name.clone(),
+        reason: crate::redact::redact(&reason),
+    };
     let size = arguments.to_string().len();
     if size > TOOL_ARGUMENTS_MAX_BYTES {
         return Err(invalid(format!("{size} bytes of arguments exceed the {TOOL_ARGUMENTS_MAX_BYTES}-byte limit")));
