@@ -13,9 +13,10 @@ pub use clat_mcp::limits::{
     HTTP_CONNECT_TIMEOUT, HTTP_ERROR_BODY_MAX_BYTES, HTTP_ERROR_TEXT_MAX_CHARS, HTTP_GET_STREAM_DEFAULT_RETRY,
     HTTP_ONE_WAY_TIMEOUT, HTTP_SSE_DEFAULT_RETRY, HTTP_SSE_FIELD_OVERHEAD_BYTES, HTTP_SSE_RESUMES_MAX,
     INBOUND_REQUEST_QUEUE, INPUT_REQUIRED_MAX_ROUNDS, LEGACY_HANDSHAKE_TIMEOUT, MODERN_PROBE_TIMEOUT,
-    PROBE_STDERR_HELD_MAX_BYTES, SERVE_CLIENT_REQUEST_TIMEOUT, SERVE_HTTP_BODY_MAX_BYTES,
+    PROBE_STDERR_HELD_MAX_BYTES, SERVE_CLIENT_REQUEST_TIMEOUT, SERVE_HTTP_BODY_MAX_BYTES, SERVE_HTTP_CONNECTIONS_MAX,
     SERVE_HTTP_HEADER_READ_TIMEOUT, SERVE_HTTP_SESSION_IDLE, SERVE_HTTP_SESSIONS_MAX, SERVE_IN_FLIGHT_MAX,
-    STDIO_FRAME_MAX_BYTES, TOOLS_LIST_MAX_PAGES, TOOLS_LIST_PAGE_TIMEOUT, TOOLS_PER_SERVER_MAX, WRITER_QUEUE,
+    SERVE_PENDING_ANSWERS_MAX, STDIO_FRAME_MAX_BYTES, TOOLS_LIST_MAX_PAGES, TOOLS_LIST_PAGE_TIMEOUT,
+    TOOLS_PER_SERVER_MAX, WRITER_QUEUE,
 };
 
 /// The tool definitions offered to a model by default (`discovery.rs`): past them, tools are found, not listed.
@@ -117,6 +118,9 @@ pub const AUDIT_WRITE_INTERVAL: Duration = Duration::from_millis(10);
 /// Audit records queued at most: the call whose record fills the queue writes it
 /// (a stalled disk slows calls down, it never fills memory).
 pub const AUDIT_QUEUE_MAX: usize = 1024;
+/// Extension sampling requests a `clat serve` session allows across all its calls (`--sampling-budget` sets
+/// another number); its tokens are guarded by `SAMPLING_TOKENS_PER_RUN`.
+pub const SERVE_SESSION_SAMPLING_REQUESTS: u32 = 64;
 /// One configuration file read from the home or a project (`mcp.json`, `.mcp.json`, trust, approvals, the
 /// model's config, the plugin index, a plugin's manifest, stored credentials): larger is refused, naming the file.
 pub const CONFIG_FILE_MAX_BYTES: u64 = 1024 * 1024;

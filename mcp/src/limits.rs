@@ -28,10 +28,16 @@ pub const WRITER_QUEUE: usize = 64;
 pub const SERVE_CLIENT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 /// `tools/call` requests a served session runs at once; past it a call is refused with `SERVER_BUSY`.
 pub const SERVE_IN_FLIGHT_MAX: usize = 64;
+/// Requests of one served session whose answers are not yet in its transport's queue (calls running or refused,
+/// listings): past it the session reads no more requests until one is (a client that stops reading its answers
+/// stops being read, and memory stays flat).
+pub const SERVE_PENDING_ANSWERS_MAX: usize = 2 * SERVE_IN_FLIGHT_MAX;
 /// `clat serve --http`: one request's body (one JSON-RPC message); past it 413.
 pub const SERVE_HTTP_BODY_MAX_BYTES: usize = 4 * 1024 * 1024;
 /// `clat serve --http`: sessions open at once; past it `initialize` gets 503.
 pub const SERVE_HTTP_SESSIONS_MAX: usize = 64;
+/// Connections `clat serve --http` holds open at once; past it none is accepted until one ends.
+pub const SERVE_HTTP_CONNECTIONS_MAX: usize = 256;
 /// `clat serve --http`: a session nobody used for this long, with nothing in flight, ends.
 pub const SERVE_HTTP_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
 /// `clat serve --http`: how long a connection may take to send a request's headers (slow clients hold no slot).

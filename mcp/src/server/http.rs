@@ -46,8 +46,8 @@ use crate::jsonrpc::{
     parse,
 };
 use crate::limits::{
-    SERVE_HTTP_BODY_MAX_BYTES, SERVE_HTTP_HEADER_READ_TIMEOUT, SERVE_HTTP_SESSION_IDLE, SERVE_HTTP_SESSIONS_MAX,
-    WRITER_QUEUE,
+    SERVE_HTTP_BODY_MAX_BYTES, SERVE_HTTP_CONNECTIONS_MAX, SERVE_HTTP_HEADER_READ_TIMEOUT, SERVE_HTTP_SESSION_IDLE,
+    SERVE_HTTP_SESSIONS_MAX, WRITER_QUEUE,
 };
 use crate::lock;
 
@@ -108,7 +108,9 @@ pub async fn serve_http(
     let mut sweep = tokio::time::interval(sweep_every);
     loop {
         tokio::select! {
-            accepted = listener.accept() => match accepted {
+            // Past the bound no connection is accepted until one ends: clients that send and never read hold
+            // at most this many bodies and queues.
+            accepted = listener.accept(), if connections.len() < SERVE_HTTP_CONNECTIONS_MAX => match accepted {
                 Ok((stream, _)) => {
                     let served = Arc::clone(&served);
                     connections.spawn(connection(served, stream));
@@ -119,6 +121,7 @@ pub async fn serve_http(
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
             _ = sweep.tick() => served.end_idle_sessions(),
             _ = stop.cancelled() => break,
         }
@@ -806,6 +809,28 @@ mod tests {
         let (_waiting, ()) = tokio::join!(waiting, tokio::time::sleep(Duration::from_millis(800)));
         assert_eq!(server.post(Some(&quiet), &ping).send().await.unwrap().status(), 404, "idle: ended");
         assert_eq!(server.post(Some(&busy), &ping).send().await.unwrap().status(), 200, "a call in flight");
+        server.stop().await;
+    }
+
+    /// Past `SERVE_HTTP_CONNECTIONS_MAX` open connections none more is accepted (its request waits, unread) until
+    /// one ends; then it is served.
+    #[tokio::test]
+    async fn past_the_connection_bound_a_connection_waits_until_one_ends() {
+        let server = Server::start(HttpServeOptions::default()).await;
+        let address = server.url.trim_start_matches("http://").trim_end_matches(MCP_PATH).to_string();
+        let mut open = Vec::new();
+        for _ in 0..SERVE_HTTP_CONNECTIONS_MAX {
+            open.push(tokio::net::TcpStream::connect(&address).await.unwrap());
+        }
+        let ping = json!({ "jsonrpc": "2.0", "id": 1, "method": "ping" });
+        let waiting = tokio::spawn(server.post(None, &ping).send());
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!waiting.is_finished(), "a connection past the bound was served");
+        drop(open.pop());
+        let answered = waiting.await.unwrap().unwrap();
+        let status = answered.status();
+        assert!(status.is_success() || status.is_client_error(), "served once a connection ended: {status}");
+        drop(open);
         server.stop().await;
     }
 

@@ -15,7 +15,10 @@
 //! runs on its own task, at most `SERVE_IN_FLIGHT_MAX` at once per session
 //! (past it a call is refused with `SERVER_BUSY`); a cancelled call ends and is
 //! not answered; the end of a session cancels every call still running and
-//! gives them `CLOSE_GRACE`. What the tools are and what a call does is the
+//! gives them `CLOSE_GRACE`. A task holds one of `SERVE_PENDING_ANSWERS_MAX`
+//! places until its answer is in the transport's bounded queue: a client that
+//! stops reading fills them, and then its session reads no more requests until
+//! one is free (back-pressure), so memory stays flat. What the tools are and what a call does is the
 //! host's (`ServedTools`).
 
 #[cfg(test)]
@@ -37,7 +40,7 @@ use crate::jsonrpc::{
     INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Message, PARSE_ERROR, RequestId, SERVER_BUSY,
     WireError, parse, recover_response_id,
 };
-use crate::limits::{CLOSE_GRACE, SERVE_CLIENT_REQUEST_TIMEOUT, SERVE_IN_FLIGHT_MAX};
+use crate::limits::{CLOSE_GRACE, SERVE_CLIENT_REQUEST_TIMEOUT, SERVE_IN_FLIGHT_MAX, SERVE_PENDING_ANSWERS_MAX};
 use crate::lock;
 
 pub use http::{HttpServeError, HttpServeOptions, serve_http};
@@ -306,6 +309,8 @@ pub(crate) struct Session {
     stateless: bool,
     /// Modern calls waiting for the client's retry, by `requestState`.
     parked: rounds::Parked,
+    /// One place per task whose answer is not yet queued (`SERVE_PENDING_ANSWERS_MAX`).
+    pending: Arc<tokio::sync::Semaphore>,
 }
 
 impl Session {
@@ -338,6 +343,7 @@ impl Session {
             ending: CancellationToken::new(),
             log_level: Mutex::new(None),
             tasks: Mutex::new(tokio::task::JoinSet::new()),
+            pending: Arc::new(tokio::sync::Semaphore::new(SERVE_PENDING_ANSWERS_MAX)),
             stateless,
             parked: rounds::Parked::default(),
         })
@@ -387,10 +393,16 @@ impl Session {
         lock(&self.calls).is_empty() && lock(&self.asked).is_empty() && self.parked.is_empty()
     }
 
-    fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
+    /// Run `task` (which answers a request) on its own task, once one of the places for answers not yet queued
+    /// is free: waiting here is how a client that stops reading stops being read.
+    async fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
+        let Ok(place) = Arc::clone(&self.pending).acquire_owned().await else { return };
         let mut tasks = lock(&self.tasks);
         while tasks.try_join_next().is_some() {}
-        tasks.spawn(task);
+        tasks.spawn(async move {
+            task.await;
+            drop(place);
+        });
     }
 
     fn notification(&self, method: &str, params: Option<&Value>) {
@@ -425,10 +437,11 @@ impl Session {
                 self.spawn(async move {
                     let tools = session.tools.list(&SessionRef(Arc::downgrade(&session))).await;
                     outlet.send(Message::Response { id, result: Ok(json!({ "tools": tools })) }).await;
-                });
+                })
+                .await;
                 return;
             }
-            ("tools/call", Some(client)) => return self.call(id, params, client),
+            ("tools/call", Some(client)) => return self.call(id, params, client).await,
             // Accepted: the level a client asks for is kept, for the log messages forwarded to it.
             ("logging/setLevel", Some(_)) => match params.as_ref().and_then(|p| p["level"].as_str()) {
                 Some(level) => {
@@ -461,7 +474,8 @@ impl Session {
                     let listing = modern::cacheable(json!({ "tools": tools }));
                     let result = Ok(modern::complete(listing, &session.info));
                     outlet.send(Message::Response { id, result }).await;
-                });
+                })
+                .await;
                 return;
             }
             // A retry: the call parked under its state answers this request now.
@@ -486,7 +500,7 @@ impl Session {
                     modern_log_level: log_level,
                     rounds: None,
                 };
-                return self.call(id, params, client);
+                return self.call(id, params, client).await;
             }
             listing @ ("prompts/list" | "resources/list" | "resources/templates/list") => {
                 unserved(listing, params.as_ref()).map(modern::cacheable)
@@ -517,7 +531,7 @@ impl Session {
         Ok(result)
     }
 
-    fn call(self: &Arc<Self>, id: RequestId, params: Option<Value>, mut client: Peer) {
+    async fn call(self: &Arc<Self>, id: RequestId, params: Option<Value>, mut client: Peer) {
         client.progress_token = params.as_ref().and_then(|p| p.pointer("/_meta/progressToken")).cloned();
         let token = self.ending.child_token();
         if client.modern {
@@ -571,7 +585,8 @@ impl Session {
             if let Some((id, outlet)) = route.filter(|_| ours && !token.is_cancelled()) {
                 outlet.send(Message::Response { id, result }).await;
             }
-        });
+        })
+        .await;
     }
 }
 

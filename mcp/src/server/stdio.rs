@@ -158,9 +158,12 @@ mod tests {
     use super::*;
     use crate::client::LEGACY_VERSIONS;
     use crate::jsonrpc::{INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, SERVER_BUSY};
-    use crate::limits::{FORWARDED_INPUT_KEY_MAX_CHARS, SERVE_CLIENT_REQUEST_TIMEOUT, SERVE_IN_FLIGHT_MAX};
+    use crate::limits::{
+        FORWARDED_INPUT_KEY_MAX_CHARS, SERVE_CLIENT_REQUEST_TIMEOUT, SERVE_IN_FLIGHT_MAX, SERVE_PENDING_ANSWERS_MAX,
+    };
     use crate::server::fixture::Fixture;
     use serde_json::{Value, json};
+    use std::time::Duration;
     use tokio::io::{AsyncBufReadExt, DuplexStream};
 
     struct Client {
@@ -285,6 +288,39 @@ mod tests {
             ended += 1;
         }
         assert_eq!(ended, SERVE_IN_FLIGHT_MAX - 1, "the session's end cancelled every call still running");
+    }
+
+    /// A client that sends calls and never reads their answers: past the queue and `SERVE_PENDING_ANSWERS_MAX`
+    /// the session reads no more (the client's writes block), and once it reads, every request is answered.
+    #[tokio::test]
+    async fn a_client_that_stops_reading_stops_being_read_and_loses_no_answer() {
+        let mut client = Client::start();
+        client.initialize("2025-11-25").await;
+        let total = 40 * SERVE_PENDING_ANSWERS_MAX;
+        let mut to = client.to;
+        let writer = tokio::spawn(async move {
+            for id in 0..total {
+                let call = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+                                   "params": { "name": "echo", "arguments": { "text": "x" } } });
+                to.write_all(format!("{call}\n").as_bytes()).await.unwrap();
+            }
+            to
+        });
+        // Unbounded, the session would read every request (and keep every answer) in far less than this.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(!writer.is_finished(), "the session kept reading requests nobody reads the answers of");
+        let mut answered = std::collections::HashSet::new();
+        for _ in 0..total {
+            let line = client.from.next_line().await.unwrap().expect("an answer");
+            let answer: Value = serde_json::from_str(&line).unwrap();
+            // Echoed, or refused while more than SERVE_IN_FLIGHT_MAX were in flight: answered either way.
+            let echoed = answer["result"]["content"][0]["text"] == "x";
+            assert!(echoed || answer["error"]["code"] == SERVER_BUSY, "{answer}");
+            answered.insert(answer["id"].as_u64().unwrap());
+        }
+        assert_eq!(answered.len(), total, "every call answered once");
+        drop(writer.await.unwrap());
+        assert_eq!(client.served.await.unwrap(), ServeEnd::ClientClosed);
     }
 
     #[tokio::test]
