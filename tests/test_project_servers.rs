@@ -194,3 +194,35 @@ fn an_endless_or_huge_configuration_file_is_refused_by_name() {
         stderr(&out)
     );
 }
+
+/// A user's entry wins by normalized name: a project's `my_notes` does not take the tools of the user's `my-notes`
+/// (it is reported as shadowed, and calls go to the user's server, which runs in the home), and a malformed
+/// same-named user entry stops the project's server too.
+#[test]
+fn a_user_entry_wins_by_normalized_name_even_malformed_and_the_project_server_is_shadowed() {
+    let env = TestEnv::trusted();
+    write_project_file(
+        &env,
+        json!({
+            "my_notes": { "command": SERVER, "args": ["--tool-names", "cwd"] },
+            "broken": { "command": SERVER },
+        }),
+    );
+    env.write_mcp_config(json!({
+        "my-notes": { "command": SERVER, "args": ["--tool-names", "cwd"] },
+        "broken": { "command": 7 },
+    }));
+    assert!(env.clat(&["mcp", "approve"]).status.success());
+    let shadowed = server(&env, "my_notes");
+    assert_eq!(shadowed["state"], "configured", "{shadowed}");
+    assert!(shadowed["problems"].to_string().contains("shadowed"), "{shadowed}");
+    assert_eq!(server(&env, "my-notes")["state"], "ready");
+    let out = env.clat(&["call", "mcp_my_notes_cwd", "{}", "--mode", "full-access"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let home = env.home.canonicalize().unwrap();
+    assert_eq!(stdout(&out).trim(), home.display().to_string(), "the user's server answered");
+    let broken = server(&env, "broken");
+    assert_eq!(broken["state"], "failed", "the user's malformed entry is what is reported: {broken}");
+    let tools = stdout(&env.clat(&["tools", "--json"]));
+    assert!(!tools.contains("mcp_broken_"), "the project's server did not start: {tools}");
+}

@@ -206,7 +206,14 @@ pub fn configured_servers(
         let disabled = format!("disabled in mcp.json (`clat mcp enable {name}` starts it again)");
         add_entry(&mut set, home, (&file, home.path()), name, entry, disabled, env);
     }
-    project_servers.add_to(&mut set, home, &config, env);
+    // Every name the user's file claims, well-formed or not, normalized as its tools' names are.
+    let user_claims: std::collections::HashMap<String, String> = config
+        .servers
+        .keys()
+        .chain(&malformed)
+        .map(|name| (crate::names::normalize_segment(name), name.clone()))
+        .collect();
+    project_servers.add_to(&mut set, home, &user_claims, env);
     for (name, entry) in &pack {
         set.identities.insert(name.clone(), entry_identity(entry));
         set.servers.push(configured(home, home.path(), name, entry, Vec::new(), entry_identity(entry), env));
@@ -301,9 +308,18 @@ impl ProjectEntries {
         self.refused.is_none() && self.config.servers.contains_key(name)
     }
 
-    /// Its servers join `set` (those a same-named `mcp.json` entry does not
-    /// replace), running in the project root, or are reported.
-    fn add_to(&self, set: &mut ServerSet, home: &ClatHome, user: &McpConfig, env: &dyn Fn(&str) -> Option<String>) {
+    /// Its servers join `set`, running in the project root, or are reported.
+    /// A user's `mcp.json` entry whose name normalizes like a project server's
+    /// (`my-notes`, `my_notes`) wins, malformed or not: the two would own the
+    /// same tool names, and the project cannot take the user's. `user_claims`
+    /// maps each normalized name the user's file claims to the name as written.
+    fn add_to(
+        &self,
+        set: &mut ServerSet,
+        home: &ClatHome,
+        user_claims: &std::collections::HashMap<String, String>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) {
         let failed =
             |name: &str, kind, problem: String| ExtensionStatus::new(name, kind, ExtensionState::Failed, Some(problem));
         if let Some(problem) = &self.problem {
@@ -318,9 +334,19 @@ impl ProjectEntries {
             set.statuses.push(failed(name, kind_of_error(error), error.to_string()));
         }
         for (name, entry) in &self.config.servers {
-            // The user's same-named entry is the one that runs (its status is that server's).
-            if user.servers.contains_key(name) {
-                tracing::debug!("the project's .mcp.json server {name} is replaced by the user's mcp.json entry");
+            // The user's entry of the same (normalized) name is the one that runs, or fails: the project's is shadowed.
+            if let Some(user_name) = user_claims.get(&crate::names::normalize_segment(name)) {
+                if user_name != name {
+                    set.statuses.push(ExtensionStatus::new(
+                        name,
+                        kind_of(entry),
+                        ExtensionState::Configured,
+                        Some(format!(
+                            "shadowed: the user's mcp.json entry {user_name:?} owns the same tool names, so this \
+                             project server does not start"
+                        )),
+                    ));
+                }
                 continue;
             }
             if let Some(why) = &self.refused {
