@@ -971,3 +971,27 @@ fn a_configured_value_quoted_by_a_refusal_reaches_no_surface() {
     let trail = std::fs::read_to_string(env.home.join("audit/calls.jsonl")).unwrap();
     assert!(trail.contains("mcp_srv_pick") && trail.contains("[REDACTED]") && !trail.contains(value), "{trail}");
 }
+
+/// A served session has one sampling budget for all its calls (`--sampling-budget`, default 64), not a fresh one
+/// per call: past it an extension's sampling is refused, and the audit trail shows what the session has charged.
+#[test]
+fn a_served_session_s_calls_share_one_sampling_budget() {
+    let env = TestEnv::trusted();
+    env.write_mcp_config(json!({ "srv": { "command": SERVER, "args": ["--contract"] } }));
+    let sample = json!({ "name": "mcp_srv_sample", "arguments": { "text": "summarize this" } });
+    let calls = json!([sample, sample, sample]);
+    let args = ["serve", "--mode", "full-access", "--sampling-budget", "2"];
+    let report = served_by(&env, &args, &[], calls, None, Some("from the agent"));
+    assert_eq!(report["calls"][0]["text"], "model said: from the agent", "{report}");
+    assert_eq!(report["calls"][1]["text"], "model said: from the agent", "{report}");
+    let third = report["calls"][2]["text"].as_str().unwrap();
+    assert!(third.contains("budget"), "the third call's sampling is past the session's budget: {report}");
+    assert_eq!(report["sampled"].as_array().unwrap().len(), 2, "{report}");
+    let trail = env.read_home("audit/calls.jsonl");
+    let records: Vec<Value> = trail.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let charged: Vec<_> = records
+        .iter()
+        .map(|r| (r["session_sampling_requests"].clone(), r["session_sampling_budget"].clone()))
+        .collect();
+    assert_eq!(charged, [(json!(1), json!(2)), (json!(2), json!(2)), (json!(2), json!(2))], "{trail}");
+}

@@ -252,6 +252,8 @@ pub struct CallRecord<'a> {
     pub mode: &'a str,
     /// Why the call was not made at all (an unknown tool, bad arguments), if it was not.
     pub rejected: Option<&'a str>,
+    /// The session's sampling budget after the call: requests charged so far, of how many.
+    pub sampling: (u32, u32),
 }
 
 impl CallAudit {
@@ -281,6 +283,8 @@ impl CallAudit {
             "outcome": outcome,
             "error": call.rejected.map(str::to_string).or_else(|| seen.error.clone()).or_else(|| seen.reason.clone()),
             "sampling_tokens": seen.sampling_tokens,
+            "session_sampling_requests": call.sampling.0,
+            "session_sampling_budget": call.sampling.1,
         })
     }
 }
@@ -333,6 +337,7 @@ mod tests {
             tool: "t",
             mode: "ask",
             rejected: Some("bad sk-audit-secret-value"),
+            sampling: (0, 64),
         };
         trail.append(&audit.record(&call)).unwrap();
         let written = std::fs::read_to_string(trail.path()).unwrap();

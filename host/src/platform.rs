@@ -234,6 +234,9 @@ impl Project {
         if let Some(model) = options.model {
             builder = builder.model(model);
         }
+        if let Some(budget) = options.budget {
+            builder = builder.budget(budget);
+        }
         let context = self.scope.start_run_when_ready(builder).await;
         Ok(Run { context, scope: Arc::clone(&self.scope) })
     }
@@ -277,6 +280,9 @@ pub struct RunOptions {
     pub deadline: Option<Duration>,
     /// Where the run's sampling goes (default: the project's session model, `MountOptions::model`).
     pub model: Option<Arc<dyn crate::sampling::ModelProvider>>,
+    /// The sampling budget the run charges (default: one of its own, `SAMPLING_REQUESTS_PER_RUN` requests);
+    /// runs given the same one charge it together (a served session's calls).
+    pub budget: Option<Arc<crate::budget::SamplingBudget>>,
 }
 
 impl Default for RunOptions {
@@ -289,6 +295,7 @@ impl Default for RunOptions {
             keep_approvals: true,
             deadline: None,
             model: None,
+            budget: None,
         }
     }
 }

@@ -168,6 +168,10 @@ enum Command {
         /// List every tool, whatever their definitions cost.
         #[arg(long, conflicts_with = "tool_budget")]
         all_tools: bool,
+        /// Extension sampling requests one client session allows across all its calls (each call charges the
+        /// session's budget; past it sampling is refused).
+        #[arg(long, value_name = "REQUESTS", default_value_t = crate::limits::SERVE_SESSION_SAMPLING_REQUESTS)]
+        sampling_budget: u32,
     },
     /// Run a script of tool calls headless, as one run: one run id, one mode, one sampling budget.
     /// SCRIPT has one JSON object per line, {"tool": NAME, "arguments": {...}} (`-`: standard input).
@@ -565,13 +569,33 @@ async fn dispatch(cli: Cli, shutdown: &Shutdown) -> Result<Exit, Failure> {
             project.close().await;
             result
         }
-        Command::Serve { mode, sandbox, audit, http, token_file, tool_names, tool_budget, all_tools } => {
+        Command::Serve {
+            mode,
+            sandbox,
+            audit,
+            http,
+            token_file,
+            tool_names,
+            tool_budget,
+            all_tools,
+            sampling_budget,
+        } => {
             let mode: PermissionMode = mode.parse().map_err(usage)?;
             let sandbox: SandboxPolicy = sandbox.parse().map_err(usage)?;
             let dir = project_dir(cli.project)?;
             let tool_budget = (!all_tools).then_some(tool_budget);
             let names = tool_names;
-            let options = serve::ServeOptions { dir, mode, sandbox, audit, http, token_file, names, tool_budget };
+            let options = serve::ServeOptions {
+                dir,
+                mode,
+                sandbox,
+                audit,
+                http,
+                token_file,
+                names,
+                tool_budget,
+                sampling_budget,
+            };
             serve::serve(&platform, options, shutdown).await
         }
         Command::Exec { script, mode, sandbox } => {

@@ -35,11 +35,12 @@ use super::exit::{Exit, Failure};
 use super::shutdown::Shutdown;
 use crate::asker::{Answer, AskError, Question, UserAsker};
 use crate::audit::{AuditQueue, AuditTrail, CallAudit, CallRecord};
+use crate::budget::SamplingBudget;
 use crate::contract::json::tool_output_to_json;
 use crate::contract::{ElicitationForm, PermissionMode};
 use crate::discovery::{CALL_TOOL, Discovery, DiscoveryOptions, LOAD_TOOLS, SEARCH_TOOLS};
 use crate::extension::StartFilter;
-use crate::limits::INITIAL_SURFACE_WAIT;
+use crate::limits::{INITIAL_SURFACE_WAIT, SAMPLING_TOKENS_PER_RUN};
 use crate::permissions::{Approval, ApprovalRequest, Approver, Remember, effect_with_reason, how_to_allow};
 use crate::platform::{Platform, Project, RunOptions};
 use crate::registry::{CallError, ToolInfo, ToolSource};
@@ -61,6 +62,8 @@ pub(crate) struct ServeOptions {
     pub(crate) names: ServedNames,
     /// Past this many bytes of definitions, the tools are found, not listed (`discovery.rs`); none: all listed.
     pub(crate) tool_budget: Option<usize>,
+    /// Extension sampling requests a client session allows across its calls.
+    pub(crate) sampling_budget: u32,
 }
 
 /// What `clat serve` calls the tools it serves.
@@ -74,7 +77,7 @@ pub(crate) enum ServedNames {
 
 /// Serve the project on stdin/stdout (or HTTP) until the client closes its end or a stop signal.
 pub(crate) async fn serve(platform: &Platform, options: ServeOptions, shutdown: &Shutdown) -> Result<Exit, Failure> {
-    let ServeOptions { dir, mode, sandbox, audit, http, token_file, names, tool_budget } = options;
+    let ServeOptions { dir, mode, sandbox, audit, http, token_file, names, tool_budget, sampling_budget } = options;
     let token = token_file.as_deref().map(read_token).transpose()?;
     if let Some(address) = http {
         clat_mcp::server::http::check_bind(address, token.as_deref())
@@ -123,6 +126,7 @@ pub(crate) async fn serve(platform: &Platform, options: ServeOptions, shutdown: 
         discovery: std::sync::OnceLock::new(),
         sessions: std::sync::Mutex::default(),
         budget_bytes: tool_budget.unwrap_or(usize::MAX),
+        sampling_budget,
     });
     let stop = shutdown.token().clone();
     let ended = match listener {
@@ -175,10 +179,23 @@ struct ServedProject {
     served_names: std::sync::OnceLock<Vec<(String, String)>>,
     /// What is listed (every tool, or the native ones and a search), fixed with the registry…
     discovery: std::sync::OnceLock<Discovery>,
-    /// …and each client session's own copy of it: what a session loads is listed to it from then on, and
-    /// its searches favour what it called. Sessions that ended are dropped at the next lookup.
-    sessions: std::sync::Mutex<Vec<(SessionRef, Arc<Discovery>)>>,
+    /// …and each client session's own copy of it (what a session loads is listed to it from then on, and
+    /// its searches favour what it called) and its sampling budget. Sessions that ended are dropped at the
+    /// next lookup.
+    sessions: std::sync::Mutex<Vec<(SessionRef, ServedSession)>>,
     budget_bytes: usize,
+    /// The sampling requests each session's budget allows.
+    sampling_budget: u32,
+}
+
+/// What one client session has of its own: what is listed to it, and the sampling budget every call of the
+/// session charges (one budget for the session, not a fresh one per call: a client's agent turn cannot drive
+/// more model requests through an extension than the session allows). Modern requests over HTTP carry no
+/// session: they share the stateless one, and so one budget.
+#[derive(Clone)]
+struct ServedSession {
+    discovery: Arc<Discovery>,
+    budget: Arc<SamplingBudget>,
 }
 
 impl ServedProject {
@@ -195,18 +212,22 @@ impl ServedProject {
         self.served_names.get_or_init(|| served_names(&self.project.tools(), self.names))
     }
 
-    /// What is listed to `session`: the offer fixed with the surface, with what that session loaded and used.
-    async fn discovery(&self, session: &SessionRef) -> Arc<Discovery> {
+    /// What `session` has of its own: what is listed to it (the offer fixed with the surface, with what that
+    /// session loaded and used) and its sampling budget.
+    async fn session(&self, session: &SessionRef) -> ServedSession {
         self.surface().await;
         let offer = self.discovery.get().expect("set with the surface");
         let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
         sessions.retain(|(s, _)| !s.ended());
-        if let Some((_, discovery)) = sessions.iter().find(|(s, _)| s.is(session)) {
-            return Arc::clone(discovery);
+        if let Some((_, served)) = sessions.iter().find(|(s, _)| s.is(session)) {
+            return served.clone();
         }
-        let discovery = Arc::new(offer.session());
-        sessions.push((session.clone(), Arc::clone(&discovery)));
-        discovery
+        let served = ServedSession {
+            discovery: Arc::new(offer.session()),
+            budget: Arc::new(SamplingBudget::with_limits(self.sampling_budget, SAMPLING_TOKENS_PER_RUN)),
+        };
+        sessions.push((session.clone(), served.clone()));
+        served
     }
 
     /// A search_tools or load_tools result with each tool it names (`matches[].name`, `tools[].name`) under its
@@ -259,7 +280,7 @@ impl ServedTools for ServedProject {
 
     async fn list(&self, session: &SessionRef) -> Vec<Value> {
         let names = self.surface().await;
-        let discovery = self.discovery(session).await;
+        let discovery = self.session(session).await.discovery;
         // By name, not position: a tool withdrawn since the names were fixed (its server stopped) is not listed.
         let served = |tool: &ToolInfo| names.iter().find(|(_, registered)| *registered == tool.name).map(|(s, _)| s);
         let tools = self.project.tools();
@@ -292,7 +313,8 @@ impl ServedTools for ServedProject {
         arguments: Value,
         cancelled: CancellationToken,
     ) -> Result<Value, WireError> {
-        let (discovery, mut arguments) = (self.discovery(&client.session()).await, arguments);
+        let (served, mut arguments) = (self.session(&client.session()).await, arguments);
+        let discovery = &served.discovery;
         let own = discovery.is_own(name);
         // Discovery's own tools by name; call_tool's target, like any tool, by its served name or registered one.
         let (registered, audited) = match own {
@@ -323,7 +345,8 @@ impl ServedTools for ServedProject {
             }
         };
         let audit = Arc::new(CallAudit::default());
-        let (mut called, rejected) = self.run_call(client, &discovery, &registered, arguments, cancelled, &audit).await;
+        let (mut called, rejected) = self.run_call(client, &served, &registered, arguments, cancelled, &audit).await;
+        let sampling = (served.budget.requests(), self.sampling_budget);
         // What search_tools and load_tools answer names the tools as they are served (by their own names, only
         // under `--tool-names source`).
         if own
@@ -342,7 +365,7 @@ impl ServedTools for ServedProject {
         self.trail.push(move || {
             let (who, mode) = (format!("{} {}", client.name, client.version), mode.to_string());
             let rejected = rejected.as_deref();
-            audit.record(&CallRecord { ended, client: who.trim(), tool: &audited, mode: &mode, rejected })
+            audit.record(&CallRecord { ended, client: who.trim(), tool: &audited, mode: &mode, rejected, sampling })
         });
         called
     }
@@ -354,7 +377,7 @@ impl ServedProject {
     async fn run_call(
         &self,
         client: &Peer,
-        discovery: &Discovery,
+        served: &ServedSession,
         name: &str,
         arguments: Value,
         cancelled: CancellationToken,
@@ -370,13 +393,14 @@ impl ServedProject {
             keep_approvals: true,
             deadline: None,
             model: Some(Arc::new(ClientModel { client, configured: Arc::clone(&self.configured) })),
+            budget: Some(Arc::clone(&served.budget)),
         };
         let run = match self.project.start_run(options).await {
             Ok(run) => run,
             Err(e) => return (Err(WireError::new(INTERNAL_ERROR, e.to_string())), None),
         };
         let called = tokio::select! {
-            called = discovery.call(&run, name, arguments) => called,
+            called = served.discovery.call(&run, name, arguments) => called,
             _ = cancelled.cancelled() => {
                 run.cancel();
                 return (Err(WireError::new(INTERNAL_ERROR, format!("{name} was cancelled"))), None);
