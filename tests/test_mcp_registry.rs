@@ -289,6 +289,15 @@ fn every_recorded_server_becomes_an_entry_or_a_clear_refusal() {
         ("18-npm-range.json", "floating", &[], Becomes::Refused(&["\"^1.2.0\" is not one fixed version"])),
         ("19-local-http-package.json", "serves", &[], Becomes::Refused(&["serves streamable-http itself"])),
         ("20-remote-loopback.json", "loop", &[], Becomes::Entry(json!({ "url": "http://127.0.0.1:9/mcp" }))),
+        // Runtime arguments that would make npx / uvx run another package than the pinned one.
+        (
+            "21-npm-runtime-package.json",
+            "smuggled",
+            &[],
+            Becomes::Refused(&["positional runtime argument", "another package or command"]),
+        ),
+        ("22-pypi-runtime-with.json", "smuggled", &[], Becomes::Refused(&["--with is not one CLAT passes to uvx"])),
+        ("23-npm-runtime-flag.json", "smuggled", &[], Becomes::Refused(&["--package is not one CLAT passes to npx"])),
     ];
     let mut covered = std::collections::BTreeSet::new();
     for (file, name, extra, becomes) in cases {
@@ -336,7 +345,7 @@ fn every_recorded_server_becomes_an_entry_or_a_clear_refusal() {
         }
     }
     let recorded = std::fs::read_dir(fixtures()).unwrap().count();
-    assert_eq!((covered.len(), recorded), (20, 20), "every recorded version has its case");
+    assert_eq!((covered.len(), recorded), (23, 23), "every recorded version has its case");
 }
 
 #[test]

@@ -671,6 +671,9 @@ fn package_entry(package: &Package, via: Via, local_name: &str) -> Result<Made, 
     if identifier.is_empty() || identifier.starts_with('-') || identifier.chars().any(|c| c.is_control() || c == ' ') {
         return Err(format!("its identifier {:?} is not a package name", shown(identifier)));
     }
+    if matches!(via, Via::Npm | Via::Pypi) {
+        runner_arguments_run_only_the_package(via, &package.runtime_arguments)?;
+    }
     let mut inputs = Inputs::new(local_name);
     let runtime = inputs.arguments(&package.runtime_arguments, "runtime")?;
     let arguments = inputs.arguments(&package.package_arguments, "package")?;
@@ -733,6 +736,44 @@ fn package_entry(package: &Package, via: Via, local_name: &str) -> Result<Made, 
         entry.insert("env".into(), Value::Object(env));
     }
     Ok(Made { entry, runs, effect, needs: inputs.needs })
+}
+
+/// The runtime arguments `npx` and `uvx` take from a registry document: only
+/// flags that change how the pinned package runs, never what runs. A
+/// positional argument is another package or command for the runner, and flags
+/// such as `npx --package` / `--call` or `uvx --with` / `--from` /
+/// `--index-url` name other packages or sources, at no fixed version: refused,
+/// so the entry runs exactly the pinned package.
+fn runner_arguments_run_only_the_package(via: Via, arguments: &[Argument]) -> Result<(), String> {
+    let (runner, allowed): (&str, &[&str]) = match via {
+        Via::Npm => ("npx", &["-y", "--yes", "-q", "--quiet", "--prefer-offline", "--prefer-online", "--no-audit"]),
+        _ => ("uvx", &["-q", "--quiet", "--offline", "--no-cache", "--refresh", "--python", "-p", "--isolated"]),
+    };
+    for argument in arguments {
+        match (argument.kind.as_str(), argument.name.as_deref()) {
+            ("named", Some(name)) if allowed.contains(&name) => {
+                // An interpreter is named by its version, never by a path to run.
+                let given = [argument.input.value.as_deref(), argument.input.default.as_deref()];
+                if given.into_iter().flatten().any(|v| v.contains('/') || v.contains('\\')) {
+                    return Err(format!("its runtime argument {} names a path for {runner} to run", shown(name)));
+                }
+            }
+            ("named", Some(name)) => {
+                return Err(format!(
+                    "its runtime argument {} is not one CLAT passes to {runner}: it could make {runner} run another \
+                     package or fetch from another source than the pinned one",
+                    shown(name)
+                ));
+            }
+            _ => {
+                return Err(format!(
+                    "it gives {runner} a positional runtime argument, which would be another package or command to \
+                     run, at no fixed version"
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The effect of a package a runner (`npx`, `uvx`) fetches and starts here.
