@@ -5,6 +5,7 @@
 
 mod support;
 
+use clat_host::extension::ExtensionState;
 use serde_json::{Value, json};
 use support::{TestEnv, pid_alive, stderr, stdout};
 
@@ -177,6 +178,30 @@ async fn the_first_run_waits_for_the_initial_surface_then_freezes_and_late_serve
     assert!(slow.problems.iter().any(|p| p.contains("after the registry froze")), "{slow:?}");
     assert!(!scope.registry().list().iter().any(|t| t.name == "mcp_slow_echo"), "the registry never thaws");
     scope.finish_run(&run);
+    scope.close().await;
+}
+
+/// The initial surface is waited for once per scope: a second run starts at once, though a server is still
+/// starting (it would have finished within the second run's bound), and the server's status says it missed the
+/// surface once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_initial_surface_is_waited_for_once_and_a_later_run_starts_at_once() {
+    let env = TestEnv::trusted();
+    env.write_mcp_config(
+        json!({ "slow": { "command": SERVER, "args": ["--tools", "1", "--delay-initialize", "3000"] } }),
+    );
+    let scope = std::sync::Arc::new(env.mount());
+    scope.start_extensions();
+    let builder = clat_host::run::RunContext::builder;
+    let first = scope.start_run_within(builder(), std::time::Duration::from_millis(200)).await;
+    let second = scope.start_run_within(builder(), std::time::Duration::from_secs(30)).await;
+    let slow = scope.extensions().into_iter().find(|e| e.name == "slow").unwrap();
+    assert_eq!(slow.state, ExtensionState::Starting, "the second run did not wait for it: {slow:?}");
+    let missed = slow.problems.iter().filter(|p| p.contains("missed the")).count();
+    assert_eq!(missed, 1, "{slow:?}");
+    assert_eq!(scope.missed_initial_surface().len(), 1);
+    scope.finish_run(&first);
+    scope.finish_run(&second);
     scope.close().await;
 }
 

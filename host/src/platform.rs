@@ -189,6 +189,12 @@ impl Project {
         self.scope.wait_for_initial_surface(wait).await
     }
 
+    /// Wait for the initial surface as the first run does (at most `INITIAL_SURFACE_WAIT`, once for the project:
+    /// the runs after it start at once), report what missed it, and freeze the registry.
+    pub async fn settle(&self) {
+        self.scope.settle_initial_surface(crate::limits::INITIAL_SURFACE_WAIT).await;
+    }
+
     /// Every registered tool, with its source, effect, description and input
     /// schema: what a model is offered.
     pub fn tools(&self) -> Vec<ToolInfo> {

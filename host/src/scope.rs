@@ -101,6 +101,9 @@ pub struct ProjectScope {
     closing: CancellationToken,
     /// Extensions still starting when the registry froze.
     missed: Mutex<Vec<ExtensionStatus>>,
+    /// Set once the initial surface has been waited for: the wait happens once per scope (the first run's, or
+    /// `settle_initial_surface`'s), never again.
+    settled: tokio::sync::OnceCell<()>,
 }
 
 impl ProjectScope {
@@ -134,6 +137,7 @@ impl ProjectScope {
             startup: Mutex::default(),
             closing: CancellationToken::new(),
             missed: Mutex::default(),
+            settled: tokio::sync::OnceCell::new(),
         })
     }
 
@@ -320,21 +324,34 @@ impl ProjectScope {
     }
 
     /// `start_run_when_ready` with another bound on the wait (embedding hosts, tests).
-    /// Extensions still starting when the registry freezes missed the initial
-    /// surface: their statuses say so, and `missed_initial_surface` names them.
     pub async fn start_run_within(&self, builder: RunBuilder, wait: std::time::Duration) -> RunContext {
-        if !self.wait_for_initial_surface(wait).await {
-            tracing::warn!("extensions still starting after {} s; the registry freezes without them", wait.as_secs());
-            let mut list = self.extensions.lock().unwrap_or_else(|p| p.into_inner());
-            let mut missed = self.missed.lock().unwrap_or_else(|p| p.into_inner());
-            for entry in list.iter_mut().filter(|e| e.state == ExtensionState::Starting) {
-                entry
-                    .problems
-                    .push(format!("missed the {} s initial surface: the registry froze without it", wait.as_secs()));
-                missed.push(entry.clone());
-            }
-        }
+        self.settle_initial_surface(wait).await;
         self.start_run(builder)
+    }
+
+    /// Wait for the initial surface, at most `wait`, then freeze the registry —
+    /// once for the scope: a later call (the next run, a served call) returns at
+    /// once, whatever is still starting. Extensions still starting when the
+    /// registry freezes missed the initial surface: their statuses say so, once,
+    /// and `missed_initial_surface` names them.
+    pub async fn settle_initial_surface(&self, wait: std::time::Duration) {
+        self.settled
+            .get_or_init(|| async {
+                if !self.wait_for_initial_surface(wait).await {
+                    let seconds = wait.as_secs();
+                    tracing::warn!("extensions still starting after {seconds} s; the registry freezes without them");
+                    let mut list = self.extensions.lock().unwrap_or_else(|p| p.into_inner());
+                    let mut missed = self.missed.lock().unwrap_or_else(|p| p.into_inner());
+                    for entry in list.iter_mut().filter(|e| e.state == ExtensionState::Starting) {
+                        entry
+                            .problems
+                            .push(format!("missed the {seconds} s initial surface: the registry froze without it"));
+                        missed.push(entry.clone());
+                    }
+                }
+                self.registry.freeze();
+            })
+            .await;
     }
 
     /// The extensions that were still starting when the registry froze (as they were then).

@@ -4,8 +4,8 @@
 //! so any agent gets its native tools, WASM plugins and MCP servers behind the
 //! one pipeline. Nothing starts before the project is trusted (exit 3). The
 //! extensions start with the server; the first `tools/list` or call waits for them at most the
-//! initial surface (`INITIAL_SURFACE_WAIT`), and the registry then freezes
-//! for the session. Past its tool budget (`--tool-budget`) it lists the
+//! initial surface (`INITIAL_SURFACE_WAIT`), once for the server (a call's run
+//! does not wait again), and the registry then freezes for good. Past its tool budget (`--tool-budget`) it lists the
 //! native tools and discovery's own (`search_tools`, `load_tools`,
 //! `call_tool`: `discovery.rs`) instead of every tool; every tool stays
 //! callable by its name. Each `tools/call` is one run under the session's mode,
@@ -40,7 +40,7 @@ use crate::contract::json::tool_output_to_json;
 use crate::contract::{ElicitationForm, PermissionMode};
 use crate::discovery::{CALL_TOOL, Discovery, DiscoveryOptions, LOAD_TOOLS, SEARCH_TOOLS};
 use crate::extension::StartFilter;
-use crate::limits::{INITIAL_SURFACE_WAIT, SAMPLING_TOKENS_PER_RUN};
+use crate::limits::SAMPLING_TOKENS_PER_RUN;
 use crate::permissions::{Approval, ApprovalRequest, Approver, Remember, effect_with_reason, how_to_allow};
 use crate::platform::{Platform, Project, RunOptions};
 use crate::registry::{CallError, ToolInfo, ToolSource};
@@ -205,8 +205,8 @@ impl ServedProject {
         if let Some(names) = self.served_names.get() {
             return names;
         }
-        self.project.wait_for_extensions(INITIAL_SURFACE_WAIT).await;
-        self.project.freeze();
+        // The one wait of the project: the runs of the calls do not wait again.
+        self.project.settle().await;
         let options = DiscoveryOptions { budget_bytes: self.budget_bytes, ..DiscoveryOptions::default() };
         self.discovery.get_or_init(|| self.project.discovery(&options));
         self.served_names.get_or_init(|| served_names(&self.project.tools(), self.names))
