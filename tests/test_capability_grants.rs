@@ -154,7 +154,8 @@ fn javascript_and_python_guests_fetch_through_the_same_grant() {
         assert_eq!(http[0]["bytes"], JSON_DOCUMENT.len(), "{lang}");
         // The same guest under a grant that does not cover the URL: refused, nothing contacted.
         let narrow = package_with(&env, package.to_str().unwrap(), r#"http = ["https://api.github.com"]"#);
-        assert!(install(&env, &narrow, true).status.success());
+        let replaced = env.clat(&["plugin", "install", narrow.to_str().unwrap(), "--grant", "--replace"]);
+        assert!(replaced.status.success(), "{lang}: {}", stderr(&replaced));
         let (code, document, events) = call(&env, &tool, json!({ "url": server.url("/json") }), "full-access", &[]);
         assert_eq!(code, 1, "{lang}: {document}");
         let why = http_events(&events)[0]["error"].as_str().unwrap().to_string();
@@ -177,13 +178,17 @@ fn installing_headless_needs_grant_and_an_upgrade_asking_for_more_asks_again() {
     assert!(install(&env, Path::new(guests::HTTP_PROBE_PACKAGE), true).status.success());
     let again = install(&env, Path::new(guests::HTTP_PROBE_PACKAGE), false);
     assert!(again.status.success(), "{}", stderr(&again));
-    // A version asking for one more variable must be granted again.
+    // A version asking for one more variable must be granted again. From another directory it is another
+    // plugin: refused unless it replaces the installed one, and then granted nothing of its grants.
     let more = package_with(
         &env,
         guests::HTTP_PROBE_PACKAGE,
         "http = [\"http://127.0.0.1:*\"]\nenv = [\"CLAT_TEST_GRANTED_TOKEN\", \"ANOTHER_TOKEN\"]",
     );
     let out = install(&env, &more, false);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("is another plugin") && stderr(&out).contains("--replace"), "{}", stderr(&out));
+    let out = env.clat(&["plugin", "install", more.to_str().unwrap(), "--replace"]);
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     let list = stdout(&env.clat(&["plugin", "list"]));
     assert!(list.contains("grants: http: http://127.0.0.1:* (internal); env: CLAT_TEST_GRANTED_TOKEN"), "{list}");

@@ -392,3 +392,55 @@ fn an_update_never_swaps_one_plugin_for_another() {
     let index = installed_index(&env).unwrap();
     assert_eq!(index["plugins"].as_object().unwrap().keys().collect::<Vec<_>>(), ["hello"], "{index}");
 }
+
+/// A copy of a built package that asks for an environment variable.
+fn package_asking_env(env: &TestEnv, from: &str, dir_name: &str) -> PathBuf {
+    let dir = env.dir.path().join(dir_name);
+    std::fs::create_dir_all(&dir).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
+    }
+    let manifest = std::fs::read_to_string(dir.join("clat-plugin.toml")).unwrap();
+    std::fs::write(dir.join("clat-plugin.toml"), format!("{manifest}\n[capabilities]\nenv = [\"LANG\"]\n")).unwrap();
+    dir
+}
+
+/// Grants belong to where a plugin came from: a package of the same name from another repository (or directory)
+/// is another plugin. Installing it is refused unless `--replace`, and then it gets none of the installed one's
+/// grants (headless without `--grant`: refused); from the same repository, a new digest keeps them.
+#[test]
+fn a_plugin_of_the_same_name_from_elsewhere_is_another_plugin_and_keeps_no_grants() {
+    let registry = OciRegistry::start();
+    let env = TestEnv::trusted();
+    let asking = package_asking_env(&env, guests::HELLO_PACKAGE, "asking");
+    let (trusted, other) = (registry.reference("clat/hello:1"), registry.reference("someone/hello:1"));
+    assert!(env.clat(&["plugin", "push", asking.to_str().unwrap(), &trusted]).status.success());
+    assert!(env.clat(&["plugin", "push", asking.to_str().unwrap(), &other]).status.success());
+    let installed = env.clat(&["plugin", "install", &trusted, "--grant", "--json"]);
+    assert_eq!(installed.status.code(), Some(0), "{}", stderr(&installed));
+    assert_eq!(json_of(&installed)["origin"], json!(trusted.trim_end_matches(":1")), "{}", stdout(&installed));
+
+    // Another repository's hello: refused, saying how to replace; nothing changes.
+    let out = env.clat(&["plugin", "install", &other, "--json"]);
+    assert_eq!(out.status.code(), Some(2), "{}{}", stdout(&out), stderr(&out));
+    let message = json_of(&out)["error"]["message"].as_str().unwrap().to_string();
+    assert!(message.contains("is another plugin") && message.contains("--replace"), "{message}");
+    let index = installed_index(&env).unwrap();
+    assert_eq!(index["plugins"]["hello"]["source"]["oci"], json!(trusted), "{index}");
+    // With --replace it asks for its grants anew: headless without --grant, refused.
+    let out = env.clat(&["plugin", "install", &other, "--replace", "--json"]);
+    assert_eq!(out.status.code(), Some(4), "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(json_of(&out)["error"]["kind"], json!("not-granted"), "{}", stdout(&out));
+    let out = env.clat(&["plugin", "install", &other, "--replace", "--grant", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // The same repository at another digest is the same plugin: its grants cover what it asks.
+    let next =
+        package_asking_env(&env, package_at_version(&env, guests::HELLO_PACKAGE, "0.2.0").to_str().unwrap(), "next");
+    assert!(env.clat(&["plugin", "push", next.to_str().unwrap(), &other]).status.success());
+    let out = env.clat(&["plugin", "install", &other, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // A directory is a source too.
+    let out = env.clat(&["plugin", "install", asking.to_str().unwrap(), "--grant"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("is another plugin"), "{}", stderr(&out));
+}

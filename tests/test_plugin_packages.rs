@@ -301,7 +301,7 @@ fn compiled_cache_entries_go_with_a_remove_a_reinstall_and_a_failed_install() {
     // A reinstall with other bytes replaces both of the old version's entries.
     let changed = package_copy(&env, guests::HELLO_PACKAGE, "hello");
     write_manifest(&changed, "name = \"hello\"\nversion = \"0.2.0\"\nkind = \"wasm\"\nentry = \"hello.wasm\"\n");
-    let out = env.clat(&["plugin", "install", changed.to_str().unwrap()]);
+    let out = env.clat(&["plugin", "install", changed.to_str().unwrap(), "--replace"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let out = env.clat(&["call", "wasm_hello_greet", "{}"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

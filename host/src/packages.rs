@@ -113,6 +113,33 @@ pub struct Installed {
     /// Where it was installed from, when that was a registry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<PackageSource>,
+    /// Where it comes from: `oci://REGISTRY/REPOSITORY` (any tag or digest of it) or the package directory it
+    /// was installed from. Its grants belong to it: a package of the same name from elsewhere is another
+    /// plugin, which asks for its own. Empty in an index written before it was kept (a directory's, then).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub origin: String,
+}
+
+/// Where a package comes from (`Installed::origin`): its registry repository, whatever the tag or digest, or
+/// the canonical directory it was installed from.
+pub fn origin_of(dir: &Path, source: Option<&PackageSource>) -> String {
+    match source.map(|s| crate::oci::OciReference::parse(&s.oci)) {
+        Some(Ok(reference)) => {
+            format!("{}{}/{}", crate::oci::OCI_SCHEME, reference.registry(), reference.reference.repository())
+        }
+        Some(Err(_)) => source.map(|s| s.oci.clone()).unwrap_or_default(),
+        None => dir.display().to_string(),
+    }
+}
+
+/// Where an install comes from, and what it may do to a plugin of the same name from elsewhere.
+pub struct Origin<'a> {
+    /// The registry it came from (else: the directory installed from).
+    pub source: Option<PackageSource>,
+    /// Replace a same-named plugin installed from elsewhere (`--replace`).
+    pub replace: bool,
+    /// The command that installs it, for the refusal's advice.
+    pub retry: &'a str,
 }
 
 /// A registry a package was installed from: the reference as given and the
@@ -126,6 +153,15 @@ pub struct PackageSource {
 }
 
 impl Installed {
+    /// Whether a package from `origin` is this one's next version rather than another plugin of the same name.
+    /// One installed before origins were kept counts as its directory's: any directory, never a registry.
+    pub fn comes_from(&self, origin: &str) -> bool {
+        match self.origin.as_str() {
+            "" => self.source.is_none() && !origin.starts_with(crate::oci::OCI_SCHEME),
+            own => own == origin,
+        }
+    }
+
     /// What the package is, for kept approvals: its artifact digest.
     pub fn identity(&self) -> crate::identity::Identity {
         if self.digest.is_empty() {
@@ -158,6 +194,12 @@ pub enum PackageError {
     NotInstalled(String),
     #[error("plugin {name} asks for {}; nothing was installed. {how}", asked.join(", "))]
     NotGranted { name: String, asked: Vec<String>, how: String },
+    #[error(
+        "plugin {name} is installed from {installed}, and this package of the same name comes from {offered}: it \
+         is another plugin, and does not take the installed one's place or grants. To replace it, run `{retry} \
+         --replace` (its grants are asked for anew); nothing was installed"
+    )]
+    OtherOrigin { name: String, installed: String, offered: String, retry: String },
     #[error(transparent)]
     Home(#[from] TrustError),
     #[error("{context}: {source}")]
@@ -323,24 +365,42 @@ impl PackageStore {
         dir: &Path,
         validate: impl FnOnce(&Manifest, &Path) -> Result<(), String>,
     ) -> Result<Installed, PackageError> {
-        self.install_granted(dir, None, |_, _| Ok(Capabilities::default()), validate)
+        // Nothing is granted here, so a same-named plugin from elsewhere is replaced with nothing to carry over.
+        let origin = Origin { source: None, replace: true, retry: "" };
+        self.install_granted(dir, origin, |_, _| Ok(Capabilities::default()), validate)
     }
 
-    /// `install`, with the grants `grant` decides from the manifest and the
-    /// installed version it replaces (if any), and the registry it came from.
-    /// `grant` runs before anything is copied or validated, so a refusal
-    /// leaves nothing behind.
+    /// `install`, from `origin` (a registry's `source`, else its directory),
+    /// with the grants `grant` decides from the manifest and the installed
+    /// version it replaces, if that came from the same place: a plugin of the
+    /// same name from elsewhere is refused unless `origin.replace`, and then
+    /// replaced with nothing of its grants. `grant` runs before anything is
+    /// copied or validated, so a refusal leaves nothing behind.
     pub fn install_granted(
         &self,
         dir: &Path,
-        source: Option<PackageSource>,
+        origin: Origin<'_>,
         grant: impl FnOnce(&Manifest, Option<&Installed>) -> Result<Capabilities, PackageError>,
         validate: impl FnOnce(&Manifest, &Path) -> Result<(), String>,
     ) -> Result<Installed, PackageError> {
         let dir = dir.canonicalize().map_err(io(format!("cannot open package {}", dir.display())))?;
         let manifest = read_manifest(&dir)?;
         check_entry(&dir, &manifest)?;
-        let grants = grant(&manifest, self.get(&manifest.name)?.as_ref())?;
+        let Origin { source, replace, retry } = origin;
+        let from = origin_of(&dir, source.as_ref());
+        let previous = self.get(&manifest.name)?;
+        if let Some(other) = previous.as_ref().filter(|p| !p.comes_from(&from) && !replace) {
+            let installed = if other.origin.is_empty() { "a directory".to_string() } else { other.origin.clone() };
+            return Err(PackageError::OtherOrigin {
+                name: manifest.name.clone(),
+                installed,
+                offered: from,
+                retry: retry.to_string(),
+            });
+        }
+        // Grants belong to where the plugin came from: one replaced from elsewhere passes none on.
+        let same = previous.filter(|p| p.comes_from(&from));
+        let grants = grant(&manifest, same.as_ref())?;
         let files = package_files(&dir)?;
         let mut hasher = Sha256::new();
         for rel in &files {
@@ -379,7 +439,8 @@ impl PackageStore {
         index.version = 1;
         // A reinstall keeps how the user had its tools offered.
         let loading = index.plugins.get(&manifest.name).map(|p| p.loading.clone()).unwrap_or_default();
-        let installed = Installed { manifest: manifest.clone(), dir: final_dir, grants, digest, loading, source };
+        let installed =
+            Installed { manifest: manifest.clone(), dir: final_dir, grants, digest, loading, source, origin: from };
         let previous = index.plugins.insert(manifest.name.clone(), installed.clone());
         self.save(&index)?;
         if let Some(old) = previous

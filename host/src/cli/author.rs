@@ -174,7 +174,7 @@ fn throwaway_home(
     let imports = super::plugin::component_imports(package);
     let installed = PackageStore::new(&throwaway.home).install_granted(
         package,
-        None,
+        crate::packages::Origin { source: None, replace: false, retry: &retry },
         |manifest, _| super::plugin::decide_grants(manifest, None, &imports, grant, &retry),
         |manifest, staged| super::plugin::validate_staged(&runtime, manifest, staged).map(drop),
     )?;

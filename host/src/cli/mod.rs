@@ -320,6 +320,10 @@ pub(crate) enum PluginCommand {
         /// variables) without asking; needed when no one is at a terminal.
         #[arg(long)]
         grant: bool,
+        /// Replace a plugin of the same name installed from another repository or directory (it keeps none of
+        /// its grants).
+        #[arg(long)]
+        replace: bool,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,

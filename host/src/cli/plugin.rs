@@ -224,17 +224,17 @@ pub(crate) async fn plugin(
                 author::test(home, &plugin, shutdown).await
             }
         }
-        PluginCommand::Install { dir, build: true, grant, json } => {
+        PluginCommand::Install { dir, build: true, grant, json, replace } => {
             let package = author::build_project(&dir)?;
-            let install = PluginCommand::Install { dir: package, build: false, grant, json };
+            let install = PluginCommand::Install { dir: package, build: false, grant, json, replace };
             Box::pin(plugin(home, None, install, shutdown)).await
         }
         // The package store's.
-        PluginCommand::Install { dir, grant, json, .. } => {
+        PluginCommand::Install { dir, grant, json, replace, .. } => {
             match dir.to_str().filter(|d| d.starts_with(crate::oci::OCI_SCHEME)) {
                 Some(reference) => {
                     let reference = crate::oci::OciReference::parse(reference).map_err(oci_failure)?;
-                    let options = InstallOptions { grant, json, replaced: None, plugin: None };
+                    let options = InstallOptions { grant, json, replaced: None, plugin: None, replace };
                     install_from_registry(home, &store, &reference, &reference, &options, shutdown).await
                 }
                 None => {
@@ -245,7 +245,7 @@ pub(crate) async fn plugin(
                         &dir,
                         None,
                         &retry,
-                        &InstallOptions { grant, json, replaced: None, plugin: None },
+                        &InstallOptions { grant, json, replaced: None, plugin: None, replace },
                     )
                 }
             }
@@ -365,6 +365,8 @@ struct InstallOptions<'a> {
     /// An update's: the digest it replaces, and the plugin it must be.
     replaced: Option<&'a str>,
     plugin: Option<&'a str>,
+    /// Replace a same-named plugin installed from elsewhere (`--replace`).
+    replace: bool,
 }
 
 /// Install the package in `dir` (from a registry: `source`): grants decided
@@ -386,7 +388,7 @@ fn install_package(
     // Grants are decided first; validation runs on the staged copy, the bytes that will be installed.
     let installed = store.install_granted(
         dir,
-        source,
+        crate::packages::Origin { source, replace: options.replace, retry },
         |manifest, previous| decide_grants(manifest, previous, &imports, grant, retry),
         |manifest, staged| {
             tools = validate_staged(&runtime, manifest, staged)?;
@@ -414,7 +416,7 @@ fn install_package(
         let document = json!({ "installed": installed.manifest.name, "version": installed.manifest.version,
                                "kind": kind, "dir": installed.dir.display().to_string(), "tools": names,
                                "grants": installed.grants, "imports": imports, "source": installed.source,
-                               "replaced": replaced });
+                               "origin": installed.origin, "replaced": replaced });
         outln!("{document}");
         return Ok(Exit::Ok);
     }
@@ -519,6 +521,6 @@ async fn update(
         outln!("{} moved: {} → {now}", source.oci, source.digest);
     }
     let pinned = reference.at_digest(&now);
-    let options = InstallOptions { grant, json, replaced: Some(&source.digest), plugin: Some(name) };
+    let options = InstallOptions { grant, json, replaced: Some(&source.digest), plugin: Some(name), replace: false };
     install_from_registry(home, store, &pinned, &reference, &options, shutdown).await
 }
