@@ -47,8 +47,8 @@ fn project_servers_start_only_once_approved_and_a_changed_file_is_asked_again() 
     assert_eq!(server(&env, "proj")["state"], "ready");
     let out = env.clat(&["call", "mcp_proj_cwd", "{}", "--mode", "full-access"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let root = env.project.canonicalize().unwrap();
-    assert_eq!(stdout(&out).trim(), root.display().to_string(), "a project server runs in the project root");
+    let home = env.home.canonicalize().unwrap();
+    assert_eq!(stdout(&out).trim(), home.display().to_string(), "a project server runs in the home, as the user's do");
 
     // An edited command is not what was approved.
     write_project_file(&env, json!({ "proj": { "command": SERVER, "args": ["--tools", "1"] } }));
@@ -225,4 +225,60 @@ fn a_user_entry_wins_by_normalized_name_even_malformed_and_the_project_server_is
     assert_eq!(broken["state"], "failed", "the user's malformed entry is what is reported: {broken}");
     let tools = stdout(&env.clat(&["tools", "--json"]));
     assert!(!tools.contains("mcp_broken_"), "the project's server did not start: {tools}");
+}
+
+/// The approval shows every field that decides what a project server runs and sends, and which of the user's
+/// variables it reads; an entry reads none of them unless the user allowed it for the project (`--allow`), so a
+/// checked-in `${SECRET}` sends nothing until then. The project root reaches a server only as `${workspaceFolder}`.
+#[test]
+fn a_project_entry_reads_only_the_variables_allowed_with_its_approval() {
+    let env = TestEnv::trusted();
+    write_project_file(
+        &env,
+        json!({
+            "proj": { "command": SERVER, "args": ["--pid-file", "${workspaceFolder}/proj.pid", "--echo-env", "KEY"],
+                      "env": { "KEY": "${CLAT_TEST_USER_SECRET}", "MODE": "plain" } },
+            "web": { "url": "https://mcp.example.invalid/mcp", "headers": { "Authorization": "Bearer ${CLAT_TEST_USER_SECRET}" } },
+        }),
+    );
+    let secret = [("CLAT_TEST_USER_SECRET", "users-own-secret-value-9")];
+    let out = env.clat_with_env(&["mcp", "approve"], &secret);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = stdout(&out);
+    for shown in [
+        "runs in your CLAT home; the project root only as ${workspaceFolder}",
+        "env: KEY=${CLAT_TEST_USER_SECRET}, MODE=plain",
+        "headers: Authorization=Bearer ${CLAT_TEST_USER_SECRET}",
+        "reads your variables: ${CLAT_TEST_USER_SECRET} (not allowed)",
+        "`clat mcp approve --allow CLAT_TEST_USER_SECRET` allows it",
+    ] {
+        assert!(said.contains(shown), "the approval shows {shown:?}: {said}");
+    }
+    let listing = |env: &TestEnv| {
+        let out = env.clat_with_env(&["mcp", "--json"], &secret);
+        serde_json::from_str::<Value>(&stdout(&out)).unwrap_or_else(|_| panic!("{}", stderr(&out)))
+    };
+    let listed = listing(&env);
+    let proj = listed["servers"].as_array().unwrap().iter().find(|s| s["name"] == "proj").unwrap().clone();
+    assert_eq!(proj["state"], "failed", "{proj}");
+    assert!(proj["problems"].to_string().contains("which this project may not read"), "{proj}");
+    assert!(!env.project.join("proj.pid").exists(), "nothing started");
+    assert!(!listed.to_string().contains("users-own-secret-value-9"), "{listed}");
+
+    // Allowed with the approval: it starts, with the project root as ${workspaceFolder}.
+    let out = env.clat_with_env(&["mcp", "approve", "--allow", "CLAT_TEST_USER_SECRET", "--json"], &secret);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let approved: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(approved["allowed"], json!(["CLAT_TEST_USER_SECRET"]), "{approved}");
+    let listed = listing(&env);
+    let proj = listed["servers"].as_array().unwrap().iter().find(|s| s["name"] == "proj").unwrap().clone();
+    assert_eq!(proj["state"], "ready", "{proj}");
+    assert!(env.project.join("proj.pid").exists(), "${{workspaceFolder}} is the project root");
+    // Another approval without --allow allows nothing again.
+    assert!(env.clat_with_env(&["mcp", "approve"], &secret).status.success());
+    let listed = listing(&env);
+    let proj = listed["servers"].as_array().unwrap().iter().find(|s| s["name"] == "proj").unwrap().clone();
+    assert_eq!(proj["state"], "failed", "{proj}");
+    let out = env.clat(&["mcp", "approve", "--allow", "not a name"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }

@@ -697,9 +697,7 @@ fn variable_at(text: &str) -> Option<(&str, Option<&str>, usize)> {
     };
     // Cursor's and VS Code's `${env:NAME}` is `${NAME}`.
     let name = name.strip_prefix("env:").unwrap_or(name);
-    let identifier = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    identifier.then_some((name, default, end + 2))
+    is_variable_name(name).then_some((name, default, end + 2))
 }
 
 /// Expands `${VAR}` and `${VAR:-default}` (the default when VAR is unset or
@@ -750,7 +748,50 @@ fn expand_text(
     Ok(out)
 }
 
+/// Whether `name` can be a variable's name in a reference (`${NAME}`): an identifier.
+pub fn is_variable_name(name: &str) -> bool {
+    name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The variables `text` refers to (`${VAR}`, `${VAR:-default}`, `${env:VAR}`), as `expand_text` reads them:
+/// `$${` is a literal and a VS Code input (`${input:ID}`) is not a variable.
+fn referenced_variables(text: &str, into: &mut std::collections::BTreeSet<String>) {
+    let mut rest = text;
+    while let Some(at) = rest.find('$') {
+        let after = &rest[at + 1..];
+        if let Some(tail) = after.strip_prefix("${") {
+            rest = tail;
+        } else if let Some((name, _, len)) = variable_at(after) {
+            into.insert(name.to_string());
+            rest = &after[len..];
+        } else {
+            rest = after;
+        }
+    }
+}
+
 impl ServerEntry {
+    /// Every variable of the caller's environment the entry refers to, in any field `expand` expands (defaults
+    /// or not: a set variable is read): what an entry from a file someone else wrote would make CLAT send.
+    pub fn variables(&self) -> std::collections::BTreeSet<String> {
+        let mut names = std::collections::BTreeSet::new();
+        match &self.transport {
+            EntryTransport::Stdio { command, args, env, cwd, .. } => {
+                for text in std::iter::once(command).chain(args).chain(env.values()).chain(cwd) {
+                    referenced_variables(text, &mut names);
+                }
+            }
+            EntryTransport::Http { url, headers, oauth } => {
+                let oauth = oauth.iter().flat_map(|o| o.client_id.iter().chain(&o.client_secret));
+                for text in std::iter::once(url).chain(headers.values()).chain(oauth) {
+                    referenced_variables(text, &mut names);
+                }
+            }
+        }
+        names
+    }
+
     /// The entry with its variables expanded from `lookup` (CLAT's environment)
     /// in `command`, `args`, `env` values, `cwd`, `url`, `headers` values and
     /// `oauth`'s `client_id` and `client_secret`.
@@ -805,6 +846,21 @@ mod tests {
 
     fn parse(text: &str) -> Result<McpConfig, ConfigError> {
         parse_config("mcp.json", text, &BOUNDS)
+    }
+
+    #[test]
+    fn an_entry_names_every_variable_it_would_read() {
+        let c = parse(
+            r#"{ "a": { "command": "${BIN}", "args": ["--key=${env:API_KEY}", "$${NOT_ONE}", "${input:tok}",
+                                                   "${WITH:-default}", "$HOME"],
+                        "env": { "X": "${SECRET}" }, "cwd": "${DIR}" },
+                 "b": { "url": "https://${HOST}/mcp", "headers": { "Authorization": "Bearer ${TOKEN}" },
+                        "oauth": { "client_secret": "${CLIENT_SECRET}" } } }"#,
+        )
+        .unwrap();
+        let names = |server: &str| c.servers[server].variables().into_iter().collect::<Vec<_>>();
+        assert_eq!(names("a"), ["API_KEY", "BIN", "DIR", "SECRET", "WITH"]);
+        assert_eq!(names("b"), ["CLIENT_SECRET", "HOST", "TOKEN"]);
     }
 
     #[test]

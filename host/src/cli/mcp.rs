@@ -85,8 +85,14 @@ pub(crate) enum McpCommand {
     },
     /// List the configured servers from mcp.json without starting any (any directory).
     List,
-    /// Approve the servers of the project's .mcp.json as the file is now (a changed file is asked again).
-    Approve,
+    /// Approve the servers of the project's .mcp.json as the file is now (a changed file is asked again),
+    /// showing everything that decides what they run and send.
+    Approve {
+        /// A variable of yours the project's entries may read (`${VAR}` in them); repeat for more. None is
+        /// allowed otherwise, and each approval says again which are.
+        #[arg(long = "allow", value_name = "VAR")]
+        allow: Vec<String>,
+    },
     /// Remove a server from mcp.json.
     Remove {
         /// The server's name.
@@ -328,16 +334,99 @@ fn entry_line(name: &str, entry: &clat_mcp::config::ServerEntry) -> String {
     crate::redact::redact(&format!("{name}  {transport}  {target}{disabled}"))
 }
 
-/// The servers a project's `.mcp.json` defines, one line each; a file that
-/// does not parse is an error (nothing is approved).
-fn project_server_lines(file: &project_servers::ProjectServerFile) -> Result<Vec<String>, Failure> {
+/// The servers a project's `.mcp.json` defines; a file that does not parse is an error (nothing is approved).
+fn project_servers_of(
+    file: &project_servers::ProjectServerFile,
+) -> Result<std::collections::BTreeMap<String, clat_mcp::config::ServerEntry>, Failure> {
     let config =
         clat_mcp::config::parse_config(&file.path.display().to_string(), &file.text, &crate::mcp::ENTRY_TIMEOUT_BOUNDS)
             .map_err(|e| configuration(e.to_string()))?;
     if let Some(error) = config.errors.first() {
         return Err(configuration(error.to_string()));
     }
-    Ok(config.servers.iter().map(|(name, entry)| entry_line(name, entry)).collect())
+    Ok(config.servers.into_iter().collect())
+}
+
+/// When some of `servers` read variables of the user's not `allowed`: that they will not start, and what allows them.
+fn allow_hint(
+    servers: &std::collections::BTreeMap<String, clat_mcp::config::ServerEntry>,
+    allowed: &std::collections::BTreeSet<String>,
+) -> Option<String> {
+    let unallowed: std::collections::BTreeSet<String> =
+        servers.values().flat_map(|entry| crate::mcp::sources::unallowed_variables(entry, allowed)).collect();
+    let flags: Vec<String> = unallowed.iter().map(|n| format!("--allow {n}")).collect();
+    (!flags.is_empty()).then(|| {
+        format!(
+            "a server reading a variable not allowed does not start: `clat mcp approve {}` allows it",
+            flags.join(" ")
+        )
+    })
+}
+
+/// What a project server's approval shows, one line each: its line, then every field that decides what runs or
+/// is sent — where it runs, its cwd, each env and header (as written, redacted), and the variables of yours it
+/// reads, each allowed or not (`allowed`).
+fn project_server_review(
+    name: &str,
+    entry: &clat_mcp::config::ServerEntry,
+    allowed: &std::collections::BTreeSet<String>,
+) -> Vec<String> {
+    use clat_mcp::config::EntryTransport;
+    let mut lines = vec![entry_line(name, entry)];
+    let written = |values: &std::collections::BTreeMap<String, String>| {
+        values.iter().map(|(k, v)| format!("{k}={}", redacted_as_written(v))).collect::<Vec<_>>().join(", ")
+    };
+    match &entry.transport {
+        EntryTransport::Stdio { env, cwd, env_inherit, .. } => {
+            let cwd = cwd.as_deref().map(|c| format!(", cwd {c}")).unwrap_or_default();
+            lines.push(format!("    runs in your CLAT home{cwd}; the project root only as ${{workspaceFolder}}"));
+            if !env.is_empty() {
+                lines.push(format!("    env: {}", written(env)));
+            }
+            if !env_inherit {
+                lines.push("    gets a minimal environment plus its env, not all of yours".to_string());
+            }
+        }
+        EntryTransport::Http { headers, oauth, .. } => {
+            if !headers.is_empty() {
+                lines.push(format!("    headers: {}", written(headers)));
+            }
+            if oauth.is_some() {
+                lines.push("    logs in with OAuth (`clat mcp login`)".to_string());
+            }
+        }
+    }
+    let own = project_servers::WORKSPACE_FOLDER;
+    let read: Vec<String> = entry.variables().into_iter().filter(|n| n != own).collect();
+    if !read.is_empty() {
+        let each: Vec<String> = read
+            .iter()
+            .map(|n| format!("${{{n}}} ({})", if allowed.contains(n) { "allowed" } else { "not allowed" }))
+            .collect();
+        lines.push(format!("    reads your variables: {}", each.join(", ")));
+    }
+    lines
+}
+
+/// A value as a file writes it, redacted, its `${…}` references kept whole (`Bearer ${TOKEN}` is no secret; a
+/// literal key is).
+fn redacted_as_written(value: &str) -> String {
+    let mut references = Vec::new();
+    let mut masked = String::new();
+    let mut rest = value;
+    while let Some(at) = rest.find("${") {
+        let Some(end) = rest[at..].find('}') else { break };
+        masked.push_str(&rest[..at]);
+        masked.push_str(&format!("\u{0}{}\u{0}", references.len()));
+        references.push(&rest[at..at + end + 1]);
+        rest = &rest[at + end + 1..];
+    }
+    masked.push_str(rest);
+    let mut shown = crate::redact::redact(&masked);
+    for (i, reference) in references.iter().enumerate() {
+        shown = shown.replace(&format!("\u{0}{i}\u{0}"), reference);
+    }
+    shown
 }
 
 /// Before a command starts servers in the trusted project at `dir`: if its
@@ -358,21 +447,27 @@ pub(crate) fn review_project_servers(home: &ClatHome, dir: &std::path::Path) {
         Ok(project_servers::Approval::Approved) | Err(_) => return,
         Ok(approval) => approval,
     };
-    let Ok(servers) = project_server_lines(&file) else { return };
+    let Ok(servers) = project_servers_of(&file) else { return };
+    let allowed = project_servers::allowed_variables(home, &root).unwrap_or_default();
     let mut err = std::io::stderr().lock();
     let changed =
         if approval == project_servers::Approval::Changed { " It changed since you approved it." } else { "" };
     let _ =
         writeln!(err, "The project's {} defines servers that run with your permissions:{changed}", file.path.display());
-    for line in &servers {
-        let _ = writeln!(err, "  {line}");
+    for (name, entry) in &servers {
+        for line in project_server_review(name, entry, &allowed) {
+            let _ = writeln!(err, "  {line}");
+        }
+    }
+    if let Some(hint) = allow_hint(&servers, &allowed) {
+        let _ = writeln!(err, "{hint}");
     }
     let _ = write!(err, "Start them in this project? [y/N] ");
     let _ = err.flush();
     let mut answer = String::new();
     let _ = std::io::stdin().lock().read_line(&mut answer);
     if matches!(answer.trim(), "y" | "Y" | "yes")
-        && let Err(e) = project_servers::approve(home, &root, &file)
+        && let Err(e) = project_servers::approve(home, &root, &file, None)
     {
         let _ = writeln!(err, "clat: could not keep the approval: {e}");
     }
@@ -559,7 +654,7 @@ fn add_to_project(
     let after = project_servers::read(&root).map_err(|e| configuration(e.to_string()))?;
     let approved = match (&after, was_approved) {
         (Some(file), true) => {
-            project_servers::approve(home, &root, file)?;
+            project_servers::approve(home, &root, file, None)?;
             true
         }
         _ => false,
@@ -783,22 +878,41 @@ pub(crate) async fn mcp(
             list(home, json)?;
             Ok(Exit::Ok)
         }
-        Some(McpCommand::Approve) => {
+        Some(McpCommand::Approve { allow }) => {
             let root = canonical_project(&project_dir(project)?)?;
             let Some(file) = project_servers::read(&root).map_err(|e| configuration(e.to_string()))? else {
                 return Err(configuration(format!("{} has no {}", root.display(), project_servers::PROJECT_MCP_FILE)));
             };
-            let servers = project_server_lines(&file)?;
-            project_servers::approve(home, &root, &file)?;
+            if let Some(bad) = allow.iter().find(|n| !clat_mcp::config::is_variable_name(n)) {
+                return Err(Failure::new(Exit::Usage, "usage", format!("--allow {bad:?}: give a variable's name")));
+            }
+            let allowed: std::collections::BTreeSet<String> = allow.into_iter().collect();
+            let servers = project_servers_of(&file)?;
+            project_servers::approve(home, &root, &file, Some(&allowed))?;
+            let lines: Vec<String> = servers.iter().map(|(name, entry)| entry_line(name, entry)).collect();
             if json {
+                let entries: Vec<Value> = servers
+                    .iter()
+                    .map(|(name, entry)| {
+                        json!({ "name": name, "review": project_server_review(name, entry, &allowed),
+                                "variables": entry.variables(),
+                                "not_allowed": crate::mcp::sources::unallowed_variables(entry, &allowed) })
+                    })
+                    .collect();
                 outln!(
                     "{}",
-                    json!({ "approved": file.path.display().to_string(), "digest": file.digest, "servers": servers })
+                    json!({ "approved": file.path.display().to_string(), "digest": file.digest, "servers": lines,
+                            "allowed": allowed, "entries": entries })
                 );
             } else {
                 outln!("approved the servers of {} ({}):", file.path.display(), file.digest);
-                for line in &servers {
-                    outln!("  {line}");
+                for (name, entry) in &servers {
+                    for line in project_server_review(name, entry, &allowed) {
+                        outln!("  {line}");
+                    }
+                }
+                if let Some(hint) = allow_hint(&servers, &allowed) {
+                    outln!("{hint}");
                 }
             }
             Ok(Exit::Ok)

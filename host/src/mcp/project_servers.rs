@@ -6,8 +6,16 @@
 //! edited command — is asked again. Until then its servers are reported, not
 //! started, with the command that approves them (`clat mcp approve`). Reading
 //! the file and the approvals starts nothing.
+//!
+//! A project's entries read none of the user's variables but those the user
+//! allowed for that project with its approval (`clat mcp approve --allow
+//! VAR`; none by default): a file someone else wrote cannot make an entry send
+//! `${OPENAI_API_KEY}` to a server it chose. They run in the home, as the
+//! user's do (a project's `.npmrc`, `node_modules/.bin` or `uv.toml` cannot
+//! change what `npx` or `uvx` runs), and get the project root only as
+//! `${workspaceFolder}` (`WORKSPACE_FOLDER`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -20,6 +28,8 @@ use crate::trust::{ClatHome, TrustError};
 pub const PROJECT_MCP_FILE: &str = ".mcp.json";
 /// The approvals of project server files, inside `$CLAT_HOME`.
 pub const PROJECT_SERVERS_FILE: &str = "project-servers.json";
+/// The variable a project's entry names the project root by (VS Code's).
+pub const WORKSPACE_FOLDER: &str = "workspaceFolder";
 
 /// A project's `.mcp.json` as read now.
 #[derive(Debug, Clone)]
@@ -48,6 +58,9 @@ struct ApprovalsDocument {
     /// Canonical project root → the approved file's digest.
     #[serde(default)]
     projects: BTreeMap<PathBuf, String>,
+    /// Canonical project root → the user's variables its entries may read (allowed with the approval).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    variables: BTreeMap<PathBuf, BTreeSet<String>>,
 }
 
 /// The `.mcp.json` at `root`, if there is one.
@@ -92,12 +105,29 @@ pub fn approval(home: &ClatHome, root: &Path, file: &ProjectServerFile) -> Resul
     })
 }
 
-/// Approve the file of the project at `root` (canonical) with its content now.
-pub fn approve(home: &ClatHome, root: &Path, file: &ProjectServerFile) -> Result<(), TrustError> {
+/// The user's variables the entries of the project at `root` (canonical) may read.
+pub fn allowed_variables(home: &ClatHome, root: &Path) -> Result<BTreeSet<String>, TrustError> {
+    Ok(load(home)?.variables.remove(root).unwrap_or_default())
+}
+
+/// Approve the file of the project at `root` (canonical) with its content now;
+/// `allow`: the user's variables its entries may read from now on (`None`:
+/// those allowed before stay).
+pub fn approve(
+    home: &ClatHome,
+    root: &Path,
+    file: &ProjectServerFile,
+    allow: Option<&BTreeSet<String>>,
+) -> Result<(), TrustError> {
     let _lock = home.lock(PROJECT_SERVERS_FILE)?;
     let mut document = load(home)?;
     document.version = 1;
     document.projects.insert(root.to_path_buf(), file.digest.clone());
+    match allow {
+        Some(names) if names.is_empty() => drop(document.variables.remove(root)),
+        Some(names) => drop(document.variables.insert(root.to_path_buf(), names.clone())),
+        None => {}
+    }
     let text = serde_json::to_string_pretty(&document).expect("approvals serialize");
     home.write_atomic(PROJECT_SERVERS_FILE, text.as_bytes())
 }

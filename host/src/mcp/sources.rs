@@ -275,6 +275,8 @@ struct ProjectEntries {
     refused: Option<String>,
     /// The file could not be read or parsed.
     problem: Option<String>,
+    /// The user's variables its entries may read (allowed with the approval).
+    allowed: std::collections::BTreeSet<String>,
 }
 
 fn project_entries(home: &ClatHome, root: &Path) -> ProjectEntries {
@@ -298,8 +300,16 @@ fn project_entries(home: &ClatHome, root: &Path) -> ProjectEntries {
         Ok(other) => Some(not_approved_reason(&other)),
         Err(e) => Some(e.to_string()),
     };
+    entries.allowed = super::project_servers::allowed_variables(home, root).unwrap_or_default();
     entries.file = Some(file);
     entries
+}
+
+/// The user's variables a project's `entry` reads that the user did not allow for the project
+/// (`${workspaceFolder}` is the project root, not the user's).
+pub fn unallowed_variables(entry: &ServerEntry, allowed: &std::collections::BTreeSet<String>) -> Vec<String> {
+    let own = |name: &String| name == super::project_servers::WORKSPACE_FOLDER || allowed.contains(name);
+    entry.variables().into_iter().filter(|name| !own(name)).collect()
 }
 
 impl ProjectEntries {
@@ -308,7 +318,9 @@ impl ProjectEntries {
         self.refused.is_none() && self.config.servers.contains_key(name)
     }
 
-    /// Its servers join `set`, running in the project root, or are reported.
+    /// Its servers join `set`, running in the home as the user's do, with the
+    /// project root as `${workspaceFolder}` and only the user's variables the
+    /// approval allowed, or are reported.
     /// A user's `mcp.json` entry whose name normalizes like a project server's
     /// (`my-notes`, `my_notes`) wins, malformed or not: the two would own the
     /// same tool names, and the project cannot take the user's. `user_claims`
@@ -358,10 +370,37 @@ impl ProjectEntries {
                 ));
                 continue;
             }
+            let unallowed = unallowed_variables(entry, &self.allowed);
+            if !unallowed.is_empty() && entry.enabled {
+                set.statuses.push(ExtensionStatus::new(
+                    name,
+                    kind_of(entry),
+                    ExtensionState::Failed,
+                    Some(not_allowed_reason(&unallowed)),
+                ));
+                continue;
+            }
+            let root = self.root.display().to_string();
+            let lookup = |variable: &str| match variable {
+                super::project_servers::WORKSPACE_FOLDER => Some(root.clone()),
+                other => env(other),
+            };
             let disabled = format!("disabled in {}", file.path.display());
-            add_entry(set, home, (&file.path, &self.root), name, entry, disabled, env);
+            add_entry(set, home, (&file.path, home.path()), name, entry, disabled, &lookup);
         }
     }
+}
+
+/// Why a project's entry that reads `unallowed` variables of the user does not start, and what allows them.
+pub fn not_allowed_reason(unallowed: &[String]) -> String {
+    let names: Vec<String> = unallowed.iter().map(|n| format!("${{{n}}}")).collect();
+    let flags: Vec<String> = unallowed.iter().map(|n| format!("--allow {n}")).collect();
+    format!(
+        "it reads your {}, which this project may not read: a project's entries get none of your variables \
+         unless you allow them for the project (`clat mcp approve {}`)",
+        names.join(", "),
+        flags.join(" ")
+    )
 }
 
 /// One entry of a file (`source`: the file, and where its stdio servers run):
