@@ -219,3 +219,20 @@ fn a_closed_stdout_ends_every_command_quietly_with_141() {
         assert!(!stderr(&out).contains("cannot write"), "clat {args:?}: {}", stderr(&out));
     }
 }
+
+/// What the help and the docs say matches what happens: under `clat serve --mode ask` an approval becomes a form
+/// (it is not simply denied), no `ask_user` tool is named in the CLI docs, and the JavaScript template says how a
+/// guest reaches the network (through a grant), not that it never can.
+#[test]
+fn help_and_docs_say_what_happens() {
+    let env = TestEnv::new();
+    let help = stdout(&env.clat(&["serve", "--help"]));
+    assert!(help.contains("form") && !help.contains("denies what needs"), "{help}");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let cli = std::fs::read_to_string(root.join("docs/cli.md")).unwrap();
+    assert!(!cli.contains("`ask_user` tool"), "docs/cli.md names a tool that does not exist");
+    assert!(!cli.contains("have no `--json`"), "docs/cli.md says commands lack a --json they have");
+    let template = std::fs::read_to_string(root.join("host/templates/javascript-wasm/README.md")).unwrap();
+    assert!(!template.contains("CLAT gives guests no network"), "{template}");
+    assert!(template.contains("[capabilities] http"), "{template}");
+}

@@ -995,3 +995,34 @@ fn a_served_session_s_calls_share_one_sampling_budget() {
         .collect();
     assert_eq!(charged, [(json!(1), json!(2)), (json!(2), json!(2)), (json!(2), json!(2))], "{trail}");
 }
+
+/// A client that writes calls and never reads the answers: `clat serve` stops reading its stdin (the client's writes
+/// block) instead of holding every answer; once the client reads, every call is answered. Memory stays flat.
+#[test]
+fn a_client_that_never_reads_stops_being_read_and_every_call_is_answered_once_it_does() {
+    let env = TestEnv::trusted();
+    env.write("notes.txt", "x");
+    let mut client = RawClient::start(&env, &["serve", "--mode", "full-access"]);
+    let total = 20_000u64;
+    let mut stdin = client.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        for id in 1..=total {
+            let call = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+                               "params": { "name": "read_file", "arguments": { "path": "notes.txt" } } });
+            writeln!(stdin, "{call}").unwrap();
+        }
+        stdin
+    });
+    // Unbounded, the server would have read all of them (a few MB) long before this.
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(!writer.is_finished(), "clat serve kept reading calls nobody reads the answers of");
+    let mut answered = std::collections::HashSet::new();
+    while (answered.len() as u64) < total {
+        let answer = client.next();
+        let busy = answer["error"]["code"] == -32000;
+        assert!(busy || answer["result"]["isError"] == false, "{answer}");
+        answered.insert(answer["id"].as_u64().unwrap());
+    }
+    drop(writer.join().unwrap());
+    assert!(client.child.wait().unwrap().success());
+}

@@ -64,12 +64,22 @@ impl AuditTrail {
 
     /// Append records as redacted JSON lines in one write (the file rotated
     /// first when they would take it past `AUDIT_FILE_MAX_BYTES`). What is
-    /// redacted is each string value — names, messages — never a key or a
-    /// number, so every line stays the JSON it was.
+    /// redacted is each string value — the client's name, messages — but
+    /// CLAT's own words for the call (`OWN_FIELDS`: the tool's registered name,
+    /// its effect, the outcome…), never a key or a number, so every line stays
+    /// the JSON it was and a configured value that is also a word of a tool's
+    /// name does not hide which tool was called.
     pub fn append_all(&self, records: &[Value]) -> std::io::Result<()> {
         let mut lines = String::new();
         for record in records {
-            lines.push_str(&redacted(record).to_string());
+            let record = match record {
+                Value::Object(fields) => fields
+                    .iter()
+                    .map(|(k, v)| (k.clone(), if OWN_FIELDS.contains(&k.as_str()) { v.clone() } else { redacted(v) }))
+                    .collect(),
+                other => redacted(other),
+            };
+            lines.push_str(&record.to_string());
             lines.push('\n');
         }
         let mut open = self.writing.lock().unwrap_or_else(|p| p.into_inner());
@@ -190,6 +200,10 @@ fn write(trail: &AuditTrail, records: Vec<PendingRecord>) {
         tracing::warn!("cannot write the audit trail {}: {e}", trail.path().display());
     }
 }
+
+/// A record's fields that CLAT itself writes from what it knows of the call, never from what a client or an
+/// extension said: kept as they are.
+const OWN_FIELDS: [&str; 7] = ["time", "tool", "source", "effect", "mode", "outcome", "decided_by"];
 
 /// `value` with every string in it redacted.
 fn redacted(value: &Value) -> Value {
@@ -327,20 +341,26 @@ mod tests {
 
     #[test]
     fn a_record_is_redacted() {
-        crate::redact::register_secrets(["sk-audit-secret-value".to_string()]);
+        crate::redact::register_secrets(["sk-audit-secret-value".to_string(), "postgres-main".to_string()]);
         let dir = tempfile::tempdir().unwrap();
         let trail = AuditTrail::at(&dir.path().join("calls.jsonl"));
         let audit = CallAudit::default();
         let call = CallRecord {
             ended: chrono::Utc::now(),
-            client: "agent 1",
-            tool: "t",
+            client: "agent of postgres-main",
+            // A configured value that is also a word of the tool's name: the tool is still named.
+            tool: "mcp_postgres-main_query",
             mode: "ask",
             rejected: Some("bad sk-audit-secret-value"),
             sampling: (0, 64),
         };
         trail.append(&audit.record(&call)).unwrap();
         let written = std::fs::read_to_string(trail.path()).unwrap();
+        let record: Value = serde_json::from_str(written.trim()).unwrap();
+        assert_eq!(
+            (record["tool"].as_str(), record["client"].as_str()),
+            (Some("mcp_postgres-main_query"), Some("agent of [REDACTED]"))
+        );
         assert!(
             !written.contains("sk-audit-secret-value") && written.contains("\"outcome\":\"rejected\""),
             "{written}"
