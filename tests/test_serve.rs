@@ -507,6 +507,13 @@ fn http_serving_takes_a_bearer_token_and_needs_one_off_loopback() {
     assert!(
         stderr(&out).contains("0.0.0.0:0 is not a loopback address: serving on it needs a bearer token (--token-file)")
     );
+    // A token file that is a link to /dev/zero is refused before anything starts, not read without end.
+    let endless = env.dir.path().join("endless-token");
+    std::os::unix::fs::symlink("/dev/zero", &endless).unwrap();
+    let mut serve = env.clat_command(&["serve", "--http", "127.0.0.1:0", "--token-file", endless.to_str().unwrap()]);
+    let out = serve.stdin(Stdio::null()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("it is not a regular file"), "{}", stderr(&out));
 }
 
 /// Run `command` to its end on another thread.

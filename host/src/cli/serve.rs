@@ -159,7 +159,8 @@ pub(crate) async fn serve(platform: &Platform, options: ServeOptions, shutdown: 
 /// The bearer token in `file`: its first line, trimmed; never empty.
 fn read_token(file: &std::path::Path) -> Result<String, Failure> {
     let unusable = |why: String| Failure::new(Exit::Usage, "usage", format!("--token-file {}: {why}", file.display()));
-    let text = std::fs::read_to_string(file).map_err(|e| unusable(e.to_string()))?;
+    // A configuration file like any other: a regular file, within its bound.
+    let text = crate::files::read_config_text(file).map_err(|e| unusable(e.to_string()))?;
     let token = text.lines().next().unwrap_or_default().trim();
     if token.is_empty() {
         return Err(unusable("the file holds no token".into()));
