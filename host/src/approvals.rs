@@ -31,6 +31,7 @@ use crate::identity::Identity;
 use crate::names::ExternalKind;
 pub use crate::permissions::Remember;
 use crate::permissions::approval_covers;
+use crate::sync::Unpoisoned;
 use crate::trust::{ClatHome, TrustError};
 
 /// The file, inside the home.
@@ -268,7 +269,7 @@ impl ApprovalStore {
 
 impl ApprovalMemory for ApprovalStore {
     fn allows(&self, key: &ApprovalKey, effect: Effect) -> bool {
-        let kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        let kept = self.kept.locked();
         kept.iter().any(|a| a.covers(&self.project, key, effect))
     }
 
@@ -299,8 +300,7 @@ impl ApprovalMemory for ApprovalStore {
             });
             approvals.push(approval);
         })?;
-        *self.kept.lock().unwrap_or_else(|p| p.into_inner()) =
-            all.into_iter().filter(|a| a.project == self.project).collect();
+        *self.kept.locked() = all.into_iter().filter(|a| a.project == self.project).collect();
         Ok(())
     }
 }

@@ -8,6 +8,7 @@
 use std::io::{BufRead, Write};
 use std::sync::{Arc, Mutex};
 
+use crate::sync::Unpoisoned;
 use async_trait::async_trait;
 
 /// One option of a single-choice question.
@@ -188,7 +189,7 @@ impl<R: BufRead + Send + 'static, W: Write + Send + 'static> UserAsker for LineA
         let io = Arc::clone(&self.io);
         let question = question.clone();
         tokio::task::spawn_blocking(move || {
-            let mut guard = io.lock().unwrap_or_else(|p| p.into_inner());
+            let mut guard = io.locked();
             let (input, output) = &mut *guard;
             let mut prompt = render(&question);
             loop {

@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 
 use crate::limits::{AUDIT_FILE_MAX_BYTES, AUDIT_QUEUE_MAX, AUDIT_WRITE_INTERVAL};
 use crate::run::{EventSink, RunEvent, RunEventKind};
+use crate::sync::Unpoisoned;
 use crate::trust::ClatHome;
 
 /// The audit trail inside `$CLAT_HOME`.
@@ -82,7 +83,7 @@ impl AuditTrail {
             lines.push_str(&record.to_string());
             lines.push('\n');
         }
-        let mut open = self.writing.lock().unwrap_or_else(|p| p.into_inner());
+        let mut open = self.writing.locked();
         let mut on_disk = std::fs::metadata(&self.path).ok();
         let size = on_disk.as_ref().map_or(0, |m| m.len());
         if size > 0 && size + lines.len() as u64 > AUDIT_FILE_MAX_BYTES {
@@ -146,7 +147,7 @@ impl AuditQueue {
                 queue.arrived.notified().await;
                 tokio::time::sleep(AUDIT_WRITE_INTERVAL).await;
                 let (records, finished) = {
-                    let mut queued = queue.waiting.lock().unwrap_or_else(|p| p.into_inner());
+                    let mut queued = queue.waiting.locked();
                     (std::mem::take(&mut queued.records), queued.finished)
                 };
                 write(&writing, records);
@@ -160,7 +161,7 @@ impl AuditQueue {
 
     /// Queue a record for the trail: `record` makes it when it is written.
     pub fn push(&self, record: impl FnOnce() -> Value + Send + 'static) {
-        let mut queued = self.queued.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        let mut queued = self.queued.waiting.locked();
         if queued.finished {
             drop(queued);
             write(&self.trail, vec![Box::new(record)]);
@@ -178,14 +179,14 @@ impl AuditQueue {
 
     /// Write what is queued and stop the task.
     pub async fn finish(&self) {
-        self.queued.waiting.lock().unwrap_or_else(|p| p.into_inner()).finished = true;
+        self.queued.waiting.locked().finished = true;
         self.queued.arrived.notify_one();
-        let writer = self.writer.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let writer = self.writer.locked().take();
         if let Some(writer) = writer {
             let _ = writer.await;
         }
         // What the task did not take (it was stopped) is written here.
-        let left = std::mem::take(&mut self.queued.waiting.lock().unwrap_or_else(|p| p.into_inner()).records);
+        let left = std::mem::take(&mut self.queued.waiting.locked().records);
         write(&self.trail, left);
     }
 }
@@ -236,7 +237,7 @@ struct Seen {
 
 impl EventSink for CallAudit {
     fn emit(&self, event: RunEvent) {
-        let mut seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut seen = self.0.locked();
         match event.kind {
             RunEventKind::ToolStarted { call_id: 1, source, effect, .. } => {
                 (seen.source, seen.effect) = (Some(source), Some(effect));
@@ -275,7 +276,7 @@ impl CallAudit {
     /// result), `denied`, `cancelled`, `failed` (the pipeline's error) or
     /// `rejected` (never made).
     pub fn record(&self, call: &CallRecord<'_>) -> Value {
-        let seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let seen = self.0.locked();
         let outcome = match (call.rejected, seen.allowed) {
             (Some(_), _) => "rejected",
             (None, Some(false)) => "denied",

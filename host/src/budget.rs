@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::contract::SamplingRequest;
 use crate::limits::{SAMPLING_REQUESTS_PER_RUN, SAMPLING_TOKENS_PER_RUN};
+use crate::sync::Unpoisoned;
 
 /// Why a reservation was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -54,7 +55,7 @@ impl SamplingBudget {
     }
 
     fn usage(&self) -> std::sync::MutexGuard<'_, Usage> {
-        self.usage.lock().unwrap_or_else(|p| p.into_inner())
+        self.usage.locked()
     }
 
     /// Reserve one request and `estimated_tokens` before calling the provider.

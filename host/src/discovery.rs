@@ -30,6 +30,7 @@ use crate::extension::ExtensionStatus;
 use crate::limits::{DISCOVERY_BUDGET_BYTES, SEARCH_RESULTS_DEFAULT, SEARCH_RESULTS_MAX};
 use crate::platform::Run;
 use crate::registry::{CallError, SchemaSize, ToolIndex, ToolInfo, ToolSource, definition, schema_totals};
+use crate::sync::Unpoisoned;
 
 /// Discovery's own tools.
 pub const SEARCH_TOOLS: &str = "search_tools";
@@ -130,7 +131,7 @@ impl Discovery {
         if !offer.deferring {
             return offer.tools.iter().map(ToolInfo::definition).collect();
         }
-        let loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let loaded = self.loaded.locked().clone();
         let up_front = |t: &ToolInfo| {
             let found_later =
                 if offer.over_budget { t.source != ToolSource::Native } else { offer.deferred.contains(&t.name) };
@@ -161,7 +162,7 @@ impl Discovery {
             SEARCH_TOOLS => {
                 let query = arguments["query"].as_str().ok_or_else(|| invalid("`query` (a string) is required"))?;
                 let limit = arguments["limit"].as_u64().map_or(SEARCH_RESULTS_DEFAULT, |l| l as usize);
-                let used = self.used.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                let used = self.used.locked().clone();
                 let favoured = |name: &str| self.offer.pinned.contains(name) || used.iter().any(|u| u == name);
                 let index = self.offer.index.as_ref().expect("built when deferring, the only time search_tools is own");
                 let matches = index.search_favouring(query, limit.clamp(1, SEARCH_RESULTS_MAX), favoured);
@@ -177,7 +178,7 @@ impl Discovery {
                 if !unknown.is_empty() {
                     return Err(CallError::UnknownTool(unknown.join(", ")));
                 }
-                let mut loaded = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
+                let mut loaded = self.loaded.locked();
                 for name in &names {
                     if !loaded.iter().any(|l| l == name) {
                         loaded.push(name.to_string());
@@ -207,7 +208,7 @@ impl Discovery {
     async fn call_tool(&self, run: &Run, name: &str, arguments: Value) -> Result<ToolOutput, CallError> {
         let called = run.call(name, arguments).await;
         if called.is_ok() {
-            let mut used = self.used.lock().unwrap_or_else(|p| p.into_inner());
+            let mut used = self.used.locked();
             used.retain(|u| u != name);
             used.push(name.to_string());
         }

@@ -89,6 +89,8 @@ pub mod scope;
 #[doc(hidden)]
 pub mod services;
 #[doc(hidden)]
+pub mod sync;
+#[doc(hidden)]
 pub mod trust;
 #[doc(hidden)]
 pub mod wasm;

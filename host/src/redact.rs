@@ -13,6 +13,7 @@ use aho_corasick::AhoCorasick;
 use regex::Regex;
 
 use crate::limits::{STDERR_TAIL_LINE_MAX_CHARS, STDERR_TAIL_LINES};
+use crate::sync::UnpoisonedRw;
 
 /// What a redacted value is replaced with.
 pub const REDACTED: &str = "[REDACTED]";
@@ -161,7 +162,7 @@ static PROCESS_SECRETS: std::sync::RwLock<Vec<String>> = std::sync::RwLock::new(
 
 /// Add values that every redaction scrubs from now on (short ones are ignored).
 pub fn register_secrets<I: IntoIterator<Item = String>>(values: I) {
-    let mut secrets = PROCESS_SECRETS.write().unwrap_or_else(|p| p.into_inner());
+    let mut secrets = PROCESS_SECRETS.write_locked();
     secrets.extend(values.into_iter().filter(|v| v.trim().chars().count() >= SECRET_MIN_CHARS));
     secrets.sort_by_key(|v| std::cmp::Reverse(v.len()));
     secrets.dedup();
@@ -170,7 +171,7 @@ pub fn register_secrets<I: IntoIterator<Item = String>>(values: I) {
 /// Replace every registered secret and every key-shaped value in `text`.
 pub fn redact(text: &str) -> String {
     let mut out = text.to_string();
-    for secret in PROCESS_SECRETS.read().unwrap_or_else(|p| p.into_inner()).iter() {
+    for secret in PROCESS_SECRETS.read_locked().iter() {
         if out.contains(secret.as_str()) {
             out = out.replace(secret.as_str(), REDACTED);
         }

@@ -18,6 +18,7 @@ use crate::budget::SamplingBudget;
 use crate::contract::PermissionMode;
 use crate::permissions::{Approver, HeadlessApprover, Rule};
 use crate::sampling::ModelProvider;
+use crate::sync::Unpoisoned;
 
 /// What happened in a run. Serialized with a `type` tag, one JSON object per line.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -216,12 +217,12 @@ pub struct CollectingSink(Mutex<Vec<RunEvent>>);
 impl CollectingSink {
     /// A copy of the events so far.
     pub fn events(&self) -> Vec<RunEvent> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.0.locked().clone()
     }
 }
 impl EventSink for CollectingSink {
     fn emit(&self, event: RunEvent) {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(event);
+        self.0.locked().push(event);
     }
 }
 
@@ -235,7 +236,7 @@ impl<W: Write + Send> JsonLinesSink<W> {
 }
 impl<W: Write + Send> EventSink for JsonLinesSink<W> {
     fn emit(&self, event: RunEvent) {
-        let mut w = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut w = self.0.locked();
         let _ = writeln!(w, "{}", event.to_json_line());
         let _ = w.flush();
     }
@@ -248,18 +249,18 @@ pub struct ProcessTable(Mutex<HashSet<i32>>);
 
 impl ProcessTable {
     pub(crate) fn insert(&self, pgid: i32) {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).insert(pgid);
+        self.0.locked().insert(pgid);
     }
     pub(crate) fn remove(&self, pgid: i32) {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).remove(&pgid);
+        self.0.locked().remove(&pgid);
     }
     /// Process groups still alive and owned by the run.
     pub fn live(&self) -> Vec<i32> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).iter().copied().collect()
+        self.0.locked().iter().copied().collect()
     }
     /// Kill every owned group; returns the groups signalled.
     pub fn kill_all(&self) -> Vec<i32> {
-        let groups: Vec<i32> = self.0.lock().unwrap_or_else(|p| p.into_inner()).drain().collect();
+        let groups: Vec<i32> = self.0.locked().drain().collect();
         for pgid in &groups {
             crate::native::process::kill_group(*pgid);
         }

@@ -24,6 +24,7 @@ use crate::registry::Registry;
 use crate::run::{RunBuilder, RunContext};
 use crate::sampling::{ModelProvider, OfflineProvider};
 use crate::services::HostServices;
+use crate::sync::Unpoisoned;
 use crate::trust::{ClatHome, TrustError, TrustStore, canonical_project};
 use crate::wasm::{WasmPlugin, WasmRuntime};
 
@@ -174,7 +175,7 @@ impl ProjectScope {
     /// Returns the status as recorded.
     fn set_status(&self, mut status: ExtensionStatus) -> ExtensionStatus {
         status.problems = status.problems.iter().map(|p| crate::redact::redact(p)).collect();
-        let mut list = self.extensions.lock().unwrap_or_else(|p| p.into_inner());
+        let mut list = self.extensions.locked();
         let same = |e: &ExtensionStatus| e.name == status.name && e.kind.is_mcp() == status.kind.is_mcp();
         match list.iter_mut().find(|e| same(e)) {
             Some(entry) => *entry = status.clone(),
@@ -223,7 +224,7 @@ impl ProjectScope {
             status.loading = package.loading.clone();
             if let Some(plugin) = plugin {
                 self.remember_listing(ExtensionKind::Wasm, &status, &package.identity());
-                self.live.lock().unwrap_or_else(|p| p.into_inner()).push(plugin);
+                self.live.locked().push(plugin);
             }
             statuses.push(self.set_status(status));
         }
@@ -275,7 +276,7 @@ impl ProjectScope {
             let Ok((status, server)) = joined else { continue };
             if let Some(server) = server {
                 self.remember_listing(status.kind, &status, &server.link.identity);
-                self.live.lock().unwrap_or_else(|p| p.into_inner()).push(server);
+                self.live.locked().push(server);
             }
             statuses.push(self.set_status(status));
         }
@@ -296,7 +297,7 @@ impl ProjectScope {
     /// the freeze is rejected and shows in the extension's status.
     pub fn start_extensions(self: &Arc<Self>) {
         let (done, rx) = tokio::sync::watch::channel(false);
-        *self.startup.lock().unwrap_or_else(|p| p.into_inner()) = Some(rx);
+        *self.startup.locked() = Some(rx);
         let scope = Arc::clone(self);
         // Not dropped on close: each extension's start watches `closing` and
         // ends promptly, tearing down in order what it already started.
@@ -308,7 +309,7 @@ impl ProjectScope {
 
     /// Wait for the startup worker, at most `wait`; true when it finished.
     pub async fn wait_for_initial_surface(&self, wait: std::time::Duration) -> bool {
-        let rx = self.startup.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let rx = self.startup.locked().clone();
         let Some(mut rx) = rx else { return true };
         // Once the surface is in (every run after the first), no timer is set.
         if *rx.borrow() {
@@ -340,8 +341,8 @@ impl ProjectScope {
                 if !self.wait_for_initial_surface(wait).await {
                     let seconds = wait.as_secs();
                     tracing::warn!("extensions still starting after {seconds} s; the registry freezes without them");
-                    let mut list = self.extensions.lock().unwrap_or_else(|p| p.into_inner());
-                    let mut missed = self.missed.lock().unwrap_or_else(|p| p.into_inner());
+                    let mut list = self.extensions.locked();
+                    let mut missed = self.missed.locked();
                     for entry in list.iter_mut().filter(|e| e.state == ExtensionState::Starting) {
                         entry
                             .problems
@@ -356,7 +357,7 @@ impl ProjectScope {
 
     /// The extensions that were still starting when the registry froze (as they were then).
     pub fn missed_initial_surface(&self) -> Vec<ExtensionStatus> {
-        self.missed.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.missed.locked().clone()
     }
 
     /// Close the scope. Extensions still starting are stopped first (a
@@ -373,7 +374,7 @@ impl ProjectScope {
         // had connected is torn down in order first, bounded by two graces);
         // after it, nothing joins the list.
         self.wait_for_initial_surface(crate::limits::CLOSE_GRACE * 3).await;
-        let live: Vec<_> = self.live.lock().unwrap_or_else(|p| p.into_inner()).drain(..).collect();
+        let live: Vec<_> = self.live.locked().drain(..).collect();
         let mut teardown = tokio::task::JoinSet::new();
         for extension in live {
             let registry = Arc::clone(&self.registry);
@@ -389,7 +390,7 @@ impl ProjectScope {
             });
         }
         while teardown.join_next().await.is_some() {}
-        let mut list = self.extensions.lock().unwrap_or_else(|p| p.into_inner());
+        let mut list = self.extensions.locked();
         for entry in list.iter_mut().filter(|e| matches!(e.state, ExtensionState::Ready | ExtensionState::Starting)) {
             entry.state = ExtensionState::Closed;
         }
@@ -403,8 +404,8 @@ impl ProjectScope {
     /// What every extension did in this scope so far, with the live state of
     /// the servers that stopped and were restarted (or gave up) since.
     pub fn extensions(&self) -> Vec<ExtensionStatus> {
-        let mut list = self.extensions.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        for extension in self.live.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+        let mut list = self.extensions.locked().clone();
+        for extension in self.live.locked().iter() {
             let same = |e: &&mut ExtensionStatus| e.kind == extension.kind() && e.name == extension.name();
             if let Some(entry) = list.iter_mut().find(same) {
                 extension.refresh_status(entry);
@@ -431,7 +432,7 @@ impl ProjectScope {
     /// Offer every loaded plugin and every opted-in MCP server the latest
     /// context (`None`: no run). Never blocks: each keeps only the newest.
     pub fn notify_context(&self, snapshot: Option<ContextSnapshot>) {
-        for extension in self.live.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+        for extension in self.live.locked().iter() {
             extension.notify_context(snapshot.as_ref());
         }
     }
@@ -443,7 +444,7 @@ impl ProjectScope {
 
     /// The extensions started in this scope and not closed.
     pub fn live_extensions(&self) -> Vec<Arc<dyn Extension>> {
-        self.live.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.live.locked().clone()
     }
 
     /// The MCP servers connected in this scope.

@@ -174,7 +174,7 @@ impl ProbeStderr {
 
     /// Pass on what was held, and everything from now on.
     fn keep(&self) {
-        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let mut held = crate::lock(&self.held);
         self.kept.store(true, std::sync::atomic::Ordering::SeqCst);
         if let Some(bytes) = held.take()
             && !bytes.is_empty()
@@ -185,13 +185,13 @@ impl ProbeStderr {
 
     /// Drop what was held, and everything from now on.
     fn discard(&self) {
-        self.held.lock().unwrap_or_else(|p| p.into_inner()).take();
+        crate::lock(&self.held).take();
     }
 }
 
 impl StderrSink for ProbeStderr {
     fn write(&self, bytes: &[u8]) {
-        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let mut held = crate::lock(&self.held);
         match held.as_mut() {
             // Bounded: a server that floods stderr before answering loses its oldest lines.
             Some(buffer) => {

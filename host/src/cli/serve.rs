@@ -46,6 +46,7 @@ use crate::platform::{Platform, Project, RunOptions};
 use crate::registry::{CallError, ToolInfo, ToolSource};
 use crate::run::{EventSink, RunEventKind};
 use crate::sampling::{Completion, ModelProvider};
+use crate::sync::Unpoisoned;
 
 /// How `clat serve` was asked to serve.
 pub(crate) struct ServeOptions {
@@ -218,7 +219,7 @@ impl ServedProject {
     async fn session(&self, session: &SessionRef) -> ServedSession {
         self.surface().await;
         let offer = self.discovery.get().expect("set with the surface");
-        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        let mut sessions = self.sessions.locked();
         sessions.retain(|(s, _)| !s.ended());
         if let Some((_, served)) = sessions.iter().find(|(s, _)| s.is(session)) {
             return served.clone();

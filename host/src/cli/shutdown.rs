@@ -18,6 +18,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 
+use crate::sync::Unpoisoned;
 use tokio_util::sync::CancellationToken;
 
 /// The process's stop request: cancelled by the first signal.
@@ -101,7 +102,7 @@ static SPARED_GROUPS: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::ne
 /// Leave the process group `pgid` (and every descendant still in it) alive
 /// when the command ends: a browser opened for a login is the user's.
 pub fn spare_process_group(pgid: i32) {
-    SPARED_GROUPS.lock().unwrap_or_else(|p| p.into_inner()).push(pgid);
+    SPARED_GROUPS.locked().push(pgid);
 }
 
 /// A process's group, from `/proc/PID/stat`.
@@ -115,7 +116,7 @@ fn process_group_of(pid: i32) -> Option<i32> {
 /// Linux only; elsewhere it does nothing), but those in a spared process
 /// group. Returns how many were signalled.
 pub fn kill_descendants() -> usize {
-    let spared = SPARED_GROUPS.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let spared = SPARED_GROUPS.locked().clone();
     let mut killed = 0;
     // A few rounds: a process killed mid-fork may leave a child behind.
     for _ in 0..3 {

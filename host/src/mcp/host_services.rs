@@ -35,6 +35,7 @@ use crate::identity::Identity;
 use crate::limits::PLUGIN_LOG_LINE_MAX_CHARS;
 use crate::run::{RunContext, RunEventKind};
 use crate::services::{HostServices, HostWaits};
+use crate::sync::Unpoisoned;
 
 /// The capability CLAT advertises in both eras.
 pub const HOST_SERVICES_CAPABILITY: &str = "io.artec.clat/hostServices";
@@ -174,7 +175,7 @@ impl ServerLink {
         let call = self.next_call.fetch_add(1, Ordering::SeqCst);
         let ended = CancellationToken::new();
         let in_flight = InFlight { tag: call, run: run.clone(), ended: ended.clone(), log_lines: 0 };
-        self.active.lock().unwrap_or_else(|p| p.into_inner()).push(in_flight);
+        self.active.locked().push(in_flight);
         ActiveCall { link: self, call, ended }
     }
 
@@ -186,7 +187,7 @@ impl ServerLink {
     /// is refused rather than judged under another run's mode, approver and
     /// budget.
     fn call_of(&self, related: Option<u64>) -> Result<Option<(RunContext, CancellationToken)>, HostError> {
-        let active = self.active.lock().unwrap_or_else(|p| p.into_inner());
+        let active = self.active.locked();
         if let Some(tag) = related {
             return Ok(active.iter().find(|c| c.tag == tag).map(|c| (c.run.clone(), c.ended.clone())));
         }
@@ -208,7 +209,7 @@ impl ServerLink {
     fn progress(&self, params: &Value) {
         let Some(tag) = params["progressToken"].as_u64() else { return };
         let Some(progress) = params["progress"].as_f64() else { return };
-        let active = self.active.lock().unwrap_or_else(|p| p.into_inner());
+        let active = self.active.locked();
         let Some(call) = active.iter().find(|c| c.tag == tag) else { return };
         let message = params["message"]
             .as_str()
@@ -240,7 +241,7 @@ impl ServerLink {
             None => data,
         };
         let counted = {
-            let mut active = self.active.lock().unwrap_or_else(|p| p.into_inner());
+            let mut active = self.active.locked();
             let one_run = active.windows(2).all(|pair| pair[0].run.run_id() == pair[1].run.run_id());
             match active.last_mut() {
                 Some(call) if one_run => {
@@ -327,7 +328,7 @@ impl ActiveCall<'_> {
 impl Drop for ActiveCall<'_> {
     fn drop(&mut self) {
         self.ended.cancel();
-        self.link.active.lock().unwrap_or_else(|p| p.into_inner()).retain(|c| c.tag != self.call);
+        self.link.active.locked().retain(|c| c.tag != self.call);
     }
 }
 

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Mutex, OnceLock};
 
+use crate::sync::Unpoisoned;
 use serde_json::Value;
 
 fn given() -> &'static Mutex<HashMap<String, String>> {
@@ -23,19 +24,19 @@ fn given() -> &'static Mutex<HashMap<String, String>> {
 /// Give the value of the input `id` for this process (redacted from now on).
 pub fn provide(id: &str, value: String) {
     crate::redact::register_secrets([value.clone()]);
-    given().lock().unwrap_or_else(|p| p.into_inner()).insert(id.to_string(), value);
+    given().locked().insert(id.to_string(), value);
 }
 
 /// Whether the input `id` has a value in this process.
 pub fn is_given(id: &str) -> bool {
-    given().lock().unwrap_or_else(|p| p.into_inner()).contains_key(id)
+    given().locked().contains_key(id)
 }
 
 /// A variable's value for an entry's expansion: `input:ID` from the values
 /// given, anything else from the environment.
 pub fn lookup(name: &str) -> Option<String> {
     match name.strip_prefix("input:") {
-        Some(id) => given().lock().unwrap_or_else(|p| p.into_inner()).get(id).cloned(),
+        Some(id) => given().locked().get(id).cloned(),
         None => std::env::var(name).ok(),
     }
 }

@@ -18,6 +18,7 @@ use crate::contract::json::context_snapshot_to_json;
 use crate::limits::{CONNECT_FAILURE_TAIL_WAIT, LEGACY_HANDSHAKE_TIMEOUT};
 use crate::redact::{OutputTail, Redactor};
 use crate::services::HostServices;
+use crate::sync::{Unpoisoned, UnpoisonedRw};
 
 pub(crate) type SharedTail = Arc<Mutex<OutputTail>>;
 
@@ -25,7 +26,7 @@ struct TailSink(SharedTail);
 
 impl StderrSink for TailSink {
     fn write(&self, bytes: &[u8]) {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).push_bytes(bytes);
+        self.0.locked().push_bytes(bytes);
     }
 }
 
@@ -163,12 +164,12 @@ impl McpServer {
 
     /// The live session (a restart replaces it).
     pub fn session(&self) -> Arc<Session> {
-        Arc::clone(&self.session.read().unwrap_or_else(|p| p.into_inner()))
+        Arc::clone(&self.session.read_locked())
     }
 
     /// Put a restarted session in place; returns the one it replaces.
     pub(crate) fn replace_session(&self, session: Session) -> Arc<Session> {
-        std::mem::replace(&mut *self.session.write().unwrap_or_else(|p| p.into_inner()), Arc::new(session))
+        std::mem::replace(&mut *self.session.write_locked(), Arc::new(session))
     }
 
     /// The negotiated protocol version and era, e.g. `2026-07-28 (modern)`.
@@ -184,12 +185,12 @@ impl McpServer {
     /// `text` as any diagnostic of this server may show it: key shapes and its
     /// configured secrets redacted.
     pub fn redact(&self, text: &str) -> String {
-        self.tail.lock().unwrap_or_else(|p| p.into_inner()).redactor().redact(text)
+        self.tail.locked().redactor().redact(text)
     }
 
     /// The last lines the server wrote to stderr (redacted).
     pub fn stderr_tail(&self) -> Vec<String> {
-        self.tail.lock().unwrap_or_else(|p| p.into_inner()).lines()
+        self.tail.locked().lines()
     }
 
     /// The server's process group, for a subprocess.
@@ -235,9 +236,7 @@ pub(crate) async fn open_session(
         Err(e) => {
             // Give the server a moment to write why it failed (once something arrived, its reader has caught up).
             let waited = std::time::Instant::now();
-            while tail.lock().unwrap_or_else(|p| p.into_inner()).lines().is_empty()
-                && waited.elapsed() < CONNECT_FAILURE_TAIL_WAIT
-            {
+            while tail.locked().lines().is_empty() && waited.elapsed() < CONNECT_FAILURE_TAIL_WAIT {
                 tokio::time::sleep(std::time::Duration::from_millis(5)).await;
             }
             let mut failure = connect_failure(&e, tail);
@@ -273,7 +272,7 @@ pub(crate) fn slow_start_hint(target: &ServerTarget) -> Option<String> {
 
 /// A connection failure with the server's last stderr lines (redacted).
 fn connect_failure(error: &ClientError, tail: &SharedTail) -> ConnectFailure {
-    let tail = tail.lock().unwrap_or_else(|p| p.into_inner());
+    let tail = tail.locked();
     let reason = match error {
         ClientError::Auth { server, error: clat_mcp::auth::AuthError::LoginRequired } => {
             format!("it needs an OAuth login: run `clat mcp login {server}`")

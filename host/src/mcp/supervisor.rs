@@ -23,6 +23,7 @@ use crate::extension::ExtensionState;
 use crate::limits::{RESTART_BACKOFF_FIRST, RESTART_WINDOW, RESTARTS_MAX};
 use crate::registry::ToolError;
 use crate::run::{RunContext, RunEventKind};
+use crate::sync::Unpoisoned;
 
 /// A server's restart history and what the scope should show of it.
 #[derive(Default)]
@@ -64,11 +65,11 @@ impl Supervisor {
     }
 
     pub(crate) fn shown(&self) -> Shown {
-        self.shown.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.shown.locked().clone()
     }
 
     fn show(&self, update: impl FnOnce(&mut Shown)) {
-        update(&mut self.shown.lock().unwrap_or_else(|p| p.into_inner()));
+        update(&mut self.shown.locked());
     }
 }
 

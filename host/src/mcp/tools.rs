@@ -18,6 +18,7 @@ use crate::names::{ExternalKind, external_tool_name, names_tool};
 use crate::pins::Verdict;
 use crate::registry::{Quarantine, Registry, ToolError, ToolHandler};
 use crate::run::RunContext;
+use crate::sync::Unpoisoned;
 
 impl McpServer {
     /// List the server's tools and register them; returns registered names,
@@ -81,7 +82,7 @@ impl McpServer {
             None => vec![Verdict::Pinned; candidates.len()],
         };
         for (spec, verdict) in candidates.into_iter().zip(verdicts) {
-            let registered = self.registered.lock().unwrap_or_else(|p| p.into_inner()).contains(&spec.name);
+            let registered = self.registered.locked().contains(&spec.name);
             if let Verdict::Changed(changes) = verdict {
                 let accept = format!("`clat mcp accept {} {}`", self.name, spec.name);
                 let reason = format!(
@@ -115,7 +116,7 @@ impl McpServer {
             match registry.register_external(ExternalKind::Mcp, &self.name, &self.link.identity, &spec, false, handler)
             {
                 Ok(name) => {
-                    self.registered.lock().unwrap_or_else(|p| p.into_inner()).insert(spec.name.clone());
+                    self.registered.locked().insert(spec.name.clone());
                     names.push(name);
                 }
                 Err(e) => problems.push(e.to_string()),

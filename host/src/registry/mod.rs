@@ -39,6 +39,7 @@ use crate::identity::Identity;
 use crate::limits::TOOL_CALL_TIMEOUT;
 use crate::names::{ExternalKind, external_tool_name};
 use crate::run::RunContext;
+use crate::sync::{Unpoisoned, UnpoisonedRw};
 
 /// Where a registered tool comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -400,8 +401,8 @@ impl Registry {
     /// at once, and `listing_changes` says so.
     pub fn quarantine(&self, kind: ExternalKind, owner: &str, tool: &str, why: Quarantine) {
         let name = external_tool_name(kind, owner, tool);
-        let registered = self.tools.read().unwrap_or_else(|p| p.into_inner()).by_name.contains_key(&name);
-        self.quarantined.write().unwrap_or_else(|p| p.into_inner()).insert(name, why);
+        let registered = self.tools.read_locked().by_name.contains_key(&name);
+        self.quarantined.write_locked().insert(name, why);
         if registered {
             self.listing_changes.send_modify(|n| *n += 1);
         }
@@ -414,18 +415,18 @@ impl Registry {
 
     /// Why the tool registered as `name` is quarantined, if it is.
     pub fn quarantined(&self, name: &str) -> Option<Quarantine> {
-        self.quarantined.read().unwrap_or_else(|p| p.into_inner()).get(name).cloned()
+        self.quarantined.read_locked().get(name).cloned()
     }
 
     fn report(&self, error: RegistrationError) -> RegistrationError {
         tracing::warn!("{error}");
-        self.reports.lock().unwrap_or_else(|p| p.into_inner()).push(error.clone());
+        self.reports.locked().push(error.clone());
         error
     }
 
     /// Every refused registration so far.
     pub fn reports(&self) -> Vec<RegistrationError> {
-        self.reports.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.reports.locked().clone()
     }
 
     /// Register a native tool under one of the reserved names.
@@ -558,7 +559,7 @@ impl Registry {
             }
         }
         let source_lease = entry_lease(&self.leases, &source);
-        let mut tools = self.tools.write().unwrap_or_else(|p| p.into_inner());
+        let mut tools = self.tools.write_locked();
         // Checked again under the write lock: freeze() takes it too.
         if self.is_frozen() {
             drop(tools);
@@ -591,8 +592,8 @@ impl Registry {
 
     /// Freeze the registry: every later registration is rejected and reported.
     pub fn freeze(&self) {
-        let _tools = self.tools.write().unwrap_or_else(|p| p.into_inner());
-        let _prompts = self.prompts.write().unwrap_or_else(|p| p.into_inner());
+        let _tools = self.tools.write_locked();
+        let _prompts = self.prompts.write_locked();
         self.frozen.store(true, Ordering::SeqCst);
     }
 
@@ -607,10 +608,10 @@ impl Registry {
     ) -> Result<(), RegistrationError> {
         let source = owner_key(kind, owner);
         let lease = {
-            let mut leases = self.leases.lock().unwrap_or_else(|p| p.into_inner());
+            let mut leases = self.leases.locked();
             Arc::clone(leases.entry(source.clone()).or_default())
         };
-        let mut prompts = self.prompts.write().unwrap_or_else(|p| p.into_inner());
+        let mut prompts = self.prompts.write_locked();
         if self.is_frozen() {
             drop(prompts);
             return Err(self.report(RegistrationError::PromptFrozen { name: name.into(), source_label: source }));
@@ -621,7 +622,7 @@ impl Registry {
 
     /// The system-prompt contributions whose extension still holds its lease.
     pub fn system_prompts(&self) -> Vec<SystemPrompt> {
-        let prompts = self.prompts.read().unwrap_or_else(|p| p.into_inner());
+        let prompts = self.prompts.read_locked();
         prompts.iter().filter(|(_, lease)| !lease.revoked.is_cancelled()).map(|(p, _)| p.clone()).collect()
     }
 
@@ -636,7 +637,7 @@ impl Registry {
     /// were still running when the wait ended (0 when all ended).
     pub async fn withdraw(&self, kind: ExternalKind, owner: &str, reason: &str, wait: std::time::Duration) -> usize {
         let lease = {
-            let mut leases = self.leases.lock().unwrap_or_else(|p| p.into_inner());
+            let mut leases = self.leases.locked();
             Arc::clone(leases.entry(owner_key(kind, owner)).or_default())
         };
         let _ = lease.reason.set(reason.to_string());
@@ -657,7 +658,7 @@ impl Registry {
     /// What a kept approval of the agent's calls of `tool` is keyed by, and
     /// the tool's effect: what answering "always" at a prompt keeps.
     pub fn agent_approval(&self, tool: &str) -> Option<(crate::approvals::ApprovalKey, Effect)> {
-        let tools = self.tools.read().unwrap_or_else(|p| p.into_inner());
+        let tools = self.tools.read_locked();
         let entry = tools
             .entries
             .iter()
@@ -667,8 +668,8 @@ impl Registry {
 
     /// Every registered tool, in registration order (but those withdrawn or quarantined since).
     pub fn list(&self) -> Vec<ToolInfo> {
-        let tools = self.tools.read().unwrap_or_else(|p| p.into_inner());
-        let quarantined = self.quarantined.read().unwrap_or_else(|p| p.into_inner());
+        let tools = self.tools.read_locked();
+        let quarantined = self.quarantined.read_locked();
         tools
             .entries
             .iter()
@@ -757,6 +758,6 @@ impl jsonschema::Retrieve for NeverFetch {
 /// The lease a new entry from `source` holds: its owner's, created on first use.
 fn entry_lease(leases: &Mutex<HashMap<String, Arc<Lease>>>, source: &ToolSource) -> Option<Arc<Lease>> {
     let key = source.owner_key()?;
-    let mut leases = leases.lock().unwrap_or_else(|p| p.into_inner());
+    let mut leases = leases.locked();
     Some(Arc::clone(leases.entry(key).or_default()))
 }

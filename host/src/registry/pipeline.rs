@@ -24,10 +24,11 @@ use crate::limits::{
 };
 use crate::permissions::{Approval, ApprovalRequest, Rule, effect_with_reason, how_to_allow, rule_for};
 use crate::run::{RunContext, RunEventKind};
+use crate::sync::UnpoisonedRw;
 
 impl Registry {
     fn lookup(&self, name: &str) -> Option<Arc<ToolEntry>> {
-        let tools = self.tools.read().unwrap_or_else(|p| p.into_inner());
+        let tools = self.tools.read_locked();
         tools.by_name.get(name).map(|&i| Arc::clone(&tools.entries[i]))
     }
 

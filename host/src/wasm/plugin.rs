@@ -25,6 +25,7 @@ use crate::limits::{
 };
 use crate::registry::ToolError;
 use crate::run::RunContext;
+use crate::sync::Unpoisoned;
 
 /// A loaded plugin.
 pub struct WasmPlugin {
@@ -94,7 +95,7 @@ impl WasmPlugin {
 
     /// The tools the plugin listed at load.
     pub fn tools(&self) -> Vec<ToolSpec> {
-        self.tools.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.tools.locked().clone()
     }
 
     /// Tools listed past `TOOLS_PER_SERVER_MAX` and dropped.
@@ -104,7 +105,7 @@ impl WasmPlugin {
 
     /// The last lines the guest wrote to stdout/stderr (redacted).
     pub fn output_tail(&self) -> Vec<String> {
-        self.tail.lock().unwrap_or_else(|p| p.into_inner()).lines()
+        self.tail.locked().lines()
     }
 
     pub(super) fn store(
@@ -274,7 +275,7 @@ pub(super) fn spawn_context_delivery(plugin: &Arc<WasmPlugin>) {
             tokio::time::sleep(CONTEXT_DELIVERY_INTERVAL).await;
         }
     });
-    *plugin.delivery.lock().unwrap_or_else(|p| p.into_inner()) = Some(task);
+    *plugin.delivery.locked() = Some(task);
 }
 
 #[async_trait]
@@ -300,7 +301,7 @@ impl crate::extension::Extension for WasmPlugin {
     /// runtime goes (a guest dropped mid-way through a WASI file read as the
     /// runtime shuts down makes wasmtime-wasi panic on its cancelled task).
     async fn close(&self) {
-        let delivery = self.delivery.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let delivery = self.delivery.locked().take();
         if let Some(task) = delivery {
             task.abort();
             let _ = task.await;

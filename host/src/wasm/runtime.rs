@@ -27,6 +27,7 @@ use crate::limits::{WASM_COMPONENT_MAX_BYTES, WASM_MEMORY_MAX_BYTES};
 use crate::redact::OutputTail;
 use crate::registry::Registry;
 use crate::services::HostServices;
+use crate::sync::{Unpoisoned, UnpoisonedRw};
 use crate::trust::ClatHome;
 
 /// Why a plugin could not be loaded; its contributions are skipped and the
@@ -217,7 +218,7 @@ impl WasmRuntime {
     /// Resolve granted host names with `lookup` instead of the system resolver
     /// (for plugins loaded from now on). Internal addresses stay refused.
     pub fn set_name_lookup(&self, lookup: Arc<dyn NameLookup>) {
-        *self.lookup.write().unwrap_or_else(|p| p.into_inner()) = lookup;
+        *self.lookup.write_locked() = lookup;
     }
 
     fn linker_for(&self, links_http: bool) -> Result<&Linker<GuestState>, LoadError> {
@@ -311,7 +312,7 @@ impl WasmRuntime {
         // Granted values are secrets in every diagnostic from now on.
         crate::redact::register_secrets(granted.env.iter().filter_map(|n| std::env::var(n).ok()));
         let egress = setup.links_http().then(|| {
-            let lookup = Arc::clone(&self.lookup.read().unwrap_or_else(|p| p.into_inner()));
+            let lookup = Arc::clone(&self.lookup.read_locked());
             Egress::new(name, granted.http_patterns(), lookup)
         });
         let tail: SharedTail = Arc::new(Mutex::new(OutputTail::new()));
@@ -360,7 +361,7 @@ impl WasmRuntime {
                 tools
             }
         };
-        *plugin.tools.lock().unwrap_or_else(|p| p.into_inner()) = tools;
+        *plugin.tools.locked() = tools;
         spawn_context_delivery(&plugin);
         Ok(plugin)
     }
@@ -389,7 +390,7 @@ impl WasmRuntime {
             move || {
                 let failed = |error: LoadError| {
                     let message = anyhow::anyhow!("{error}");
-                    *read_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(error);
+                    *read_error.locked() = Some(error);
                     message
                 };
                 let bytes =
@@ -413,7 +414,7 @@ impl WasmRuntime {
         let (component, cache) = match compiled {
             Ok(compiled) => compiled,
             Err(e) => {
-                return Err(match read_error.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                return Err(match read_error.locked().take() {
                     Some(error) => error,
                     None => LoadError::NotAComponent(e),
                 });

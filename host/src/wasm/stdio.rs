@@ -10,6 +10,7 @@ use tokio::io::AsyncWrite;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 
 use crate::redact::OutputTail;
+use crate::sync::Unpoisoned;
 
 /// A plugin's shared output tail.
 pub type SharedTail = Arc<Mutex<OutputTail>>;
@@ -22,7 +23,7 @@ struct TailWriter(SharedTail);
 
 impl AsyncWrite for TailWriter {
     fn poll_write(self: Pin<&mut Self>, _cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).push_bytes(buf);
+        self.0.locked().push_bytes(buf);
         Poll::Ready(Ok(buf.len()))
     }
     fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
