@@ -9,14 +9,15 @@ use std::time::Duration;
 /// The limits the MCP client enforces live in `clat-mcp`, once: those of the
 /// spec's table and the client's own bounds (every one of them re-exported).
 pub use clat_mcp::limits::{
-    CLOSE_GRACE, EXIT_REPORT_WAIT, EXIT_STDERR_DRAIN_WAIT, FORWARDED_INPUT_KEY_MAX_CHARS, HTTP_BODY_MAX_BYTES,
-    HTTP_CONNECT_TIMEOUT, HTTP_ERROR_BODY_MAX_BYTES, HTTP_ERROR_TEXT_MAX_CHARS, HTTP_GET_STREAM_DEFAULT_RETRY,
-    HTTP_ONE_WAY_TIMEOUT, HTTP_SSE_DEFAULT_RETRY, HTTP_SSE_FIELD_OVERHEAD_BYTES, HTTP_SSE_RESUMES_MAX,
-    INBOUND_REQUEST_QUEUE, INPUT_REQUIRED_MAX_ROUNDS, LEGACY_HANDSHAKE_TIMEOUT, MODERN_PROBE_TIMEOUT,
-    PROBE_STDERR_HELD_MAX_BYTES, SERVE_CLIENT_REQUEST_TIMEOUT, SERVE_HTTP_BODY_MAX_BYTES, SERVE_HTTP_CONNECTIONS_MAX,
-    SERVE_HTTP_HEADER_READ_TIMEOUT, SERVE_HTTP_SESSION_IDLE, SERVE_HTTP_SESSIONS_MAX, SERVE_IN_FLIGHT_MAX,
-    SERVE_PENDING_ANSWERS_MAX, STDIO_FRAME_MAX_BYTES, TOOLS_LIST_MAX_PAGES, TOOLS_LIST_PAGE_TIMEOUT,
-    TOOLS_PER_SERVER_MAX, WRITER_QUEUE,
+    AUTH_ATTEMPTS_MAX, AUTH_BODY_MAX_BYTES, AUTH_CALLBACK_READ_TIMEOUT, AUTH_CALLBACK_REQUEST_MAX_BYTES,
+    AUTH_HTTP_TIMEOUT, AUTH_LOGIN_TIMEOUT, AUTH_REFRESH_SKEW, CLOSE_GRACE, EXIT_REPORT_WAIT, EXIT_STDERR_DRAIN_WAIT,
+    FORWARDED_INPUT_KEY_MAX_CHARS, HTTP_BODY_MAX_BYTES, HTTP_CONNECT_TIMEOUT, HTTP_ERROR_BODY_MAX_BYTES,
+    HTTP_ERROR_TEXT_MAX_CHARS, HTTP_GET_STREAM_DEFAULT_RETRY, HTTP_ONE_WAY_TIMEOUT, HTTP_SSE_DEFAULT_RETRY,
+    HTTP_SSE_FIELD_OVERHEAD_BYTES, HTTP_SSE_RESUMES_MAX, INBOUND_REQUEST_QUEUE, INPUT_REQUIRED_MAX_ROUNDS,
+    LEGACY_HANDSHAKE_TIMEOUT, MODERN_PROBE_TIMEOUT, PROBE_STDERR_HELD_MAX_BYTES, SERVE_CLIENT_REQUEST_TIMEOUT,
+    SERVE_HTTP_BODY_MAX_BYTES, SERVE_HTTP_CONNECTIONS_MAX, SERVE_HTTP_HEADER_READ_TIMEOUT, SERVE_HTTP_SESSION_IDLE,
+    SERVE_HTTP_SESSIONS_MAX, SERVE_IN_FLIGHT_MAX, SERVE_PENDING_ANSWERS_MAX, STDIO_FRAME_MAX_BYTES,
+    TOOLS_LIST_MAX_PAGES, TOOLS_LIST_PAGE_TIMEOUT, TOOLS_PER_SERVER_MAX, WRITER_QUEUE,
 };
 
 /// The tool definitions offered to a model by default (`discovery.rs`): past them, tools are found, not listed.
@@ -217,3 +218,19 @@ pub const OCI_PULL_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 pub const OCI_CHALLENGE_MAX_BYTES: u64 = 64 * 1024;
 /// Redirects followed for one download (a manifest's only on the registry's host; a layer's to another host only over https).
 pub const OCI_REDIRECTS_MAX: usize = 3;
+
+#[cfg(test)]
+mod tests {
+    /// Every limit `clat-mcp` defines is re-exported here: this module is where each one is found.
+    #[test]
+    fn every_limit_of_clat_mcp_is_reachable_from_here() {
+        let ours = include_str!("limits.rs");
+        let theirs = include_str!("../../mcp/src/limits.rs");
+        let missing: Vec<&str> = theirs
+            .lines()
+            .filter_map(|line| line.strip_prefix("pub const ")?.split(':').next())
+            .filter(|name| !ours.contains(&format!("{name},")) && !ours.contains(&format!("{name}\n")))
+            .collect();
+        assert!(missing.is_empty(), "not re-exported: {missing:?}");
+    }
+}
