@@ -122,6 +122,9 @@ pub const AUDIT_QUEUE_MAX: usize = 1024;
 /// Extension sampling requests a `clat serve` session allows across all its calls (`--sampling-budget` sets
 /// another number); its tokens are guarded by `SAMPLING_TOKENS_PER_RUN`.
 pub const SERVE_SESSION_SAMPLING_REQUESTS: u32 = 64;
+/// Tools one WASM plugin lists at most; the rest are dropped and said to be (as the spec bounds a server's tools,
+/// `TOOLS_PER_SERVER_MAX`).
+pub const TOOLS_PER_PLUGIN_MAX: usize = TOOLS_PER_SERVER_MAX;
 /// One configuration file read from the home or a project (`mcp.json`, `.mcp.json`, trust, approvals, the
 /// model's config, the plugin index, a plugin's manifest, stored credentials): larger is refused, naming the file.
 pub const CONFIG_FILE_MAX_BYTES: u64 = 1024 * 1024;

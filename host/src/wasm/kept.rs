@@ -31,7 +31,7 @@ pub struct ListingKey {
     pub grants: Capabilities,
 }
 
-/// A plugin's listing: its tools (the first `TOOLS_PER_SERVER_MAX`), how many it listed past them, whether every
+/// A plugin's listing: its tools (the first `TOOLS_PER_PLUGIN_MAX`), how many it listed past them, whether every
 /// tool's input schema passed registration's check (`registry::check_input_schema`; then registering them compiles
 /// none), and whether the component imports the WASI preopens (whether a store gives it `/plugin`).
 #[derive(Debug, Clone, PartialEq)]

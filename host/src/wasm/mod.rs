@@ -42,7 +42,7 @@ pub use plugin::WasmPlugin;
 pub use runtime::{LoadError, PluginSetup, WasmRuntime, keep_listing, load_file, validate_component};
 
 use crate::extension::{ExtensionKind, ExtensionState, ExtensionStatus};
-use crate::limits::TOOLS_PER_SERVER_MAX;
+use crate::limits::TOOLS_PER_PLUGIN_MAX;
 use crate::names::{ExternalKind, names_tool};
 use crate::packages::Installed;
 use crate::registry::Registry;
@@ -84,7 +84,7 @@ pub async fn start_plugin(
     if plugin.dropped_tools() > 0 {
         status
             .problems
-            .push(format!("{} tools past the first {TOOLS_PER_SERVER_MAX} were dropped", plugin.dropped_tools()));
+            .push(format!("{} tools past the first {TOOLS_PER_PLUGIN_MAX} were dropped", plugin.dropped_tools()));
     }
     let listed = plugin.tools();
     for named in plugin.tool_uses().named_tools() {

@@ -21,7 +21,7 @@ use crate::capabilities::{Capabilities, ToolUses};
 use crate::contract::{ContextSnapshot, ToolOutput, ToolSpec};
 use crate::limits::{
     CONTEXT_DELIVERY_INTERVAL, CONTEXT_DELIVERY_TIMEOUT, HOST_REQUEST_EXTENSION_MAX, TOOL_CALL_TIMEOUT,
-    TOOLS_PER_SERVER_MAX,
+    TOOLS_PER_PLUGIN_MAX,
 };
 use crate::registry::ToolError;
 use crate::run::RunContext;
@@ -98,7 +98,7 @@ impl WasmPlugin {
         self.tools.locked().clone()
     }
 
-    /// Tools listed past `TOOLS_PER_SERVER_MAX` and dropped.
+    /// Tools listed past `TOOLS_PER_PLUGIN_MAX` and dropped.
     pub fn dropped_tools(&self) -> usize {
         self.dropped_tools.load(Ordering::Relaxed)
     }
@@ -157,12 +157,12 @@ impl WasmPlugin {
             .call_list_tools(&mut store)
             .await
             .map_err(|e| self.failure("list-tools", e))?;
-        if tools.len() > TOOLS_PER_SERVER_MAX {
-            let dropped = tools.len() - TOOLS_PER_SERVER_MAX;
-            tracing::warn!("plugin {}: {dropped} tools past the first {TOOLS_PER_SERVER_MAX} were dropped", self.name);
+        if tools.len() > TOOLS_PER_PLUGIN_MAX {
+            let dropped = tools.len() - TOOLS_PER_PLUGIN_MAX;
+            tracing::warn!("plugin {}: {dropped} tools past the first {TOOLS_PER_PLUGIN_MAX} were dropped", self.name);
             self.dropped_tools.store(dropped, Ordering::Relaxed);
         }
-        Ok(tools.into_iter().take(TOOLS_PER_SERVER_MAX).collect())
+        Ok(tools.into_iter().take(TOOLS_PER_PLUGIN_MAX).collect())
     }
 
     /// Run one of the plugin's tools in `run`, in a fresh store.
