@@ -41,34 +41,19 @@ impl std::fmt::Display for HostFailure {
     }
 }
 
+// The same words as CLAT's host: one file, included by both.
+include!("host_error_text.rs");
+
 impl HostError {
     /// The error's name: denied, cancelled, no_active_run, timeout, budget_exhausted, invalid, unsupported, failed.
     pub fn kind(&self) -> &'static str {
-        match self {
-            HostError::Denied(_) => "denied",
-            HostError::Cancelled => "cancelled",
-            HostError::NoActiveRun => "no_active_run",
-            HostError::Timeout => "timeout",
-            HostError::BudgetExhausted(_) => "budget_exhausted",
-            HostError::Invalid(_) => "invalid",
-            HostError::Unsupported(_) => "unsupported",
-            HostError::Failed(_) => "failed",
-        }
+        host_error_kind!(self)
     }
 }
 
 /// A host error as text.
 pub fn describe(error: &HostError) -> String {
-    match error {
-        HostError::Denied(m) => format!("denied: {m}"),
-        HostError::Cancelled => "cancelled".into(),
-        HostError::NoActiveRun => "no active run".into(),
-        HostError::Timeout => "timed out".into(),
-        HostError::BudgetExhausted(m) => format!("budget exhausted: {m}"),
-        HostError::Invalid(m) => format!("invalid: {m}"),
-        HostError::Unsupported(m) => format!("unsupported: {m}"),
-        HostError::Failed(m) => format!("failed: {m}"),
-    }
+    host_error_text!(error)
 }
 
 /// The latest context snapshot (works outside a run too).

@@ -28,6 +28,7 @@ const RUST_WASM: &[TemplateFile] = &[
     ("vendor/clat-guest/src/lib.rs", include_str!("../../../guests/clat-guest/src/lib.rs")),
     ("vendor/clat-guest/src/tool.rs", include_str!("../../../guests/clat-guest/src/tool.rs")),
     ("vendor/clat-guest/src/host.rs", include_str!("../../../guests/clat-guest/src/host.rs")),
+    ("vendor/clat-guest/src/host_error_text.rs", include_str!("../../../guests/clat-guest/src/host_error_text.rs")),
     ("vendor/clat-guest/src/form.rs", include_str!("../../../guests/clat-guest/src/form.rs")),
     ("vendor/clat-guest/src/http.rs", include_str!("../../../guests/clat-guest/src/http.rs")),
     ("vendor/clat-guest/wit/clat.wit", include_str!("../../../wit/clat.wit")),

@@ -131,19 +131,18 @@ impl HostTool {
     }
 }
 
+// `HostError`'s words are the guest SDK's: one file, included by both.
+include!("../../../guests/clat-guest/src/host_error_text.rs");
+
 impl HostError {
     /// A one-line description for people and events.
     pub fn describe(&self) -> String {
-        match self {
-            HostError::Denied(m) => format!("denied: {m}"),
-            HostError::Cancelled => "cancelled".into(),
-            HostError::NoActiveRun => "no active run".into(),
-            HostError::Timeout => "timed out".into(),
-            HostError::BudgetExhausted(m) => format!("budget exhausted: {m}"),
-            HostError::Invalid(m) => format!("invalid: {m}"),
-            HostError::Unsupported(m) => format!("unsupported: {m}"),
-            HostError::Failed(m) => format!("failed: {m}"),
-        }
+        host_error_text!(self)
+    }
+
+    /// The error's name: denied, cancelled, no_active_run, timeout, budget_exhausted, invalid, unsupported, failed.
+    pub fn kind(&self) -> &'static str {
+        host_error_kind!(self)
     }
 }
 

@@ -76,18 +76,18 @@ pub mod host_error_codes {
 /// Contract host error → the JSON-RPC error a server receives.
 pub fn host_error_to_wire(error: &HostError) -> WireError {
     use host_error_codes as c;
-    let (code, kind) = match error {
-        HostError::Denied(_) => (c::DENIED, "denied"),
-        HostError::Cancelled => (c::CANCELLED, "cancelled"),
-        HostError::NoActiveRun => (c::NO_ACTIVE_RUN, "no_active_run"),
-        HostError::Timeout => (c::TIMEOUT, "timeout"),
-        HostError::BudgetExhausted(_) => (c::BUDGET_EXHAUSTED, "budget_exhausted"),
-        HostError::Invalid(_) => (c::INVALID, "invalid"),
-        HostError::Unsupported(_) => (c::UNSUPPORTED, "unsupported"),
-        HostError::Failed(_) => (c::FAILED, "failed"),
+    let code = match error {
+        HostError::Denied(_) => c::DENIED,
+        HostError::Cancelled => c::CANCELLED,
+        HostError::NoActiveRun => c::NO_ACTIVE_RUN,
+        HostError::Timeout => c::TIMEOUT,
+        HostError::BudgetExhausted(_) => c::BUDGET_EXHAUSTED,
+        HostError::Invalid(_) => c::INVALID,
+        HostError::Unsupported(_) => c::UNSUPPORTED,
+        HostError::Failed(_) => c::FAILED,
     };
     let mut wire = WireError::new(code, error.describe());
-    wire.data = Some(json!({ "kind": kind }));
+    wire.data = Some(json!({ "kind": error.kind() }));
     wire
 }
 
