@@ -1,7 +1,9 @@
 //! `docs/architecture.md` stays a true map, within its 40 KB: every module of
 //! both crates is named, every limit constant has its row in the limits table
 //! (and every row is a constant), the place each row names exists and holds
-//! the function named, and every test a row names exists.
+//! the function named, and every test a row names exists. And the pages a
+//! reader lands on (`docs/cli.md` and the task pages beside it) each open with
+//! a contents list that is their headings, linking each.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -84,5 +86,40 @@ fn every_limit_has_its_row_and_every_row_is_true() {
         for test in test_name.captures_iter(tests) {
             assert!(functions.contains(&test[1]), "{name}: no test `{}` exists", &test[1]);
         }
+    }
+}
+
+/// A heading's anchor as Markdown renderers make it: lower case, punctuation but `-` and `_` dropped, spaces as `-`.
+fn anchor(heading: &str) -> String {
+    heading
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+#[test]
+fn each_task_page_opens_with_its_contents() {
+    for page in ["cli.md", "servers.md", "oauth.md", "plugins.md", "serve.md", "sampling.md"] {
+        let text = std::fs::read_to_string(root().join("docs").join(page)).unwrap();
+        let (mut headings, mut fenced) = (Vec::new(), false);
+        for line in text.lines() {
+            fenced ^= line.starts_with("```");
+            let heading =
+                line.strip_prefix("## ").map(|h| (0, h)).or_else(|| line.strip_prefix("### ").map(|h| (1, h)));
+            if let (false, Some((depth, heading))) = (fenced, heading) {
+                headings.push(format!("{}- [{heading}](#{})", "  ".repeat(depth), anchor(heading)));
+            }
+        }
+        let contents: Vec<String> = text
+            .split("Contents:\n\n")
+            .nth(1)
+            .unwrap_or_else(|| panic!("docs/{page} has no contents list"))
+            .lines()
+            .take_while(|line| !line.is_empty())
+            .map(str::to_string)
+            .collect();
+        assert_eq!(contents, headings, "docs/{page}: its contents list is not its headings");
     }
 }

@@ -229,9 +229,11 @@ fn help_and_docs_say_what_happens() {
     let help = stdout(&env.clat(&["serve", "--help"]));
     assert!(help.contains("form") && !help.contains("denies what needs"), "{help}");
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let cli = std::fs::read_to_string(root.join("docs/cli.md")).unwrap();
-    assert!(!cli.contains("`ask_user` tool"), "docs/cli.md names a tool that does not exist");
-    assert!(!cli.contains("have no `--json`"), "docs/cli.md says commands lack a --json they have");
+    for page in ["cli.md", "serve.md", "plugins.md", "servers.md", "sampling.md"] {
+        let text = std::fs::read_to_string(root.join("docs").join(page)).unwrap();
+        assert!(!text.contains("`ask_user` tool"), "docs/{page} names a tool that does not exist");
+        assert!(!text.contains("have no `--json`"), "docs/{page} says commands lack a --json they have");
+    }
     let template = std::fs::read_to_string(root.join("host/templates/javascript-wasm/README.md")).unwrap();
     assert!(!template.contains("CLAT gives guests no network"), "{template}");
     assert!(template.contains("[capabilities] http"), "{template}");
