@@ -41,7 +41,7 @@ use crate::limits::{
 use crate::packages::{MANIFEST, Manifest, PackageKind};
 
 /// The scheme of a plugin's registry reference.
-pub const OCI_SCHEME: &str = "oci://";
+pub use crate::packages::OCI_SCHEME;
 /// The Wasm OCI artifact's config media type (CNCF Wasm OCI artifact layout, as `wkg` writes it).
 pub const WASM_CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
 /// The component layer's media type.

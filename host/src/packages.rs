@@ -120,15 +120,18 @@ pub struct Installed {
     pub origin: String,
 }
 
-/// Where a package comes from (`Installed::origin`): its registry repository, whatever the tag or digest, or
-/// the canonical directory it was installed from.
+/// The scheme of a package's place in an OCI registry (`oci://REGISTRY/REPO:TAG`).
+pub const OCI_SCHEME: &str = "oci://";
+
+/// Where a package comes from (`Installed::origin`): its registry repository as the reference names it, whatever
+/// the tag or digest (`oci://REGISTRY/REPO`), or the canonical directory it was installed from.
 pub fn origin_of(dir: &Path, source: Option<&PackageSource>) -> String {
-    match source.map(|s| crate::oci::OciReference::parse(&s.oci)) {
-        Some(Ok(reference)) => {
-            format!("{}{}/{}", crate::oci::OCI_SCHEME, reference.registry(), reference.reference.repository())
-        }
-        Some(Err(_)) => source.map(|s| s.oci.clone()).unwrap_or_default(),
-        None => dir.display().to_string(),
+    let Some(source) = source else { return dir.display().to_string() };
+    let reference = source.oci.split('@').next().unwrap_or_default();
+    match reference.rsplit_once('/') {
+        // A tag follows the last path segment's `:` (a port's `:` is in the registry, before a `/`).
+        Some((path, last)) => format!("{path}/{}", last.split(':').next().unwrap_or_default()),
+        None => reference.to_string(),
     }
 }
 
@@ -159,7 +162,7 @@ impl Installed {
     pub fn comes_from(&self, origin: &str) -> bool {
         match (self.origin.as_str(), &self.source) {
             ("", Some(source)) => origin_of(&self.dir, Some(source)) == origin,
-            ("", None) => !origin.starts_with(crate::oci::OCI_SCHEME),
+            ("", None) => !origin.starts_with(OCI_SCHEME),
             (own, _) => own == origin,
         }
     }
