@@ -7,7 +7,6 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::bindings::artec::clat::host_services as hs;
-use crate::tool::output_text;
 use crate::{
     ContextSnapshot, ElicitationForm, ElicitationResult, HostError, HostTool, LogLevel, Role, SamplingMessage,
     SamplingRequest, SamplingResult, ToolOutput,
@@ -49,6 +48,19 @@ impl HostError {
     pub fn kind(&self) -> &'static str {
         host_error_kind!(self)
     }
+}
+
+/// The text blocks of an output, joined by newlines.
+pub fn output_text(output: &ToolOutput) -> String {
+    output
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            crate::ContentBlock::Text(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// A host error as text.

@@ -112,18 +112,8 @@ pub fn structured(text: impl Into<String>, value: &Value) -> ToolOutput {
     ToolOutput { structured: Some(value.to_string()), ..self::text(text) }
 }
 
-/// The text blocks of an output, joined by newlines.
-pub fn output_text(output: &ToolOutput) -> String {
-    output
-        .content
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
+/// The text blocks of an output, joined by newlines (what a host tool answered is read the same way).
+pub use crate::host::output_text;
 
 pub(crate) fn bare_spec(name: &str, description: &str) -> ToolSpec {
     ToolSpec {

@@ -171,12 +171,12 @@ fn throwaway_home(
         .map_err(|e| Failure::new(Exit::Internal, "internal", format!("the WASM runtime could not start: {e:#}")))?;
     let retry =
         as_typed(std::env::args().skip(1)).unwrap_or_else(|| format!("clat plugin {command} {}", package.display()));
-    let imports = super::plugin::component_imports(package);
+    let imports = super::install::component_imports(package);
     let installed = PackageStore::new(&throwaway.home).install_granted(
         package,
         crate::packages::Origin { source: None, replace: false, retry: &retry },
-        |manifest, _| super::plugin::decide_grants(manifest, None, &imports, grant, &retry),
-        |manifest, staged| super::plugin::validate_staged(&runtime, manifest, staged).map(drop),
+        |manifest, _| super::install::decide_grants(manifest, None, &imports, grant, &retry),
+        |manifest, staged| super::install::validate_staged(&runtime, manifest, staged).map(drop),
     )?;
     if let Err(e) = runtime.sweep_cache(std::slice::from_ref(&installed)) {
         tracing::debug!("the authoring cache was not swept: {e}");

@@ -12,6 +12,7 @@
 //! - `approvals.rs`: `clat approvals list | revoke`;
 //! - `plugin.rs`: `clat plugin install | list | remove | gc`;
 //! - `author.rs`: `clat plugin new | build | call | test` (and `install --build`);
+//! - `install.rs`: what an install decides first (imports, grants, the staged package's validation);
 //! - `shutdown.rs`: every stop signal through one teardown; the subreaper;
 //! - `output.rs`: `outln!` / `out!`, through which everything printed on stdout goes.
 
@@ -22,6 +23,7 @@ mod approvals;
 mod author;
 mod completion;
 mod exit;
+mod install;
 mod mcp;
 mod plugin;
 mod progress;
