@@ -1,4 +1,5 @@
-//! The active session model for extension sampling: an OpenAI-compatible
+//! The active session model for extension sampling: the `ModelProvider` port
+//! (what a model answered, and the deterministic offline model), an OpenAI-compatible
 //! chat-completions provider over reqwest, configured in `$CLAT_HOME/config.json`
 //! or the environment, and the choice between it and the deterministic offline
 //! model. The API key is held in memory only and never appears in a log, an
@@ -13,8 +14,68 @@ use serde_json::{Value, json};
 use crate::contract::{Role, SamplingRequest};
 use crate::limits::{MODEL_ERROR_BODY_MAX_CHARS, TOOL_CALL_TIMEOUT};
 use crate::redact::redact;
-use crate::sampling::{Completion, ModelProvider};
 use crate::trust::ClatHome;
+
+/// What a provider answered, with its usage.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completion {
+    /// The answer's text.
+    pub text: String,
+    /// The model that answered, as it named itself.
+    pub model: String,
+    /// Why it stopped (`endTurn`, `maxTokens`, …), when it says.
+    pub stop_reason: Option<String>,
+    /// The tokens it read, as it reports them (they reconcile the run's budget).
+    pub input_tokens: u32,
+    /// The tokens it wrote.
+    pub output_tokens: u32,
+}
+
+/// The active session model.
+#[async_trait]
+pub trait ModelProvider: Send + Sync {
+    /// The model's name as reported to plugins.
+    fn model(&self) -> String;
+    /// One completion for an already-gated request.
+    async fn complete(&self, request: &SamplingRequest) -> anyhow::Result<Completion>;
+}
+
+/// A deterministic offline model for the demo and tests: it answers with a
+/// short digest of the conversation, and reports usage at four characters a token.
+#[derive(Debug, Default, Clone)]
+pub struct OfflineProvider;
+
+#[async_trait]
+impl ModelProvider for OfflineProvider {
+    fn model(&self) -> String {
+        "clat-offline-1".into()
+    }
+
+    async fn complete(&self, request: &SamplingRequest) -> anyhow::Result<Completion> {
+        let last = request.messages.iter().rev().find(|m| m.role == Role::User).map_or("", |m| m.text.as_str());
+        let words: Vec<&str> = last.split_whitespace().collect();
+        let mut text = format!(
+            "[offline model] {} message(s), {} word(s) in the last request; it begins: {}",
+            request.messages.len(),
+            words.len(),
+            words.iter().take(12).copied().collect::<Vec<_>>().join(" ")
+        );
+        let budget_chars = request.max_tokens as usize * 4;
+        if text.chars().count() > budget_chars {
+            text = text.chars().take(budget_chars).collect();
+        }
+        let (input_tokens, output_tokens) = estimated_usage(request, &text);
+        Ok(Completion { output_tokens, input_tokens, text, model: self.model(), stop_reason: Some("endTurn".into()) })
+    }
+}
+
+/// The tokens of a request and its answer at four characters a token: for a
+/// model that reports no usage (the offline one, an MCP client's model).
+pub fn estimated_usage(request: &SamplingRequest, answer: &str) -> (u32, u32) {
+    let input_chars: usize = request.system_prompt.as_deref().map_or(0, |s| s.chars().count())
+        + request.messages.iter().map(|m| m.text.chars().count()).sum::<usize>();
+    ((input_chars as u32).div_ceil(4), (answer.chars().count() as u32).div_ceil(4))
+}
 
 /// The configuration file inside `$CLAT_HOME`.
 pub const CONFIG_FILE: &str = "config.json";
@@ -92,7 +153,7 @@ pub fn active_model(
 /// The provider for a session model: OpenAI-compatible for a remote model, otherwise the offline model.
 pub fn provider_for(model: Option<&ActiveModel>) -> Result<std::sync::Arc<dyn ModelProvider>, ModelConfigError> {
     Ok(match model {
-        None => std::sync::Arc::new(crate::sampling::OfflineProvider),
+        None => std::sync::Arc::new(OfflineProvider),
         Some(m) => std::sync::Arc::new(OpenAiCompatible::new(&m.base_url, &m.model, m.api_key.clone())?),
     })
 }

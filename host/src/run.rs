@@ -17,7 +17,7 @@ use crate::asker::{HeadlessAsker, UserAsker};
 use crate::budget::SamplingBudget;
 use crate::contract::PermissionMode;
 use crate::permissions::{Approver, HeadlessApprover, Rule};
-use crate::sampling::ModelProvider;
+use crate::model::ModelProvider;
 use crate::sync::Unpoisoned;
 
 /// What happened in a run. Serialized with a `type` tag, one JSON object per line.
@@ -262,7 +262,7 @@ impl ProcessTable {
     pub fn kill_all(&self) -> Vec<i32> {
         let groups: Vec<i32> = self.0.locked().drain().collect();
         for pgid in &groups {
-            crate::native::process::kill_group(*pgid);
+            kill_group(*pgid);
         }
         groups
     }
@@ -486,5 +486,12 @@ impl RunContext {
         }
         self.kill_processes("run ended");
         self.emit(RunEventKind::RunFinished { cancelled: self.is_cancelled() });
+    }
+}
+
+/// Send SIGKILL to a whole process group (a run's, when it ends); a group that is already gone is fine.
+pub fn kill_group(pgid: i32) {
+    if pgid > 0 {
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), nix::sys::signal::Signal::SIGKILL);
     }
 }

@@ -1,10 +1,9 @@
-//! Extension sampling: the `ModelProvider` port (the active session model) and
-//! the spec's three gates, in order, for every source (WASM guests, MCP
+//! Extension sampling: the spec's three gates, in order, for every source (WASM guests, MCP
 //! servers): payload, run budget, permission. Full Access skips only the
 //! approval dialog. Plugin model preferences never select another model.
-//! Usage is reconciled with the budget and added to the run's events.
+//! Usage is reconciled with the budget and added to the run's events. The
+//! model that answers is the `ModelProvider` port (`model.rs`), re-exported here.
 
-use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use crate::budget::estimate_tokens;
@@ -13,66 +12,7 @@ use crate::limits::{SAMPLING_MAX_MESSAGES, SAMPLING_MAX_OUTBOUND_CHARS, SAMPLING
 use crate::permissions::{Approval, ApprovalRequest, Rule, SAMPLING_APPROVAL};
 use crate::run::{RunContext, RunEventKind};
 
-/// What a provider answered, with its usage.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Completion {
-    /// The answer's text.
-    pub text: String,
-    /// The model that answered, as it named itself.
-    pub model: String,
-    /// Why it stopped (`endTurn`, `maxTokens`, …), when it says.
-    pub stop_reason: Option<String>,
-    /// The tokens it read, as it reports them (they reconcile the run's budget).
-    pub input_tokens: u32,
-    /// The tokens it wrote.
-    pub output_tokens: u32,
-}
-
-/// The active session model.
-#[async_trait]
-pub trait ModelProvider: Send + Sync {
-    /// The model's name as reported to plugins.
-    fn model(&self) -> String;
-    /// One completion for an already-gated request.
-    async fn complete(&self, request: &SamplingRequest) -> anyhow::Result<Completion>;
-}
-
-/// A deterministic offline model for the demo and tests: it answers with a
-/// short digest of the conversation, and reports usage at four characters a token.
-#[derive(Debug, Default, Clone)]
-pub struct OfflineProvider;
-
-/// The tokens of a request and its answer at four characters a token: for a
-/// model that reports no usage (the offline one, an MCP client's model).
-pub fn estimated_usage(request: &SamplingRequest, answer: &str) -> (u32, u32) {
-    let input_chars: usize = request.system_prompt.as_deref().map_or(0, |s| s.chars().count())
-        + request.messages.iter().map(|m| m.text.chars().count()).sum::<usize>();
-    ((input_chars as u32).div_ceil(4), (answer.chars().count() as u32).div_ceil(4))
-}
-
-#[async_trait]
-impl ModelProvider for OfflineProvider {
-    fn model(&self) -> String {
-        "clat-offline-1".into()
-    }
-
-    async fn complete(&self, request: &SamplingRequest) -> anyhow::Result<Completion> {
-        let last = request.messages.iter().rev().find(|m| m.role == Role::User).map_or("", |m| m.text.as_str());
-        let words: Vec<&str> = last.split_whitespace().collect();
-        let mut text = format!(
-            "[offline model] {} message(s), {} word(s) in the last request; it begins: {}",
-            request.messages.len(),
-            words.len(),
-            words.iter().take(12).copied().collect::<Vec<_>>().join(" ")
-        );
-        let budget_chars = request.max_tokens as usize * 4;
-        if text.chars().count() > budget_chars {
-            text = text.chars().take(budget_chars).collect();
-        }
-        let (input_tokens, output_tokens) = estimated_usage(request, &text);
-        Ok(Completion { output_tokens, input_tokens, text, model: self.model(), stop_reason: Some("endTurn".into()) })
-    }
-}
+pub use crate::model::{Completion, ModelProvider, OfflineProvider, estimated_usage};
 
 /// Gate 1: the payload. Messages are text-only by type; the MCP mapping refuses
 /// other content before a request gets here.

@@ -19,12 +19,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use crate::limits::{COMMAND_OUTPUT_DRAIN_WAIT, COMMAND_OUTPUT_MAX_BYTES};
 use crate::run::RunContext;
 
-/// Send SIGKILL to a whole process group; a group that is already gone is fine.
-pub fn kill_group(pgid: i32) {
-    if pgid > 0 {
-        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), nix::sys::signal::Signal::SIGKILL);
-    }
-}
+pub use crate::run::kill_group;
 
 /// How commands are confined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
