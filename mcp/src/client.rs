@@ -174,7 +174,7 @@ impl ProbeStderr {
 
     /// Pass on what was held, and everything from now on.
     fn keep(&self) {
-        let mut held = crate::lock(&self.held);
+        let mut held = crate::sync::lock(&self.held);
         self.kept.store(true, std::sync::atomic::Ordering::SeqCst);
         if let Some(bytes) = held.take()
             && !bytes.is_empty()
@@ -185,13 +185,13 @@ impl ProbeStderr {
 
     /// Drop what was held, and everything from now on.
     fn discard(&self) {
-        crate::lock(&self.held).take();
+        crate::sync::lock(&self.held).take();
     }
 }
 
 impl StderrSink for ProbeStderr {
     fn write(&self, bytes: &[u8]) {
-        let mut held = crate::lock(&self.held);
+        let mut held = crate::sync::lock(&self.held);
         match held.as_mut() {
             // Bounded: a server that floods stderr before answering loses its oldest lines.
             Some(buffer) => {

@@ -22,6 +22,7 @@ pub mod jsonrpc;
 pub mod limits;
 pub mod server;
 pub mod stdio;
+pub(crate) mod sync;
 pub mod transport;
 
 pub use client::{ClientInfo, Era, LEGACY_VERSIONS, MODERN_VERSION, Session, ToolListing};
@@ -31,10 +32,3 @@ pub use inbound::{Incoming, NoServerRequests, ServerRequests};
 pub use jsonrpc::{RequestId, WireError};
 pub use stdio::{Connection, StderrSink, StdioSpec};
 pub use transport::Transport;
-
-/// Lock a mutex, also when a panic elsewhere poisoned it: the data it guards
-/// stays consistent (every critical section here is a plain update), and one
-/// panicking task never stops the client.
-pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}

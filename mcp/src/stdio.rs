@@ -31,7 +31,7 @@ use crate::error::ClientError;
 use crate::inbound::{Inbox, Incoming, IncomingSender};
 use crate::jsonrpc::{Message, RequestId, WireError, encode_line, parse, recover_response_id};
 use crate::limits::{CLOSE_GRACE, EXIT_REPORT_WAIT, EXIT_STDERR_DRAIN_WAIT, STDIO_FRAME_MAX_BYTES, WRITER_QUEUE};
-use crate::lock;
+use crate::sync::lock;
 use crate::transport::Transport;
 
 mod outbox;

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::error::{BrowserError, StoreError};
 use super::http::AuthHttp;
 use crate::limits::AUTH_REFRESH_SKEW;
-use crate::lock;
+use crate::sync::lock;
 
 /// Which grant gets a token.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -45,7 +45,7 @@ pub use http::AuthHttp;
 pub use loopback::Loopback;
 
 use crate::limits::AUTH_LOGIN_TIMEOUT;
-use crate::lock;
+use crate::sync::lock;
 
 use token::{apply, check_redirect, credentials_from, pick_auth, short_text, token_client, token_error};
 

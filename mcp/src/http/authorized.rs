@@ -13,7 +13,7 @@ use super::body::http_error;
 use crate::auth::{AuthError, Challenge};
 use crate::error::ClientError;
 use crate::limits::AUTH_ATTEMPTS_MAX;
-use crate::lock;
+use crate::sync::lock;
 
 /// The time one request spent on its server's authorization (a login in a
 /// browser, token requests): it does not count against the request's timeout,

@@ -70,7 +70,7 @@ use crate::error::ClientError;
 use crate::inbound::{Inbox, Incoming, IncomingSender};
 use crate::jsonrpc::{Message, RequestId, encode};
 use crate::limits::{CLOSE_GRACE, HTTP_CONNECT_TIMEOUT, HTTP_ONE_WAY_TIMEOUT};
-use crate::lock;
+use crate::sync::lock;
 use crate::transport::Transport;
 
 /// Where a remote server is.

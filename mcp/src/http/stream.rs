@@ -18,7 +18,7 @@ use crate::error::ClientError;
 use crate::inbound::Incoming;
 use crate::jsonrpc::{Message, RequestId, WireError, parse};
 use crate::limits::{HTTP_BODY_MAX_BYTES, HTTP_GET_STREAM_DEFAULT_RETRY, HTTP_SSE_DEFAULT_RETRY, HTTP_SSE_RESUMES_MAX};
-use crate::lock;
+use crate::sync::lock;
 
 /// How one event stream ended.
 enum Streamed {

@@ -49,7 +49,7 @@ use crate::limits::{
     SERVE_HTTP_BODY_MAX_BYTES, SERVE_HTTP_CONNECTIONS_MAX, SERVE_HTTP_HEADER_READ_TIMEOUT, SERVE_HTTP_SESSION_IDLE,
     SERVE_HTTP_SESSIONS_MAX, WRITER_QUEUE,
 };
-use crate::lock;
+use crate::sync::lock;
 
 /// The one endpoint.
 pub const MCP_PATH: &str = "/mcp";

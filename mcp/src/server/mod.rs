@@ -41,7 +41,7 @@ use crate::jsonrpc::{
     WireError, parse, recover_response_id,
 };
 use crate::limits::{CLOSE_GRACE, SERVE_CLIENT_REQUEST_TIMEOUT, SERVE_IN_FLIGHT_MAX, SERVE_PENDING_ANSWERS_MAX};
-use crate::lock;
+use crate::sync::lock;
 
 pub use http::{HttpServeError, HttpServeOptions, serve_http};
 pub use stdio::{ServeEnd, ServeInput, ServeOutput, process_stdio, serve};

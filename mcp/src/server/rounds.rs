@@ -33,7 +33,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Outlet, ServerInfo, modern};
 use crate::jsonrpc::{INVALID_PARAMS, Message, RequestId, WireError};
 use crate::limits::FORWARDED_INPUT_KEY_MAX_CHARS;
-use crate::lock;
+use crate::sync::lock;
 
 tokio::task_local! {
     /// The key a downstream server gave the input request CLAT's client is fulfilling in this task.
