@@ -16,8 +16,8 @@ use crate::approvals::ApprovalMemory;
 use crate::asker::{HeadlessAsker, UserAsker};
 use crate::budget::SamplingBudget;
 use crate::contract::PermissionMode;
-use crate::permissions::{Approver, HeadlessApprover, Rule};
 use crate::model::ModelProvider;
+use crate::permissions::{Approver, HeadlessApprover, Rule};
 use crate::sync::Unpoisoned;
 
 /// What happened in a run. Serialized with a `type` tag, one JSON object per line.
