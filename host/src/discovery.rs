@@ -28,7 +28,6 @@ use serde_json::{Value, json};
 use crate::contract::ToolOutput;
 use crate::extension::ExtensionStatus;
 use crate::limits::{DISCOVERY_BUDGET_BYTES, SEARCH_RESULTS_DEFAULT, SEARCH_RESULTS_MAX};
-use crate::platform::Run;
 use crate::registry::{CallError, SchemaSize, ToolIndex, ToolInfo, ToolSource, definition, schema_totals};
 use crate::sync::Unpoisoned;
 
@@ -153,7 +152,7 @@ impl Discovery {
     }
 
     /// Call `name` in `run`: discovery's own tools here, any other through the pipeline as itself.
-    pub async fn call(&self, run: &Run, name: &str, arguments: Value) -> Result<ToolOutput, CallError> {
+    pub async fn call(&self, run: &impl ToolCaller, name: &str, arguments: Value) -> Result<ToolOutput, CallError> {
         if !self.is_own(name) {
             return self.call_tool(run, name, arguments).await;
         }
@@ -205,7 +204,7 @@ impl Discovery {
     }
 
     /// A tool's own call through the pipeline; one that succeeds counts as used.
-    async fn call_tool(&self, run: &Run, name: &str, arguments: Value) -> Result<ToolOutput, CallError> {
+    async fn call_tool(&self, run: &impl ToolCaller, name: &str, arguments: Value) -> Result<ToolOutput, CallError> {
         let called = run.call(name, arguments).await;
         if called.is_ok() {
             let mut used = self.used.locked();
@@ -214,6 +213,16 @@ impl Discovery {
         }
         called
     }
+}
+
+/// What discovery calls a tool through: a run's own call of it, through the one pipeline (`platform::Run`).
+pub trait ToolCaller {
+    /// Call `tool` with `arguments` as the run's call of it.
+    fn call(
+        &self,
+        tool: &str,
+        arguments: Value,
+    ) -> impl std::future::Future<Output = Result<ToolOutput, CallError>> + Send;
 }
 
 /// A result as JSON text and structured content.

@@ -347,6 +347,16 @@ impl Run {
     pub fn finish(self) {}
 }
 
+impl crate::discovery::ToolCaller for Run {
+    fn call(
+        &self,
+        tool: &str,
+        arguments: Value,
+    ) -> impl std::future::Future<Output = Result<ToolOutput, CallError>> + Send {
+        Run::call(self, tool, arguments)
+    }
+}
+
 impl Drop for Run {
     fn drop(&mut self) {
         self.scope.finish_run(&self.context);
