@@ -52,6 +52,11 @@ impl Failure {
     pub fn new(exit: Exit, kind: &'static str, message: impl Into<String>) -> Self {
         Failure { exit, kind, message: message.into() }
     }
+
+    /// A file or setting that cannot be used (exit 2, kind `configuration`).
+    pub fn configuration(message: impl Into<String>) -> Self {
+        Failure::new(Exit::Usage, "configuration", message)
+    }
 }
 
 impl From<TrustError> for Failure {

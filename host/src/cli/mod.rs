@@ -10,6 +10,7 @@
 //! - `status.rs`: what `clat tools` and `clat mcp` print;
 //! - `mcp.rs`: `clat mcp` and its subcommands;
 //! - `approvals.rs`: `clat approvals list | revoke`;
+//! - `approve.rs`: a project's `.mcp.json` reviewed and approved (`clat mcp approve`, the prompt);
 //! - `plugin.rs`: `clat plugin install | list | remove | gc`;
 //! - `author.rs`: `clat plugin new | build | call | test` (and `install --build`);
 //! - `install.rs`: what an install decides first (imports, grants, the staged package's validation);
@@ -20,6 +21,7 @@
 #[macro_use]
 mod output;
 mod approvals;
+mod approve;
 mod author;
 mod completion;
 mod exit;
@@ -662,7 +664,7 @@ fn start_filter(platform: &Platform, dir: &std::path::Path, external: Vec<String
 /// Mount `project` (default: the current directory) through the front door.
 fn mount(platform: &Platform, project: Option<PathBuf>, options: MountOptions) -> Result<Project, Failure> {
     let dir = project_dir(project)?;
-    mcp::review_project_servers(platform.clat_home(), &dir);
+    approve::review_project_servers(platform.clat_home(), &dir);
     mcp::ask_for_inputs(platform.clat_home(), &options.start);
     Ok(platform.mount(&dir, options)?)
 }
