@@ -47,7 +47,8 @@ fn read_bounded(path: &Path, max: u64, what: &str) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-fn utf8(bytes: Vec<u8>) -> std::io::Result<String> {
+/// A file's bytes as text; not UTF-8 is an `InvalidData` error saying so.
+pub fn utf8(bytes: Vec<u8>) -> std::io::Result<String> {
     String::from_utf8(bytes).map_err(|_| Error::new(ErrorKind::InvalidData, "it is not UTF-8"))
 }
 

@@ -29,7 +29,7 @@ pub fn write(text: std::fmt::Arguments<'_>) {
     }
 }
 
-/// Flush stdout (output written with `write!` on a lock), ending the command when stdout is gone.
+/// The result of a write to stdout made otherwise (`write_all` of bytes): a failure ends the command.
 pub fn checked(result: std::io::Result<()>) {
     if let Err(e) = result {
         closed(&e);

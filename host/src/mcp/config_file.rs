@@ -91,10 +91,7 @@ impl<'h> McpConfigFile<'h> {
             Some(root) => crate::files::read_project_file(root, super::project_servers::PROJECT_MCP_FILE),
             None => crate::files::read_config_file(&path),
         };
-        let text = match read.and_then(|bytes| {
-            String::from_utf8(bytes)
-                .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "it is not UTF-8"))
-        }) {
+        let text = match read.and_then(crate::files::utf8) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && self.project.is_some() => {
                 return Ok(serde_json::json!({ WRAPPER_KEY: {} }));

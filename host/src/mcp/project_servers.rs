@@ -69,7 +69,7 @@ pub fn read(root: &Path) -> Result<Option<ProjectServerFile>, std::io::Error> {
     match crate::files::read_project_file(root, PROJECT_MCP_FILE) {
         Ok(bytes) => {
             let digest = format!("sha256:{}", hex(&Sha256::digest(&bytes)));
-            let text = String::from_utf8(bytes).map_err(|_| named(&path, "it is not UTF-8".into()))?;
+            let text = crate::files::utf8(bytes).map_err(|e| named(&path, e.to_string()))?;
             Ok(Some(ProjectServerFile { path, text, digest }))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
