@@ -12,7 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use clat_mcp::{ClientError, ClientInfo, Era, HttpSpec, NoServerRequests, ServerRequests, Session, WireError};
+use clat_mcp::{
+    ClientError, ClientInfo, Era, HttpSpec, NoServerRequests, Opening, ServerRequests, Session, Target, WireError,
+};
 use serde_json::{Value, json};
 use support::{HttpServer, TestEnv, stderr, stdout};
 
@@ -29,7 +31,7 @@ async fn connect(server: &HttpServer) -> Session {
 
 /// A session with `spec`, `handler` serving the server's requests, at the spec's handshake bound.
 async fn open(spec: &HttpSpec, handler: Arc<dyn ServerRequests>) -> Result<Session, ClientError> {
-    Session::connect_http(spec, handler, &client(), json!({}), clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT).await
+    Session::connect(&Target::Http(spec.clone()), Opening::new(handler, client(), json!({}))).await
 }
 
 fn text_of(result: &Value) -> String {

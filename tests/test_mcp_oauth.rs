@@ -12,7 +12,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
 
 use clat_mcp::auth::{AuthError, Authorizer, CredentialStore, MemoryStore, OAuthSettings, ScriptedBrowser, Step};
-use clat_mcp::{ClientError, ClientInfo, HttpSpec, NoServerRequests, Session};
+use clat_mcp::{ClientError, ClientInfo, HttpSpec, NoServerRequests, Opening, Session, Target};
 use serde_json::json;
 use support::{HttpServer, TestEnv, stderr};
 
@@ -233,14 +233,8 @@ fn authorizer_with(
 
 /// A session through `auth`, or why there is none.
 async fn connect(url: &str, auth: &Arc<Authorizer>) -> Result<Session, ClientError> {
-    Session::connect_http(
-        &spec(url, auth),
-        Arc::new(NoServerRequests),
-        &client(),
-        json!({}),
-        clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT,
-    )
-    .await
+    Session::connect(&Target::Http(spec(url, auth)), Opening::new(Arc::new(NoServerRequests), client(), json!({})))
+        .await
 }
 
 /// Connecting through `auth` fails; the error.

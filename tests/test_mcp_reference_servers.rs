@@ -12,7 +12,7 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clat_mcp::{ClientInfo, Era, NoServerRequests, Session, StderrSink, StdioSpec};
+use clat_mcp::{ClientInfo, Era, NoServerRequests, Opening, Session, StderrSink, StdioSpec, Target};
 use serde_json::{Value, json};
 use support::{TestEnv, npm_server, stderr, stdout, test_peers};
 
@@ -54,16 +54,8 @@ fn python() -> (String, Vec<String>) {
 async fn connect((command, args): (String, Vec<String>)) -> Session {
     let spec = StdioSpec { command, args, env: vec![], clear_env: false, cwd: std::env::temp_dir() };
     let client = ClientInfo { name: "clat-test".into(), version: "0".into() };
-    Session::connect(
-        &spec,
-        Arc::new(NoServerRequests),
-        Arc::new(Ignore),
-        &client,
-        json!({}),
-        clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT,
-    )
-    .await
-    .unwrap()
+    let opening = Opening::new(Arc::new(NoServerRequests), client, json!({})).stderr(Arc::new(Ignore));
+    Session::connect(&Target::Stdio(spec), opening).await.unwrap()
 }
 
 const LONG: Duration = Duration::from_secs(30);
@@ -471,15 +463,8 @@ fn the_python_server_over_http_also_speaks_legacy_and_asks_for_input_when_modern
     runtime().block_on(async {
         let spec = clat_mcp::HttpSpec { url: py.url.clone(), headers: vec![], auth: None };
         let client = ClientInfo { name: "clat-test".into(), version: "0".into() };
-        let s = Session::initialize_http(
-            &spec,
-            Arc::new(NoServerRequests),
-            &client,
-            json!({}),
-            clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT,
-        )
-        .await
-        .unwrap();
+        let opening = Opening::new(Arc::new(NoServerRequests), client, json!({})).known_legacy(true);
+        let s = Session::connect(&Target::Http(spec), opening).await.unwrap();
         assert_eq!((s.era, s.protocol_version.as_str()), (Era::Legacy, "2025-11-25"));
         let result = s.call_tool("add", json!({ "a": 1, "b": 2 }), LONG, None).await.unwrap();
         assert_eq!(result["content"][0]["text"], "3", "{result}");

@@ -4,8 +4,9 @@
 
 mod support;
 
+use clat_host::home::{ClatHome, HomeError};
 use clat_host::scope::{ProjectScope, ScopeError, ScopeOptions};
-use clat_host::trust::{ClatHome, TRUST_FILE, TrustError, TrustStore};
+use clat_host::trust::{TRUST_FILE, TrustStore};
 use support::{TestEnv, stderr, stdout};
 
 #[test]
@@ -55,7 +56,7 @@ fn a_malformed_trust_file_names_file_and_position() {
     std::fs::write(env.home.join(TRUST_FILE), "{\n  \"version\": 1,\n  \"projects\": [oops]\n}").unwrap();
     let err = TrustStore::new(&env.clat_home()).trust(&env.project).unwrap_err();
     match &err {
-        TrustError::Malformed { path, line, .. } => {
+        HomeError::Malformed { path, line, .. } => {
             assert!(path.ends_with(TRUST_FILE));
             assert_eq!(*line, 3);
         }
@@ -72,7 +73,7 @@ fn an_unwritable_home_is_a_clear_error() {
     std::fs::write(&blocker, "not a directory").unwrap();
     let home = ClatHome::at(&blocker.join("home"));
     let err = TrustStore::new(&home).trust(&env.project).unwrap_err();
-    assert!(matches!(err, TrustError::HomeUnwritable { .. }), "{err}");
+    assert!(matches!(err, HomeError::HomeUnwritable { .. }), "{err}");
     // And through the CLI: exit code 2 with the home named.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_clat"))
         .arg("--home")
@@ -106,7 +107,7 @@ fn the_trust_gate_starts_nothing() {
 fn a_missing_project_is_a_configuration_error() {
     let env = TestEnv::new();
     let err = TrustStore::new(&env.clat_home()).trust(&env.dir.path().join("nope")).unwrap_err();
-    assert!(matches!(err, TrustError::ProjectMissing { .. }));
+    assert!(matches!(err, HomeError::ProjectMissing { .. }));
 }
 
 #[test]

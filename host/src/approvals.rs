@@ -27,12 +27,12 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 
 use crate::contract::Effect;
+use crate::home::{Bound, ClatHome, Document, HomeError, Record};
 use crate::identity::Identity;
 use crate::names::ExternalKind;
 pub use crate::permissions::Remember;
 use crate::permissions::approval_covers;
 use crate::sync::Unpoisoned;
-use crate::trust::{ClatHome, TrustError};
 
 /// The file, inside the home.
 pub const APPROVALS_FILE: &str = "approvals.json";
@@ -157,18 +157,25 @@ struct ApprovalsDocument {
     approvals: Vec<StoredApproval>,
 }
 
-/// Why approvals could not be read or kept.
-#[derive(Debug, thiserror::Error)]
-pub enum ApprovalsError {
-    #[error(
-        "{file} is malformed at line {line}, column {column}: {message}; fix it, or remove it to forget every kept approval"
-    )]
-    Malformed { file: String, line: usize, column: usize, message: String },
-    #[error("cannot read {file}: {message}")]
-    Unreadable { file: String, message: String },
-    #[error(transparent)]
-    Home(#[from] TrustError),
+impl Record for ApprovalsDocument {
+    const VERSIONS: std::ops::RangeInclusive<u32> = 1..=VERSION;
+    fn version(&self) -> u32 {
+        self.version
+    }
+    fn set_version(&mut self, version: u32) {
+        self.version = version;
+    }
+    fn check(&self) -> Result<(), String> {
+        match self.approvals.iter().find(|a| effect_named(&a.effect).is_none()) {
+            Some(unknown) => Err(format!("unknown effect {:?}", unknown.effect)),
+            None => Ok(()),
+        }
+    }
 }
+
+/// The document.
+const APPROVALS: Document<ApprovalsDocument> =
+    Document::with_hint(APPROVALS_FILE, Bound::Config, "; fix it, or remove it to forget every kept approval");
 
 /// The port the call pipeline asks before the approver and tells what the
 /// user chose to keep. `ApprovalStore` is the file-backed one.
@@ -177,60 +184,28 @@ pub trait ApprovalMemory: Send + Sync {
     fn allows(&self, key: &ApprovalKey, effect: Effect) -> bool;
     /// Keep an approval. `Remember::Extension` of a native tool (a host-tool
     /// call) is kept for that tool only: "every tool" of CLAT is never one answer.
-    fn remember(&self, key: &ApprovalKey, effect: Effect, scope: Remember) -> Result<(), ApprovalsError>;
+    fn remember(&self, key: &ApprovalKey, effect: Effect, scope: Remember) -> Result<(), HomeError>;
 }
 
-fn read_document(home: &ClatHome) -> Result<ApprovalsDocument, ApprovalsError> {
-    let path = home.path().join(APPROVALS_FILE);
-    let file = path.display().to_string();
-    let text = match crate::files::read_config_text(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(ApprovalsDocument { version: VERSION, approvals: Vec::new() });
-        }
-        Err(e) => return Err(ApprovalsError::Unreadable { file, message: e.to_string() }),
-    };
-    let document: ApprovalsDocument = serde_json::from_str(&text).map_err(|e| ApprovalsError::Malformed {
-        file: file.clone(),
-        line: e.line(),
-        column: e.column(),
-        message: e.to_string(),
-    })?;
-    if !(1..=VERSION).contains(&document.version)
-        || document.approvals.iter().any(|a| effect_named(&a.effect).is_none())
-    {
-        return Err(ApprovalsError::Malformed {
-            file,
-            line: 1,
-            column: 1,
-            message: format!("expected version 1 to {VERSION} and known effects"),
-        });
-    }
-    Ok(document)
-}
-
-/// Read, change and write the file under the home's lock.
+/// Read, change and write the file under the home's lock; also returns every approval after the change.
 fn update<T>(
     home: &ClatHome,
     change: impl FnOnce(&mut Vec<StoredApproval>) -> T,
-) -> Result<(T, Vec<StoredApproval>), ApprovalsError> {
-    let _lock = home.lock(APPROVALS_FILE)?;
-    let mut document = read_document(home)?;
-    let out = change(&mut document.approvals);
-    document.version = VERSION;
-    let text = serde_json::to_string_pretty(&document).expect("approvals serialize") + "\n";
-    home.write_atomic(APPROVALS_FILE, text.as_bytes())?;
-    Ok((out, document.approvals))
+) -> Result<(T, Vec<StoredApproval>), HomeError> {
+    APPROVALS.update(home, |document| {
+        let out = change(&mut document.approvals);
+        (out, document.approvals.clone())
+    })
 }
 
 /// Every kept approval, of every project.
-pub fn list(home: &ClatHome) -> Result<Vec<StoredApproval>, ApprovalsError> {
-    Ok(read_document(home)?.approvals)
+pub fn list(home: &ClatHome) -> Result<Vec<StoredApproval>, HomeError> {
+    Ok(APPROVALS.read(home)?.approvals)
 }
 
 /// Forget the approvals of `project` (every project: `None`) that `name`
 /// names (every one: `None`); how many were forgotten.
-pub fn revoke(home: &ClatHome, project: Option<&Path>, name: Option<&str>) -> Result<usize, ApprovalsError> {
+pub fn revoke(home: &ClatHome, project: Option<&Path>, name: Option<&str>) -> Result<usize, HomeError> {
     let (removed, _) = update(home, |approvals| {
         let before = approvals.len();
         approvals.retain(|a| !(project.is_none_or(|p| a.project == p) && name.is_none_or(|n| a.named(n))));
@@ -242,7 +217,7 @@ pub fn revoke(home: &ClatHome, project: Option<&Path>, name: Option<&str>) -> Re
 /// Forget `project`'s approvals of the agent's calls of every tool of
 /// `extension` (`mcp:NAME`): once a changed tool definition is accepted, an
 /// approval given for the server as it was never answers for it. How many.
-pub fn revoke_extension_wide(home: &ClatHome, project: &Path, extension: &str) -> Result<usize, ApprovalsError> {
+pub fn revoke_extension_wide(home: &ClatHome, project: &Path, extension: &str) -> Result<usize, HomeError> {
     let (removed, _) = update(home, |approvals| {
         let before = approvals.len();
         approvals
@@ -261,8 +236,8 @@ pub struct ApprovalStore {
 
 impl ApprovalStore {
     /// The approvals kept for the project at `canonical_root`.
-    pub fn open(home: &ClatHome, canonical_root: &Path) -> Result<ApprovalStore, ApprovalsError> {
-        let kept = read_document(home)?.approvals.into_iter().filter(|a| a.project == canonical_root).collect();
+    pub fn open(home: &ClatHome, canonical_root: &Path) -> Result<ApprovalStore, HomeError> {
+        let kept = APPROVALS.read(home)?.approvals.into_iter().filter(|a| a.project == canonical_root).collect();
         Ok(ApprovalStore { home: home.clone(), project: canonical_root.to_path_buf(), kept: Mutex::new(kept) })
     }
 }
@@ -273,7 +248,7 @@ impl ApprovalMemory for ApprovalStore {
         kept.iter().any(|a| a.covers(&self.project, key, effect))
     }
 
-    fn remember(&self, key: &ApprovalKey, effect: Effect, scope: Remember) -> Result<(), ApprovalsError> {
+    fn remember(&self, key: &ApprovalKey, effect: Effect, scope: Remember) -> Result<(), HomeError> {
         let every_tool = scope == Remember::Extension && key.extension != NATIVE;
         let approval = StoredApproval {
             project: self.project.clone(),

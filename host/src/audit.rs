@@ -16,10 +16,10 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
+use crate::home::ClatHome;
 use crate::limits::{AUDIT_FILE_MAX_BYTES, AUDIT_QUEUE_MAX, AUDIT_WRITE_INTERVAL};
 use crate::run::{EventSink, RunEvent, RunEventKind};
 use crate::sync::Unpoisoned;
-use crate::trust::ClatHome;
 
 /// The audit trail inside `$CLAT_HOME`.
 pub const AUDIT_FILE: &str = "audit/calls.jsonl";

@@ -55,6 +55,8 @@ pub mod extension;
 #[doc(hidden)]
 pub mod files;
 #[doc(hidden)]
+pub mod home;
+#[doc(hidden)]
 pub mod identity;
 #[doc(hidden)]
 pub mod limits;

@@ -16,15 +16,18 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 
 use crate::extension::ExtensionKind;
+use crate::home::{Bound, ClatHome, Document, HomeError, Record};
 use crate::identity::Identity;
 use crate::names::{ExternalKind, names_tool};
-use crate::trust::{ClatHome, TrustError};
 
 /// The cache file, inside `$CLAT_HOME`.
 pub const LISTINGS_FILE: &str = "cache/listings.json";
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Listings {
+    /// A file of another version (or none: before versions) is a cache lost.
+    #[serde(default)]
+    version: u32,
     /// MCP servers, by name.
     #[serde(default)]
     servers: BTreeMap<String, Listing>,
@@ -40,12 +43,18 @@ struct Listing {
     tools: Vec<String>,
 }
 
-fn load(home: &ClatHome) -> Listings {
-    crate::files::read_home_record_text(&home.path().join(LISTINGS_FILE))
-        .ok()
-        .and_then(|text| serde_json::from_str(&text).ok())
-        .unwrap_or_default()
+impl Record for Listings {
+    const VERSIONS: std::ops::RangeInclusive<u32> = 1..=1;
+    fn version(&self) -> u32 {
+        self.version
+    }
+    fn set_version(&mut self, version: u32) {
+        self.version = version;
+    }
 }
+
+/// The cache, a hint: one that cannot be read is empty.
+const LISTINGS: Document<Listings> = Document::new(LISTINGS_FILE, Bound::Record);
 
 /// Keep what `extension` (running as `identity`) registered when it started.
 pub fn remember(
@@ -54,20 +63,13 @@ pub fn remember(
     extension: &str,
     identity: &Identity,
     tools: &[String],
-) -> Result<(), TrustError> {
-    let _lock = home.lock(LISTINGS_FILE)?;
-    let mut listings = load(home);
+) -> Result<(), HomeError> {
     let listing = Listing { identity: identity.clone(), tools: tools.to_vec() };
-    let previous = match kind {
-        ExtensionKind::Wasm => listings.plugins.insert(extension.to_string(), listing.clone()),
-        _ => listings.servers.insert(extension.to_string(), listing.clone()),
-    };
-    // The listing of every start is usually the last one: then there is nothing to write.
-    if previous.is_some_and(|p| p.identity == listing.identity && p.tools == listing.tools) {
-        return Ok(());
-    }
-    let text = serde_json::to_string(&listings).expect("listings serialize");
-    home.write_atomic(LISTINGS_FILE, text.as_bytes())
+    // The listing of every start is usually the last one: then nothing is written.
+    LISTINGS.update_cache(home, |listings| match kind {
+        ExtensionKind::Wasm => drop(listings.plugins.insert(extension.to_string(), listing)),
+        _ => drop(listings.servers.insert(extension.to_string(), listing)),
+    })
 }
 
 /// The registered names of the tools `written` names (by any of its names,
@@ -75,7 +77,7 @@ pub fn remember(
 /// (`current`: `mcp:NAME` → identity); `None` when none has one (then only
 /// starting every extension can tell what it is, or what it is close to).
 pub fn registered_names(home: &ClatHome, written: &str, current: &HashMap<String, Identity>) -> Option<Vec<String>> {
-    let listings = load(home);
+    let listings = LISTINGS.read_or_empty(home);
     let found: Vec<String> = listings
         .servers
         .iter()
@@ -91,7 +93,7 @@ pub fn registered_names(home: &ClatHome, written: &str, current: &HashMap<String
 /// whatever the configuration now, a plugin's when `installed` (name →
 /// identity) still has it as listed: hints for shell completion.
 pub fn all_tools(home: &ClatHome, installed: &HashMap<String, Identity>) -> Vec<(String, String)> {
-    let listings = load(home);
+    let listings = LISTINGS.read_or_empty(home);
     let plugins =
         listings.plugins.into_iter().filter(|(plugin, listing)| installed.get(plugin) == Some(&listing.identity));
     listings

@@ -5,16 +5,14 @@
 //! model. The API key is held in memory only and never appears in a log, an
 //! event or an error (error bodies are redacted and bounded).
 
-use std::path::Path;
-
 use async_trait::async_trait;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::contract::{Role, SamplingRequest};
+use crate::home::{Bound, ClatHome, Document, HomeError, Record};
 use crate::limits::{MODEL_ERROR_BODY_MAX_CHARS, TOOL_CALL_TIMEOUT};
 use crate::redact::redact;
-use crate::trust::ClatHome;
 
 /// What a provider answered, with its usage.
 #[derive(Debug, Clone, PartialEq)]
@@ -85,7 +83,7 @@ pub const ENV_MODEL: &str = "CLAT_MODEL";
 pub const ENV_API_KEY: &str = "CLAT_MODEL_API_KEY";
 
 /// `config.json` → `model`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelConfig {
     /// e.g. `https://api.openai.com/v1` (the provider posts to `{base_url}/chat/completions`).
@@ -96,19 +94,34 @@ pub struct ModelConfig {
     pub api_key_env: Option<String>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+/// `config.json`, which the user writes (CLAT only reads it).
+#[derive(Debug, Default, Serialize, Deserialize)]
 struct ConfigFile {
+    /// None written (0), or 1.
+    #[serde(default)]
+    version: u32,
     #[serde(default)]
     model: Option<ModelConfig>,
 }
 
+impl Record for ConfigFile {
+    const VERSIONS: std::ops::RangeInclusive<u32> = 0..=1;
+    fn version(&self) -> u32 {
+        self.version
+    }
+    fn set_version(&mut self, version: u32) {
+        self.version = version;
+    }
+}
+
+const CONFIG: Document<ConfigFile> = Document::new(CONFIG_FILE, Bound::Config);
+
 /// Why the model configuration cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelConfigError {
-    #[error("{path} is malformed at line {line}, column {column}: {message}")]
-    Malformed { path: String, line: usize, column: usize, message: String },
-    #[error("cannot read {path}: {source}")]
-    Unreadable { path: String, source: std::io::Error },
+    /// `config.json` cannot be read, or is malformed.
+    #[error(transparent)]
+    Config(#[from] HomeError),
     #[error("the model configuration has a base URL but no model name (set `model` in config.json or {ENV_MODEL})")]
     NoModel,
     #[error("cannot build the HTTP client: {0}")]
@@ -140,8 +153,7 @@ pub fn active_model(
     home: &ClatHome,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<Option<ActiveModel>, ModelConfigError> {
-    let path = home.path().join(CONFIG_FILE);
-    let file = read_config(&path)?;
+    let file = CONFIG.read(home)?;
     let config = file.model.unwrap_or_default();
     let Some(base_url) = env(ENV_BASE_URL).or(config.base_url) else { return Ok(None) };
     let model = env(ENV_MODEL).or(config.model).ok_or(ModelConfigError::NoModel)?;
@@ -165,21 +177,6 @@ pub fn provider_from_config(
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<std::sync::Arc<dyn ModelProvider>, ModelConfigError> {
     provider_for(active_model(home, env)?.as_ref())
-}
-
-fn read_config(path: &Path) -> Result<ConfigFile, ModelConfigError> {
-    match crate::files::read_config_text(path) {
-        Ok(text) => serde_json::from_str(&text).map_err(|e| ModelConfigError::Malformed {
-            path: path.display().to_string(),
-            line: e.line(),
-            column: e.column(),
-            message: e.to_string(),
-        }),
-        Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => {
-            Ok(ConfigFile::default())
-        }
-        Err(source) => Err(ModelConfigError::Unreadable { path: path.display().to_string(), source }),
-    }
 }
 
 /// An OpenAI-compatible `/chat/completions` endpoint.

@@ -14,10 +14,10 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::capabilities::{Capabilities, ToolDeclaration, ToolUses};
+use crate::home::{Bound, ClatHome, Document, HomeError, Record};
 use crate::limits::{
     PACKAGE_MAX_BYTES, PACKAGE_MAX_FILES, PLUGIN_NAME_MAX_CHARS, PLUGIN_VERSION_MAX_CHARS, WASM_MEMORY_MAX_BYTES,
 };
-use crate::trust::{ClatHome, TrustError};
 
 /// The manifest's file name.
 pub const MANIFEST: &str = "clat-plugin.toml";
@@ -188,6 +188,19 @@ struct Index {
     plugins: BTreeMap<String, Installed>,
 }
 
+impl Record for Index {
+    const VERSIONS: std::ops::RangeInclusive<u32> = 1..=1;
+    fn version(&self) -> u32 {
+        self.version
+    }
+    fn set_version(&mut self, version: u32) {
+        self.version = version;
+    }
+}
+
+/// The index of installed packages.
+const PACKAGES: Document<Index> = Document::new(INDEX, Bound::Config);
+
 /// Why a package could not be installed or removed.
 #[derive(Debug, thiserror::Error)]
 pub enum PackageError {
@@ -206,7 +219,7 @@ pub enum PackageError {
     )]
     OtherOrigin { name: String, installed: String, offered: String, retry: String },
     #[error(transparent)]
-    Home(#[from] TrustError),
+    Home(#[from] HomeError),
     #[error("{context}: {source}")]
     Io { context: String, source: std::io::Error },
 }
@@ -339,27 +352,9 @@ impl PackageStore {
         PackageStore { home: home.clone() }
     }
 
-    fn index(&self) -> Result<Index, PackageError> {
-        let path = self.home.path().join(INDEX);
-        match crate::files::read_config_text(&path) {
-            Ok(text) => {
-                serde_json::from_str(&text).map_err(|e| PackageError::Manifest { path, message: e.to_string() })
-            }
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => {
-                Ok(Index { version: 1, plugins: BTreeMap::new() })
-            }
-            Err(e) => Err(io(format!("cannot read {}", path.display()))(e)),
-        }
-    }
-
-    fn save(&self, index: &Index) -> Result<(), PackageError> {
-        let text = serde_json::to_string_pretty(index).expect("the index serializes");
-        Ok(self.home.write_atomic(INDEX, text.as_bytes())?)
-    }
-
     /// Installed packages, by name.
     pub fn list(&self) -> Result<Vec<Installed>, PackageError> {
-        Ok(self.index()?.plugins.into_values().collect())
+        Ok(PACKAGES.read(&self.home)?.plugins.into_values().collect())
     }
 
     /// Copy a validated package into its immutable artifact directory and
@@ -439,15 +434,14 @@ impl PackageStore {
             validate(&manifest, &final_dir).map_err(|message| PackageError::Invalid { dir: dir.clone(), message })?;
         }
         // Read, change, write the index under its lock: concurrent installs lose nothing.
-        let _lock = self.home.lock(INDEX)?;
-        let mut index = self.index()?;
-        index.version = 1;
-        // A reinstall keeps how the user had its tools offered.
-        let loading = index.plugins.get(&manifest.name).map(|p| p.loading.clone()).unwrap_or_default();
-        let installed =
-            Installed { manifest: manifest.clone(), dir: final_dir, grants, digest, loading, source, origin: from };
-        let previous = index.plugins.insert(manifest.name.clone(), installed.clone());
-        self.save(&index)?;
+        let (installed, previous) = PACKAGES.update(&self.home, |index| {
+            // A reinstall keeps how the user had its tools offered.
+            let loading = index.plugins.get(&manifest.name).map(|p| p.loading.clone()).unwrap_or_default();
+            let installed =
+                Installed { manifest: manifest.clone(), dir: final_dir, grants, digest, loading, source, origin: from };
+            let previous = index.plugins.insert(manifest.name.clone(), installed.clone());
+            (installed, previous)
+        })?;
         if let Some(old) = previous
             && old.dir != installed.dir
         {
@@ -458,7 +452,7 @@ impl PackageStore {
 
     /// The installed package named `name`, if any.
     pub fn get(&self, name: &str) -> Result<Option<Installed>, PackageError> {
-        Ok(self.index()?.plugins.remove(name))
+        Ok(PACKAGES.read(&self.home)?.plugins.remove(name))
     }
 
     /// Replace an installed plugin's grants (`clat plugin grant | revoke`);
@@ -468,34 +462,29 @@ impl PackageStore {
         name: &str,
         change: impl FnOnce(&Installed) -> Result<Capabilities, PackageError>,
     ) -> Result<Installed, PackageError> {
-        let _lock = self.home.lock(INDEX)?;
-        let mut index = self.index()?;
-        let package = index.plugins.get_mut(name).ok_or_else(|| PackageError::NotInstalled(name.to_string()))?;
-        package.grants = change(package)?;
-        let updated = package.clone();
-        self.save(&index)?;
-        Ok(updated)
+        PACKAGES.update(&self.home, |index| {
+            let package = index.plugins.get_mut(name).ok_or_else(|| PackageError::NotInstalled(name.to_string()))?;
+            package.grants = change(package)?;
+            Ok(package.clone())
+        })?
     }
 
     /// Set how an installed plugin's tools are offered under progressive
     /// discovery (`clat plugin load`). Tool names in `always_load` (written by
     /// hand in the index) are taken as they are: one that names no tool pins nothing.
     pub fn set_loading(&self, name: &str, loading: clat_mcp::config::Loading) -> Result<Installed, PackageError> {
-        let _lock = self.home.lock(INDEX)?;
-        let mut index = self.index()?;
-        let package = index.plugins.get_mut(name).ok_or_else(|| PackageError::NotInstalled(name.to_string()))?;
-        package.loading = loading;
-        let updated = package.clone();
-        self.save(&index)?;
-        Ok(updated)
+        PACKAGES.update(&self.home, |index| {
+            let package = index.plugins.get_mut(name).ok_or_else(|| PackageError::NotInstalled(name.to_string()))?;
+            package.loading = loading;
+            Ok(package.clone())
+        })?
     }
 
     /// Forget a package and delete its artifact directory.
     pub fn remove(&self, name: &str) -> Result<Installed, PackageError> {
-        let _lock = self.home.lock(INDEX)?;
-        let mut index = self.index()?;
-        let removed = index.plugins.remove(name).ok_or_else(|| PackageError::NotInstalled(name.to_string()))?;
-        self.save(&index)?;
+        let removed = PACKAGES
+            .update(&self.home, |index| index.plugins.remove(name))?
+            .ok_or_else(|| PackageError::NotInstalled(name.to_string()))?;
         remove_tree(&removed.dir);
         crate::wasm::kept::forget(&self.home, name);
         Ok(removed)

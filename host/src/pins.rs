@@ -21,9 +21,9 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::contract::ToolSpec;
+use crate::home::{Bound, ClatHome, Document, HomeError, Record};
 use crate::identity::hex;
 use crate::names::{ExternalKind, external_tool_name, names_tool};
-use crate::trust::{ClatHome, TrustError};
 
 /// The file, inside the home.
 pub const PINS_FILE: &str = "pins.json";
@@ -138,32 +138,19 @@ struct PinsDocument {
     projects: BTreeMap<PathBuf, BTreeMap<String, ServerPins>>,
 }
 
-/// Why pins could not be read or kept.
-#[derive(Debug, thiserror::Error)]
-pub enum PinsError {
-    #[error("{file} is malformed: {message}; fix it, or remove it to pin every tool anew as it is listed next")]
-    Malformed { file: String, message: String },
-    #[error("cannot read {file}: {message}")]
-    Unreadable { file: String, message: String },
-    #[error(transparent)]
-    Home(#[from] TrustError),
+impl Record for PinsDocument {
+    const VERSIONS: std::ops::RangeInclusive<u32> = VERSION..=VERSION;
+    fn version(&self) -> u32 {
+        self.version
+    }
+    fn set_version(&mut self, version: u32) {
+        self.version = version;
+    }
 }
 
-fn read_document(home: &ClatHome) -> Result<PinsDocument, PinsError> {
-    let path = home.path().join(PINS_FILE);
-    let file = path.display().to_string();
-    let text = match crate::files::read_home_record_text(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(PinsDocument::default()),
-        Err(e) => return Err(PinsError::Unreadable { file, message: e.to_string() }),
-    };
-    let document: PinsDocument =
-        serde_json::from_str(&text).map_err(|e| PinsError::Malformed { file: file.clone(), message: e.to_string() })?;
-    if document.version != VERSION {
-        return Err(PinsError::Malformed { file, message: format!("expected version {VERSION}") });
-    }
-    Ok(document)
-}
+/// The document.
+const PINS: Document<PinsDocument> =
+    Document::with_hint(PINS_FILE, Bound::Record, "; fix it, or remove it to pin every tool anew as it is listed next");
 
 /// Read, change and write one server's pins under the home's lock (written only when they changed).
 fn update<T>(
@@ -171,18 +158,10 @@ fn update<T>(
     project: &Path,
     server: &str,
     change: impl FnOnce(&mut ServerPins) -> T,
-) -> Result<T, PinsError> {
-    let _lock = home.lock(PINS_FILE)?;
-    let mut document = read_document(home)?;
-    let pins = document.projects.entry(project.to_path_buf()).or_default().entry(server.to_string()).or_default();
-    let before = pins.clone();
-    let out = change(pins);
-    if *pins != before {
-        document.version = VERSION;
-        let text = serde_json::to_string_pretty(&document).expect("pins serialize") + "\n";
-        home.write_atomic(PINS_FILE, text.as_bytes())?;
-    }
-    Ok(out)
+) -> Result<T, HomeError> {
+    PINS.update(home, |document| {
+        change(document.projects.entry(project.to_path_buf()).or_default().entry(server.to_string()).or_default())
+    })
 }
 
 /// What a listing's tool is, against its pin.
@@ -210,7 +189,7 @@ impl ToolPins {
     /// Judge the tools `server` lists now against their pins: a tool listed for
     /// the first time is pinned; one whose definition differs keeps its pin and
     /// its new definition waits for `accept`. One verdict per tool, in order.
-    pub fn check(&self, server: &str, tools: &[&ToolSpec]) -> Result<Vec<Verdict>, PinsError> {
+    pub fn check(&self, server: &str, tools: &[&ToolSpec]) -> Result<Vec<Verdict>, HomeError> {
         update(&self.home, &self.project, server, |pins| {
             tools
                 .iter()
@@ -248,8 +227,8 @@ pub struct Quarantined {
 }
 
 /// The quarantined tools of `server` in the project at `canonical_root`.
-pub fn quarantined(home: &ClatHome, canonical_root: &Path, server: &str) -> Result<Vec<Quarantined>, PinsError> {
-    let document = read_document(home)?;
+pub fn quarantined(home: &ClatHome, canonical_root: &Path, server: &str) -> Result<Vec<Quarantined>, HomeError> {
+    let document = PINS.read(home)?;
     let Some(pins) = document.projects.get(canonical_root).and_then(|servers| servers.get(server)) else {
         return Ok(Vec::new());
     };
@@ -271,7 +250,7 @@ pub fn accept(
     canonical_root: &Path,
     server: &str,
     tool: Option<&str>,
-) -> Result<Vec<Quarantined>, PinsError> {
+) -> Result<Vec<Quarantined>, HomeError> {
     update(home, canonical_root, server, |pins| {
         let mut accepted = Vec::new();
         let named = |name: &str, written: &str| {
@@ -367,7 +346,7 @@ mod tests {
         std::fs::create_dir_all(home.path()).unwrap();
         std::fs::write(home.path().join(PINS_FILE), "{ not json").unwrap();
         let err = ToolPins::new(&home, dir.path()).check("srv", &[&spec("d", "{}")]).unwrap_err();
-        assert!(matches!(err, PinsError::Malformed { .. }), "{err}");
+        assert!(matches!(err, HomeError::Malformed { .. }), "{err}");
         assert!(err.to_string().contains("remove it to pin every tool anew"), "{err}");
     }
 }

@@ -44,10 +44,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::approvals::{ApprovalStore, ApprovalsError};
+use crate::approvals::ApprovalStore;
 use crate::asker::{HeadlessAsker, UserAsker};
 use crate::contract::{PermissionMode, ToolOutput};
 use crate::extension::{ExtensionStatus, StartFilter};
+use crate::home::{ClatHome, HomeError};
 use crate::model::ModelConfigError;
 use crate::native::process::SandboxPolicy;
 use crate::permissions::{Approver, HeadlessApprover};
@@ -55,25 +56,23 @@ use crate::registry::{CallError, SystemPrompt, ToolInfo};
 use crate::run::{EventSink, NullSink, RunContext};
 use crate::sampling::ModelProvider;
 use crate::scope::{ProjectScope, ScopeError, ScopeOptions};
-use crate::trust::{ClatHome, TrustError, TrustStore};
+use crate::trust::TrustStore;
 use crate::wasm::WasmCompiler;
 use crate::wasm::cache::CompileObserver;
 
 /// Why the platform could not do what was asked.
 #[derive(Debug, thiserror::Error)]
 pub enum PlatformError {
-    /// CLAT's home could not be found, read or written, or a project is missing.
+    /// CLAT's home or one of its documents (trust, kept approvals, …) could not be found, read or written, or a
+    /// project is missing.
     #[error(transparent)]
-    Home(#[from] TrustError),
+    Home(#[from] HomeError),
     /// The project could not be mounted: it is not trusted (nothing was started), or cannot be opened.
     #[error(transparent)]
     Mount(#[from] ScopeError),
     /// The session model's configuration (`$CLAT_HOME/config.json`, the environment) is malformed.
     #[error(transparent)]
     Model(#[from] ModelConfigError),
-    /// The kept approvals (`$CLAT_HOME/approvals.json`) could not be read.
-    #[error(transparent)]
-    Approvals(#[from] ApprovalsError),
 }
 
 /// CLAT's home, opened: where trust, installed plugins, `mcp.json`, kept

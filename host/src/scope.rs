@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::contract::ContextSnapshot;
 pub use crate::extension::{Extension, ExtensionKind, ExtensionState, ExtensionStatus, StartFilter};
+use crate::home::{ClatHome, HomeError};
 use crate::mcp::McpServer;
 use crate::native::fence::PathFence;
 use crate::native::process::{ProcessService, SandboxPolicy};
@@ -25,7 +26,7 @@ use crate::run::{RunBuilder, RunContext};
 use crate::sampling::{ModelProvider, OfflineProvider};
 use crate::services::HostServices;
 use crate::sync::Unpoisoned;
-use crate::trust::{ClatHome, TrustError, TrustStore, canonical_project};
+use crate::trust::{TrustStore, canonical_project};
 use crate::wasm::{WasmPlugin, WasmRuntime};
 
 /// Where compiled components are cached, inside `$CLAT_HOME`.
@@ -51,7 +52,7 @@ pub enum ScopeError {
     #[error("project {root} is not trusted; run `clat trust {root}` first (nothing was started)")]
     Untrusted { root: PathBuf },
     #[error(transparent)]
-    Trust(#[from] TrustError),
+    Trust(#[from] HomeError),
     #[error("cannot open project {root}: {source}")]
     Project { root: PathBuf, source: std::io::Error },
     #[error("registering native tools failed: {0}")]
@@ -252,7 +253,7 @@ impl ProjectScope {
         // never holds back the others (or the first run's freeze).
         let mut connecting = tokio::task::JoinSet::new();
         for mut server in set.servers {
-            let (name, kind) = (server.name.clone(), server.target.kind());
+            let (name, kind) = (server.name.clone(), crate::mcp::sources::target_kind(&server.target));
             let default = self.default_startup_timeout.map(|t| t.min(crate::limits::STARTUP_TIMEOUT_MAX));
             server.options.startup_timeout = server.options.startup_timeout.or(default);
             if !self.start.wants(kind, &name) {
@@ -474,7 +475,7 @@ impl ProjectScope {
 /// started or contacted. `clat approvals list` holds kept approvals against it.
 /// `project` (canonical) adds its approved `.mcp.json` servers.
 pub fn configured_identities(
-    home: &crate::trust::ClatHome,
+    home: &crate::home::ClatHome,
     project: Option<&Path>,
     glm_plan: Option<&crate::mcp::glm::CodingPlan>,
 ) -> std::collections::HashMap<String, crate::identity::Identity> {

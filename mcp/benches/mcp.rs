@@ -20,7 +20,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clat_mcp::{ClientInfo, HttpSpec, NoServerRequests, Session, StderrSink, StdioSpec};
+use clat_mcp::{ClientInfo, HttpSpec, NoServerRequests, Opening, Session, StderrSink, StdioSpec, Target};
 use criterion::{Criterion, criterion_group};
 use rmcp::ServiceExt as _;
 use rmcp::model::CallToolRequestParams;
@@ -49,16 +49,8 @@ async fn connect() -> Session {
 
 async fn connect_to(server: &str) -> Session {
     let client = ClientInfo { name: "bench".into(), version: "0".into() };
-    Session::connect(
-        &spec(server),
-        Arc::new(NoServerRequests),
-        Arc::new(Ignore),
-        &client,
-        json!({}),
-        clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT,
-    )
-    .await
-    .unwrap()
+    let opening = Opening::new(Arc::new(NoServerRequests), client, json!({})).stderr(Arc::new(Ignore));
+    Session::connect(&Target::Stdio(spec(server)), opening).await.unwrap()
 }
 
 /// A `cat` process: the floor for one line out and back through two pipes.
@@ -326,15 +318,9 @@ fn benches(c: &mut Criterion) {
     let http_session = rt.block_on(async {
         let client = ClientInfo { name: "bench".into(), version: "0".into() };
         let spec = HttpSpec { url: format!("{}/mcp", http.1), headers: vec![], auth: None };
-        Session::connect_http(
-            &spec,
-            Arc::new(NoServerRequests),
-            &client,
-            json!({}),
-            clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT,
-        )
-        .await
-        .unwrap()
+        Session::connect(&Target::Http(spec), Opening::new(Arc::new(NoServerRequests), client, json!({})))
+            .await
+            .unwrap()
     });
     let raw_http = reqwest::Client::new();
     let echo_url = format!("{}/echo", http.1);

@@ -33,38 +33,79 @@ use crate::http::{HttpConnection, HttpSpec};
 use crate::inbound::{Link, ServerRequests};
 use crate::jsonrpc::{Message, WireError};
 use crate::limits::{
-    INPUT_REQUIRED_MAX_ROUNDS, MODERN_PROBE_TIMEOUT, PROBE_STDERR_HELD_MAX_BYTES, TOOLS_LIST_MAX_PAGES,
-    TOOLS_LIST_PAGE_TIMEOUT, TOOLS_PER_SERVER_MAX,
+    INPUT_REQUIRED_MAX_ROUNDS, LEGACY_HANDSHAKE_TIMEOUT, MODERN_PROBE_TIMEOUT, PROBE_STDERR_HELD_MAX_BYTES,
+    TOOLS_LIST_MAX_PAGES, TOOLS_LIST_PAGE_TIMEOUT, TOOLS_PER_SERVER_MAX,
+};
+use crate::protocol::{CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY};
+pub use crate::protocol::{
+    ClientInfo, Era, HEADER_MISMATCH, LEGACY_VERSIONS, MISSING_REQUIRED_CLIENT_CAPABILITY, MODERN_VERSION,
+    UNSUPPORTED_PROTOCOL_VERSION,
 };
 use crate::stdio::{Connection, StderrSink, StdioSpec};
 use crate::transport::Transport;
 
-/// The modern protocol version.
-pub const MODERN_VERSION: &str = "2026-07-28";
-/// `HeaderMismatch` (modern HTTP).
-pub const HEADER_MISMATCH: i64 = -32020;
-/// `MissingRequiredClientCapabilityError` (modern).
-pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
-/// `UnsupportedProtocolVersionError`.
-pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
-
-/// Which protocol era a server speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Era {
-    /// `initialize` / `notifications/initialized` and sessions (2024-11-05 … 2025-11-25).
-    Legacy,
-    /// Stateless requests with the `_meta` envelope (2026-07-28).
-    Modern,
+/// Where a session's server is.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// A subprocess speaking over its stdio.
+    Stdio(StdioSpec),
+    /// A Streamable HTTP endpoint.
+    Http(HttpSpec),
 }
 
-/// Legacy protocol versions, newest first; the first is what we offer.
-pub const LEGACY_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+/// How a session opens: who serves the server's requests, where a
+/// subprocess's stderr goes, who we are and what we can do, the legacy
+/// handshake's bound, and whether the server's era is already known.
+pub struct Opening {
+    pub handler: Arc<dyn ServerRequests>,
+    /// A subprocess's stderr; none: dropped (unused over HTTP).
+    pub stderr: Option<Arc<dyn StderrSink>>,
+    pub client: ClientInfo,
+    pub capabilities: Value,
+    /// The bound of the legacy `initialize`.
+    pub handshake: Duration,
+    /// The server is known to speak the legacy era: no modern probe first.
+    pub known_legacy: bool,
+}
 
-/// The client's identity.
-#[derive(Debug, Clone)]
-pub struct ClientInfo {
-    pub name: String,
-    pub version: String,
+impl Opening {
+    /// Open as `client` with `capabilities`, the server's requests served by
+    /// `handler`; stderr dropped, `LEGACY_HANDSHAKE_TIMEOUT`, the era probed.
+    pub fn new(handler: Arc<dyn ServerRequests>, client: ClientInfo, capabilities: Value) -> Opening {
+        Opening {
+            handler,
+            stderr: None,
+            client,
+            capabilities,
+            handshake: LEGACY_HANDSHAKE_TIMEOUT,
+            known_legacy: false,
+        }
+    }
+
+    /// A subprocess's stderr goes to `sink`.
+    pub fn stderr(mut self, sink: Arc<dyn StderrSink>) -> Opening {
+        self.stderr = Some(sink);
+        self
+    }
+
+    /// The legacy `initialize` may take `handshake` (a slow first start).
+    pub fn handshake(mut self, handshake: Duration) -> Opening {
+        self.handshake = handshake;
+        self
+    }
+
+    /// The server is known to be legacy: the legacy handshake alone.
+    pub fn known_legacy(mut self, known: bool) -> Opening {
+        self.known_legacy = known;
+        self
+    }
+}
+
+/// The stderr of a subprocess nobody asked to see.
+struct DroppedStderr;
+
+impl StderrSink for DroppedStderr {
+    fn write(&self, _bytes: &[u8]) {}
 }
 
 /// An initialized session.
@@ -105,9 +146,9 @@ enum Probe {
 
 fn modern_meta(client: &ClientInfo, capabilities: &Value) -> Value {
     json!({
-        "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
-        "io.modelcontextprotocol/clientInfo": { "name": client.name, "version": client.version },
-        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        PROTOCOL_VERSION_KEY: MODERN_VERSION,
+        CLIENT_INFO_KEY: { "name": client.name, "version": client.version },
+        CLIENT_CAPABILITIES_KEY: capabilities,
     })
 }
 
@@ -222,8 +263,6 @@ fn offers_our_version(error: &WireError) -> bool {
             .is_some_and(|v| v.iter().any(|s| s == MODERN_VERSION))
 }
 
-/// The modern `_meta` key of the log level a request asks for.
-const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 /// The least severe log level a tagged call asks a modern server for.
 const CALL_LOG_LEVEL: &str = "info";
 
@@ -270,75 +309,69 @@ impl Session {
         self.link.connection.close().await;
     }
 
-    /// Start a server and open a session in whichever era it speaks: the
-    /// modern probe in a first subprocess, kept if modern; otherwise a fresh
-    /// subprocess for the legacy handshake (a strict legacy server never sees
-    /// the probe followed by `initialize`), whose `initialize` may take
-    /// `handshake`. The probe process's stderr reaches `stderr` only if that
-    /// process is kept or the probe's failure is the answer.
-    pub async fn connect(
-        spec: &StdioSpec,
-        handler: Arc<dyn ServerRequests>,
-        stderr: Arc<dyn StderrSink>,
-        client: &ClientInfo,
-        capabilities: Value,
-        handshake: Duration,
-    ) -> Result<Session, ClientError> {
-        let probe_stderr = Arc::new(ProbeStderr::new(Arc::clone(&stderr)));
-        let first = Link::new(Arc::new(Connection::spawn(spec, probe_stderr.clone()).await?), Arc::clone(&handler));
-        match probe(first.connection.as_ref(), client, &capabilities).await {
-            Ok(Probe::Modern(discover)) => {
-                probe_stderr.keep();
-                Ok(Session::modern(first, discover, client, &capabilities))
+    /// Open a session with `target` in whichever era it speaks.
+    ///
+    /// A subprocess: the modern probe in a first process, kept if modern;
+    /// otherwise a fresh process for the legacy handshake (a strict legacy
+    /// server never sees the probe followed by `initialize`). The probe
+    /// process's stderr reaches `opening.stderr` only if that process is kept
+    /// or the probe's failure is the answer.
+    ///
+    /// Streamable HTTP: a modern request first (`server/discover`); a
+    /// recognized modern error means modern without a fallback; anything else
+    /// means legacy, so `initialize` on the same URL.
+    ///
+    /// A server the caller knows to be legacy (`Opening::known_legacy`) gets
+    /// the legacy handshake alone, in one process. `initialize` is bounded by
+    /// `opening.handshake` either way.
+    pub async fn connect(target: &Target, opening: Opening) -> Result<Session, ClientError> {
+        let Opening { handler, stderr, client, capabilities, handshake, known_legacy } = opening;
+        let stderr = stderr.unwrap_or_else(|| Arc::new(DroppedStderr));
+        match target {
+            Target::Stdio(spec) if known_legacy => {
+                let link = Link::new(Arc::new(Connection::spawn(spec, stderr).await?), handler);
+                Session::handshake(link, &client, capabilities, handshake).await
             }
-            Ok(Probe::Legacy(why)) => {
-                tracing::debug!(
-                    "{}: not modern ({why}); starting a fresh process for the legacy handshake",
-                    spec.command
-                );
-                probe_stderr.discard();
-                first.connection.close().await;
-                let fresh = Link::new(Arc::new(Connection::spawn(spec, stderr).await?), handler);
-                Session::handshake(fresh, client, capabilities, handshake).await
+            Target::Stdio(spec) => {
+                let probe_stderr = Arc::new(ProbeStderr::new(Arc::clone(&stderr)));
+                let first =
+                    Link::new(Arc::new(Connection::spawn(spec, probe_stderr.clone()).await?), Arc::clone(&handler));
+                match probe(first.connection.as_ref(), &client, &capabilities).await {
+                    Ok(Probe::Modern(discover)) => {
+                        probe_stderr.keep();
+                        Ok(Session::modern(first, discover, &client, &capabilities))
+                    }
+                    Ok(Probe::Legacy(why)) => {
+                        tracing::debug!(
+                            "{}: not modern ({why}); starting a fresh process for the legacy handshake",
+                            spec.command
+                        );
+                        probe_stderr.discard();
+                        first.connection.close().await;
+                        let fresh = Link::new(Arc::new(Connection::spawn(spec, stderr).await?), handler);
+                        Session::handshake(fresh, &client, capabilities, handshake).await
+                    }
+                    Err(e) => {
+                        probe_stderr.keep();
+                        first.connection.close().await;
+                        Err(e)
+                    }
+                }
             }
-            Err(e) => {
-                probe_stderr.keep();
-                first.connection.close().await;
-                Err(e)
+            Target::Http(spec) => {
+                let link = Link::new(Arc::new(HttpConnection::new(spec)?), handler);
+                if known_legacy {
+                    return Session::handshake(link, &client, capabilities, handshake).await;
+                }
+                match probe(link.connection.as_ref(), &client, &capabilities).await? {
+                    Probe::Modern(discover) => Ok(Session::modern(link, discover, &client, &capabilities)),
+                    Probe::Legacy(why) => {
+                        tracing::debug!("{}: not modern ({why}); initializing", spec.url);
+                        Session::handshake(link, &client, capabilities, handshake).await
+                    }
+                }
             }
         }
-    }
-
-    /// Open a session with a Streamable HTTP server: a modern request first
-    /// (`server/discover`); a recognized modern error means modern without a
-    /// fallback; anything else means legacy, so `initialize` on the same URL.
-    pub async fn connect_http(
-        spec: &HttpSpec,
-        handler: Arc<dyn ServerRequests>,
-        client: &ClientInfo,
-        capabilities: Value,
-        handshake: Duration,
-    ) -> Result<Session, ClientError> {
-        let link = Link::new(Arc::new(HttpConnection::new(spec)?), handler);
-        match probe(link.connection.as_ref(), client, &capabilities).await? {
-            Probe::Modern(discover) => Ok(Session::modern(link, discover, client, &capabilities)),
-            Probe::Legacy(why) => {
-                tracing::debug!("{}: not modern ({why}); initializing", spec.url);
-                Session::handshake(link, client, capabilities, handshake).await
-            }
-        }
-    }
-
-    /// Open a legacy session with a Streamable HTTP server that is known to be
-    /// legacy (no modern request is sent first).
-    pub async fn initialize_http(
-        spec: &HttpSpec,
-        handler: Arc<dyn ServerRequests>,
-        client: &ClientInfo,
-        capabilities: Value,
-        handshake: Duration,
-    ) -> Result<Session, ClientError> {
-        Session::initialize(HttpConnection::new(spec)?, handler, client, capabilities, handshake).await
     }
 
     /// Any request in this session's era (the `_meta` envelope when modern),
@@ -352,11 +385,7 @@ impl Session {
             link,
             era: Era::Modern,
             protocol_version: MODERN_VERSION.into(),
-            server_info: discover
-                .get("_meta")
-                .and_then(|m| m.get("io.modelcontextprotocol/serverInfo"))
-                .cloned()
-                .unwrap_or(Value::Null),
+            server_info: discover.get("_meta").and_then(|m| m.get(SERVER_INFO_KEY)).cloned().unwrap_or(Value::Null),
             server_capabilities: discover.get("capabilities").cloned().unwrap_or(Value::Null),
             meta: modern_meta(client, capabilities),
         }
@@ -495,7 +524,7 @@ impl Session {
                 // opted in); anything else is refused there, and so unsupported here.
                 // A question the host forwards to a modern client of `clat serve` keeps this key.
                 let fulfilment = self.link.handler.handle(method, request.get("params").cloned(), tag);
-                let response = crate::server::forwarding_key(key, fulfilment).await.map_err(|e| {
+                let response = crate::inbound::forwarding_key(key, fulfilment).await.map_err(|e| {
                     ClientError::Unsupported(format!("input {key:?} ({method}) was not fulfilled: {e}"))
                 })?;
                 responses.insert(key.clone(), response);
@@ -605,7 +634,7 @@ impl Session {
         if let Some(tag) = tag {
             original["_meta"] = json!({ "progressToken": tag });
             if self.era == Era::Modern {
-                original["_meta"][META_LOG_LEVEL] = json!(CALL_LOG_LEVEL);
+                original["_meta"][LOG_LEVEL_KEY] = json!(CALL_LOG_LEVEL);
             }
         }
         if self.era == Era::Legacy {

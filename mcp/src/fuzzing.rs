@@ -9,9 +9,10 @@ use std::sync::{Arc, Mutex};
 use futures_util::{FutureExt, StreamExt};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::inbound::{Inbox, NoServerRequests, ServerRequests, inbound_limit, serve};
+use crate::inbound::{NoServerRequests, ServerRequests, inbound_limit, serve};
 use crate::jsonrpc::{RequestId, encode_line};
 use crate::stdio::{Reply, route};
+use crate::transport::Inbox;
 
 /// What routing some frames did.
 #[derive(Debug, Default)]

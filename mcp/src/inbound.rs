@@ -12,12 +12,12 @@ use std::sync::{Arc, Weak};
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
 use crate::jsonrpc::{INTERNAL_ERROR, METHOD_NOT_FOUND, Message, RequestId, SERVER_BUSY, WireError};
 use crate::limits::INBOUND_REQUEST_QUEUE;
-use crate::transport::Transport;
+use crate::transport::{Incoming, Transport};
 
 /// Serves what the server asks of the client. `ping` is answered by the
 /// session itself; everything else comes here.
@@ -45,34 +45,21 @@ impl ServerRequests for NoServerRequests {
     }
 }
 
-/// A message the server started, as a transport read it.
-#[derive(Debug)]
-pub enum Incoming {
-    /// A request, to be answered with a response of the same id; `related` is
-    /// the tag of the client request it came with, when the transport can tell.
-    Request { id: RequestId, method: String, params: Option<Value>, related: Option<u64> },
-    /// A notification (never answered).
-    Notification { method: String, params: Option<Value> },
+tokio::task_local! {
+    /// The key a downstream server gave the input request CLAT's client is fulfilling in this task.
+    static FORWARDED_KEY: String;
 }
 
-/// Where a transport's reading side puts what the server started. Unbounded:
-/// the session takes each message at once (serving a request only spawns it),
-/// so reading never waits on serving.
-pub(crate) type IncomingSender = mpsc::UnboundedSender<Incoming>;
+/// Run `fulfilment` — the host answering a downstream server's input request asked under `key` — so that the
+/// question it forwards to a modern client of `clat serve` (`Peer::forward`, in the same task) is asked under the
+/// same key.
+pub(crate) async fn forwarding_key<F: Future>(key: &str, fulfilment: F) -> F::Output {
+    FORWARDED_KEY.scope(key.to_string(), fulfilment).await
+}
 
-/// The receiving end a transport keeps for `Transport::receive`; it ends when
-/// every sender is gone (the transport stopped reading).
-pub(crate) struct Inbox(tokio::sync::Mutex<mpsc::UnboundedReceiver<Incoming>>);
-
-impl Inbox {
-    pub(crate) fn new() -> (IncomingSender, Inbox) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        (tx, Inbox(tokio::sync::Mutex::new(rx)))
-    }
-
-    pub(crate) async fn receive(&self) -> Option<Incoming> {
-        self.0.lock().await.recv().await
-    }
+/// The key of the input request being fulfilled in this task, if any.
+pub(crate) fn current_forwarded_key() -> Option<String> {
+    FORWARDED_KEY.try_with(String::clone).ok()
 }
 
 /// A connection whose server-started messages are being served: what a

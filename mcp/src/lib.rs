@@ -10,9 +10,11 @@
 //! and `mcp.json` parsing.
 
 pub mod auth;
+mod body;
 pub mod client;
 pub mod config;
 pub mod error;
+mod frame;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
@@ -20,15 +22,17 @@ pub mod http;
 pub mod inbound;
 pub mod jsonrpc;
 pub mod limits;
+pub mod protocol;
 pub mod server;
 pub mod stdio;
 pub(crate) mod sync;
 pub mod transport;
 
-pub use client::{ClientInfo, Era, LEGACY_VERSIONS, MODERN_VERSION, Session, ToolListing};
+pub use client::{Opening, Session, Target, ToolListing};
 pub use error::ClientError;
 pub use http::{HttpConnection, HttpSpec};
-pub use inbound::{Incoming, NoServerRequests, ServerRequests};
+pub use inbound::{NoServerRequests, ServerRequests};
 pub use jsonrpc::{RequestId, WireError};
+pub use protocol::{ClientInfo, Era, LEGACY_VERSIONS, MODERN_VERSION};
 pub use stdio::{Connection, StderrSink, StdioSpec};
-pub use transport::Transport;
+pub use transport::{Incoming, Transport};

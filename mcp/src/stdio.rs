@@ -22,23 +22,21 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio::io::{AsyncReadExt, BufReader};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ClientError;
-use crate::inbound::{Inbox, Incoming, IncomingSender};
+use crate::frame::{FrameError, WRITE_BATCH_BYTES, read_frame};
 use crate::jsonrpc::{Message, RequestId, WireError, encode_line, parse, recover_response_id};
 use crate::limits::{CLOSE_GRACE, EXIT_REPORT_WAIT, EXIT_STDERR_DRAIN_WAIT, STDIO_FRAME_MAX_BYTES, WRITER_QUEUE};
 use crate::sync::lock;
 use crate::transport::Transport;
+use crate::transport::{Inbox, Incoming, IncomingSender};
 
 mod outbox;
 pub(crate) use outbox::Outbox;
-
-/// The writer gathers queued messages into one write up to about this many bytes.
-pub(crate) const WRITE_BATCH_BYTES: usize = 64 * 1024;
 
 /// How to start a server.
 #[derive(Clone)]
@@ -439,43 +437,5 @@ impl Transport for Connection {
 
     fn process_group(&self) -> Option<i32> {
         Some(self.pgid)
-    }
-}
-
-/// Why the next frame could not be read.
-#[derive(Debug)]
-pub(crate) enum FrameError {
-    /// A line longer than `STDIO_FRAME_MAX_BYTES`.
-    TooLarge,
-    Read(std::io::Error),
-}
-
-/// The next frame of a stdio stream, the client's or the server's side: one
-/// line, at most `STDIO_FRAME_MAX_BYTES`, blank lines skipped; `None` at the
-/// end of the stream.
-pub(crate) async fn read_frame<R: tokio::io::AsyncRead + Unpin>(
-    reader: &mut BufReader<R>,
-) -> Result<Option<Vec<u8>>, FrameError> {
-    let mut frame = Vec::new();
-    loop {
-        let chunk = reader.fill_buf().await.map_err(FrameError::Read)?;
-        if chunk.is_empty() {
-            return Ok(None);
-        }
-        let (take, complete) = match chunk.iter().position(|&b| b == b'\n') {
-            Some(pos) => (pos, true),
-            None => (chunk.len(), false),
-        };
-        if frame.len() + take > STDIO_FRAME_MAX_BYTES {
-            return Err(FrameError::TooLarge);
-        }
-        frame.extend_from_slice(&chunk[..take]);
-        reader.consume(if complete { take + 1 } else { take });
-        if complete {
-            if !frame.iter().all(u8::is_ascii_whitespace) {
-                return Ok(Some(frame));
-            }
-            frame.clear();
-        }
     }
 }

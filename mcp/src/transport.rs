@@ -16,11 +16,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::Value;
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ClientError;
-use crate::inbound::Incoming;
-use crate::jsonrpc::Message;
+use crate::jsonrpc::{Message, RequestId};
 
 /// One connection to a server.
 #[async_trait]
@@ -56,5 +56,35 @@ pub trait Transport: Send + Sync {
     /// (HTTP: each tool's `x-mcp-header` declarations).
     fn learn_tools(&self, _tools: &mut Vec<Value>) -> Vec<String> {
         Vec::new()
+    }
+}
+
+/// A message the server started, as a transport read it.
+#[derive(Debug)]
+pub enum Incoming {
+    /// A request, to be answered with a response of the same id; `related` is
+    /// the tag of the client request it came with, when the transport can tell.
+    Request { id: RequestId, method: String, params: Option<Value>, related: Option<u64> },
+    /// A notification (never answered).
+    Notification { method: String, params: Option<Value> },
+}
+
+/// Where a transport's reading side puts what the server started. Unbounded:
+/// the session takes each message at once (serving a request only spawns it),
+/// so reading never waits on serving.
+pub(crate) type IncomingSender = mpsc::UnboundedSender<Incoming>;
+
+/// The receiving end a transport keeps for `Transport::receive`; it ends when
+/// every sender is gone (the transport stopped reading).
+pub(crate) struct Inbox(tokio::sync::Mutex<mpsc::UnboundedReceiver<Incoming>>);
+
+impl Inbox {
+    pub(crate) fn new() -> (IncomingSender, Inbox) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (tx, Inbox(tokio::sync::Mutex::new(rx)))
+    }
+
+    pub(crate) async fn receive(&self) -> Option<Incoming> {
+        self.0.lock().await.recv().await
     }
 }

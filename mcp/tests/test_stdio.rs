@@ -10,7 +10,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use clat_mcp::jsonrpc::{INTERNAL_ERROR, METHOD_NOT_FOUND, SERVER_BUSY};
 use clat_mcp::{
-    ClientError, ClientInfo, Connection, NoServerRequests, ServerRequests, Session, StderrSink, StdioSpec, WireError,
+    ClientError, ClientInfo, Connection, NoServerRequests, Opening, ServerRequests, Session, StderrSink, StdioSpec,
+    Target, WireError,
 };
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -255,15 +256,8 @@ async fn close_ends_a_running_server_and_its_group() {
 }
 
 async fn connect(args: &[&str]) -> Result<Session, ClientError> {
-    Session::connect(
-        &spec(args),
-        Arc::new(NoServerRequests),
-        Arc::new(Captured::default()),
-        &client(),
-        json!({}),
-        clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT,
-    )
-    .await
+    let opening = Opening::new(Arc::new(NoServerRequests), client(), json!({})).stderr(Arc::new(Captured::default()));
+    Session::connect(&Target::Stdio(spec(args)), opening).await
 }
 
 fn starts(path: &std::path::Path) -> usize {

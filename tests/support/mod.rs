@@ -15,10 +15,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use clat_host::contract::{PermissionMode, ToolOutput};
+use clat_host::home::ClatHome;
 use clat_host::registry::{ToolError, ToolHandler};
 use clat_host::run::{CollectingSink, RunContext};
 use clat_host::scope::{ProjectScope, ScopeOptions};
-use clat_host::trust::{ClatHome, TrustStore};
+use clat_host::trust::TrustStore;
 use serde_json::Value;
 
 /// A temporary home and project directory.

@@ -11,8 +11,9 @@ use clat_mcp::config::ServerEntry;
 use serde_json::{Value, json};
 
 use super::exit::{Exit, Failure};
+use crate::home::ClatHome;
 use crate::mcp::project_servers;
-use crate::trust::{ClatHome, canonical_project};
+use crate::trust::canonical_project;
 
 /// `clat mcp approve [--allow VAR]...` for the project at `root` (canonical).
 pub(super) fn approve(home: &ClatHome, root: &Path, allow: Vec<String>, json: bool) -> Result<Exit, Failure> {

@@ -17,12 +17,13 @@ use crate::authoring::build::{Built, CASES_FILE, DIST_DIR, build, detect};
 use crate::authoring::cases::{Case, Mismatch, Outcome, judge, read_cases};
 use crate::authoring::dev::build_for_loop;
 use crate::extension::StartFilter;
+use crate::home::ClatHome;
 use crate::native::process::SandboxPolicy;
 use crate::packages::{Manifest, PackageKind, PackageStore, read_manifest};
 use crate::platform::{MountOptions, Platform, Project, RunOptions};
 use crate::registry::ToolSource;
 use crate::scope::wasm_cache_dir;
-use crate::trust::{ClatHome, TrustStore};
+use crate::trust::TrustStore;
 use crate::wasm::imports::check_component;
 use crate::wasm::{EngineOptions, WasmCompiler};
 

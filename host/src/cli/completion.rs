@@ -10,8 +10,8 @@
 
 use clap_complete::engine::CompletionCandidate;
 
+use crate::home::ClatHome;
 use crate::native::NATIVE_TOOL_NAMES;
-use crate::trust::ClatHome;
 
 /// The home the completer reads: `$CLAT_HOME`, else `~/.clat` (the words
 /// being completed are not parsed, so `--home` is not seen).

@@ -4,14 +4,13 @@
 
 use std::process::ExitCode;
 
-use crate::approvals::ApprovalsError;
 use crate::authoring::AuthoringError;
+use crate::home::HomeError;
 use crate::mcp::config_file::EditError;
 use crate::packages::PackageError;
 use crate::platform::PlatformError;
 use crate::registry::CallError;
 use crate::scope::ScopeError;
-use crate::trust::TrustError;
 
 /// Exit codes (documented in the README).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,8 +58,8 @@ impl Failure {
     }
 }
 
-impl From<TrustError> for Failure {
-    fn from(e: TrustError) -> Self {
+impl From<HomeError> for Failure {
+    fn from(e: HomeError) -> Self {
         Failure::new(Exit::Usage, "configuration", e.to_string())
     }
 }
@@ -127,7 +126,6 @@ impl From<PlatformError> for Failure {
             PlatformError::Home(t) => t.into(),
             PlatformError::Mount(s) => s.into(),
             PlatformError::Model(m) => Failure::new(Exit::Usage, "configuration", m.to_string()),
-            PlatformError::Approvals(a) => a.into(),
         }
     }
 }
@@ -137,16 +135,6 @@ impl From<EditError> for Failure {
     fn from(e: EditError) -> Self {
         match e {
             EditError::Home(t) => t.into(),
-            _ => Failure::new(Exit::Usage, "configuration", e.to_string()),
-        }
-    }
-}
-
-/// `approvals.json` could not be read or kept (`clat call`, `clat exec`, `clat approvals`).
-impl From<ApprovalsError> for Failure {
-    fn from(e: ApprovalsError) -> Self {
-        match e {
-            ApprovalsError::Home(t) => t.into(),
             _ => Failure::new(Exit::Usage, "configuration", e.to_string()),
         }
     }

@@ -16,12 +16,13 @@ use super::exit::{Exit, Failure};
 use super::shutdown::Shutdown;
 use super::{project_dir, runs, status};
 use crate::extension::{ExtensionState, ExtensionStatus, StartFilter};
+use crate::home::ClatHome;
 use crate::mcp::config_file::{McpConfigFile, masked_entry};
 use crate::mcp::from_registry;
 use crate::mcp::project_servers;
 use crate::platform::{MountOptions, Platform};
 use crate::registry::ToolInfo;
-use crate::trust::{ClatHome, canonical_project};
+use crate::trust::canonical_project;
 
 // Parsed once per process: `Add`'s size costs nothing worth a box.
 #[allow(clippy::large_enum_variant)]
@@ -745,7 +746,7 @@ pub(crate) async fn mcp(
         Some(McpCommand::Login { name }) => {
             let auth = server_oauth(home, &name, Some(Arc::new(SystemBrowser)))?;
             let login = tokio::select! {
-                status = auth.login() => status.map(crate::mcp::server::login).map_err(|e| {
+                status = auth.login() => status.map(crate::mcp::sources::login).map_err(|e| {
                     Failure::new(Exit::ServerFailed, "oauth", crate::redact::redact(&format!("logging in to {name} failed: {e}")))
                 })?,
                 _ = shutdown.token().cancelled() => return Err(runs::interrupted(shutdown)),

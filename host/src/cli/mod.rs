@@ -671,7 +671,7 @@ fn mount(platform: &Platform, project: Option<PathBuf>, options: MountOptions) -
 
 /// The session model the home configures (`model.json`, `CLAT_MODEL_*`), as a provider.
 fn configured_model(
-    home: &crate::trust::ClatHome,
+    home: &crate::home::ClatHome,
 ) -> Result<std::sync::Arc<dyn crate::sampling::ModelProvider>, Failure> {
     let configuration = |e: crate::model::ModelConfigError| Failure::new(Exit::Usage, "configuration", e.to_string());
     let model = crate::model::active_model(home, |k| std::env::var(k).ok()).map_err(configuration)?;

@@ -17,8 +17,8 @@ use super::shutdown::Shutdown;
 use super::{LoadWhen, PluginCommand, author, project_dir};
 use crate::capabilities::Capabilities;
 use crate::extension::ExtensionKind;
+use crate::home::ClatHome;
 use crate::packages::{Installed, PackageError, PackageKind, PackageStore, check_entry, read_manifest};
-use crate::trust::ClatHome;
 use crate::wasm::WasmRuntime;
 use crate::wasm::cache::CacheSweep;
 

@@ -10,14 +10,14 @@ use clat_mcp::config::{ConfigError, VSCODE_WRAPPER_KEY, WRAPPER_KEY, parse_confi
 use serde_json::{Map, Value};
 
 use super::sources::{ENTRY_TIMEOUT_BOUNDS, MCP_CONFIG_FILE};
+use crate::home::{ClatHome, HomeError};
 use crate::limits::SERVER_NAME_MAX_CHARS;
-use crate::trust::{ClatHome, TrustError};
 
 /// Why `mcp.json` was not changed.
 #[derive(Debug, thiserror::Error)]
 pub enum EditError {
     #[error(transparent)]
-    Home(#[from] TrustError),
+    Home(#[from] HomeError),
     #[error("cannot read {file}: {message}")]
     Unreadable { file: String, message: String },
     #[error("{0}; fix the file by hand first, nothing was changed")]

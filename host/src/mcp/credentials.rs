@@ -4,7 +4,7 @@
 //! `CLAT_CREDENTIAL_STORE=file`, `$CLAT_HOME/credentials/`, a 0700 directory
 //! with one 0600 file per server and resource (`<server>-<16 hex digits of
 //! the resource's SHA-256>.json`), each written whole under the home's lock
-//! for that file (a temporary file, synced, renamed). A token saved to the
+//! for that file and replaced atomically (`home.rs`). A token saved to the
 //! keyring leaves no file behind. Every token and client secret read or
 //! written here is registered with `redact`, so no diagnostic of this process
 //! shows it.
@@ -13,8 +13,7 @@
 //! on these files: OAuth is on for every HTTP entry that does not configure
 //! its own `Authorization` header.
 
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -22,7 +21,7 @@ use clat_mcp::auth::{Authorizer, Browser, CredentialStore, Credentials, StoreErr
 use clat_mcp::config::{EntryTransport, ServerEntry};
 use sha2::Digest;
 
-use crate::trust::ClatHome;
+use crate::home::ClatHome;
 
 /// The credentials directory inside the home.
 pub const CREDENTIALS_DIR: &str = "credentials";
@@ -177,21 +176,9 @@ impl CredentialStore for CredentialFile {
         crate::redact::register_secrets(credentials.secrets());
         self.ensure_dir()?;
         let _lock = self.home.lock(&self.rel).map_err(|e| StoreError::Host(Box::new(e)))?;
-        let target = self.path();
-        let dir = target.parent().map(PathBuf::from).unwrap_or_else(|| self.home.path().to_path_buf());
-        let tmp = dir.join(format!(".{}.tmp", uuid::Uuid::new_v4().simple()));
+        // A new file is 0600 from its creation; one that exists keeps its mode (`tighten` made it 0600).
         let body = serde_json::to_vec_pretty(credentials)?;
-        let written = (|| {
-            let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
-            file.write_all(&body)?;
-            file.sync_all()?;
-            std::fs::rename(&tmp, &target)
-        })();
-        if let Err(source) = written {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(StoreError::File { action: "write", path: target, source });
-        }
-        Ok(())
+        self.home.write_atomic(&self.rel, &body).map_err(|e| StoreError::Host(Box::new(e)))
     }
 
     fn remove(&self) -> Result<(), StoreError> {

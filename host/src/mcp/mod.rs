@@ -43,7 +43,7 @@ pub use host_services::{
     HOST_SERVICES_CAPABILITY, HOST_SERVICES_VERSION, client_capabilities, host_error_codes, host_error_to_wire,
 };
 pub use prompts::DSH_PROMPT_MARKER;
-pub use server::{ConnectFailure, McpServer, ServerTarget};
+pub use server::{ConnectFailure, McpServer};
 pub use sources::{
     ConfiguredServer, ENTRY_TIMEOUT_BOUNDS, MCP_CONFIG_FILE, ServerOptions, ServerSet, configured_servers, http_spec,
     user_stdio_spec,
@@ -74,7 +74,7 @@ pub async fn start_server(
 ) -> (ExtensionStatus, Option<Arc<McpServer>>) {
     let (mut status, server) = connect_and_register(configured, services, registry, project_root, pins, closing).await;
     // Whether it got there or not, the login it holds now (a refresh or login may have happened).
-    status.oauth = configured.target.oauth_status();
+    status.oauth = sources::target_login(&configured.target);
     (status, server)
 }
 
@@ -95,7 +95,7 @@ async fn connect_and_register(
     closing: &CancellationToken,
 ) -> (ExtensionStatus, Option<Arc<McpServer>>) {
     let ConfiguredServer { name, target, options, .. } = configured;
-    let mut status = ExtensionStatus::new(name, target.kind(), ExtensionState::Ready, None);
+    let mut status = ExtensionStatus::new(name, sources::target_kind(target), ExtensionState::Ready, None);
     let deadline = options.startup_timeout.map(|t| tokio::time::Instant::now() + t);
     let too_slow = || {
         let seconds = options.startup_timeout.unwrap_or_default().as_secs_f64();

@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::home::{Bound, ClatHome, Document, HomeError, Record};
 use crate::identity::hex;
-use crate::trust::{ClatHome, TrustError};
 
 /// The project's server file, at its root.
 pub const PROJECT_MCP_FILE: &str = ".mcp.json";
@@ -82,23 +82,22 @@ fn named(path: &Path, why: String) -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::InvalidData, format!("cannot read {}: {why}", path.display()))
 }
 
-fn load(home: &ClatHome) -> Result<ApprovalsDocument, TrustError> {
-    let path = home.path().join(PROJECT_SERVERS_FILE);
-    match crate::files::read_config_text(&path) {
-        Ok(text) => serde_json::from_str(&text).map_err(|e| TrustError::Malformed {
-            path,
-            line: e.line(),
-            column: e.column(),
-            message: e.to_string(),
-        }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(ApprovalsDocument::default()),
-        Err(source) => Err(TrustError::Unreadable { path, source }),
+impl Record for ApprovalsDocument {
+    /// A file without a version (0) is read as version 1.
+    const VERSIONS: std::ops::RangeInclusive<u32> = 0..=1;
+    fn version(&self) -> u32 {
+        self.version
+    }
+    fn set_version(&mut self, version: u32) {
+        self.version = version;
     }
 }
 
+const APPROVED: Document<ApprovalsDocument> = Document::new(PROJECT_SERVERS_FILE, Bound::Config);
+
 /// Whether the file of the project at `root` (canonical) is approved as it is.
-pub fn approval(home: &ClatHome, root: &Path, file: &ProjectServerFile) -> Result<Approval, TrustError> {
-    Ok(match load(home)?.projects.get(root) {
+pub fn approval(home: &ClatHome, root: &Path, file: &ProjectServerFile) -> Result<Approval, HomeError> {
+    Ok(match APPROVED.read(home)?.projects.get(root) {
         Some(digest) if *digest == file.digest => Approval::Approved,
         Some(_) => Approval::Changed,
         None => Approval::New,
@@ -106,8 +105,8 @@ pub fn approval(home: &ClatHome, root: &Path, file: &ProjectServerFile) -> Resul
 }
 
 /// The user's variables the entries of the project at `root` (canonical) may read.
-pub fn allowed_variables(home: &ClatHome, root: &Path) -> Result<BTreeSet<String>, TrustError> {
-    Ok(load(home)?.variables.remove(root).unwrap_or_default())
+pub fn allowed_variables(home: &ClatHome, root: &Path) -> Result<BTreeSet<String>, HomeError> {
+    Ok(APPROVED.read(home)?.variables.remove(root).unwrap_or_default())
 }
 
 /// Approve the file of the project at `root` (canonical) with its content now;
@@ -118,18 +117,15 @@ pub fn approve(
     root: &Path,
     file: &ProjectServerFile,
     allow: Option<&BTreeSet<String>>,
-) -> Result<(), TrustError> {
-    let _lock = home.lock(PROJECT_SERVERS_FILE)?;
-    let mut document = load(home)?;
-    document.version = 1;
-    document.projects.insert(root.to_path_buf(), file.digest.clone());
-    match allow {
-        Some(names) if names.is_empty() => drop(document.variables.remove(root)),
-        Some(names) => drop(document.variables.insert(root.to_path_buf(), names.clone())),
-        None => {}
-    }
-    let text = serde_json::to_string_pretty(&document).expect("approvals serialize");
-    home.write_atomic(PROJECT_SERVERS_FILE, text.as_bytes())
+) -> Result<(), HomeError> {
+    APPROVED.update(home, |document| {
+        document.projects.insert(root.to_path_buf(), file.digest.clone());
+        match allow {
+            Some(names) if names.is_empty() => drop(document.variables.remove(root)),
+            Some(names) => drop(document.variables.insert(root.to_path_buf(), names.clone())),
+            None => {}
+        }
+    })
 }
 
 /// Why a project's servers did not start, and what approves them.

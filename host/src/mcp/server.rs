@@ -1,24 +1,27 @@
-//! One MCP server as an extension of the scope: where it runs
-//! (`ServerTarget`), connecting it (spawn or contact, then the handshake of
-//! its era, through `clat-mcp`), its redacted stderr tail, context
-//! notifications to an opted-in stdio server, and closing it. Its tools are in
-//! `tools.rs`, its system prompts in `prompts.rs`, what it asks of CLAT in
-//! `host_services.rs`, its supervised restart in `supervisor.rs`.
+//! One MCP server as an extension of the scope: connecting it (spawn or
+//! contact, then the handshake of its era, through `clat-mcp`), its redacted
+//! stderr tail, its status, context notifications to an opted-in stdio
+//! server, and closing it. Its tools are in `tools.rs`, its system prompts in
+//! `prompts.rs`, what it asks of CLAT in `host_services.rs`, its live session
+//! and supervised restart in `supervisor.rs`.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 
-use clat_mcp::{ClientError, ClientInfo, Era, HttpSpec, Session, StderrSink, StdioSpec};
+use clat_mcp::{ClientError, ClientInfo, Era, Opening, Session, StderrSink, Target};
 use serde_json::{Value, json};
 
 use super::host_services::{ServerEvents, ServerLink, client_capabilities};
 use super::sources::{ConfiguredServer, ServerOptions};
+use super::supervisor::Supervisor;
 use crate::contract::ContextSnapshot;
 use crate::contract::json::context_snapshot_to_json;
+use crate::extension::ExtensionState;
 use crate::limits::{CONNECT_FAILURE_TAIL_WAIT, LEGACY_HANDSHAKE_TIMEOUT};
 use crate::redact::{OutputTail, Redactor};
+use crate::registry::ToolError;
+use crate::run::RunContext;
 use crate::services::HostServices;
-use crate::sync::{Unpoisoned, UnpoisonedRw};
+use crate::sync::Unpoisoned;
 
 pub(crate) type SharedTail = Arc<Mutex<OutputTail>>;
 
@@ -28,37 +31,6 @@ impl StderrSink for TailSink {
     fn write(&self, bytes: &[u8]) {
         self.0.locked().push_bytes(bytes);
     }
-}
-
-/// Where a server runs: a local subprocess or a Streamable HTTP endpoint.
-#[derive(Debug, Clone)]
-pub enum ServerTarget {
-    Stdio(StdioSpec),
-    Http(HttpSpec),
-}
-
-impl ServerTarget {
-    /// The extension kind it makes.
-    pub fn kind(&self) -> crate::extension::ExtensionKind {
-        match self {
-            ServerTarget::Stdio(_) => crate::extension::ExtensionKind::McpStdio,
-            ServerTarget::Http(_) => crate::extension::ExtensionKind::McpHttp,
-        }
-    }
-
-    /// An HTTP server's OAuth login, if it holds one (never the token).
-    pub fn oauth_status(&self) -> Option<crate::extension::Login> {
-        match self {
-            ServerTarget::Http(spec) => spec.auth.as_ref()?.status().map(login),
-            ServerTarget::Stdio(_) => None,
-        }
-    }
-}
-
-/// The client's login state as an extension status shows it.
-pub fn login(status: clat_mcp::auth::AuthStatus) -> crate::extension::Login {
-    let clat_mcp::auth::AuthStatus { issuer, client_id, scopes, expires_at, refreshable } = status;
-    crate::extension::Login { issuer, client_id, scopes, expires_at, refreshable }
 }
 
 /// Why a server could not be connected, with the last lines it wrote (redacted).
@@ -71,21 +43,17 @@ pub struct ConnectFailure {
 /// A connected, initialized server.
 pub struct McpServer {
     pub(crate) name: String,
-    pub(crate) target: ServerTarget,
+    pub(crate) target: Target,
     /// Its entry's timeouts, tool filter and secrets.
     pub(crate) options: ServerOptions,
-    /// The live session; a supervised restart replaces it.
-    session: RwLock<Arc<Session>>,
     pub(crate) tail: SharedTail,
     pub(crate) link: Arc<ServerLink>,
     /// The latest context for an opted-in server (`io.artec.clat/context/changed`), coalesced.
     context: tokio::sync::watch::Sender<Option<Value>>,
     /// The server's own tool names already registered (re-listing adds only new ones).
     pub(crate) registered: Mutex<std::collections::HashSet<String>>,
-    /// Restarts: when, how many, why, and what the server offers since.
-    pub(crate) supervisor: super::supervisor::Supervisor,
-    /// Set by `close`: the server is never started again.
-    pub(crate) closed: AtomicBool,
+    /// The live session and its restarts: when, how many, why, and what the server offers since.
+    pub(crate) supervisor: Supervisor,
     /// The project's tool pins its listings are judged against (`pins.rs`); set before its first listing.
     pub(crate) pins: std::sync::OnceLock<crate::pins::ToolPins>,
 }
@@ -107,17 +75,15 @@ impl McpServer {
             name: name.to_string(),
             target: target.clone(),
             options: options.clone(),
-            session: RwLock::new(Arc::new(session)),
             tail,
             link,
             context,
             registered: Mutex::default(),
-            supervisor: super::supervisor::Supervisor::started_now(),
-            closed: AtomicBool::new(false),
+            supervisor: Supervisor::started_now(session),
             pins: std::sync::OnceLock::new(),
         });
         // Context notifications go to opted-in stdio servers; HTTP peers ask with context/get.
-        if server.link.opted_in() && matches!(target, ServerTarget::Stdio(_)) {
+        if server.link.opted_in() && matches!(target, Target::Stdio(_)) {
             server.spawn_context_sender();
         }
         Ok(server)
@@ -164,12 +130,48 @@ impl McpServer {
 
     /// The live session (a restart replaces it).
     pub fn session(&self) -> Arc<Session> {
-        Arc::clone(&self.session.read_locked())
+        self.supervisor.session()
     }
 
-    /// Put a restarted session in place; returns the one it replaces.
-    pub(crate) fn replace_session(&self, session: Session) -> Arc<Session> {
-        std::mem::replace(&mut *self.session.write_locked(), Arc::new(session))
+    /// The session a call should use: the live one, or — when it closed after
+    /// the server was ready — a restarted one (`supervisor.rs`). The error
+    /// says why there is none.
+    pub(crate) async fn live_session(&self, run: &RunContext) -> Result<Arc<Session>, String> {
+        let open =
+            || async { open_session(&self.target, &self.options, &self.link, &self.tail).await.map_err(|f| f.reason) };
+        self.supervisor.live_session(&self.name, run, open).await
+    }
+
+    /// Whether the server still offers `tool` (always, until it restarted).
+    pub(crate) fn check_offered(&self, tool: &str) -> Result<(), ToolError> {
+        self.supervisor.check_offered(&self.name, tool)
+    }
+
+    /// Bring a status up to date with the restarts since it was recorded, and
+    /// with a stop not yet followed by a restart (`failed`, with why, until the
+    /// next call that needs the server starts it again).
+    pub fn update_status(&self, status: &mut crate::extension::ExtensionStatus) {
+        let shown = self.supervisor.shown();
+        if let Some(state) = shown.state {
+            status.state = state;
+        }
+        status.restarts = shown.restarts;
+        status.oauth = super::sources::target_login(&self.target);
+        status.last_stop = shown.last_reason.map(|r| self.redact(&r));
+        if let Some(given_up) = shown.given_up.map(|g| self.redact(&g))
+            && !status.problems.contains(&given_up)
+        {
+            status.problems.push(given_up);
+        }
+        // A server that stopped since shows so at once, though it restarts only when a call needs it.
+        if status.state == ExtensionState::Ready
+            && !self.supervisor.is_closed()
+            && let Some(reason) = self.session().closed_reason()
+        {
+            status.state = ExtensionState::Failed;
+            status.last_stop = Some(self.redact(&reason));
+        }
+        status.output_tail = self.stderr_tail();
     }
 
     /// The negotiated protocol version and era, e.g. `2026-07-28 (modern)`.
@@ -200,10 +202,7 @@ impl McpServer {
 
     /// Close the connection and reap the server; it is never started again.
     pub async fn close(&self) {
-        self.closed.store(true, Ordering::SeqCst);
-        // Wait for a restart under way, so that its session is the one closed.
-        let _restarting = self.supervisor.lock().await;
-        self.session().close().await;
+        self.supervisor.close().await;
     }
 }
 
@@ -211,7 +210,7 @@ impl McpServer {
 /// `startup_timeout_sec` raises the legacy handshake's bound with it. The
 /// stderr tail and the inbound link are the server's own, kept across restarts.
 pub(crate) async fn open_session(
-    target: &ServerTarget,
+    target: &Target,
     options: &ServerOptions,
     link: &Arc<ServerLink>,
     tail: &SharedTail,
@@ -220,14 +219,8 @@ pub(crate) async fn open_session(
     let sink = Arc::new(TailSink(Arc::clone(tail)));
     let events = Arc::new(ServerEvents(Arc::clone(link)));
     let handshake = options.startup_timeout.unwrap_or(LEGACY_HANDSHAKE_TIMEOUT);
-    let connected = match target {
-        ServerTarget::Stdio(spec) => {
-            Session::connect(spec, events, sink, &client, client_capabilities(), handshake).await
-        }
-        ServerTarget::Http(spec) => {
-            Session::connect_http(spec, events, &client, client_capabilities(), handshake).await
-        }
-    };
+    let opening = Opening::new(events, client, client_capabilities()).stderr(sink).handshake(handshake);
+    let connected = Session::connect(target, opening).await;
     match connected {
         Ok(session) => {
             link.connected(&session.protocol_version, &session.server_capabilities);
@@ -252,8 +245,8 @@ pub(crate) async fn open_session(
 
 /// What to do about a server that did not start in time, when its command
 /// fetches a package on its first start (`npx`, `uvx`, …).
-pub(crate) fn slow_start_hint(target: &ServerTarget) -> Option<String> {
-    let ServerTarget::Stdio(spec) = target else { return None };
+pub(crate) fn slow_start_hint(target: &Target) -> Option<String> {
+    let Target::Stdio(spec) = target else { return None };
     let program = std::path::Path::new(&spec.command).file_name()?.to_str()?;
     let program = program.strip_suffix(".cmd").unwrap_or(program);
     let fetcher = ["npx", "uvx", "bunx", "pnpx", "pipx", "dlx"].contains(&program)
@@ -293,7 +286,7 @@ impl crate::extension::Extension for McpServer {
     }
 
     fn kind(&self) -> crate::extension::ExtensionKind {
-        self.target.kind()
+        super::sources::target_kind(&self.target)
     }
 
     fn refresh_status(&self, status: &mut crate::extension::ExtensionStatus) {

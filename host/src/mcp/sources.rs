@@ -17,15 +17,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clat_mcp::config::{ConfigError, EntryTransport, McpConfig, ServerEntry, TimeoutBounds, ToolFilter, parse_config};
-use clat_mcp::{HttpSpec, StdioSpec};
+use clat_mcp::{HttpSpec, StdioSpec, Target};
 
 use super::glm::{CodingPlan, pack_servers};
-use super::server::ServerTarget;
 use crate::extension::{ExtensionKind, ExtensionState, ExtensionStatus};
+use crate::home::ClatHome;
 use crate::identity::Identity;
 use crate::limits::{STARTUP_TIMEOUT_MAX, TOOL_CALL_TIMEOUT};
 use crate::packages::{PackageKind, PackageStore};
-use crate::trust::ClatHome;
 
 /// The user's MCP server configuration, inside `$CLAT_HOME`.
 pub const MCP_CONFIG_FILE: &str = "mcp.json";
@@ -83,7 +82,7 @@ pub struct ServerOptions {
 #[derive(Debug, Clone)]
 pub struct ConfiguredServer {
     pub name: String,
-    pub target: ServerTarget,
+    pub target: Target,
     pub options: ServerOptions,
     /// What it is: its launch spec or URL as configured, or its package's digest.
     pub identity: Identity,
@@ -109,6 +108,28 @@ pub struct ServerSet {
     /// What each name stands for now, started or not (a disabled entry, one
     /// whose variable is missing): the identity kept approvals are held against.
     pub identities: std::collections::BTreeMap<String, Identity>,
+}
+
+/// The extension kind a server's target makes.
+pub fn target_kind(target: &Target) -> ExtensionKind {
+    match target {
+        Target::Stdio(_) => ExtensionKind::McpStdio,
+        Target::Http(_) => ExtensionKind::McpHttp,
+    }
+}
+
+/// An HTTP server's OAuth login, if it holds one (never the token).
+pub fn target_login(target: &Target) -> Option<crate::extension::Login> {
+    match target {
+        Target::Http(spec) => spec.auth.as_ref()?.status().map(login),
+        Target::Stdio(_) => None,
+    }
+}
+
+/// The client's login state as an extension status shows it.
+pub fn login(status: clat_mcp::auth::AuthStatus) -> crate::extension::Login {
+    let clat_mcp::auth::AuthStatus { issuer, client_id, scopes, expires_at, refreshable } = status;
+    crate::extension::Login { issuer, client_id, scopes, expires_at, refreshable }
 }
 
 fn kind_of(entry: &ServerEntry) -> ExtensionKind {
@@ -245,7 +266,7 @@ pub fn configured_servers(
         set.identities.insert(p.manifest.name.clone(), p.identity());
         set.servers.push(ConfiguredServer {
             name: p.manifest.name.clone(),
-            target: ServerTarget::Stdio(spec),
+            target: Target::Stdio(spec),
             options,
             identity: p.identity(),
         });
@@ -448,7 +469,7 @@ fn configured(
 ) -> ConfiguredServer {
     let (target, mut secrets) = match &entry.transport {
         EntryTransport::Stdio { env: configured, .. } => (
-            ServerTarget::Stdio(user_stdio_spec(run_in, entry, env).expect("a stdio entry")),
+            Target::Stdio(user_stdio_spec(run_in, entry, env).expect("a stdio entry")),
             configured.values().cloned().collect::<Vec<_>>(),
         ),
         EntryTransport::Http { headers, .. } => {
@@ -460,7 +481,7 @@ fn configured(
                 Some(Err(e)) => tracing::warn!("{e}"),
                 None => {}
             }
-            (ServerTarget::Http(spec), headers.values().cloned().collect())
+            (Target::Http(spec), headers.values().cloned().collect())
         }
     };
     secrets.extend(substituted);

@@ -12,29 +12,31 @@
 //! (`extension_restarted`) and shows in the extension's status.
 
 use std::collections::{HashSet, VecDeque};
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
 use clat_mcp::Session;
 
-use super::server::{McpServer, open_session};
 use crate::extension::ExtensionState;
 use crate::limits::{RESTART_BACKOFF_FIRST, RESTART_WINDOW, RESTARTS_MAX};
 use crate::registry::ToolError;
 use crate::run::{RunContext, RunEventKind};
-use crate::sync::Unpoisoned;
+use crate::sync::{Unpoisoned, UnpoisonedRw};
 
-/// A server's restart history and what the scope should show of it.
-#[derive(Default)]
+/// A server's live session, its restart history and what the scope should show of it.
 pub(crate) struct Supervisor {
+    /// The live session; a restart replaces it.
+    session: RwLock<Arc<Session>>,
     /// Held while a restart is under way (calls that need the server wait for it).
     restarting: tokio::sync::Mutex<History>,
     shown: std::sync::Mutex<Shown>,
+    /// Set by `close`: the server is never started again.
+    closed: AtomicBool,
 }
 
 #[derive(Default)]
-pub(crate) struct History {
+struct History {
     /// When the session in use was started.
     last_start: Option<Instant>,
     /// Restarts within the window, oldest first.
@@ -54,14 +56,33 @@ pub(crate) struct Shown {
 }
 
 impl Supervisor {
-    /// The history of a server started just now.
-    pub(crate) fn started_now() -> Supervisor {
+    /// A server whose `session` started just now.
+    pub(crate) fn started_now(session: Session) -> Supervisor {
         let history = History { last_start: Some(Instant::now()), recent: VecDeque::new() };
-        Supervisor { restarting: tokio::sync::Mutex::new(history), shown: Default::default() }
+        Supervisor {
+            session: RwLock::new(Arc::new(session)),
+            restarting: tokio::sync::Mutex::new(history),
+            shown: Default::default(),
+            closed: AtomicBool::new(false),
+        }
     }
 
-    pub(crate) async fn lock(&self) -> tokio::sync::MutexGuard<'_, History> {
-        self.restarting.lock().await
+    /// The live session (a restart replaces it).
+    pub(crate) fn session(&self) -> Arc<Session> {
+        Arc::clone(&self.session.read_locked())
+    }
+
+    /// Whether the server was closed with its scope.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    /// Close the live session; the server is never started again. A restart
+    /// under way is waited for, so that its session is the one closed.
+    pub(crate) async fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        let _restarting = self.restarting.lock().await;
+        self.session().close().await;
     }
 
     pub(crate) fn shown(&self) -> Shown {
@@ -73,23 +94,32 @@ impl Supervisor {
     }
 }
 
-impl McpServer {
+impl Supervisor {
     /// The session a call should use: the live one, or — when it closed after
     /// the server was ready — a restarted one (waiting out the back-off,
     /// racing the run's cancellation). The error says why there is none.
-    pub(crate) async fn live_session(&self, run: &RunContext) -> Result<Arc<Session>, String> {
+    /// `name` is the server's; `open` starts it again (spawn or contact and handshake).
+    pub(crate) async fn live_session<Open>(
+        &self,
+        name: &str,
+        run: &RunContext,
+        open: impl FnOnce() -> Open,
+    ) -> Result<Arc<Session>, String>
+    where
+        Open: Future<Output = Result<Session, String>>,
+    {
         let current = self.session();
         if current.closed_reason().is_none() {
             return Ok(current);
         }
-        let mut history = self.supervisor.lock().await;
+        let mut history = self.restarting.lock().await;
         // Another call may have restarted it while this one waited.
         let current = self.session();
         let Some(reason) = current.closed_reason() else { return Ok(current) };
-        if self.closed.load(Ordering::SeqCst) {
-            return Err(format!("server {} was closed with its project scope", self.name));
+        if self.is_closed() {
+            return Err(format!("server {} was closed with its project scope", name));
         }
-        if let Some(given_up) = self.supervisor.shown().given_up {
+        if let Some(given_up) = self.shown().given_up {
             return Err(given_up);
         }
         let now = Instant::now();
@@ -97,10 +127,10 @@ impl McpServer {
         if history.recent.len() >= RESTARTS_MAX {
             let given_up = format!(
                 "server {} stopped ({reason}) after {RESTARTS_MAX} restarts within {} s; it stays failed",
-                self.name,
+                name,
                 RESTART_WINDOW.as_secs()
             );
-            self.supervisor.show(|s| {
+            self.show(|s| {
                 s.state = Some(ExtensionState::Failed);
                 s.given_up = Some(given_up.clone());
                 s.last_reason = Some(reason.clone());
@@ -109,12 +139,12 @@ impl McpServer {
         }
         let backoff = RESTART_BACKOFF_FIRST * 2u32.pow(history.recent.len() as u32);
         let earliest = history.last_start.map_or(now, |started| started + backoff);
-        self.supervisor.show(|s| s.state = Some(ExtensionState::Restarting));
+        self.show(|s| s.state = Some(ExtensionState::Restarting));
         tokio::select! {
             _ = tokio::time::sleep_until(earliest.into()) => {}
             _ = run.cancel_token().cancelled() => {
-                self.supervisor.show(|s| s.state = Some(ExtensionState::Failed));
-                return Err(format!("server {} stopped ({reason}); the call was cancelled before it restarted", self.name));
+                self.show(|s| s.state = Some(ExtensionState::Failed));
+                return Err(format!("server {} stopped ({reason}); the call was cancelled before it restarted", name));
             }
         }
         // The old process is gone or going: reap it and its group before the new one starts.
@@ -123,10 +153,10 @@ impl McpServer {
         history.recent.push_back(started);
         history.last_start = Some(started);
         let attempt = history.recent.len() as u32;
-        match self.restart(run, &reason, attempt).await {
+        match self.restart(name, run, &reason, attempt, open).await {
             Ok(session) => Ok(session),
             Err(why) => {
-                self.supervisor.show(|s| {
+                self.show(|s| {
                     s.state = Some(ExtensionState::Failed);
                     s.last_reason = Some(why.clone());
                 });
@@ -136,10 +166,19 @@ impl McpServer {
     }
 
     /// Start the server again, list its tools, and put the new session in place.
-    async fn restart(&self, run: &RunContext, reason: &str, attempt: u32) -> Result<Arc<Session>, String> {
-        let failed = |why: String| format!("server {} stopped ({reason}) and could not be restarted: {why}", self.name);
-        let session =
-            open_session(&self.target, &self.options, &self.link, &self.tail).await.map_err(|f| failed(f.reason))?;
+    async fn restart<Open>(
+        &self,
+        name: &str,
+        run: &RunContext,
+        reason: &str,
+        attempt: u32,
+        open: impl FnOnce() -> Open,
+    ) -> Result<Arc<Session>, String>
+    where
+        Open: Future<Output = Result<Session, String>>,
+    {
+        let failed = |why: String| format!("server {name} stopped ({reason}) and could not be restarted: {why}");
+        let session = open().await.map_err(failed)?;
         let listing = match session.list_tools().await {
             Ok(listing) => listing,
             Err(e) => {
@@ -150,56 +189,29 @@ impl McpServer {
         let offered: HashSet<String> =
             listing.tools.iter().filter_map(|t| t.get("name").and_then(|n| n.as_str())).map(str::to_string).collect();
         // The old session was closed and reaped above; calls still holding it see it closed.
-        drop(self.replace_session(session));
-        let restarts = self.supervisor.shown().restarts + 1;
-        self.supervisor.show(|s| {
+        *self.session.write_locked() = Arc::new(session);
+        let restarts = self.shown().restarts + 1;
+        self.show(|s| {
             s.state = Some(ExtensionState::Ready);
             s.restarts = restarts;
             s.last_reason = Some(reason.to_string());
             s.offered = Some(offered);
         });
-        tracing::info!("server {} restarted ({reason}); restart {attempt} within the window", self.name);
+        tracing::info!("server {} restarted ({reason}); restart {attempt} within the window", name);
         run.emit(RunEventKind::ExtensionRestarted {
-            extension: format!("mcp:{}", self.name),
+            extension: format!("mcp:{}", name),
             restarts,
             reason: reason.to_string(),
         });
         Ok(self.session())
     }
 
-    /// Bring a status up to date with the restarts since it was recorded, and
-    /// with a stop not yet followed by a restart (`failed`, with why, until the
-    /// next call that needs the server starts it again).
-    pub fn update_status(&self, status: &mut crate::extension::ExtensionStatus) {
-        let shown = self.supervisor.shown();
-        if let Some(state) = shown.state {
-            status.state = state;
-        }
-        status.restarts = shown.restarts;
-        status.oauth = self.target.oauth_status();
-        status.last_stop = shown.last_reason.map(|r| self.redact(&r));
-        if let Some(given_up) = shown.given_up.map(|g| self.redact(&g))
-            && !status.problems.contains(&given_up)
-        {
-            status.problems.push(given_up);
-        }
-        // A server that stopped since shows so at once, though it restarts only when a call needs it.
-        if status.state == ExtensionState::Ready
-            && !self.closed.load(Ordering::SeqCst)
-            && let Some(reason) = self.session().closed_reason()
-        {
-            status.state = ExtensionState::Failed;
-            status.last_stop = Some(self.redact(&reason));
-        }
-        status.output_tail = self.stderr_tail();
-    }
-
     /// Whether the server still offers `tool` (always, until it restarted).
-    pub(crate) fn check_offered(&self, tool: &str) -> Result<(), ToolError> {
-        match self.supervisor.shown().offered {
+    pub(crate) fn check_offered(&self, name: &str, tool: &str) -> Result<(), ToolError> {
+        match self.shown().offered {
             Some(offered) if !offered.contains(tool) => Err(ToolError(anyhow::anyhow!(
                 "server {} no longer offers tool {tool:?} since it restarted; restart CLAT to refresh its tools",
-                self.name
+                name
             ))),
             _ => Ok(()),
         }

@@ -144,7 +144,7 @@ impl McpServer {
                         )
                     }
                     // A listing cut short by our own close is no news.
-                    Err(e) if server.closed.load(std::sync::atomic::Ordering::SeqCst) => {
+                    Err(e) if server.supervisor.is_closed() => {
                         tracing::debug!("server {}: re-listing ended by its close: {e}", server.name)
                     }
                     Err(e) => tracing::warn!("server {}: re-listing failed: {e}", server.name),

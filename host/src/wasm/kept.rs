@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::capabilities::Capabilities;
 use crate::contract::{ToolAnnotations, ToolSpec};
+use crate::home::{Bound, ClatHome, Document, Record};
 use crate::identity::Identity;
-use crate::trust::ClatHome;
 
 /// The kept listings, inside `$CLAT_HOME`: one file per installed plugin.
 pub const KEPT_LISTINGS_DIR: &str = "plugins/listings";
@@ -52,14 +52,28 @@ impl KeptListing {
 
 /// The file: the key and the listing, each tool exactly as the plugin listed it (its schemas as the text it gave,
 /// so one registration refuses stays refused).
-#[derive(Serialize, Deserialize)]
+#[derive(Default, Serialize, Deserialize)]
 struct KeptFile {
-    key: ListingKey,
+    /// Files from before versions (0) are read as version 1.
+    #[serde(default)]
+    version: u32,
+    /// None only in the empty record, which no plugin matches.
+    key: Option<ListingKey>,
     tools: Vec<KeptTool>,
     dropped: usize,
     #[serde(default)]
     schemas_checked: bool,
     sees_preopens: bool,
+}
+
+impl Record for KeptFile {
+    const VERSIONS: std::ops::RangeInclusive<u32> = 0..=1;
+    fn version(&self) -> u32 {
+        self.version
+    }
+    fn set_version(&mut self, version: u32) {
+        self.version = version;
+    }
 }
 
 /// A `ToolSpec`, field for field.
@@ -135,6 +149,11 @@ fn relative_path(plugin: &str) -> String {
     format!("{KEPT_LISTINGS_DIR}/{plugin}.json")
 }
 
+/// One plugin's kept listing.
+fn document(plugin: &str) -> Document<KeptFile> {
+    Document::at(relative_path(plugin), Bound::Record)
+}
+
 impl ListingPlace {
     pub fn new(home: &ClatHome, plugin: &str, key: ListingKey) -> ListingPlace {
         ListingPlace { home: home.clone(), plugin: plugin.to_string(), key }
@@ -143,9 +162,8 @@ impl ListingPlace {
     /// The kept listing, when there is one made under this key; anything else (no file, an unreadable one,
     /// another key) is `None`.
     pub fn read(&self) -> Option<KeptListing> {
-        let text = crate::files::read_home_record(&self.home.path().join(relative_path(&self.plugin))).ok()?;
-        let file: KeptFile = serde_json::from_slice(&text).ok()?;
-        if file.key != self.key {
+        let file = document(&self.plugin).read(&self.home).ok()?;
+        if file.key.as_ref() != Some(&self.key) {
             return None;
         }
         Some(KeptListing {
@@ -159,17 +177,15 @@ impl ListingPlace {
     /// Keep `listing` under this key, replacing what was kept (written atomically). A failure costs only the
     /// next load's listing, so it is logged, never the load's failure.
     pub fn keep(&self, listing: &KeptListing) {
-        let file = KeptFile {
-            key: self.key.clone(),
+        let kept = KeptFile {
+            version: 1,
+            key: Some(self.key.clone()),
             tools: listing.tools.iter().map(KeptTool::from).collect(),
             dropped: listing.dropped,
             schemas_checked: listing.schemas_checked,
             sees_preopens: listing.sees_preopens,
         };
-        let text = serde_json::to_vec(&file).expect("a listing serializes");
-        let written = std::fs::create_dir_all(self.home.path().join(KEPT_LISTINGS_DIR))
-            .map_err(|e| e.to_string())
-            .and_then(|()| self.home.write_atomic(&relative_path(&self.plugin), &text).map_err(|e| e.to_string()));
+        let written = document(&self.plugin).update_cache(&self.home, |file| *file = kept);
         if let Err(e) = written {
             tracing::warn!("cannot keep the listing of plugin {}: {e}", self.plugin);
         }

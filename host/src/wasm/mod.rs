@@ -23,10 +23,12 @@
 
 pub mod cache;
 pub mod engine;
+mod failure;
 mod host_services;
 pub mod http;
 pub mod imports;
 pub mod kept;
+mod load;
 mod plugin;
 mod runtime;
 pub mod stdio;
@@ -38,16 +40,17 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 pub use engine::{ALLOCATOR_ENV, Allocator, EngineOptions, WasmCompiler};
+pub use load::{PluginSetup, keep_listing, load_file, validate_component};
 pub use plugin::WasmPlugin;
-pub use runtime::{LoadError, PluginSetup, WasmRuntime, keep_listing, load_file, validate_component};
+pub use runtime::{LoadError, WasmRuntime};
 
 use crate::extension::{ExtensionKind, ExtensionState, ExtensionStatus};
+use crate::home::ClatHome;
 use crate::limits::TOOLS_PER_PLUGIN_MAX;
 use crate::names::{ExternalKind, names_tool};
 use crate::packages::Installed;
 use crate::registry::Registry;
 use crate::services::HostServices;
-use crate::trust::ClatHome;
 
 /// Load one installed plugin and register its tools. Returns its status and,
 /// when it is ready, the loaded plugin. A load is in-process: when `closing`

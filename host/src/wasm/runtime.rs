@@ -1,34 +1,25 @@
 //! The process's WASM runtime: one wasmtime `Engine` (`engine.rs`), the
 //! linkers (WASI p2, the plugin's `/plugin` directory, the contract; `wasi:http`
 //! only for a plugin that declares it), the on-disk cache of compiled
-//! components (`cache.rs`), and loading one plugin — its size, the interface
-//! check (`imports.rs`) before any compilation, `instantiate_pre`, its
-//! `StoreTemplate`, and `list-tools` outside any run.
+//! components (`cache.rs`), and preparing one component — its size, the
+//! interface check (`imports.rs`) before any compilation, `instantiate_pre`.
+//! Loading a plugin on top of it is `load.rs`'s.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use anyhow::Context as _;
 use wasmtime::Engine;
 use wasmtime::component::{Component, HasSelf, Linker};
 
 use super::cache::{CacheOutcome, CacheSweep, CompileObserver, ComponentCache};
 use super::engine::{self, Allocator, EngineOptions, GuestEngine};
-use super::http::{self, Egress, NameLookup};
+use super::http::{self, NameLookup};
 use super::imports;
-use super::kept::{KeptListing, ListingKey, ListingPlace};
-use super::plugin::{WasmPlugin, spawn_context_delivery};
-use super::stdio::SharedTail;
-use super::store::{self, GuestState, StoreTemplate, TemplateSpec};
-use crate::capabilities::{Capabilities, ToolUses};
-use crate::contract::{CONTRACT_VERSION, ClatPlugin, ClatPluginPre, ToolSpec};
-use crate::limits::{WASM_COMPONENT_MAX_BYTES, WASM_MEMORY_MAX_BYTES};
-use crate::redact::OutputTail;
-use crate::registry::Registry;
-use crate::services::HostServices;
+use super::store::{self, GuestState};
+use crate::contract::{ClatPlugin, ClatPluginPre};
+use crate::limits::WASM_COMPONENT_MAX_BYTES;
 use crate::sync::{Unpoisoned, UnpoisonedRw};
-use crate::trust::ClatHome;
 
 /// Why a plugin could not be loaded; its contributions are skipped and the
 /// reason is shown in status.
@@ -47,54 +38,7 @@ pub enum LoadError {
     #[error("the WASM runtime could not start: {0}")]
     Runtime(String),
     #[error("list-tools failed: {0}")]
-    ListTools(#[source] super::plugin::GuestFailure),
-}
-
-/// How one plugin is set up beyond its component: its memory cap, what its
-/// manifest declares, what the user granted of it, and its identity (an
-/// installed package's artifact digest; `None`: the component's path).
-#[derive(Debug, Clone, Default)]
-pub struct PluginSetup {
-    pub memory_max: Option<usize>,
-    pub declared: Capabilities,
-    pub granted: Capabilities,
-    /// Which tools use which capability (`[tools]` of the manifest).
-    pub uses: ToolUses,
-    pub identity: Option<crate::identity::Identity>,
-    /// Where its listing is kept (`kept.rs`): an installed package's. `None`: listed at every load.
-    pub listing: Option<ListingPlace>,
-}
-
-impl PluginSetup {
-    /// The setup of an installed package of `home`.
-    pub fn of(package: &crate::packages::Installed, home: &ClatHome) -> PluginSetup {
-        let mut setup = PluginSetup {
-            memory_max: package.manifest.memory_max(),
-            declared: package.manifest.capabilities.clone(),
-            granted: package.grants.clone(),
-            uses: package.manifest.tool_uses(),
-            identity: Some(package.identity()),
-            listing: None,
-        };
-        let key = ListingKey {
-            artifact: package.identity(),
-            contract: CONTRACT_VERSION.to_string(),
-            grants: setup.effective(),
-        };
-        setup.listing = Some(ListingPlace::new(home, &package.manifest.name, key));
-        setup
-    }
-
-    /// `wasi:http` is linked for a plugin that declares `http`, granted or not
-    /// (with no grant every request is refused, with the reason).
-    fn links_http(&self) -> bool {
-        !self.declared.http.is_empty()
-    }
-
-    /// What is granted of what is declared (a grant never widens the declaration).
-    fn effective(&self) -> Capabilities {
-        self.granted.within(&self.declared)
-    }
+    ListTools(#[source] super::failure::GuestFailure),
 }
 
 /// Where a plugin's component comes from, for mapping it when a call first needs it.
@@ -123,7 +67,7 @@ pub struct WasmRuntime {
     observer: Option<Arc<dyn CompileObserver>>,
     options: EngineOptions,
     parts: std::sync::OnceLock<Result<EngineParts, String>>,
-    lookup: std::sync::RwLock<Arc<dyn NameLookup>>,
+    pub(super) lookup: std::sync::RwLock<Arc<dyn NameLookup>>,
 }
 
 /// The engine, its allocator, the linkers and the compiled cache.
@@ -256,116 +200,6 @@ impl WasmRuntime {
         (parts.cache.stats.hits.load(Ordering::Relaxed), parts.cache.stats.compiles.load(Ordering::Relaxed))
     }
 
-    /// Load one plugin: compile (or reuse), link against the contract, and ask
-    /// it for its tools (outside any run: it may not call host tools then).
-    pub async fn load(
-        self: &Arc<Self>,
-        name: &str,
-        artifact_dir: &Path,
-        entry: &Path,
-        setup: PluginSetup,
-        services: Arc<HostServices>,
-    ) -> Result<Arc<WasmPlugin>, LoadError> {
-        self.load_from(name, artifact_dir, entry, None, setup, services).await
-    }
-
-    /// Load an installed plugin: its artifact directory is content-addressed,
-    /// so once its compiled form is cached under that name, loading maps the
-    /// compiled file and never reads or hashes the component again.
-    pub async fn load_installed(
-        self: &Arc<Self>,
-        name: &str,
-        artifact_dir: &Path,
-        entry: &Path,
-        setup: PluginSetup,
-        services: Arc<HostServices>,
-    ) -> Result<Arc<WasmPlugin>, LoadError> {
-        let artifact = artifact_key(artifact_dir, entry);
-        self.load_from(name, artifact_dir, entry, artifact, setup, services).await
-    }
-
-    async fn load_from(
-        self: &Arc<Self>,
-        name: &str,
-        artifact_dir: &Path,
-        entry: &Path,
-        artifact: Option<String>,
-        setup: PluginSetup,
-        services: Arc<HostServices>,
-    ) -> Result<Arc<WasmPlugin>, LoadError> {
-        let source = ComponentSource { entry: entry.to_path_buf(), artifact, links_http: setup.links_http() };
-        // A listing kept under this plugin's key (artifact, contract, grants) spares the load the component.
-        let kept = setup.listing.as_ref().and_then(ListingPlace::read);
-        let (prepared, sees_preopens) = match &kept {
-            Some(kept) => (None, kept.sees_preopens),
-            None => {
-                let (prepared, component) = self.prepare(name, &source).await?;
-                // A component that does not import the preopens can never see `/plugin`.
-                let sees_preopens = component
-                    .component_type()
-                    .imports(&prepared.engine)
-                    .any(|(import, _)| import.starts_with("wasi:filesystem/preopens@"));
-                (Some(prepared), sees_preopens)
-            }
-        };
-        let granted = setup.effective();
-        // Granted values are secrets in every diagnostic from now on.
-        crate::redact::register_secrets(granted.env.iter().filter_map(|n| std::env::var(n).ok()));
-        let egress = setup.links_http().then(|| {
-            let lookup = Arc::clone(&self.lookup.read_locked());
-            Egress::new(name, granted.http_patterns(), lookup)
-        });
-        let tail: SharedTail = Arc::new(Mutex::new(OutputTail::new()));
-        let waits = crate::services::HostWaits::default();
-        let template = StoreTemplate::new(TemplateSpec {
-            plugin: name,
-            artifact_dir,
-            sees_preopens,
-            memory_max: setup.memory_max.unwrap_or(WASM_MEMORY_MAX_BYTES).min(WASM_MEMORY_MAX_BYTES),
-            tail: Arc::clone(&tail),
-            services,
-            waits: waits.clone(),
-            egress,
-            env_grants: granted.env.clone(),
-            uses: setup.uses.clone(),
-            identity: setup.identity.clone().unwrap_or_else(|| crate::identity::Identity::file(entry)),
-        })
-        .map_err(LoadError::NotAComponent)?;
-        let plugin = Arc::new(WasmPlugin {
-            name: name.to_string(),
-            granted,
-            uses: setup.uses.clone(),
-            prepared: tokio::sync::OnceCell::new_with(prepared),
-            source,
-            runtime: Arc::clone(self),
-            template,
-            tail,
-            tools: Mutex::new(Vec::new()),
-            dropped_tools: Default::default(),
-            schemas_checked: kept.as_ref().is_some_and(|k| k.schemas_checked),
-            context: tokio::sync::watch::channel(None).0,
-            delivered: Default::default(),
-            delivery: Default::default(),
-            waits,
-        });
-        let tools = match kept {
-            Some(kept) => {
-                plugin.dropped_tools.store(kept.dropped, Ordering::Relaxed);
-                kept.tools
-            }
-            None => {
-                let tools = plugin.list_tools().await.map_err(LoadError::ListTools)?;
-                if let Some(place) = &setup.listing {
-                    place.keep(&KeptListing::checked(tools.clone(), plugin.dropped_tools(), sees_preopens));
-                }
-                tools
-            }
-        };
-        *plugin.tools.locked() = tools;
-        spawn_context_delivery(&plugin);
-        Ok(plugin)
-    }
-
     /// Compile (or map) a plugin's component and link it: its size, the interface check before anything is
     /// compiled, the cache, `instantiate_pre`. Also returns the component.
     pub(super) async fn prepare(
@@ -429,55 +263,7 @@ impl WasmRuntime {
 
 /// The name an installed component's compiled form is cached under: its
 /// content-addressed artifact directory's name and the entry inside it.
-fn artifact_key(artifact_dir: &Path, entry: &Path) -> Option<String> {
+pub(super) fn artifact_key(artifact_dir: &Path, entry: &Path) -> Option<String> {
     let relative = entry.strip_prefix(artifact_dir).unwrap_or(entry);
     artifact_dir.file_name().map(|dir| format!("{}/{}", dir.to_string_lossy(), relative.display()))
-}
-
-/// Load a component file directly (tests, `clat plugin install` validation).
-pub async fn load_file(
-    runtime: &Arc<WasmRuntime>,
-    name: &str,
-    entry: &Path,
-    services: Arc<HostServices>,
-) -> Result<Arc<WasmPlugin>, LoadError> {
-    let dir = entry.parent().context("the component path has no parent directory").map_err(LoadError::NotAComponent)?;
-    runtime.load(name, dir, entry, PluginSetup::default(), services).await
-}
-
-/// Validate a component for installation: it compiles (warming the cache),
-/// implements the `clat-plugin` world and lists its tools without trapping.
-/// It runs with a detached set of host services and no run, so it can touch
-/// nothing.
-pub async fn validate_component(
-    runtime: &Arc<WasmRuntime>,
-    name: &str,
-    entry: &Path,
-    declared: &Capabilities,
-) -> Result<Vec<ToolSpec>, LoadError> {
-    let dir = entry.parent().unwrap_or(Path::new("/"));
-    let setup = PluginSetup { declared: declared.clone(), ..PluginSetup::default() };
-    let plugin = runtime.load(name, dir, entry, setup, detached_services(dir)).await?;
-    Ok(plugin.tools())
-}
-
-/// List an installed plugin under its grants and keep the listing (`kept.rs`), so that loads map nothing: after
-/// `clat plugin install` and whenever its grants change. A listing already kept under the same key is kept as
-/// it is. Like validation, it runs with a detached set of host services and no run.
-pub async fn keep_listing(
-    runtime: &Arc<WasmRuntime>,
-    home: &ClatHome,
-    package: &crate::packages::Installed,
-) -> Result<Vec<ToolSpec>, LoadError> {
-    let entry = package.entry_path();
-    let setup = PluginSetup::of(package, home);
-    let services = detached_services(&package.dir);
-    let plugin = runtime.load_installed(&package.manifest.name, &package.dir, &entry, setup, services).await?;
-    Ok(plugin.tools())
-}
-
-/// Host services that reach nothing: no run, no model, a registry of no tools.
-fn detached_services(dir: &Path) -> Arc<HostServices> {
-    let registry = Arc::new(Registry::new(&[]));
-    Arc::new(HostServices::new(&registry, Arc::new(crate::sampling::OfflineProvider), dir, "install-validation"))
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::http::{BodyError, error_text, read_limited};
+use crate::body::{BodyError, error_text, read_limited};
 use crate::limits::{AUTH_BODY_MAX_BYTES, AUTH_HTTP_TIMEOUT, HTTP_CONNECT_TIMEOUT};
 
 /// Why one authorization request failed, without the request's secrets.

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use clat_mcp::auth::{Authorizer, Grant, MemoryStore, OAuthSettings, ScriptedBrowser};
-use clat_mcp::{ClientError, ClientInfo, HttpSpec, ServerRequests, Session, WireError};
+use clat_mcp::{ClientError, ClientInfo, HttpSpec, Opening, ServerRequests, Session, Target, WireError};
 use serde_json::{Map, Value, json};
 
 const TIMEOUT: Duration = Duration::from_secs(20);
@@ -105,12 +105,8 @@ async fn run(url: &str, scenario: &str, version: &str) -> Result<(), ClientError
     let client = ClientInfo { name: "clat-mcp-conformance-client".into(), version: env!("CARGO_PKG_VERSION").into() };
     let capabilities = json!({ "roots": {}, "sampling": {}, "elicitation": {} });
     let handler = Arc::new(Answers);
-    let session = if version == clat_mcp::MODERN_VERSION {
-        Session::connect_http(&spec, handler, &client, capabilities, clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT).await?
-    } else {
-        Session::initialize_http(&spec, handler, &client, capabilities, clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT)
-            .await?
-    };
+    let opening = Opening::new(handler, client, capabilities).known_legacy(version != clat_mcp::MODERN_VERSION);
+    let session = Session::connect(&Target::Http(spec), opening).await?;
     let call = |name: &'static str, arguments: Value| {
         let session = &session;
         async move { session.call_tool(name, arguments, TIMEOUT, None).await.map(|_| ()) }

@@ -49,7 +49,6 @@ mod stream;
 
 use authorized::{AUTH_CLOCK, AuthClock};
 use body::http_error;
-pub(crate) use body::{BodyError, error_text, read_limited};
 use headers::header_value_of;
 pub use headers::{HeaderDeclarationError, decode_header_value, encode_header_value, tool_header_params};
 
@@ -65,13 +64,13 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::Authorizer;
-use crate::client::LEGACY_VERSIONS;
 use crate::error::ClientError;
-use crate::inbound::{Inbox, Incoming, IncomingSender};
 use crate::jsonrpc::{Message, RequestId, encode};
 use crate::limits::{CLOSE_GRACE, HTTP_CONNECT_TIMEOUT, HTTP_ONE_WAY_TIMEOUT};
+use crate::protocol::{LEGACY_VERSIONS, PROTOCOL_VERSION_KEY};
 use crate::sync::lock;
 use crate::transport::Transport;
+use crate::transport::{Inbox, Incoming, IncomingSender};
 
 /// Where a remote server is.
 #[derive(Clone)]
@@ -97,7 +96,6 @@ impl std::fmt::Debug for HttpSpec {
 
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
-const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 
 /// The per-connection state the requests share.
 #[derive(Default)]
@@ -223,7 +221,7 @@ impl Inner {
             }
             _ => (None, None),
         };
-        let modern_version = params.and_then(|p| p.pointer("/_meta")).and_then(|m| m.get(META_VERSION));
+        let modern_version = params.and_then(|p| p.pointer("/_meta")).and_then(|m| m.get(PROTOCOL_VERSION_KEY));
         if let (Some(method), Some(version)) = (method, modern_version.and_then(Value::as_str)) {
             builder = builder.header(VERSION_HEADER, version).header("mcp-method", method);
             if matches!(method, "tools/call" | "prompts/get" | "resources/read")
@@ -360,7 +358,8 @@ impl Transport for HttpConnection {
             return Err(ClientError::Closed { reason });
         }
         let id = RequestId::Number(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
-        let modern = params.as_ref().and_then(|p| p.pointer("/_meta")).and_then(|m| m.get(META_VERSION)).is_some();
+        let modern =
+            params.as_ref().and_then(|p| p.pointer("/_meta")).and_then(|m| m.get(PROTOCOL_VERSION_KEY)).is_some();
         // Ending without the answer (timeout, cancel, this future dropped, a broken stream) closes
         // the stream, which is the modern cancel; a legacy server also gets `notifications/cancelled`.
         let mut guard =

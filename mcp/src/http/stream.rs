@@ -15,10 +15,10 @@ use super::Inner;
 use super::body::read_body;
 use super::sse::{Resume, bounded};
 use crate::error::ClientError;
-use crate::inbound::Incoming;
 use crate::jsonrpc::{Message, RequestId, WireError, parse};
 use crate::limits::{HTTP_BODY_MAX_BYTES, HTTP_GET_STREAM_DEFAULT_RETRY, HTTP_SSE_DEFAULT_RETRY, HTTP_SSE_RESUMES_MAX};
 use crate::sync::lock;
+use crate::transport::Incoming;
 
 /// How one event stream ended.
 enum Streamed {

@@ -44,7 +44,7 @@ impl ServedTools for Fixture {
                         // An approval asked inside the forwarding keeps CLAT's key, then the forwarded form its own.
                         let approval = client.request("elicitation/create", json!({ "message": "allow?" }));
                         let forwarded = client.forward("elicitation/create", json!({ "message": "ok?" }));
-                        super::forwarding_key(key, async { approval.await.and(forwarded.await) }).await
+                        crate::inbound::forwarding_key(key, async { approval.await.and(forwarded.await) }).await
                     }
                     _ => client.request("elicitation/create", json!({ "message": "ok?" })).await,
                 };

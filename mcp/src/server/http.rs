@@ -38,9 +38,6 @@ use tokio_util::sync::CancellationToken;
 use serde_json::Value;
 
 use super::{Outlet, ServedTools, ServerInfo, Session, modern};
-use crate::client::{
-    HEADER_MISMATCH, LEGACY_VERSIONS, MISSING_REQUIRED_CLIENT_CAPABILITY, MODERN_VERSION, UNSUPPORTED_PROTOCOL_VERSION,
-};
 use crate::jsonrpc::{
     INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Message, PARSE_ERROR, RequestId, SERVER_BUSY, WireError, encode,
     parse,
@@ -48,6 +45,9 @@ use crate::jsonrpc::{
 use crate::limits::{
     SERVE_HTTP_BODY_MAX_BYTES, SERVE_HTTP_CONNECTIONS_MAX, SERVE_HTTP_HEADER_READ_TIMEOUT, SERVE_HTTP_SESSION_IDLE,
     SERVE_HTTP_SESSIONS_MAX, WRITER_QUEUE,
+};
+use crate::protocol::{
+    HEADER_MISMATCH, LEGACY_VERSIONS, MISSING_REQUIRED_CLIENT_CAPABILITY, MODERN_VERSION, UNSUPPORTED_PROTOCOL_VERSION,
 };
 use crate::sync::lock;
 

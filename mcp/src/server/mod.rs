@@ -26,7 +26,6 @@ mod fixture;
 pub mod http;
 mod modern;
 mod rounds;
-pub(crate) use rounds::forwarding_key;
 mod stdio;
 
 use std::collections::HashMap;
@@ -35,12 +34,12 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::client::{ClientInfo, LEGACY_VERSIONS};
 use crate::jsonrpc::{
     INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Message, PARSE_ERROR, RequestId, SERVER_BUSY,
     WireError, parse, recover_response_id,
 };
 use crate::limits::{CLOSE_GRACE, SERVE_CLIENT_REQUEST_TIMEOUT, SERVE_IN_FLIGHT_MAX, SERVE_PENDING_ANSWERS_MAX};
+use crate::protocol::{ClientInfo, LEGACY_VERSIONS};
 use crate::sync::lock;
 
 pub use http::{HttpServeError, HttpServeOptions, serve_http};

@@ -14,14 +14,11 @@
 use serde_json::{Value, json};
 
 use super::ServerInfo;
-use crate::client::{ClientInfo, MODERN_VERSION, UNSUPPORTED_PROTOCOL_VERSION};
 use crate::jsonrpc::{INVALID_PARAMS, WireError};
-
-pub(crate) const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
-const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
-const CLIENT_INFO_KEY: &str = "io.modelcontextprotocol/clientInfo";
-const LOG_LEVEL_KEY: &str = "io.modelcontextprotocol/logLevel";
-const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
+use crate::protocol::{
+    CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, ClientInfo, LOG_LEVEL_KEY, MODERN_VERSION, PROTOCOL_VERSION_KEY,
+    SERVER_INFO_KEY, UNSUPPORTED_PROTOCOL_VERSION,
+};
 
 /// How long a client may keep a listing (`ttlMs`): the served registry is
 /// fixed once its initial surface is in; only a server that stops takes

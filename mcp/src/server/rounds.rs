@@ -35,21 +35,9 @@ use crate::jsonrpc::{INVALID_PARAMS, Message, RequestId, WireError};
 use crate::limits::FORWARDED_INPUT_KEY_MAX_CHARS;
 use crate::sync::lock;
 
-tokio::task_local! {
-    /// The key a downstream server gave the input request CLAT's client is fulfilling in this task.
-    static FORWARDED_KEY: String;
-}
-
-/// Run `fulfilment` — the host answering a downstream server's input request asked under `key` — so that the
-/// question it forwards to a modern client of `clat serve` (`Peer::forward`, in the same task) is asked under the
-/// same key.
-pub(crate) async fn forwarding_key<F: Future>(key: &str, fulfilment: F) -> F::Output {
-    FORWARDED_KEY.scope(key.to_string(), fulfilment).await
-}
-
 /// The forwarded key, when there is one short enough to keep.
 fn forwarded_key() -> Option<String> {
-    let key = FORWARDED_KEY.try_with(String::clone).ok()?;
+    let key = crate::inbound::current_forwarded_key()?;
     (1..=FORWARDED_INPUT_KEY_MAX_CHARS).contains(&key.chars().count()).then_some(key)
 }
 

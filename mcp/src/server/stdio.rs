@@ -17,9 +17,9 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
 use super::{Outlet, ServedTools, ServerInfo, Session};
+use crate::frame::{FrameError, WRITE_BATCH_BYTES, read_frame};
 use crate::jsonrpc::append_line;
 use crate::limits::{CLOSE_GRACE, STDIO_FRAME_MAX_BYTES, WRITER_QUEUE};
-use crate::stdio::{FrameError, WRITE_BATCH_BYTES, read_frame};
 
 /// How a session ended.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -156,11 +156,11 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::LEGACY_VERSIONS;
     use crate::jsonrpc::{INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, SERVER_BUSY};
     use crate::limits::{
         FORWARDED_INPUT_KEY_MAX_CHARS, SERVE_CLIENT_REQUEST_TIMEOUT, SERVE_IN_FLIGHT_MAX, SERVE_PENDING_ANSWERS_MAX,
     };
+    use crate::protocol::LEGACY_VERSIONS;
     use crate::server::fixture::Fixture;
     use serde_json::{Value, json};
     use std::time::Duration;
