@@ -11,9 +11,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
-use clat_host::approvals::{ApprovalKey, ApprovalMemory, ApprovalStore, Remember};
 use clat_host::contract::{Effect, PermissionMode, Role, SamplingMessage, SamplingRequest};
-use clat_host::permissions::{Approval, ApprovalRequest, Approver};
+use clat_host::policy::approvals::{ApprovalKey, ApprovalMemory, ApprovalStore, Remember};
+use clat_host::policy::permissions::{Approval, ApprovalRequest, Approver};
 use clat_host::registry::{CallError, Registry};
 use clat_host::run::{CollectingSink, RunContext, RunEventKind};
 use serde_json::{Value, json};
@@ -142,8 +142,8 @@ async fn sampling_is_asked_every_time_and_never_kept() {
         model_hints: vec![],
     };
     for _ in 0..2 {
-        let provider = clat_host::sampling::OfflineProvider;
-        clat_host::sampling::create_message(&provider, &request, "mcp:srv", &run).await.unwrap();
+        let provider = clat_host::services::sampling::OfflineProvider;
+        clat_host::services::sampling::create_message(&provider, &request, "mcp:srv", &run).await.unwrap();
     }
     assert_eq!(always.asked(), 2, "asked every time");
     assert_eq!(always.offered_always.load(Ordering::SeqCst), 0, "always is never offered for sampling");
@@ -312,7 +312,7 @@ fn always_for_a_servers_host_tool_call_is_kept_as_that_server_asking_and_never_a
         (&json!("mcp:srv"), &json!("native"), &json!("run_command"), &json!("destructive")),
         "{kept:?}"
     );
-    let expected = clat_host::identity::Identity::stdio(SERVER, &HOST_SERVICES_ARGS.map(String::from));
+    let expected = clat_host::policy::identity::Identity::stdio(SERVER, &HOST_SERVICES_ARGS.map(String::from));
     assert_eq!(kept[0]["identity"], expected.as_str(), "bound to the server's launch spec");
     assert_eq!((&kept[0]["bound_to"], &kept[0]["stale"]), (&json!("mcp:srv"), &Value::Null));
     let out = env.clat(&["approvals", "list"]);
@@ -341,7 +341,7 @@ fn an_approval_answers_only_effects_every_mode_orders_below_it() {
     let args = ["--tools-json".to_string(), tools.to_string()];
     env.write_mcp_config(json!({ "srv": { "command": SERVER, "args": args } }));
     let root = env.project.canonicalize().unwrap();
-    let identity = clat_host::identity::Identity::stdio(SERVER, &args);
+    let identity = clat_host::policy::identity::Identity::stdio(SERVER, &args);
     let server_wide = |effect: &str| {
         json!({ "version": 2, "approvals": [ { "project": root, "asked_by": "agent", "extension": "mcp:srv",
                  "tool": null, "effect": effect, "identity": identity } ] })
@@ -370,7 +370,7 @@ fn an_approval_follows_the_server_it_was_given_for_not_its_name() {
     let approved = ["--tools".to_string(), "2".to_string()];
     env.write_mcp_config(json!({ "srv": { "command": SERVER, "args": approved } }));
     let root = env.project.canonicalize().unwrap();
-    let identity = clat_host::identity::Identity::stdio(SERVER, &approved);
+    let identity = clat_host::policy::identity::Identity::stdio(SERVER, &approved);
     write_approvals(
         &env,
         json!({ "version": 2, "approvals": [

@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clat_guest_artifacts as guests;
-use clat_host::capabilities::Capabilities;
 use clat_host::contract::PermissionMode;
 use clat_host::limits::{
     WASM_HTTP_REDIRECTS_MAX, WASM_HTTP_REQUEST_BODY_MAX_BYTES, WASM_HTTP_REQUESTS_PER_CALL,
@@ -21,6 +20,7 @@ use clat_host::limits::{
 use clat_host::registry::CallError;
 use clat_host::run::{RunContext, RunEventKind};
 use clat_host::scope::ProjectScope;
+use clat_host::supply::capabilities::Capabilities;
 use clat_host::wasm::http::NameLookup;
 use clat_host::wasm::{PluginSetup, WasmRuntime};
 use serde_json::{Value, json};

@@ -7,8 +7,8 @@ mod support;
 use std::time::Duration;
 
 use clat_guest_artifacts as guests;
-use clat_host::packages::PackageStore;
 use clat_host::run::RunContext;
+use clat_host::supply::packages::PackageStore;
 use support::TestEnv;
 
 async fn wait_for_line(plugin: &clat_host::wasm::WasmPlugin, wanted: &str) -> Vec<String> {

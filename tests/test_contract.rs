@@ -18,7 +18,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use clat_guest_artifacts as guests;
 use clat_host::contract::PermissionMode;
-use clat_host::permissions::{Approval, ApprovalRequest, Approver, SAMPLING_APPROVAL};
+use clat_host::policy::permissions::{Approval, ApprovalRequest, Approver, SAMPLING_APPROVAL};
 use clat_host::registry::CallError;
 use clat_host::run::{CollectingSink, RunContext, RunEventKind};
 use clat_host::scope::ProjectScope;
@@ -171,8 +171,10 @@ async fn observe(scope: &ProjectScope, kind: Kind, tool: &str, args: Value, setu
         .approver(Arc::new(Approvals { sampling: setup.sampling.clone() }))
         .events(sink.clone());
     if let Some(input) = setup.input {
-        builder = builder
-            .asker(Arc::new(clat_host::asker::LineAsker::new(Cursor::new(input.as_bytes().to_vec()), std::io::sink())));
+        builder = builder.asker(Arc::new(clat_host::services::asker::LineAsker::new(
+            Cursor::new(input.as_bytes().to_vec()),
+            std::io::sink(),
+        )));
     }
     if let Some(deadline) = setup.deadline {
         builder = builder.deadline(deadline);

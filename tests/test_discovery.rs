@@ -18,8 +18,8 @@ mod support;
 
 use std::time::Duration;
 
-use clat_host::discovery::{CALL_TOOL, LOAD_TOOLS, SEARCH_TOOLS};
 use clat_host::limits::{DISCOVERY_BUDGET_BYTES, SEARCH_RESULTS_DEFAULT, SEARCH_RESULTS_MAX};
+use clat_host::platform::discovery::{CALL_TOOL, LOAD_TOOLS, SEARCH_TOOLS};
 use clat_host::{
     CallError, Discovery, DiscoveryOptions, MountOptions, PermissionMode, Platform, Project, RunOptions, ToolSource,
 };
@@ -271,7 +271,7 @@ async fn always_load_and_defer_loading_pin_and_defer_an_extension_s_tools() {
     let out = env.clat(&["plugin", "install", clat_guest_artifacts::HELLO_PACKAGE, "--grant"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     // Hand-edited entries: both true (always_load wins), and a name that names none of the plugin's tools.
-    let index_path = env.home.join(clat_host::packages::INDEX);
+    let index_path = env.home.join(clat_host::supply::packages::INDEX);
     let mut index: Value = serde_json::from_str(&std::fs::read_to_string(&index_path).unwrap()).unwrap();
     index["plugins"]["summarize"]["always_load"] = json!(true);
     index["plugins"]["summarize"]["defer_loading"] = json!(true);

@@ -4,9 +4,9 @@
 mod support;
 
 use clat_host::contract::{Effect, ToolAnnotations, ToolSpec};
-use clat_host::effects::effect_from_annotations;
 use clat_host::names::ExternalKind;
 use clat_host::native::NATIVE_TOOL_NAMES;
+use clat_host::policy::effects::effect_from_annotations;
 use clat_host::registry::Registry;
 use serde_json::json;
 

@@ -7,13 +7,13 @@ mod support;
 use std::io::Cursor;
 use std::sync::{Arc, Mutex};
 
-use clat_host::asker::LineAsker;
 use clat_host::contract::{
     BooleanField, ChoiceField, ChoiceOption, ElicitationForm, ElicitationResult, FieldKind, FieldValue, FormField,
     HostError, NumberField, TextField,
 };
-use clat_host::elicitation::elicit;
 use clat_host::run::RunContext;
+use clat_host::services::asker::LineAsker;
+use clat_host::services::elicitation::elicit;
 
 #[derive(Clone, Default)]
 struct Screen(Arc<Mutex<Vec<u8>>>);

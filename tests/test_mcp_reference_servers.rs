@@ -278,7 +278,8 @@ fn trigger_elicitation_request_gets_an_explicit_error_for_its_multi_select_field
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         assert!(registered, "registered once the client declared elicitation");
-        let asker = clat_host::asker::LineAsker::new(std::io::Cursor::new(b"Ada\n".to_vec()), std::io::sink());
+        let asker =
+            clat_host::services::asker::LineAsker::new(std::io::Cursor::new(b"Ada\n".to_vec()), std::io::sink());
         let run = clat_host::run::RunContext::builder()
             .mode(clat_host::contract::PermissionMode::FullAccess)
             .asker(Arc::new(asker))
@@ -307,7 +308,8 @@ fn the_python_sdk_server_asks_for_input_with_input_required_and_gets_it() {
         let statuses = scope.load_mcp_servers().await;
         assert_eq!(statuses[0].protocol.as_deref(), Some("2026-07-28 (modern)"), "{statuses:?}");
         let sink = Arc::new(clat_host::run::CollectingSink::default());
-        let asker = clat_host::asker::LineAsker::new(std::io::Cursor::new(b"Grace\n".to_vec()), std::io::sink());
+        let asker =
+            clat_host::services::asker::LineAsker::new(std::io::Cursor::new(b"Grace\n".to_vec()), std::io::sink());
         let run = clat_host::run::RunContext::builder()
             .mode(clat_host::contract::PermissionMode::FullAccess)
             .asker(Arc::new(asker))
@@ -475,7 +477,8 @@ fn the_python_server_over_http_also_speaks_legacy_and_asks_for_input_when_modern
         let scope = env.mount();
         let statuses = scope.load_mcp_servers().await;
         assert_eq!(statuses[0].protocol.as_deref(), Some("2026-07-28 (modern)"), "{statuses:?}");
-        let asker = clat_host::asker::LineAsker::new(std::io::Cursor::new(b"Ada\n".to_vec()), std::io::sink());
+        let asker =
+            clat_host::services::asker::LineAsker::new(std::io::Cursor::new(b"Ada\n".to_vec()), std::io::sink());
         let run = clat_host::run::RunContext::builder()
             .mode(clat_host::contract::PermissionMode::FullAccess)
             .asker(Arc::new(asker))

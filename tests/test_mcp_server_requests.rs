@@ -15,13 +15,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use clat_host::asker::LineAsker;
 use clat_host::contract::PermissionMode;
 use clat_host::mcp::host_error_codes;
-use clat_host::permissions::{Approval, ApprovalRequest, Approver};
+use clat_host::policy::permissions::{Approval, ApprovalRequest, Approver};
 use clat_host::registry::CallError;
 use clat_host::run::{CollectingSink, RunContext, RunEventKind};
 use clat_host::scope::ProjectScope;
+use clat_host::services::asker::LineAsker;
 use serde_json::{Value, json};
 use support::{HttpServer, TestEnv, run_in, wait_for_line};
 
@@ -54,7 +54,7 @@ struct Gate(tokio::sync::Semaphore);
 #[async_trait]
 impl Approver for Gate {
     async fn approve(&self, request: &ApprovalRequest) -> Approval {
-        if request.tool == clat_host::permissions::SAMPLING_APPROVAL {
+        if request.tool == clat_host::policy::permissions::SAMPLING_APPROVAL {
             let _ = self.0.acquire().await.unwrap();
         }
         Approval::Approved
@@ -130,7 +130,7 @@ struct DenySampling;
 #[async_trait]
 impl Approver for DenySampling {
     async fn approve(&self, request: &ApprovalRequest) -> Approval {
-        if request.tool == clat_host::permissions::SAMPLING_APPROVAL {
+        if request.tool == clat_host::policy::permissions::SAMPLING_APPROVAL {
             Approval::Denied("not this time".into())
         } else {
             Approval::Approved

@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex};
 
 use clat_guest_artifacts as guests;
 use clat_host::contract::{HostError, PermissionMode, Role, SamplingMessage, SamplingRequest};
-use clat_host::model::{OpenAiCompatible, provider_from_config};
 use clat_host::run::RunContext;
-use clat_host::sampling::create_message;
+use clat_host::services::model::{OpenAiCompatible, provider_from_config};
+use clat_host::services::sampling::create_message;
 use serde_json::{Value, json};
 use support::{TestEnv, stderr, stdout};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -6,8 +6,8 @@
 
 mod support;
 
-use clat_host::approvals::{ApprovalKey, ApprovalMemory, ApprovalStore, Remember};
 use clat_host::contract::Effect;
+use clat_host::policy::approvals::{ApprovalKey, ApprovalMemory, ApprovalStore, Remember};
 use serde_json::{Value, json};
 use support::{TestEnv, stderr, stdout};
 

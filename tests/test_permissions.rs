@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use clat_host::contract::{Effect, PermissionMode};
-use clat_host::permissions::{Approval, ApprovalRequest, Approver, FixedApprover, Rule, rule_for};
+use clat_host::policy::permissions::{Approval, ApprovalRequest, Approver, FixedApprover, Rule, rule_for};
 use clat_host::registry::{CallError, Registry};
 use clat_host::run::{CollectingSink, RunContext, RunEventKind};
 use serde_json::json;
@@ -152,7 +152,7 @@ fn the_terminal_prompt_shows_tool_source_effect_and_complete_arguments() {
         mode: PermissionMode::Ask,
         can_remember: true,
     };
-    let text = clat_host::permissions::TerminalApprover::render(&request);
+    let text = clat_host::policy::permissions::TerminalApprover::render(&request);
     assert!(text.contains("mcp_fs_write") && text.contains("mcp:fs/write") && text.contains("write"));
     assert!(text.contains("effect: write: readOnlyHint false, destructiveHint false"), "why it is write: {text}");
     assert!(text.contains(&"x".repeat(5000)), "arguments are never shortened");

@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use clat_guest_artifacts as guests;
-use clat_host::packages::{PackageError, PackageKind, PackageStore, read_manifest};
+use clat_host::supply::packages::{PackageError, PackageKind, PackageStore, read_manifest};
 use serde_json::Value;
 use support::{TestEnv, stderr, stdout};
 

@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use clat_host::budget::{BudgetError, SamplingBudget, estimate_tokens};
 use clat_host::contract::{Role, SamplingMessage, SamplingRequest};
 use clat_host::limits::{SAMPLING_REQUESTS_PER_RUN, SAMPLING_TOKENS_PER_RUN};
 use clat_host::run::RunContext;
+use clat_host::services::budget::{BudgetError, SamplingBudget, estimate_tokens};
 
 #[test]
 fn the_65th_request_is_refused() {

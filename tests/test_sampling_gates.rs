@@ -8,12 +8,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
-use clat_host::budget::SamplingBudget;
 use clat_host::contract::{HostError, PermissionMode, Role, SamplingMessage, SamplingRequest};
 use clat_host::limits::{SAMPLING_MAX_MESSAGES, SAMPLING_MAX_OUTBOUND_CHARS, SAMPLING_MAX_OUTPUT_TOKENS};
-use clat_host::permissions::{Approval, ApprovalRequest, Approver};
+use clat_host::policy::permissions::{Approval, ApprovalRequest, Approver};
 use clat_host::run::{CollectingSink, RunContext, RunEventKind};
-use clat_host::sampling::{OfflineProvider, create_message};
+use clat_host::services::budget::SamplingBudget;
+use clat_host::services::sampling::{OfflineProvider, create_message};
 
 fn request(messages: usize, chars_each: usize, max_tokens: u32) -> SamplingRequest {
     SamplingRequest {
@@ -166,13 +166,13 @@ async fn read_only_and_ask_modes_both_ask() {
 #[test]
 fn the_sampling_prompt_is_its_own_and_shows_the_whole_payload() {
     let req = request(2, 3000, 64);
-    let shown = clat_host::permissions::TerminalApprover::render(&ApprovalRequest {
-        tool: clat_host::permissions::SAMPLING_APPROVAL.into(),
+    let shown = clat_host::policy::permissions::TerminalApprover::render(&ApprovalRequest {
+        tool: clat_host::policy::permissions::SAMPLING_APPROVAL.into(),
         source: "wasm:summarize".into(),
         asked_by: Some("wasm:summarize".into()),
         effect: clat_host::contract::Effect::Network,
         effect_reason: String::new(),
-        arguments: clat_host::sampling::approval_payload(&req, "clat-offline-1"),
+        arguments: clat_host::services::sampling::approval_payload(&req, "clat-offline-1"),
         mode: PermissionMode::Ask,
         can_remember: false,
     });

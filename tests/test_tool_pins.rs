@@ -7,8 +7,8 @@
 
 mod support;
 
-use clat_host::approvals::{ApprovalKey, ApprovalMemory, ApprovalStore, Remember};
 use clat_host::contract::Effect;
+use clat_host::policy::approvals::{ApprovalKey, ApprovalMemory, ApprovalStore, Remember};
 use serde_json::{Value, json};
 use support::{TestEnv, stderr, stdout};
 
@@ -125,7 +125,7 @@ fn a_kept_approval_is_bound_to_the_definition_it_was_given_for_and_accepting_for
     let out = env.clat(&["mcp", "accept", "srv"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stdout(&out).contains("forgot 1 kept approval"), "{}", stdout(&out));
-    let kept = clat_host::approvals::list(&env.clat_home()).unwrap();
+    let kept = clat_host::policy::approvals::list(&env.clat_home()).unwrap();
     assert!(kept.iter().all(|a| a.tool.is_some()), "only the tool's own approval is left: {kept:?}");
 }
 

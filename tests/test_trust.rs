@@ -4,9 +4,9 @@
 
 mod support;
 
+use clat_host::home::trust::{TRUST_FILE, TrustStore};
 use clat_host::home::{ClatHome, HomeError};
 use clat_host::scope::{ProjectScope, ScopeError, ScopeOptions};
-use clat_host::trust::{TRUST_FILE, TrustStore};
 use support::{TestEnv, stderr, stdout};
 
 #[test]

@@ -4,7 +4,7 @@
 
 use std::io::Cursor;
 
-use clat_host::asker::{Answer, AskError, ChoiceItem, HeadlessAsker, LineAsker, Question, UserAsker};
+use clat_host::services::asker::{Answer, AskError, ChoiceItem, HeadlessAsker, LineAsker, Question, UserAsker};
 
 fn asker(input: &str) -> LineAsker<Cursor<Vec<u8>>, Vec<u8>> {
     LineAsker::new(Cursor::new(input.as_bytes().to_vec()), Vec::new())

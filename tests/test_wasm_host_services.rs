@@ -133,21 +133,22 @@ async fn ask_name_greets_through_a_form() {
     let env = TestEnv::trusted();
     let scope = env.mount();
     load_into(&scope, "ask-name", guests::ASK_NAME_WASM).await;
-    let asker = clat_host::asker::LineAsker::new(std::io::Cursor::new(b"Grace\nabc\n85\n".to_vec()), Vec::new());
+    let asker =
+        clat_host::services::asker::LineAsker::new(std::io::Cursor::new(b"Grace\nabc\n85\n".to_vec()), Vec::new());
     let run = clat_host::run::RunContext::builder().asker(Arc::new(asker)).start();
     let out = scope.registry().call("wasm_ask_name_greet_user", json!({}), &run).await.unwrap();
     assert_eq!(text(&out), "Nice to meet you, Grace (85).");
 }
 
 /// Answers like a `LineAsker`, after the user has thought for a while (paused time).
-struct SlowAsker(clat_host::asker::LineAsker<std::io::Cursor<Vec<u8>>, Vec<u8>>, Duration);
+struct SlowAsker(clat_host::services::asker::LineAsker<std::io::Cursor<Vec<u8>>, Vec<u8>>, Duration);
 
 #[async_trait::async_trait]
-impl clat_host::asker::UserAsker for SlowAsker {
+impl clat_host::services::asker::UserAsker for SlowAsker {
     async fn ask(
         &self,
-        question: &clat_host::asker::Question,
-    ) -> Result<clat_host::asker::Answer, clat_host::asker::AskError> {
+        question: &clat_host::services::asker::Question,
+    ) -> Result<clat_host::services::asker::Answer, clat_host::services::asker::AskError> {
         tokio::time::sleep(self.1).await;
         self.0.ask(question).await
     }
@@ -160,7 +161,7 @@ async fn a_guest_waiting_on_a_form_has_its_deadline_extended_like_an_mcp_server(
     load_into(&scope, "ask-name", guests::ASK_NAME_WASM).await;
     tokio::time::pause();
     // The first answer takes 200 s: past the 120 s call limit, inside the extension.
-    let asker = clat_host::asker::LineAsker::new(std::io::Cursor::new(b"Grace\n85\n".to_vec()), Vec::new());
+    let asker = clat_host::services::asker::LineAsker::new(std::io::Cursor::new(b"Grace\n85\n".to_vec()), Vec::new());
     let sink = Arc::new(clat_host::run::CollectingSink::default());
     let run = clat_host::run::RunContext::builder()
         .asker(Arc::new(SlowAsker(asker, Duration::from_secs(100))))
@@ -233,7 +234,7 @@ fn snapshot_strings_past_their_bound_are_cut_at_a_character() {
     let session = "s".repeat(max);
     let services = clat_host::services::HostServices::new(
         &registry,
-        Arc::new(clat_host::sampling::OfflineProvider),
+        Arc::new(clat_host::services::sampling::OfflineProvider),
         &root,
         &session,
     );

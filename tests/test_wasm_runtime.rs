@@ -283,11 +283,11 @@ async fn a_component_over_the_size_limit_is_refused_before_reading() {
 struct SilentAsker(Arc<tokio::sync::Notify>);
 
 #[async_trait::async_trait]
-impl clat_host::asker::UserAsker for SilentAsker {
+impl clat_host::services::asker::UserAsker for SilentAsker {
     async fn ask(
         &self,
-        _question: &clat_host::asker::Question,
-    ) -> Result<clat_host::asker::Answer, clat_host::asker::AskError> {
+        _question: &clat_host::services::asker::Question,
+    ) -> Result<clat_host::services::asker::Answer, clat_host::services::asker::AskError> {
         self.0.notify_one();
         std::future::pending().await
     }
@@ -296,7 +296,7 @@ impl clat_host::asker::UserAsker for SilentAsker {
 #[tokio::test]
 async fn closing_the_scope_withdraws_a_plugin_like_a_server() {
     let env = TestEnv::trusted();
-    let store = clat_host::packages::PackageStore::new(&env.clat_home());
+    let store = clat_host::supply::packages::PackageStore::new(&env.clat_home());
     store.install(std::path::Path::new(guests::ASK_NAME_PACKAGE), |_, _| Ok(())).unwrap();
     let scope = Arc::new(env.mount());
     scope.load_plugins().await;

@@ -7,10 +7,10 @@
 
 use std::sync::{Arc, LazyLock};
 
-use clat_host::asker::LineAsker;
+use clat_host::services::asker::LineAsker;
 use clat_host::contract::json::{elicitation_form_from_json, elicitation_result_to_json};
 use clat_host::contract::{ElicitationResult, FieldKind, FieldValue};
-use clat_host::elicitation::{check_form, elicit};
+use clat_host::services::elicitation::{check_form, elicit};
 use clat_host::run::RunContext;
 use libfuzzer_sys::fuzz_target;
 

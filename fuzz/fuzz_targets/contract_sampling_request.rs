@@ -4,7 +4,7 @@
 #![no_main]
 
 use clat_host::contract::json::sampling_request_from_json;
-use clat_host::sampling::{approval_payload, check_payload};
+use clat_host::services::sampling::{approval_payload, check_payload};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -6,7 +6,7 @@
 use std::path::{Component, Path};
 
 use clat_host::limits::PLUGIN_NAME_MAX_CHARS;
-use clat_host::packages::parse_manifest;
+use clat_host::supply::packages::parse_manifest;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

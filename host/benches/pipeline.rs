@@ -13,12 +13,12 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use clat_host::contract::{Effect, PermissionMode, ToolOutput};
 use clat_host::home::ClatHome;
+use clat_host::home::trust::TrustStore;
 use clat_host::native::fence::PathFence;
 use clat_host::native::files::{ReadFileArgs, read_file};
 use clat_host::registry::{Registry, ToolError, ToolHandler};
 use clat_host::run::{CollectingSink, RunContext};
 use clat_host::scope::{ProjectScope, ScopeOptions};
-use clat_host::trust::TrustStore;
 use criterion::{Criterion, criterion_group};
 
 mod support;

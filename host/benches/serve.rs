@@ -24,9 +24,9 @@ use std::time::Duration;
 
 use clat_host::contract::PermissionMode;
 use clat_host::home::ClatHome;
+use clat_host::home::trust::TrustStore;
 use clat_host::run::RunContext;
 use clat_host::scope::{ProjectScope, ScopeOptions};
-use clat_host::trust::TrustStore;
 use criterion::{Criterion, criterion_group};
 use rmcp::ServiceExt as _;
 use rmcp::model::CallToolRequestParams;

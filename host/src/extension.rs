@@ -158,8 +158,8 @@ pub struct ExtensionStatus {
     /// Why it last stopped after it was ready (MCP servers), redacted.
     pub last_stop: Option<String>,
     /// WASM plugins: the capabilities it holds (HTTP origins, environment names).
-    #[serde(default, skip_serializing_if = "crate::capabilities::Capabilities::is_empty")]
-    pub grants: crate::capabilities::Capabilities,
+    #[serde(default, skip_serializing_if = "crate::supply::capabilities::Capabilities::is_empty")]
+    pub grants: crate::supply::capabilities::Capabilities,
     /// Remote MCP servers: the OAuth login it holds (issuer, client, scopes,
     /// expiry; never a token), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]

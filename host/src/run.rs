@@ -12,12 +12,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use crate::approvals::ApprovalMemory;
-use crate::asker::{HeadlessAsker, UserAsker};
-use crate::budget::SamplingBudget;
 use crate::contract::PermissionMode;
-use crate::model::ModelProvider;
-use crate::permissions::{Approver, HeadlessApprover, Rule};
+use crate::policy::approvals::ApprovalMemory;
+use crate::policy::permissions::{Approver, HeadlessApprover, Rule};
+use crate::services::asker::{HeadlessAsker, UserAsker};
+use crate::services::budget::SamplingBudget;
+use crate::services::model::ModelProvider;
 use crate::sync::Unpoisoned;
 
 /// What happened in a run. Serialized with a `type` tag, one JSON object per line.

@@ -15,18 +15,18 @@ use tokio_util::sync::CancellationToken;
 
 use crate::contract::ContextSnapshot;
 pub use crate::extension::{Extension, ExtensionKind, ExtensionState, ExtensionStatus, StartFilter};
+use crate::home::trust::{TrustStore, canonical_project};
 use crate::home::{ClatHome, HomeError};
 use crate::mcp::McpServer;
 use crate::native::fence::PathFence;
 use crate::native::process::{ProcessService, SandboxPolicy};
 use crate::native::{NATIVE_TOOL_NAMES, NativeEnv, register_native_tools};
-use crate::packages::{PackageKind, PackageStore};
 use crate::registry::Registry;
 use crate::run::{RunBuilder, RunContext};
-use crate::sampling::{ModelProvider, OfflineProvider};
 use crate::services::HostServices;
+use crate::services::sampling::{ModelProvider, OfflineProvider};
+use crate::supply::packages::{PackageKind, PackageStore};
 use crate::sync::Unpoisoned;
-use crate::trust::{TrustStore, canonical_project};
 use crate::wasm::{WasmPlugin, WasmRuntime};
 
 /// Where compiled components are cached, inside `$CLAT_HOME`.
@@ -233,8 +233,13 @@ impl ProjectScope {
     }
 
     /// Keep what a started extension registered (`listings.rs`); a failure costs only a hint.
-    fn remember_listing(&self, kind: ExtensionKind, status: &ExtensionStatus, identity: &crate::identity::Identity) {
-        if let Err(e) = crate::listings::remember(&self.home, kind, &status.name, identity, &status.tools) {
+    fn remember_listing(
+        &self,
+        kind: ExtensionKind,
+        status: &ExtensionStatus,
+        identity: &crate::policy::identity::Identity,
+    ) {
+        if let Err(e) = crate::home::listings::remember(&self.home, kind, &status.name, identity, &status.tools) {
             tracing::debug!("cannot keep the listing of {}: {e}", status.name);
         }
     }
@@ -264,7 +269,7 @@ impl ProjectScope {
             self.set_status(ExtensionStatus::new(&name, kind, ExtensionState::Starting, None));
             let (registry, services) = (Arc::clone(&self.registry), Arc::clone(&self.services));
             let (root, closing) = (self.root.clone(), self.closing.clone());
-            let pins = crate::pins::ToolPins::new(&self.home, &self.root);
+            let pins = crate::policy::pins::ToolPins::new(&self.home, &self.root);
             // On close, each start ends by itself, in order: it is never dropped midway.
             connecting.spawn(async move {
                 let (mut status, started) =
@@ -478,13 +483,13 @@ pub fn configured_identities(
     home: &crate::home::ClatHome,
     project: Option<&Path>,
     glm_plan: Option<&crate::mcp::glm::CodingPlan>,
-) -> std::collections::HashMap<String, crate::identity::Identity> {
+) -> std::collections::HashMap<String, crate::policy::identity::Identity> {
     let env = |k: &str| std::env::var(k).ok();
     let servers = crate::mcp::configured_servers(home, project, glm_plan, &env).identities;
     let mut identities: std::collections::HashMap<_, _> =
         servers.into_iter().map(|(name, identity)| (format!("mcp:{name}"), identity)).collect();
-    let packages = crate::packages::PackageStore::new(home).list().unwrap_or_default();
-    for p in packages.into_iter().filter(|p| p.manifest.kind == crate::packages::PackageKind::Wasm) {
+    let packages = crate::supply::packages::PackageStore::new(home).list().unwrap_or_default();
+    for p in packages.into_iter().filter(|p| p.manifest.kind == crate::supply::packages::PackageKind::Wasm) {
         identities.insert(format!("wasm:{}", p.manifest.name), p.identity());
     }
     identities

@@ -16,10 +16,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use clat_host::contract::{PermissionMode, ToolOutput};
 use clat_host::home::ClatHome;
+use clat_host::home::trust::TrustStore;
 use clat_host::registry::{ToolError, ToolHandler};
 use clat_host::run::{CollectingSink, RunContext};
 use clat_host::scope::{ProjectScope, ScopeOptions};
-use clat_host::trust::TrustStore;
 use serde_json::Value;
 
 /// A temporary home and project directory.
@@ -159,8 +159,8 @@ impl ToolHandler for SlowTool {
 }
 
 /// The identity a test registers an extension's tools under.
-pub fn identity() -> clat_host::identity::Identity {
-    clat_host::identity::Identity::stdio("test-extension", &[])
+pub fn identity() -> clat_host::policy::identity::Identity {
+    clat_host::policy::identity::Identity::stdio("test-extension", &[])
 }
 
 /// An always-"ok" handler.

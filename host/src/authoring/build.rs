@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use super::{AuthoringError, Language, io};
-use crate::packages::{MANIFEST, PackageKind, read_manifest};
+use crate::supply::packages::{MANIFEST, PackageKind, read_manifest};
 
 /// Where `build` assembles the package, inside the project.
 pub const DIST_DIR: &str = "dist";
@@ -117,11 +117,11 @@ pub fn build(dir: &Path) -> Result<Built, AuthoringError> {
         ))
     })?;
     let package = dir.join(DIST_DIR);
-    if manifest.kind == crate::packages::PackageKind::McpStdio && language == Language::Javascript {
+    if manifest.kind == crate::supply::packages::PackageKind::McpStdio && language == Language::Javascript {
         let bundle = bundle_javascript(dir, &dir.join("target").join("clat-build").join(&manifest.entry))?;
         return assemble(dir, &manifest, &package, &bundle, language);
     }
-    if manifest.kind == crate::packages::PackageKind::McpStdio {
+    if manifest.kind == crate::supply::packages::PackageKind::McpStdio {
         if language == Language::Rust {
             return Err(AuthoringError::Unsupported(
                 "a Rust plugin is a WASM component (kind = \"wasm\"); for an MCP server in Rust, build it yourself \
@@ -153,7 +153,7 @@ pub fn build(dir: &Path) -> Result<Built, AuthoringError> {
 /// MCP server), and the cases.
 fn assemble(
     dir: &Path,
-    manifest: &crate::packages::Manifest,
+    manifest: &crate::supply::packages::Manifest,
     package: &Path,
     entry: &Path,
     language: Language,
@@ -166,7 +166,7 @@ fn assemble(
         .map_err(io(format!("cannot create {}", package.display())))?;
     std::fs::copy(dir.join(MANIFEST), package.join(MANIFEST)).map_err(io(format!("cannot copy {MANIFEST}")))?;
     let entry_bytes = std::fs::copy(entry, &target).map_err(io(format!("cannot copy {}", entry.display())))?;
-    if manifest.kind == crate::packages::PackageKind::McpStdio {
+    if manifest.kind == crate::supply::packages::PackageKind::McpStdio {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755))
             .map_err(io(format!("cannot make {} executable", target.display())))?;

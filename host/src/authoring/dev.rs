@@ -29,7 +29,7 @@ use super::build::{
     detect, hex_key, javascript_toolchain, project_files, python_toolchain, run_tool,
 };
 use super::{AuthoringError, Language, io};
-use crate::packages::{MANIFEST, Manifest, PackageKind, read_manifest};
+use crate::supply::packages::{MANIFEST, Manifest, PackageKind, read_manifest};
 
 /// Where the edit loop's package is assembled, inside the project.
 pub const DEV_PACKAGE_DIR: &str = "target/clat-build/dev";

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use super::{AuthoringError, Language, io};
 use crate::names::{ExternalKind, external_tool_name};
-use crate::packages::{PackageKind, parse_manifest};
+use crate::supply::packages::{PackageKind, parse_manifest};
 
 /// One file of a template: its path in the project and its text.
 type TemplateFile = (&'static str, &'static str);

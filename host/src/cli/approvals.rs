@@ -10,8 +10,8 @@ use serde_json::json;
 
 use super::exit::{Exit, Failure};
 use super::project_dir;
-use crate::approvals;
-use crate::trust::canonical_project;
+use crate::home::trust::canonical_project;
+use crate::policy::approvals;
 
 #[derive(Subcommand, Debug)]
 pub(crate) enum ApprovalsCommand {
@@ -66,7 +66,7 @@ async fn allow(project: &crate::platform::Project, tool: &str, json: bool) -> Re
         .agent_approval(&registered)
         .ok_or_else(|| Failure::new(Exit::Usage, "unknown_tool", format!("{registered} is not registered")))?;
     let store = approvals::ApprovalStore::open(scope.home(), scope.root())?;
-    approvals::ApprovalMemory::remember(&store, &key, effect, crate::permissions::Remember::Tool)?;
+    approvals::ApprovalMemory::remember(&store, &key, effect, crate::policy::permissions::Remember::Tool)?;
     let kept = approvals::list(scope.home())?;
     let approval = kept.iter().rev().find(|a| {
         a.project == scope.root() && a.tool.as_deref() == Some(&registered) && a.asked_by == approvals::AGENT
@@ -100,7 +100,7 @@ pub(crate) async fn approvals(
             let kept = approvals::list(home)?;
             // The pack's servers count as configured when the session model is a Coding Plan.
             let env = |k: &str| std::env::var(k).ok();
-            let model = crate::model::active_model(home, env).ok().flatten();
+            let model = crate::services::model::active_model(home, env).ok().flatten();
             let glm_plan = crate::mcp::glm::coding_plan(model.as_ref(), env);
             // The current project's approved `.mcp.json` servers count too.
             let root = project_dir(project).ok().and_then(|dir| canonical_project(&dir).ok());

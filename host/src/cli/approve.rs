@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 
 use super::exit::{Exit, Failure};
 use crate::home::ClatHome;
+use crate::home::trust::canonical_project;
 use crate::mcp::project_servers;
-use crate::trust::canonical_project;
 
 /// `clat mcp approve [--allow VAR]...` for the project at `root` (canonical).
 pub(super) fn approve(home: &ClatHome, root: &Path, allow: Vec<String>, json: bool) -> Result<Exit, Failure> {
@@ -164,7 +164,7 @@ pub(crate) fn review_project_servers(home: &ClatHome, dir: &std::path::Path) {
         return;
     }
     let Ok(root) = canonical_project(dir) else { return };
-    if !crate::trust::TrustStore::new(home).is_trusted(&root).unwrap_or(false) {
+    if !crate::home::trust::TrustStore::new(home).is_trusted(&root).unwrap_or(false) {
         return;
     }
     let Ok(Some(file)) = project_servers::read(&root) else { return };

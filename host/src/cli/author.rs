@@ -18,12 +18,12 @@ use crate::authoring::cases::{Case, Mismatch, Outcome, judge, read_cases};
 use crate::authoring::dev::build_for_loop;
 use crate::extension::StartFilter;
 use crate::home::ClatHome;
+use crate::home::trust::TrustStore;
 use crate::native::process::SandboxPolicy;
-use crate::packages::{Manifest, PackageKind, PackageStore, read_manifest};
 use crate::platform::{MountOptions, Platform, Project, RunOptions};
 use crate::registry::ToolSource;
 use crate::scope::wasm_cache_dir;
-use crate::trust::TrustStore;
+use crate::supply::packages::{Manifest, PackageKind, PackageStore, read_manifest};
 use crate::wasm::imports::check_component;
 use crate::wasm::{EngineOptions, WasmCompiler};
 
@@ -137,7 +137,7 @@ struct ThrowawayHome {
 
 impl Drop for ThrowawayHome {
     fn drop(&mut self) {
-        crate::packages::remove_tree(self.home.path());
+        crate::supply::packages::remove_tree(self.home.path());
     }
 }
 
@@ -175,7 +175,7 @@ fn throwaway_home(
     let imports = super::install::component_imports(package);
     let installed = PackageStore::new(&throwaway.home).install_granted(
         package,
-        crate::packages::Origin { source: None, replace: false, retry: &retry },
+        crate::supply::packages::Origin { source: None, replace: false, retry: &retry },
         |manifest, _| super::install::decide_grants(manifest, None, &imports, grant, &retry),
         |manifest, staged| super::install::validate_staged(&runtime, manifest, staged).map(drop),
     )?;
@@ -311,7 +311,7 @@ pub(crate) async fn test(real: &ClatHome, plugin: &PluginTest<'_>, shutdown: &Sh
     let package = built.dir.clone();
     let mut checks = Vec::new();
     let manifest = read_manifest(&package)?;
-    crate::packages::check_entry(&package, &manifest)?;
+    crate::supply::packages::check_entry(&package, &manifest)?;
     checks.push(Check {
         what: "package".into(),
         ok: true,

@@ -24,9 +24,9 @@ pub(crate) fn tool_names() -> Vec<CompletionCandidate> {
     let mut names: Vec<CompletionCandidate> =
         NATIVE_TOOL_NAMES.iter().map(|n| CompletionCandidate::new(*n).help(Some("native".into()))).collect();
     if let Some(home) = home() {
-        let installed = crate::packages::PackageStore::new(&home).list().unwrap_or_default();
+        let installed = crate::supply::packages::PackageStore::new(&home).list().unwrap_or_default();
         let installed = installed.iter().map(|p| (p.manifest.name.clone(), p.identity())).collect();
-        for (owner, tool) in crate::listings::all_tools(&home, &installed) {
+        for (owner, tool) in crate::home::listings::all_tools(&home, &installed) {
             names.push(CompletionCandidate::new(tool).help(Some(owner.into())));
         }
     }
@@ -46,7 +46,7 @@ pub(crate) fn server_names() -> Vec<CompletionCandidate> {
 /// The installed plugins.
 pub(crate) fn plugin_names() -> Vec<CompletionCandidate> {
     let Some(home) = home() else { return Vec::new() };
-    let installed = crate::packages::PackageStore::new(&home).list().unwrap_or_default();
+    let installed = crate::supply::packages::PackageStore::new(&home).list().unwrap_or_default();
     installed
         .iter()
         .map(|p| CompletionCandidate::new(&p.manifest.name).help(Some(p.manifest.version.clone().into())))

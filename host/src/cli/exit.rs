@@ -7,10 +7,10 @@ use std::process::ExitCode;
 use crate::authoring::AuthoringError;
 use crate::home::HomeError;
 use crate::mcp::config_file::EditError;
-use crate::packages::PackageError;
 use crate::platform::PlatformError;
 use crate::registry::CallError;
 use crate::scope::ScopeError;
+use crate::supply::packages::PackageError;
 
 /// Exit codes (documented in the README).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

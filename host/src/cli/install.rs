@@ -4,9 +4,9 @@
 //! `--grant`, else an installed version's grant that covers it), and the
 //! validation of the staged copy (compiled, linked, listed).
 
-use crate::capabilities::Capabilities;
 use crate::contract::ToolSpec;
-use crate::packages::{Installed, Manifest, PackageError, PackageKind, read_manifest};
+use crate::supply::capabilities::Capabilities;
+use crate::supply::packages::{Installed, Manifest, PackageError, PackageKind, read_manifest};
 use crate::wasm::WasmRuntime;
 
 /// Validate a staged WASM package for installation (an MCP package has nothing
@@ -53,7 +53,7 @@ pub(crate) fn decide_grants(
         asked: asked.describe(),
         how: how.to_string(),
     };
-    if !crate::permissions::TerminalApprover::available() {
+    if !crate::policy::permissions::TerminalApprover::available() {
         return Err(refused(&format!("To grant it, run `{retry} --grant` (or install at a terminal and answer y).")));
     }
     let mut prompt = format!("Plugin {} {} asks for:\n", manifest.name, manifest.version);

@@ -17,12 +17,12 @@ use super::shutdown::Shutdown;
 use super::{project_dir, runs, status};
 use crate::extension::{ExtensionState, ExtensionStatus, StartFilter};
 use crate::home::ClatHome;
+use crate::home::trust::canonical_project;
 use crate::mcp::config_file::{McpConfigFile, masked_entry};
 use crate::mcp::from_registry;
 use crate::mcp::project_servers;
 use crate::platform::{MountOptions, Platform};
 use crate::registry::ToolInfo;
-use crate::trust::canonical_project;
 
 // Parsed once per process: `Add`'s size costs nothing worth a box.
 #[allow(clippy::large_enum_variant)]
@@ -770,7 +770,7 @@ pub(crate) async fn mcp(
         }
         Some(McpCommand::Accept { name, tool }) => {
             let root = canonical_project(&project_dir(project)?)?;
-            let accepted = crate::pins::accept(home, &root, &name, tool.as_deref())
+            let accepted = crate::policy::pins::accept(home, &root, &name, tool.as_deref())
                 .map_err(|e| Failure::configuration(e.to_string()))?;
             if accepted.is_empty() {
                 let which = match &tool {
@@ -781,7 +781,7 @@ pub(crate) async fn mcp(
                     format!("{name} has {which} in {} (`clat mcp get {name}` lists its tools)", root.display());
                 return Err(Failure::new(Exit::Usage, "usage", message));
             }
-            let revoked = crate::approvals::revoke_extension_wide(home, &root, &format!("mcp:{name}"))?;
+            let revoked = crate::policy::approvals::revoke_extension_wide(home, &root, &format!("mcp:{name}"))?;
             if json {
                 outln!("{}", json!({ "accepted": accepted, "approvals_revoked": revoked }));
             } else {

@@ -260,7 +260,7 @@ pub(crate) enum PluginCommand {
         lang: crate::authoring::Language,
         /// What the plugin is: a WebAssembly component, or an MCP server over stdio.
         #[arg(long, value_enum, default_value = "wasm")]
-        kind: crate::packages::PackageKind,
+        kind: crate::supply::packages::PackageKind,
         /// Where to create it (default: the current directory).
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
@@ -648,12 +648,12 @@ fn start_filter(platform: &Platform, dir: &std::path::Path, external: Vec<String
     }
     let home = platform.clat_home();
     let env = |k: &str| std::env::var(k).ok();
-    let model = crate::model::active_model(home, env).ok().flatten();
+    let model = crate::services::model::active_model(home, env).ok().flatten();
     let glm_plan = crate::mcp::glm::coding_plan(model.as_ref(), env);
-    let root = crate::trust::canonical_project(dir).ok();
+    let root = crate::home::trust::canonical_project(dir).ok();
     let current = crate::scope::configured_identities(home, root.as_deref(), glm_plan.as_ref());
     for name in &short {
-        match crate::listings::registered_names(home, name, &current) {
+        match crate::home::listings::registered_names(home, name, &current) {
             Some(found) => owners.extend(found),
             None => return StartFilter::All,
         }
@@ -672,10 +672,11 @@ fn mount(platform: &Platform, project: Option<PathBuf>, options: MountOptions) -
 /// The session model the home configures (`model.json`, `CLAT_MODEL_*`), as a provider.
 fn configured_model(
     home: &crate::home::ClatHome,
-) -> Result<std::sync::Arc<dyn crate::sampling::ModelProvider>, Failure> {
-    let configuration = |e: crate::model::ModelConfigError| Failure::new(Exit::Usage, "configuration", e.to_string());
-    let model = crate::model::active_model(home, |k| std::env::var(k).ok()).map_err(configuration)?;
-    crate::model::provider_for(model.as_ref()).map_err(configuration)
+) -> Result<std::sync::Arc<dyn crate::services::sampling::ModelProvider>, Failure> {
+    let configuration =
+        |e: crate::services::model::ModelConfigError| Failure::new(Exit::Usage, "configuration", e.to_string());
+    let model = crate::services::model::active_model(home, |k| std::env::var(k).ok()).map_err(configuration)?;
+    crate::services::model::provider_for(model.as_ref()).map_err(configuration)
 }
 
 /// How the command line mounts: the session model from the home's

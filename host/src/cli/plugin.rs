@@ -15,10 +15,10 @@ use super::exit::{Exit, Failure};
 use super::install::{component_imports, decide_grants, imports_summary, validate_staged};
 use super::shutdown::Shutdown;
 use super::{LoadWhen, PluginCommand, author, project_dir};
-use crate::capabilities::Capabilities;
 use crate::extension::ExtensionKind;
 use crate::home::ClatHome;
-use crate::packages::{Installed, PackageError, PackageKind, PackageStore, check_entry, read_manifest};
+use crate::supply::capabilities::Capabilities;
+use crate::supply::packages::{Installed, PackageError, PackageKind, PackageStore, check_entry, read_manifest};
 use crate::wasm::WasmRuntime;
 use crate::wasm::cache::CacheSweep;
 
@@ -137,9 +137,9 @@ pub(crate) async fn plugin(
         }
         // The package store's.
         PluginCommand::Install { dir, grant, json, replace, .. } => {
-            match dir.to_str().filter(|d| d.starts_with(crate::oci::OCI_SCHEME)) {
+            match dir.to_str().filter(|d| d.starts_with(crate::supply::oci::OCI_SCHEME)) {
                 Some(reference) => {
-                    let reference = crate::oci::OciReference::parse(reference).map_err(oci_failure)?;
+                    let reference = crate::supply::oci::OciReference::parse(reference).map_err(oci_failure)?;
                     let options = InstallOptions { grant, json, replaced: None, plugin: None, replace };
                     install_from_registry(home, &store, &reference, &reference, &options, shutdown).await
                 }
@@ -157,9 +157,9 @@ pub(crate) async fn plugin(
             }
         }
         PluginCommand::Push { dir, reference, json } => {
-            let reference = crate::oci::OciReference::parse(&reference).map_err(oci_failure)?;
+            let reference = crate::supply::oci::OciReference::parse(&reference).map_err(oci_failure)?;
             let pushed = tokio::select! {
-                pushed = crate::oci::push(&dir, &reference) => pushed.map_err(oci_failure)?,
+                pushed = crate::supply::oci::push(&dir, &reference) => pushed.map_err(oci_failure)?,
                 _ = shutdown.token().cancelled() => return Err(super::runs::interrupted(shutdown)),
             };
             let digest = pushed.pinned.reference.digest().unwrap_or_default().to_string();
@@ -281,7 +281,7 @@ fn install_package(
     home: &ClatHome,
     store: &PackageStore,
     dir: &std::path::Path,
-    source: Option<crate::packages::PackageSource>,
+    source: Option<crate::supply::packages::PackageSource>,
     retry: &str,
     options: &InstallOptions,
 ) -> Result<Exit, Failure> {
@@ -294,7 +294,7 @@ fn install_package(
     // Grants are decided first; validation runs on the staged copy, the bytes that will be installed.
     let installed = store.install_granted(
         dir,
-        crate::packages::Origin { source, replace: options.replace, retry },
+        crate::supply::packages::Origin { source, replace: options.replace, retry },
         |manifest, previous| decide_grants(manifest, previous, &imports, grant, retry),
         |manifest, staged| {
             tools = validate_staged(&runtime, manifest, staged)?;
@@ -314,7 +314,7 @@ fn install_package(
         keep_listing(&runtime, home, &installed);
         // Its listing is known now: completions offer its tools before it ever starts.
         let (plugin, identity) = (&installed.manifest.name, installed.identity());
-        if let Err(e) = crate::listings::remember(home, ExtensionKind::Wasm, plugin, &identity, &names) {
+        if let Err(e) = crate::home::listings::remember(home, ExtensionKind::Wasm, plugin, &identity, &names) {
             tracing::debug!("cannot keep the listing of {plugin}: {e}");
         }
     }
@@ -347,8 +347,8 @@ fn install_package(
     Ok(Exit::Ok)
 }
 
-fn oci_failure(e: crate::oci::OciError) -> Failure {
-    let kind = if matches!(e, crate::oci::OciError::Reference(_)) { "usage" } else { "registry" };
+fn oci_failure(e: crate::supply::oci::OciError) -> Failure {
+    let kind = if matches!(e, crate::supply::oci::OciError::Reference(_)) { "usage" } else { "registry" };
     Failure::new(Exit::Usage, kind, crate::redact::redact(&e.to_string()))
 }
 
@@ -359,14 +359,14 @@ fn oci_failure(e: crate::oci::OciError) -> Failure {
 async fn install_from_registry(
     home: &ClatHome,
     store: &PackageStore,
-    reference: &crate::oci::OciReference,
-    record: &crate::oci::OciReference,
+    reference: &crate::supply::oci::OciReference,
+    record: &crate::supply::oci::OciReference,
     options: &InstallOptions<'_>,
     shutdown: &Shutdown,
 ) -> Result<Exit, Failure> {
     let staging = std::env::temp_dir().join(format!("clat-pull-{}", uuid::Uuid::new_v4().simple()));
     let pulled = tokio::select! {
-        pulled = crate::oci::pull(reference, &staging) => pulled,
+        pulled = crate::supply::oci::pull(reference, &staging) => pulled,
         _ = shutdown.token().cancelled() => {
             let _ = std::fs::remove_dir_all(&staging);
             return Err(super::runs::interrupted(shutdown));
@@ -384,7 +384,7 @@ async fn install_from_registry(
             return Err(Failure::new(Exit::Usage, "registry", message));
         }
         let digest = pulled.pinned.reference.digest().unwrap_or_default().to_string();
-        let source = crate::packages::PackageSource { oci: record.text.clone(), digest };
+        let source = crate::supply::packages::PackageSource { oci: record.text.clone(), digest };
         let retry = format!("clat plugin install {}", record.text);
         install_package(home, store, &pulled.dir, Some(source), &retry, options)
     });
@@ -410,9 +410,9 @@ async fn update(
         );
         return Err(Failure::new(Exit::Usage, "usage", message));
     };
-    let reference = crate::oci::OciReference::parse(&source.oci).map_err(oci_failure)?;
+    let reference = crate::supply::oci::OciReference::parse(&source.oci).map_err(oci_failure)?;
     let now = tokio::select! {
-        now = crate::oci::resolve(&reference) => now.map_err(oci_failure)?,
+        now = crate::supply::oci::resolve(&reference) => now.map_err(oci_failure)?,
         _ = shutdown.token().cancelled() => return Err(super::runs::interrupted(shutdown)),
     };
     if now == source.digest {

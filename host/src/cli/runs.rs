@@ -10,12 +10,12 @@ use serde_json::{Value, json};
 
 use super::exit::{Exit, Failure};
 use super::shutdown::Shutdown;
-use crate::asker::{HeadlessAsker, TerminalAsker, UserAsker};
 use crate::contract::PermissionMode;
 use crate::contract::json::tool_output_to_json;
-use crate::permissions::{Approver, HeadlessApprover, TerminalApprover};
 use crate::platform::{Project, Run, RunOptions};
+use crate::policy::permissions::{Approver, HeadlessApprover, TerminalApprover};
 use crate::run::{EventSink, JsonLinesSink, NullSink};
+use crate::services::asker::{HeadlessAsker, TerminalAsker, UserAsker};
 
 /// Start the command's run once the initial surface is up; a stop signal
 /// before that ends the command (the caller closes the project). While the run

@@ -33,19 +33,19 @@ use tokio_util::sync::CancellationToken;
 
 use super::exit::{Exit, Failure};
 use super::shutdown::Shutdown;
-use crate::asker::{Answer, AskError, Question, UserAsker};
 use crate::audit::{AuditQueue, AuditTrail, CallAudit, CallRecord};
-use crate::budget::SamplingBudget;
 use crate::contract::json::tool_output_to_json;
 use crate::contract::{ElicitationForm, PermissionMode};
-use crate::discovery::{CALL_TOOL, Discovery, DiscoveryOptions, LOAD_TOOLS, SEARCH_TOOLS};
 use crate::extension::StartFilter;
 use crate::limits::SAMPLING_TOKENS_PER_RUN;
-use crate::permissions::{Approval, ApprovalRequest, Approver, Remember, effect_with_reason, how_to_allow};
+use crate::platform::discovery::{CALL_TOOL, Discovery, DiscoveryOptions, LOAD_TOOLS, SEARCH_TOOLS};
 use crate::platform::{Platform, Project, RunOptions};
+use crate::policy::permissions::{Approval, ApprovalRequest, Approver, Remember, effect_with_reason, how_to_allow};
 use crate::registry::{CallError, ToolInfo, ToolSource};
 use crate::run::{EventSink, RunEventKind};
-use crate::sampling::{Completion, ModelProvider};
+use crate::services::asker::{Answer, AskError, Question, UserAsker};
+use crate::services::budget::SamplingBudget;
+use crate::services::sampling::{Completion, ModelProvider};
 use crate::sync::Unpoisoned;
 
 /// How `clat serve` was asked to serve.
@@ -161,7 +161,7 @@ pub(crate) async fn serve(platform: &Platform, options: ServeOptions, shutdown: 
 fn read_token(file: &std::path::Path) -> Result<String, Failure> {
     let unusable = |why: String| Failure::new(Exit::Usage, "usage", format!("--token-file {}: {why}", file.display()));
     // A configuration file like any other: a regular file, within its bound.
-    let text = crate::files::read_config_text(file).map_err(|e| unusable(e.to_string()))?;
+    let text = crate::home::files::read_config_text(file).map_err(|e| unusable(e.to_string()))?;
     let token = text.lines().next().unwrap_or_default().trim();
     if token.is_empty() {
         return Err(unusable("the file holds no token".into()));
@@ -455,7 +455,7 @@ impl EventSink for CallEvents {
 /// A registered tool as an MCP `Tool`: its served name, description,
 /// schema, and the hints that map back to its effect.
 fn mcp_tool(name: &str, tool: &ToolInfo) -> Value {
-    let annotations = crate::effects::annotations_for_effect(tool.effect);
+    let annotations = crate::policy::effects::annotations_for_effect(tool.effect);
     let mut served = crate::registry::definition(name, &tool.description, &tool.input_schema);
     served["annotations"] = crate::contract::json::tool_annotations_to_json(&annotations);
     served
@@ -581,7 +581,7 @@ impl ModelProvider for ClientModel {
         let params = crate::contract::json::sampling_request_to_json(request);
         let result = client.forward("sampling/createMessage", params).await.map_err(|e| anyhow::anyhow!(e.message))?;
         let (text, model, stop_reason) = crate::contract::json::create_message_result_from_json(&result)?;
-        let (input_tokens, output_tokens) = crate::sampling::estimated_usage(request, &text);
+        let (input_tokens, output_tokens) = crate::services::sampling::estimated_usage(request, &text);
         Ok(Completion { text, model, stop_reason, input_tokens, output_tokens })
     }
 }

@@ -88,10 +88,10 @@ impl<'h> McpConfigFile<'h> {
     fn read(&self) -> Result<Value, EditError> {
         let path = self.path();
         let read = match &self.project {
-            Some(root) => crate::files::read_project_file(root, super::project_servers::PROJECT_MCP_FILE),
-            None => crate::files::read_config_file(&path),
+            Some(root) => crate::home::files::read_project_file(root, super::project_servers::PROJECT_MCP_FILE),
+            None => crate::home::files::read_config_file(&path),
         };
-        let text = match read.and_then(crate::files::utf8) {
+        let text = match read.and_then(crate::home::files::utf8) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && self.project.is_some() => {
                 return Ok(serde_json::json!({ WRAPPER_KEY: {} }));

@@ -163,7 +163,7 @@ impl CredentialFile {
 impl CredentialStore for CredentialFile {
     fn load(&self) -> Result<Option<Credentials>, StoreError> {
         let path = self.path();
-        let text = match crate::files::read_config_file(&path) {
+        let text = match crate::home::files::read_config_file(&path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(source) => return Err(StoreError::File { action: "read", path, source }),

@@ -21,8 +21,8 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::download::{BodyError, bounded_body, error_chain};
 use crate::limits::{MCP_REGISTRY_DOCUMENT_MAX_BYTES, MCP_REGISTRY_REDIRECTS_MAX, MCP_REGISTRY_REQUEST_TIMEOUT};
+use crate::supply::download::{BodyError, bounded_body, error_chain};
 
 /// The registry `--from-registry` reads when neither `--registry` nor
 /// `CLAT_MCP_REGISTRY` names another.
@@ -162,7 +162,7 @@ pub fn registry_base(flag: Option<&str>) -> Result<url::Url, RegistryError> {
     if !url.username().is_empty() || url.password().is_some() || url.query().is_some() || url.fragment().is_some() {
         return Err(usage("holds a user, a password, a query or a fragment: give the registry's base URL alone"));
     }
-    let loopback = url.host_str().is_some_and(crate::download::is_loopback_host);
+    let loopback = url.host_str().is_some_and(crate::supply::download::is_loopback_host);
     match url.scheme() {
         "https" => Ok(url),
         "http" if loopback => Ok(url),
@@ -181,7 +181,7 @@ pub async fn fetch(base: &url::Url, server: &str, version: &str) -> Result<Value
         .pop_if_empty()
         .extend(["v0.1", "servers", server, "versions", version]);
     let origin = base.origin();
-    let policy = crate::download::redirect_policy(MCP_REGISTRY_REDIRECTS_MAX, move |_, next| {
+    let policy = crate::supply::download::redirect_policy(MCP_REGISTRY_REDIRECTS_MAX, move |_, next| {
         if next.origin() == origin {
             return Ok(());
         }

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 
 use clat_mcp::config::{EntryTransport, ServerEntry};
 
-use crate::model::ActiveModel;
+use crate::services::model::ActiveModel;
 
 /// The model the pack belongs to (a name starting with it, any case).
 pub const GLM_CODING_PLAN_MODEL: &str = "glm-5.3";

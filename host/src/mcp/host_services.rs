@@ -31,8 +31,8 @@ use crate::contract::json::{
     host_tool_call_from_json, sampling_request_from_json, sampling_result_to_json, tool_output_to_json,
 };
 use crate::contract::{HostError, LogLevel};
-use crate::identity::Identity;
 use crate::limits::PLUGIN_LOG_LINE_MAX_CHARS;
+use crate::policy::identity::Identity;
 use crate::run::{RunContext, RunEventKind};
 use crate::services::{HostServices, HostWaits};
 use crate::sync::Unpoisoned;

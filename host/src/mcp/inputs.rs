@@ -60,7 +60,8 @@ pub struct Input {
 /// the order declared, with the servers that use each. A file that cannot be
 /// read or parsed has none (the mount reports the file's problem).
 pub fn referenced(path: &Path) -> Vec<Input> {
-    let document = crate::files::read_config_file(path).ok().and_then(|t| serde_json::from_slice::<Value>(&t).ok());
+    let document =
+        crate::home::files::read_config_file(path).ok().and_then(|t| serde_json::from_slice::<Value>(&t).ok());
     let Some(document) = document else {
         return Vec::new();
     };

@@ -51,7 +51,7 @@ pub use sources::{
 
 use crate::extension::{ExtensionState, ExtensionStatus};
 use crate::limits::CLOSE_GRACE;
-use crate::pins::ToolPins;
+use crate::policy::pins::ToolPins;
 use crate::registry::Registry;
 use crate::services::HostServices;
 

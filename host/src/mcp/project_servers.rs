@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::home::{Bound, ClatHome, Document, HomeError, Record};
-use crate::identity::hex;
+use crate::home::{Bound, ClatHome, Document, HomeError};
+use crate::policy::identity::hex;
 
 /// The project's server file, at its root.
 pub const PROJECT_MCP_FILE: &str = ".mcp.json";
@@ -66,10 +66,10 @@ struct ApprovalsDocument {
 /// The `.mcp.json` at `root`, if there is one.
 pub fn read(root: &Path) -> Result<Option<ProjectServerFile>, std::io::Error> {
     let path = root.join(PROJECT_MCP_FILE);
-    match crate::files::read_project_file(root, PROJECT_MCP_FILE) {
+    match crate::home::files::read_project_file(root, PROJECT_MCP_FILE) {
         Ok(bytes) => {
             let digest = format!("sha256:{}", hex(&Sha256::digest(&bytes)));
-            let text = crate::files::utf8(bytes).map_err(|e| named(&path, e.to_string()))?;
+            let text = crate::home::files::utf8(bytes).map_err(|e| named(&path, e.to_string()))?;
             Ok(Some(ProjectServerFile { path, text, digest }))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -82,16 +82,8 @@ fn named(path: &Path, why: String) -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::InvalidData, format!("cannot read {}: {why}", path.display()))
 }
 
-impl Record for ApprovalsDocument {
-    /// A file without a version (0) is read as version 1.
-    const VERSIONS: std::ops::RangeInclusive<u32> = 0..=1;
-    fn version(&self) -> u32 {
-        self.version
-    }
-    fn set_version(&mut self, version: u32) {
-        self.version = version;
-    }
-}
+// A file without a version (0) is read as version 1.
+crate::versioned_record!(ApprovalsDocument, 0..=1);
 
 const APPROVED: Document<ApprovalsDocument> = Document::new(PROJECT_SERVERS_FILE, Bound::Config);
 

@@ -55,7 +55,7 @@ pub struct McpServer {
     /// The live session and its restarts: when, how many, why, and what the server offers since.
     pub(crate) supervisor: Supervisor,
     /// The project's tool pins its listings are judged against (`pins.rs`); set before its first listing.
-    pub(crate) pins: std::sync::OnceLock<crate::pins::ToolPins>,
+    pub(crate) pins: std::sync::OnceLock<crate::policy::pins::ToolPins>,
 }
 
 impl McpServer {

@@ -22,9 +22,9 @@ use clat_mcp::{HttpSpec, StdioSpec, Target};
 use super::glm::{CodingPlan, pack_servers};
 use crate::extension::{ExtensionKind, ExtensionState, ExtensionStatus};
 use crate::home::ClatHome;
-use crate::identity::Identity;
 use crate::limits::{STARTUP_TIMEOUT_MAX, TOOL_CALL_TIMEOUT};
-use crate::packages::{PackageKind, PackageStore};
+use crate::policy::identity::Identity;
+use crate::supply::packages::{PackageKind, PackageStore};
 
 /// The user's MCP server configuration, inside `$CLAT_HOME`.
 pub const MCP_CONFIG_FILE: &str = "mcp.json";
@@ -149,7 +149,7 @@ fn kind_of_error(error: &ConfigError) -> ExtensionKind {
 
 /// The user's `mcp.json` at `path`, read within its bound; a missing file is an empty configuration.
 pub fn read_config(path: &Path, bounds: &TimeoutBounds) -> Result<McpConfig, ConfigError> {
-    match crate::files::read_config_text(path) {
+    match crate::home::files::read_config_text(path) {
         Ok(text) => parse_config(&path.display().to_string(), &text, bounds),
         Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => {
             Ok(McpConfig::default())

@@ -15,7 +15,7 @@ use crate::contract::ToolOutput;
 use crate::contract::json::{tool_output_from_json, tool_spec_from_json};
 use crate::limits::{HOST_REQUEST_EXTENSION_MAX, TOOL_CALL_TIMEOUT, TOOLS_PER_SERVER_MAX};
 use crate::names::{ExternalKind, external_tool_name, names_tool};
-use crate::pins::Verdict;
+use crate::policy::pins::Verdict;
 use crate::registry::{Quarantine, Registry, ToolError, ToolHandler};
 use crate::run::RunContext;
 use crate::sync::Unpoisoned;

@@ -34,10 +34,10 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::contract::{Effect, ToolOutput, ToolSpec};
-use crate::effects::{effect_from_annotations, effect_reason, with_network_grant};
-use crate::identity::Identity;
 use crate::limits::TOOL_CALL_TIMEOUT;
 use crate::names::{ExternalKind, external_tool_name};
+use crate::policy::effects::{effect_from_annotations, effect_reason, with_network_grant};
+use crate::policy::identity::Identity;
 use crate::run::RunContext;
 use crate::sync::{Unpoisoned, UnpoisonedRw};
 
@@ -527,7 +527,7 @@ impl Registry {
             source,
             original_name: tool,
             identity: Some(identity.clone()),
-            definition: Some(crate::pins::definition_hash(spec)),
+            definition: Some(crate::policy::pins::definition_hash(spec)),
             effect_reason,
         };
         self.insert(new, effect, &spec.description, input_schema, handler, check)
@@ -657,7 +657,7 @@ impl Registry {
 
     /// What a kept approval of the agent's calls of `tool` is keyed by, and
     /// the tool's effect: what answering "always" at a prompt keeps.
-    pub fn agent_approval(&self, tool: &str) -> Option<(crate::approvals::ApprovalKey, Effect)> {
+    pub fn agent_approval(&self, tool: &str) -> Option<(crate::policy::approvals::ApprovalKey, Effect)> {
         let tools = self.tools.read_locked();
         let entry = tools
             .entries

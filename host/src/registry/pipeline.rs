@@ -13,7 +13,6 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::{CallError, Caller, InFlight, Quarantine, Registry, ToolEntry, ToolSource};
-use crate::approvals::{AGENT, ApprovalKey};
 use crate::contract::json::{
     content_block_to_json, tool_output_json_len_bound, tool_output_json_len_ceiling, tool_output_to_json,
 };
@@ -22,7 +21,8 @@ use crate::limits::{
     HOST_REQUEST_EXTENSION_MAX, HOST_REQUEST_EXTENSION_STEP, TOOL_ARGUMENTS_MAX_BYTES, TOOL_CALL_TIMEOUT,
     TOOL_RESULT_CUT_MARKER_BYTES, TOOL_RESULT_MAX_BYTES,
 };
-use crate::permissions::{Approval, ApprovalRequest, Rule, effect_with_reason, how_to_allow, rule_for};
+use crate::policy::approvals::{AGENT, ApprovalKey};
+use crate::policy::permissions::{Approval, ApprovalRequest, Rule, effect_with_reason, how_to_allow, rule_for};
 use crate::run::{RunContext, RunEventKind};
 use crate::sync::UnpoisonedRw;
 

@@ -27,14 +27,14 @@ use http_body_util::BodyExt;
 use tokio_util::sync::CancellationToken;
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
-use crate::capabilities::{
-    Host, HttpPattern, HttpScheme, canonical_host, grant_allows, is_internal_address, is_localhost,
-};
 use crate::limits::{
     WASM_HTTP_CONNECT_TIMEOUT, WASM_HTTP_REDIRECTS_MAX, WASM_HTTP_REQUEST_BODY_MAX_BYTES, WASM_HTTP_REQUESTS_PER_CALL,
     WASM_HTTP_RESPONSE_BODY_MAX_BYTES,
 };
 use crate::run::{RunContext, RunEventKind};
+use crate::supply::capabilities::{
+    Host, HttpPattern, HttpScheme, canonical_host, grant_allows, is_internal_address, is_localhost,
+};
 
 /// How the host turns a granted host name into addresses.
 pub trait NameLookup: Send + Sync {

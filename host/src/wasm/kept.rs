@@ -12,10 +12,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::capabilities::Capabilities;
 use crate::contract::{ToolAnnotations, ToolSpec};
-use crate::home::{Bound, ClatHome, Document, Record};
-use crate::identity::Identity;
+use crate::home::{Bound, ClatHome, Document};
+use crate::policy::identity::Identity;
+use crate::supply::capabilities::Capabilities;
 
 /// The kept listings, inside `$CLAT_HOME`: one file per installed plugin.
 pub const KEPT_LISTINGS_DIR: &str = "plugins/listings";
@@ -66,15 +66,7 @@ struct KeptFile {
     sees_preopens: bool,
 }
 
-impl Record for KeptFile {
-    const VERSIONS: std::ops::RangeInclusive<u32> = 0..=1;
-    fn version(&self) -> u32 {
-        self.version
-    }
-    fn set_version(&mut self, version: u32) {
-        self.version = version;
-    }
-}
+crate::versioned_record!(KeptFile, 0..=1);
 
 /// A `ToolSpec`, field for field.
 #[derive(Serialize, Deserialize)]

@@ -17,13 +17,13 @@ use super::plugin::{WasmPlugin, spawn_context_delivery};
 use super::runtime::{ComponentSource, LoadError, WasmRuntime, artifact_key};
 use super::stdio::SharedTail;
 use super::store::{StoreTemplate, TemplateSpec};
-use crate::capabilities::{Capabilities, ToolUses};
 use crate::contract::{CONTRACT_VERSION, ToolSpec};
 use crate::home::ClatHome;
 use crate::limits::WASM_MEMORY_MAX_BYTES;
 use crate::redact::OutputTail;
 use crate::registry::Registry;
 use crate::services::HostServices;
+use crate::supply::capabilities::{Capabilities, ToolUses};
 use crate::sync::{Unpoisoned, UnpoisonedRw};
 
 /// How one plugin is set up beyond its component: its memory cap, what its
@@ -36,14 +36,14 @@ pub struct PluginSetup {
     pub granted: Capabilities,
     /// Which tools use which capability (`[tools]` of the manifest).
     pub uses: ToolUses,
-    pub identity: Option<crate::identity::Identity>,
+    pub identity: Option<crate::policy::identity::Identity>,
     /// Where its listing is kept (`kept.rs`): an installed package's. `None`: listed at every load.
     pub listing: Option<ListingPlace>,
 }
 
 impl PluginSetup {
     /// The setup of an installed package of `home`.
-    pub fn of(package: &crate::packages::Installed, home: &ClatHome) -> PluginSetup {
+    pub fn of(package: &crate::supply::packages::Installed, home: &ClatHome) -> PluginSetup {
         let mut setup = PluginSetup {
             memory_max: package.manifest.memory_max(),
             declared: package.manifest.capabilities.clone(),
@@ -146,7 +146,7 @@ impl WasmRuntime {
             egress,
             env_grants: granted.env.clone(),
             uses: setup.uses.clone(),
-            identity: setup.identity.clone().unwrap_or_else(|| crate::identity::Identity::file(entry)),
+            identity: setup.identity.clone().unwrap_or_else(|| crate::policy::identity::Identity::file(entry)),
         })
         .map_err(LoadError::NotAComponent)?;
         let plugin = Arc::new(WasmPlugin {
@@ -218,7 +218,7 @@ pub async fn validate_component(
 pub async fn keep_listing(
     runtime: &Arc<WasmRuntime>,
     home: &ClatHome,
-    package: &crate::packages::Installed,
+    package: &crate::supply::packages::Installed,
 ) -> Result<Vec<ToolSpec>, LoadError> {
     let entry = package.entry_path();
     let setup = PluginSetup::of(package, home);
@@ -230,5 +230,10 @@ pub async fn keep_listing(
 /// Host services that reach nothing: no run, no model, a registry of no tools.
 fn detached_services(dir: &Path) -> Arc<HostServices> {
     let registry = Arc::new(Registry::new(&[]));
-    Arc::new(HostServices::new(&registry, Arc::new(crate::sampling::OfflineProvider), dir, "install-validation"))
+    Arc::new(HostServices::new(
+        &registry,
+        Arc::new(crate::services::sampling::OfflineProvider),
+        dir,
+        "install-validation",
+    ))
 }

@@ -48,9 +48,9 @@ use crate::extension::{ExtensionKind, ExtensionState, ExtensionStatus};
 use crate::home::ClatHome;
 use crate::limits::TOOLS_PER_PLUGIN_MAX;
 use crate::names::{ExternalKind, names_tool};
-use crate::packages::Installed;
 use crate::registry::Registry;
 use crate::services::HostServices;
+use crate::supply::packages::Installed;
 
 /// Load one installed plugin and register its tools. Returns its status and,
 /// when it is ready, the loaded plugin. A load is in-process: when `closing`

@@ -18,7 +18,6 @@ use super::failure::{FailureReason, GuestFailure};
 use super::runtime::{ComponentSource, Prepared, WasmRuntime};
 use super::stdio::SharedTail;
 use super::store::{GuestState, StoreTemplate};
-use crate::capabilities::{Capabilities, ToolUses};
 use crate::contract::{ContextSnapshot, ToolOutput, ToolSpec};
 use crate::limits::{
     CONTEXT_DELIVERY_INTERVAL, CONTEXT_DELIVERY_TIMEOUT, HOST_REQUEST_EXTENSION_MAX, TOOL_CALL_TIMEOUT,
@@ -26,6 +25,7 @@ use crate::limits::{
 };
 use crate::registry::ToolError;
 use crate::run::RunContext;
+use crate::supply::capabilities::{Capabilities, ToolUses};
 use crate::sync::Unpoisoned;
 
 /// A loaded plugin.

@@ -181,10 +181,10 @@ impl WasmRuntime {
     /// Remove the compiled-cache entries no package in `installed` uses
     /// (after a remove, a reinstall or a failed install; `clat plugin gc`).
     /// Reads each installed WASM component to name its content entry.
-    pub fn sweep_cache(&self, installed: &[crate::packages::Installed]) -> std::io::Result<CacheSweep> {
+    pub fn sweep_cache(&self, installed: &[crate::supply::packages::Installed]) -> std::io::Result<CacheSweep> {
         let cache = &self.parts().map_err(std::io::Error::other)?.cache;
         let mut keep = std::collections::HashSet::new();
-        for package in installed.iter().filter(|p| p.manifest.kind == crate::packages::PackageKind::Wasm) {
+        for package in installed.iter().filter(|p| p.manifest.kind == crate::supply::packages::PackageKind::Wasm) {
             let entry = package.entry_path();
             let (Some(artifact), Ok(bytes)) = (artifact_key(&package.dir, &entry), std::fs::read(&entry)) else {
                 continue;

@@ -25,11 +25,11 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::http::{Egress, GuestHttp};
 use super::stdio::{SharedTail, TailStream};
-use crate::capabilities::{Capability, ToolUses};
-use crate::identity::Identity;
 use crate::limits::{WASM_INSTANCES_MAX, WASM_TABLE_ELEMENTS_MAX};
+use crate::policy::identity::Identity;
 use crate::run::RunContext;
 use crate::services::{HostServices, HostWaits};
+use crate::supply::capabilities::{Capability, ToolUses};
 
 /// Where a guest sees its own artifact directory.
 pub const PLUGIN_DIR_GUEST_PATH: &str = "/plugin";

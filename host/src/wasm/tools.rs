@@ -9,11 +9,11 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::plugin::WasmPlugin;
-use crate::capabilities::Capability;
 use crate::contract::ToolOutput;
 use crate::names::ExternalKind;
 use crate::registry::{RegistrationError, Registry, ToolError, ToolHandler};
 use crate::run::RunContext;
+use crate::supply::capabilities::Capability;
 
 impl WasmPlugin {
     /// Register every listed tool; returns what each registration did.

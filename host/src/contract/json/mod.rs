@@ -125,7 +125,7 @@ mod tests {
 
     #[test]
     fn an_ambiguous_hint_makes_the_tool_destructive() {
-        use crate::effects::effect_from_annotations;
+        use crate::policy::effects::effect_from_annotations;
         for annotations in [
             json!({ "readOnlyHint": "yes" }),
             json!({ "readOnlyHint": true, "openWorldHint": 0 }),

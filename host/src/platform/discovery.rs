@@ -31,9 +31,11 @@ use crate::limits::{DISCOVERY_BUDGET_BYTES, SEARCH_RESULTS_DEFAULT, SEARCH_RESUL
 use crate::registry::{CallError, SchemaSize, ToolIndex, ToolInfo, ToolSource, definition, schema_totals};
 use crate::sync::Unpoisoned;
 
-/// Discovery's own tools.
+/// Discovery's own tool that searches the tools not offered.
 pub const SEARCH_TOOLS: &str = "search_tools";
+/// Discovery's own tool that offers tools found by a search.
 pub const LOAD_TOOLS: &str = "load_tools";
+/// Discovery's own tool that calls a tool not offered, through its own pipeline.
 pub const CALL_TOOL: &str = "call_tool";
 
 /// How a project's tools are offered.

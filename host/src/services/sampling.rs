@@ -6,13 +6,13 @@
 
 use serde_json::{Value, json};
 
-use crate::budget::estimate_tokens;
 use crate::contract::{HostError, PermissionMode, Role, SamplingRequest, SamplingResult};
 use crate::limits::{SAMPLING_MAX_MESSAGES, SAMPLING_MAX_OUTBOUND_CHARS, SAMPLING_MAX_OUTPUT_TOKENS};
-use crate::permissions::{Approval, ApprovalRequest, Rule, SAMPLING_APPROVAL};
+use crate::policy::permissions::{Approval, ApprovalRequest, Rule, SAMPLING_APPROVAL};
 use crate::run::{RunContext, RunEventKind};
+use crate::services::budget::estimate_tokens;
 
-pub use crate::model::{Completion, ModelProvider, OfflineProvider, estimated_usage};
+pub use crate::services::model::{Completion, ModelProvider, OfflineProvider, estimated_usage};
 
 /// Gate 1: the payload. Messages are text-only by type; the MCP mapping refuses
 /// other content before a request gets here.

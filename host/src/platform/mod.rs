@@ -34,9 +34,13 @@
 //! ```
 //!
 //! A runnable version is `host/examples/agent.rs`; the rest of the crate's
-//! modules are its parts, public for the command line and the tests.
+//! modules are its parts, public for the command line and the tests. What a
+//! model is offered of a project's tools, and the search over the rest, is
+//! `discovery.rs`.
 
 #![warn(missing_docs)]
+
+pub mod discovery;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -44,19 +48,19 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::approvals::ApprovalStore;
-use crate::asker::{HeadlessAsker, UserAsker};
 use crate::contract::{PermissionMode, ToolOutput};
 use crate::extension::{ExtensionStatus, StartFilter};
+use crate::home::trust::TrustStore;
 use crate::home::{ClatHome, HomeError};
-use crate::model::ModelConfigError;
 use crate::native::process::SandboxPolicy;
-use crate::permissions::{Approver, HeadlessApprover};
+use crate::policy::approvals::ApprovalStore;
+use crate::policy::permissions::{Approver, HeadlessApprover};
 use crate::registry::{CallError, SystemPrompt, ToolInfo};
 use crate::run::{EventSink, NullSink, RunContext};
-use crate::sampling::ModelProvider;
 use crate::scope::{ProjectScope, ScopeError, ScopeOptions};
-use crate::trust::TrustStore;
+use crate::services::asker::{HeadlessAsker, UserAsker};
+use crate::services::model::ModelConfigError;
+use crate::services::sampling::ModelProvider;
 use crate::wasm::WasmCompiler;
 use crate::wasm::cache::CompileObserver;
 
@@ -109,10 +113,10 @@ impl Platform {
     /// [`Project::load_extensions`]).
     pub fn mount(&self, project: &Path, options: MountOptions) -> Result<Project, PlatformError> {
         let env = |k: &str| std::env::var(k).ok();
-        let model = crate::model::active_model(&self.home, env)?;
+        let model = crate::services::model::active_model(&self.home, env)?;
         let provider = match options.model {
             Some(provider) => provider,
-            None => crate::model::provider_for(model.as_ref())?,
+            None => crate::services::model::provider_for(model.as_ref())?,
         };
         let scope_options = ScopeOptions {
             sandbox: options.sandbox,
@@ -203,11 +207,14 @@ impl Project {
     /// How to offer the tools to a model (`discovery.rs`): all of them, or — past `options`' budget, or with
     /// deferred ones — the native and pinned ones and a search. The extensions' own settings (`always_load`,
     /// `defer_loading`) join `options`. Freezes the registry first, so the offer is of the tools that stay.
-    pub fn discovery(&self, options: &crate::discovery::DiscoveryOptions) -> crate::discovery::Discovery {
+    pub fn discovery(
+        &self,
+        options: &crate::platform::discovery::DiscoveryOptions,
+    ) -> crate::platform::discovery::Discovery {
         self.freeze();
         let tools = self.tools();
         let options = options.clone().with_settings(&tools, &self.extensions());
-        crate::discovery::Discovery::new(tools, &options)
+        crate::platform::discovery::Discovery::new(tools, &options)
     }
 
     /// What each extension did so far: its state, tools, problems, output tail.
@@ -230,7 +237,7 @@ impl Project {
             .asker(options.asker)
             .events(options.events);
         // A mode that never asks has no use for the kept approvals: their file is not read.
-        if options.keep_approvals && crate::permissions::mode_asks(options.mode) {
+        if options.keep_approvals && crate::policy::permissions::mode_asks(options.mode) {
             builder = builder.approvals(Arc::new(ApprovalStore::open(self.scope.home(), self.scope.root())?));
         }
         if let Some(deadline) = options.deadline {
@@ -284,10 +291,10 @@ pub struct RunOptions {
     /// Ends the run's calls this long after it starts (default: none; each call still has its 120 s).
     pub deadline: Option<Duration>,
     /// Where the run's sampling goes (default: the project's session model, `MountOptions::model`).
-    pub model: Option<Arc<dyn crate::sampling::ModelProvider>>,
+    pub model: Option<Arc<dyn crate::services::sampling::ModelProvider>>,
     /// The sampling budget the run charges (default: one of its own, `SAMPLING_REQUESTS_PER_RUN` requests);
     /// runs given the same one charge it together (a served session's calls).
-    pub budget: Option<Arc<crate::budget::SamplingBudget>>,
+    pub budget: Option<Arc<crate::services::budget::SamplingBudget>>,
 }
 
 impl Default for RunOptions {
@@ -346,7 +353,7 @@ impl Run {
     pub fn finish(self) {}
 }
 
-impl crate::discovery::ToolCaller for Run {
+impl crate::platform::discovery::ToolCaller for Run {
     fn call(
         &self,
         tool: &str,

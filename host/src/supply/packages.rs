@@ -13,11 +13,11 @@ use std::path::{Component, Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::capabilities::{Capabilities, ToolDeclaration, ToolUses};
-use crate::home::{Bound, ClatHome, Document, HomeError, Record};
+use crate::home::{Bound, ClatHome, Document, HomeError};
 use crate::limits::{
     PACKAGE_MAX_BYTES, PACKAGE_MAX_FILES, PLUGIN_NAME_MAX_CHARS, PLUGIN_VERSION_MAX_CHARS, WASM_MEMORY_MAX_BYTES,
 };
+use crate::supply::capabilities::{Capabilities, ToolDeclaration, ToolUses};
 
 /// The manifest's file name.
 pub const MANIFEST: &str = "clat-plugin.toml";
@@ -168,12 +168,12 @@ impl Installed {
     }
 
     /// What the package is, for kept approvals: its artifact digest.
-    pub fn identity(&self) -> crate::identity::Identity {
+    pub fn identity(&self) -> crate::policy::identity::Identity {
         if self.digest.is_empty() {
             let dir = self.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            return crate::identity::Identity::package(dir.rsplit('-').next().unwrap_or(&dir));
+            return crate::policy::identity::Identity::package(dir.rsplit('-').next().unwrap_or(&dir));
         }
-        crate::identity::Identity::package(&self.digest)
+        crate::policy::identity::Identity::package(&self.digest)
     }
 
     /// The entry's path inside the artifact directory.
@@ -188,15 +188,7 @@ struct Index {
     plugins: BTreeMap<String, Installed>,
 }
 
-impl Record for Index {
-    const VERSIONS: std::ops::RangeInclusive<u32> = 1..=1;
-    fn version(&self) -> u32 {
-        self.version
-    }
-    fn set_version(&mut self, version: u32) {
-        self.version = version;
-    }
-}
+crate::versioned_record!(Index, 1..=1);
 
 /// The index of installed packages.
 const PACKAGES: Document<Index> = Document::new(INDEX, Bound::Config);
@@ -232,7 +224,7 @@ fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> PackageError
 /// Read and check `DIR/clat-plugin.toml` (shape only; the entry is checked by `validate`).
 pub fn read_manifest(dir: &Path) -> Result<Manifest, PackageError> {
     let path = dir.join(MANIFEST);
-    let text = crate::files::read_config_text(&path)
+    let text = crate::home::files::read_config_text(&path)
         .map_err(|e| PackageError::Manifest { path: path.clone(), message: e.to_string() })?;
     parse_manifest(&path, &text)
 }

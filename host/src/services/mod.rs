@@ -4,7 +4,15 @@
 //! adapters call these methods and restate none of their rules. Everything but
 //! `get_context` and `log` requires an active run, and host-tool calls go
 //! through the registry — the current run's permission pipeline, path fence,
-//! cancel token and events.
+//! cancel token and events. Its parts: sampling's three gates (`sampling.rs`)
+//! on the shared budget (`budget.rs`), the session model (`model.rs`), and
+//! forms asked through the `UserAsker` (`elicitation.rs`, `asker.rs`).
+
+pub mod asker;
+pub mod budget;
+pub mod elicitation;
+pub mod model;
+pub mod sampling;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
@@ -15,12 +23,12 @@ use crate::contract::{
     ContextSnapshot, ElicitationForm, ElicitationResult, HostError, HostTool, LogLevel, RunSnapshot, SamplingRequest,
     SamplingResult, ToolOutput,
 };
-use crate::identity::Identity;
 use crate::limits::{PLUGIN_LOG_LINE_MAX_CHARS, PLUGIN_LOG_LINES_PER_CALL, SNAPSHOT_MAX_STRING_CHARS};
+use crate::policy::identity::Identity;
 use crate::redact::redact;
 use crate::registry::{CallError, Caller, Registry};
 use crate::run::{RunContext, RunEventKind};
-use crate::sampling::ModelProvider;
+use crate::services::sampling::ModelProvider;
 
 /// How many of one extension's host requests (sampling, elicitation) wait on
 /// the host now. Counted per extension, by both adapters, so that the
@@ -146,7 +154,7 @@ impl HostServices {
     ) -> Result<SamplingResult, HostError> {
         let run = run.ok_or_else(no_run)?;
         let provider = run.model().unwrap_or(&self.provider);
-        crate::sampling::create_message(provider.as_ref(), request, source, run).await
+        crate::services::sampling::create_message(provider.as_ref(), request, source, run).await
     }
 
     /// Ask the user one primitive form.
@@ -157,7 +165,7 @@ impl HostServices {
         run: Option<&RunContext>,
     ) -> Result<ElicitationResult, HostError> {
         let run = run.ok_or_else(no_run)?;
-        crate::elicitation::elicit(form, source, run).await
+        crate::services::elicitation::elicit(form, source, run).await
     }
 
     /// The `nth` log line (from 1) of one extension call: kept for the first

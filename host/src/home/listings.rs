@@ -16,9 +16,9 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 
 use crate::extension::ExtensionKind;
-use crate::home::{Bound, ClatHome, Document, HomeError, Record};
-use crate::identity::Identity;
+use crate::home::{Bound, ClatHome, Document, HomeError};
 use crate::names::{ExternalKind, names_tool};
+use crate::policy::identity::Identity;
 
 /// The cache file, inside `$CLAT_HOME`.
 pub const LISTINGS_FILE: &str = "cache/listings.json";
@@ -43,15 +43,7 @@ struct Listing {
     tools: Vec<String>,
 }
 
-impl Record for Listings {
-    const VERSIONS: std::ops::RangeInclusive<u32> = 1..=1;
-    fn version(&self) -> u32 {
-        self.version
-    }
-    fn set_version(&mut self, version: u32) {
-        self.version = version;
-    }
-}
+crate::versioned_record!(Listings, 1..=1);
 
 /// The cache, a hint: one that cannot be read is empty.
 const LISTINGS: Document<Listings> = Document::new(LISTINGS_FILE, Bound::Record);

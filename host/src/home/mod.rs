@@ -12,7 +12,13 @@
 //! replaced atomically (a synced temporary file renamed over it), written
 //! only when its text changed. A new file is 0600; one that exists keeps its
 //! mode and owner, and a symlink is written through. `HomeError` is every failure of the
-//! home and its documents.
+//! home and its documents. Its parts: project trust (`trust.rs`), files read
+//! within their bounds (`files.rs`), and each extension's last listing
+//! (`listings.rs`).
+
+pub mod files;
+pub mod listings;
+pub mod trust;
 
 use std::borrow::Cow;
 use std::io::Write;
@@ -169,6 +175,23 @@ pub trait Record: Serialize + DeserializeOwned + Default {
     }
 }
 
+/// `impl Record` for a record whose version is its `version: u32` field, reading `$versions`.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! versioned_record {
+    ($record:ty, $versions:expr) => {
+        impl $crate::home::Record for $record {
+            const VERSIONS: std::ops::RangeInclusive<u32> = $versions;
+            fn version(&self) -> u32 {
+                self.version
+            }
+            fn set_version(&mut self, version: u32) {
+                self.version = version;
+            }
+        }
+    };
+}
+
 /// How big a document's file may be.
 #[derive(Debug, Clone, Copy)]
 pub enum Bound {
@@ -211,8 +234,8 @@ impl<T: Record> Document<T> {
     fn read_with_text(&self, home: &ClatHome) -> Result<(T, Option<String>), HomeError> {
         let path = self.path(home);
         let read = match self.bound {
-            Bound::Config => crate::files::read_config_text(&path),
-            Bound::Record => crate::files::read_home_record_text(&path),
+            Bound::Config => crate::home::files::read_config_text(&path),
+            Bound::Record => crate::home::files::read_home_record_text(&path),
         };
         let text = match read {
             Ok(text) => text,

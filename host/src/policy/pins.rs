@@ -21,9 +21,9 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::contract::ToolSpec;
-use crate::home::{Bound, ClatHome, Document, HomeError, Record};
-use crate::identity::hex;
+use crate::home::{Bound, ClatHome, Document, HomeError};
 use crate::names::{ExternalKind, external_tool_name, names_tool};
+use crate::policy::identity::hex;
 
 /// The file, inside the home.
 pub const PINS_FILE: &str = "pins.json";
@@ -138,15 +138,7 @@ struct PinsDocument {
     projects: BTreeMap<PathBuf, BTreeMap<String, ServerPins>>,
 }
 
-impl Record for PinsDocument {
-    const VERSIONS: std::ops::RangeInclusive<u32> = VERSION..=VERSION;
-    fn version(&self) -> u32 {
-        self.version
-    }
-    fn set_version(&mut self, version: u32) {
-        self.version = version;
-    }
-}
+crate::versioned_record!(PinsDocument, VERSION..=VERSION);
 
 /// The document.
 const PINS: Document<PinsDocument> =

@@ -7,10 +7,10 @@
 //! shows whole forms gets the form at once, and every value it returns is
 //! checked against its field (`check_value`) before the extension sees it.
 
-use crate::asker::{Answer, AskError, ChoiceItem, Question};
 use crate::contract::{ElicitationForm, ElicitationResult, FieldAnswer, FieldKind, FieldValue, FormField, HostError};
 use crate::limits::{ELICITATION_MAX_CHOICES, ELICITATION_MAX_FIELDS, ELICITATION_NUMBER_RETRIES};
 use crate::run::{RunContext, RunEventKind};
+use crate::services::asker::{Answer, AskError, ChoiceItem, Question};
 
 /// Check a form against the supported subset before anything is asked.
 pub fn check_form(form: &ElicitationForm) -> Result<(), HostError> {

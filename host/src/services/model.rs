@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::contract::{Role, SamplingRequest};
-use crate::home::{Bound, ClatHome, Document, HomeError, Record};
+use crate::home::{Bound, ClatHome, Document, HomeError};
 use crate::limits::{MODEL_ERROR_BODY_MAX_CHARS, TOOL_CALL_TIMEOUT};
 use crate::redact::redact;
 
@@ -104,15 +104,7 @@ struct ConfigFile {
     model: Option<ModelConfig>,
 }
 
-impl Record for ConfigFile {
-    const VERSIONS: std::ops::RangeInclusive<u32> = 0..=1;
-    fn version(&self) -> u32 {
-        self.version
-    }
-    fn set_version(&mut self, version: u32) {
-        self.version = version;
-    }
-}
+crate::versioned_record!(ConfigFile, 0..=1);
 
 const CONFIG: Document<ConfigFile> = Document::new(CONFIG_FILE, Bound::Config);
 

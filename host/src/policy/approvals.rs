@@ -28,10 +28,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::contract::Effect;
 use crate::home::{Bound, ClatHome, Document, HomeError, Record};
-use crate::identity::Identity;
 use crate::names::ExternalKind;
-pub use crate::permissions::Remember;
-use crate::permissions::approval_covers;
+use crate::policy::identity::Identity;
+pub use crate::policy::permissions::Remember;
+use crate::policy::permissions::approval_covers;
 use crate::sync::Unpoisoned;
 
 /// The file, inside the home.

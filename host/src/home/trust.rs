@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::home::{Bound, ClatHome, Document, HomeError, Record};
+use crate::home::{Bound, ClatHome, Document, HomeError};
 
 /// The trust file inside `$CLAT_HOME`.
 pub const TRUST_FILE: &str = "trusted-projects.json";
@@ -17,15 +17,7 @@ struct TrustFile {
     projects: Vec<PathBuf>,
 }
 
-impl Record for TrustFile {
-    const VERSIONS: std::ops::RangeInclusive<u32> = 1..=1;
-    fn version(&self) -> u32 {
-        self.version
-    }
-    fn set_version(&mut self, version: u32) {
-        self.version = version;
-    }
-}
+crate::versioned_record!(TrustFile, 1..=1);
 
 const TRUST: Document<TrustFile> = Document::new(TRUST_FILE, Bound::Config);
 

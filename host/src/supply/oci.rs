@@ -33,15 +33,15 @@ use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference, RegistryOperation};
 use sha2::{Digest, Sha256};
 
-use crate::download::{BodyError, bounded_body, error_chain};
 use crate::limits::{
     OCI_CHALLENGE_MAX_BYTES, OCI_LAYER_MAX_BYTES, OCI_MANIFEST_MAX_BYTES, OCI_PULL_TIMEOUT, OCI_READ_TIMEOUT,
     OCI_REDIRECTS_MAX,
 };
-use crate::packages::{MANIFEST, Manifest, PackageKind};
+use crate::supply::download::{BodyError, bounded_body, error_chain};
+use crate::supply::packages::{MANIFEST, Manifest, PackageKind};
 
 /// The scheme of a plugin's registry reference.
-pub use crate::packages::OCI_SCHEME;
+pub use crate::supply::packages::OCI_SCHEME;
 /// The Wasm OCI artifact's config media type (CNCF Wasm OCI artifact layout, as `wkg` writes it).
 pub const WASM_CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
 /// The component layer's media type.
@@ -108,7 +108,7 @@ impl OciReference {
             Some((host, port)) if port.chars().all(|c| c.is_ascii_digit()) && !host.ends_with(':') => host,
             _ => registry,
         };
-        crate::download::is_loopback_host(host)
+        crate::supply::download::is_loopback_host(host)
     }
 
     fn scheme(&self) -> &'static str {
@@ -169,7 +169,7 @@ fn is_sha256_digest(digest: &str) -> bool {
 }
 
 fn sha256_digest(bytes: &[u8]) -> String {
-    format!("sha256:{}", crate::identity::hex(&Sha256::digest(bytes)))
+    format!("sha256:{}", crate::policy::identity::hex(&Sha256::digest(bytes)))
 }
 
 /// What `push` published.
@@ -184,7 +184,7 @@ pub struct Pushed {
 /// Publish the WASM plugin package in `dir` at `reference`.
 pub async fn push(dir: &Path, reference: &OciReference) -> Result<Pushed, OciError> {
     let package = |why: String| OciError::Package(format!("package {}: {why}", dir.display()));
-    let manifest = crate::packages::read_manifest(dir).map_err(|e| OciError::Package(e.to_string()))?;
+    let manifest = crate::supply::packages::read_manifest(dir).map_err(|e| OciError::Package(e.to_string()))?;
     if manifest.kind != PackageKind::Wasm {
         return Err(package(format!(
             "a {} package holds a native executable; only WASM plugins are published to OCI registries",
@@ -192,7 +192,7 @@ pub async fn push(dir: &Path, reference: &OciReference) -> Result<Pushed, OciErr
         )));
     }
     check_entry_name(&manifest).map_err(package)?;
-    let entry = crate::packages::check_entry(dir, &manifest).map_err(|e| OciError::Package(e.to_string()))?;
+    let entry = crate::supply::packages::check_entry(dir, &manifest).map_err(|e| OciError::Package(e.to_string()))?;
     let component = std::fs::read(&entry).map_err(|e| package(format!("cannot read {}: {e}", manifest.entry)))?;
     let toml = std::fs::read(dir.join(MANIFEST)).map_err(|e| package(format!("cannot read {MANIFEST}: {e}")))?;
     let interfaces = crate::wasm::imports::read_interfaces(&component).map_err(|e| package(e.to_string()))?;
@@ -290,7 +290,7 @@ pub async fn pull(reference: &OciReference, into: &Path) -> Result<Pulled, OciEr
         let toml = String::from_utf8(toml).map_err(|_| refused(format!("its {MANIFEST} is not UTF-8")))?;
         let dir = into.join("package");
         std::fs::create_dir_all(&dir).map_err(|e| refused(format!("cannot create {}: {e}", dir.display())))?;
-        let manifest = crate::packages::parse_manifest(&dir.join(MANIFEST), &toml)
+        let manifest = crate::supply::packages::parse_manifest(&dir.join(MANIFEST), &toml)
             .map_err(|e| refused(format!("its {MANIFEST} is not a plugin manifest: {e}")))?;
         if manifest.kind != PackageKind::Wasm {
             return Err(refused(format!("its {MANIFEST} says kind {}, not wasm", manifest.kind.as_str())));
@@ -313,7 +313,7 @@ pub async fn pull(reference: &OciReference, into: &Path) -> Result<Pulled, OciEr
 fn http_client(reference: &OciReference) -> Result<reqwest::Client, OciError> {
     let registry_host = reference.reference.resolve_registry().to_string();
     let scheme = reference.scheme();
-    let policy = crate::download::redirect_policy(OCI_REDIRECTS_MAX, move |first, next| {
+    let policy = crate::supply::download::redirect_policy(OCI_REDIRECTS_MAX, move |first, next| {
         let host = match (next.host_str(), next.port()) {
             (Some(host), Some(port)) => format!("{host}:{port}"),
             (Some(host), None) => host.to_string(),
@@ -359,8 +359,9 @@ async fn credentials_for_registry(reference: &OciReference, http: &reqwest::Clie
     let challenge = response.headers().get(reqwest::header::WWW_AUTHENTICATE).cloned();
     let _ = bounded_body(response, OCI_CHALLENGE_MAX_BYTES).await;
     if let Some(realm) = challenge.as_ref().and_then(|c| c.to_str().ok()).and_then(bearer_realm) {
-        let safe = url::Url::parse(&realm)
-            .is_ok_and(|u| u.scheme() == "https" || u.host_str().is_some_and(crate::download::is_loopback_host));
+        let safe = url::Url::parse(&realm).is_ok_and(|u| {
+            u.scheme() == "https" || u.host_str().is_some_and(crate::supply::download::is_loopback_host)
+        });
         if !safe {
             return Err(registry(format!(
                 "the registry names the token service {realm:?}, which is not https: the Docker config's \
