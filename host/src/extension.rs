@@ -229,13 +229,20 @@ pub enum StartFilter {
     /// produce one of these names (a short name found in the servers' last
     /// listings: plugins start fast, servers may not).
     PluginsAndOwnersOf(Vec<String>),
+    /// What can own one of these tools as a caller wrote them (`clat call`,
+    /// `clat exec`): a native tool needs nothing, a registered name
+    /// (`mcp_srv_get`) its owner, a short name (`get`) every plugin and the
+    /// servers whose last listing under their current identity has it — every
+    /// extension when none has. The door resolves it when it mounts
+    /// (`Platform::mount`); unresolved, it wants every extension.
+    Tools(Vec<String>),
 }
 
 impl StartFilter {
     /// Whether the extension `name` of `kind` is started.
     pub fn wants(&self, kind: ExtensionKind, name: &str) -> bool {
         match self {
-            StartFilter::All => true,
+            StartFilter::All | StartFilter::Tools(_) => true,
             StartFilter::OwnersOf(tools) => {
                 tools.iter().any(|tool| crate::names::may_own(kind.external_kind(), name, tool))
             }

@@ -18,9 +18,11 @@ pub mod platform;
 
 pub use contract::{ContentBlock, Effect, PermissionMode, ToolOutput};
 pub use extension::{ExtensionKind, ExtensionState, ExtensionStatus, StartFilter};
+pub use mcp::inputs::Input as ServerInput;
+pub use mcp::project_servers::ProjectServersReview;
 pub use native::process::SandboxPolicy;
 pub use platform::discovery::{Discovery, DiscoveryOptions};
-pub use platform::{MountOptions, Platform, PlatformError, Project, Run, RunOptions};
+pub use platform::{MountOptions, MountQuestions, Platform, PlatformError, Project, Run, RunOptions};
 pub use policy::permissions::{Approval, ApprovalRequest, Approver};
 pub use registry::{CallError, SystemPrompt, ToolInfo, ToolSource};
 pub use run::{CollectingSink, EventSink, JsonLinesSink, RunEvent, RunEventKind};

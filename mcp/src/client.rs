@@ -1,4 +1,4 @@
-//! Sessions in both eras. `Session::connect` probes the modern era
+//! Sessions in both eras. `Session::connect` (`open.rs`) probes the modern era
 //! (`server/discover` at 2026-07-28, 3 s) in a first subprocess; if the server
 //! is modern it keeps that process, otherwise it discards it and runs the
 //! legacy handshake in a fresh one: `initialize` offering 2025-11-25, accepting
@@ -22,91 +22,25 @@
 //! cancellation.
 
 use std::collections::HashSet;
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::ClientError;
-use crate::http::{HttpConnection, HttpSpec};
-use crate::inbound::{Link, ServerRequests};
-use crate::jsonrpc::{Message, WireError};
-use crate::limits::{
-    INPUT_REQUIRED_MAX_ROUNDS, LEGACY_HANDSHAKE_TIMEOUT, MODERN_PROBE_TIMEOUT, PROBE_STDERR_HELD_MAX_BYTES,
-    TOOLS_LIST_MAX_PAGES, TOOLS_LIST_PAGE_TIMEOUT, TOOLS_PER_SERVER_MAX,
-};
-use crate::protocol::{CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY};
+use crate::inbound::Link;
+use crate::jsonrpc::Message;
+use crate::limits::{INPUT_REQUIRED_MAX_ROUNDS, TOOLS_LIST_MAX_PAGES, TOOLS_LIST_PAGE_TIMEOUT, TOOLS_PER_SERVER_MAX};
+use crate::protocol::LOG_LEVEL_KEY;
 pub use crate::protocol::{
     ClientInfo, Era, HEADER_MISMATCH, LEGACY_VERSIONS, MISSING_REQUIRED_CLIENT_CAPABILITY, MODERN_VERSION,
     UNSUPPORTED_PROTOCOL_VERSION,
 };
-use crate::stdio::{Connection, StderrSink, StdioSpec};
-use crate::transport::Transport;
 
-/// Where a session's server is.
-#[derive(Debug, Clone)]
-pub enum Target {
-    /// A subprocess speaking over its stdio.
-    Stdio(StdioSpec),
-    /// A Streamable HTTP endpoint.
-    Http(HttpSpec),
-}
+mod open;
 
-/// How a session opens: who serves the server's requests, where a
-/// subprocess's stderr goes, who we are and what we can do, the legacy
-/// handshake's bound, and whether the server's era is already known.
-pub struct Opening {
-    pub handler: Arc<dyn ServerRequests>,
-    /// A subprocess's stderr; none: dropped (unused over HTTP).
-    pub stderr: Option<Arc<dyn StderrSink>>,
-    pub client: ClientInfo,
-    pub capabilities: Value,
-    /// The bound of the legacy `initialize`.
-    pub handshake: Duration,
-    /// The server is known to speak the legacy era: no modern probe first.
-    pub known_legacy: bool,
-}
-
-impl Opening {
-    /// Open as `client` with `capabilities`, the server's requests served by
-    /// `handler`; stderr dropped, `LEGACY_HANDSHAKE_TIMEOUT`, the era probed.
-    pub fn new(handler: Arc<dyn ServerRequests>, client: ClientInfo, capabilities: Value) -> Opening {
-        Opening {
-            handler,
-            stderr: None,
-            client,
-            capabilities,
-            handshake: LEGACY_HANDSHAKE_TIMEOUT,
-            known_legacy: false,
-        }
-    }
-
-    /// A subprocess's stderr goes to `sink`.
-    pub fn stderr(mut self, sink: Arc<dyn StderrSink>) -> Opening {
-        self.stderr = Some(sink);
-        self
-    }
-
-    /// The legacy `initialize` may take `handshake` (a slow first start).
-    pub fn handshake(mut self, handshake: Duration) -> Opening {
-        self.handshake = handshake;
-        self
-    }
-
-    /// The server is known to be legacy: the legacy handshake alone.
-    pub fn known_legacy(mut self, known: bool) -> Opening {
-        self.known_legacy = known;
-        self
-    }
-}
-
-/// The stderr of a subprocess nobody asked to see.
-struct DroppedStderr;
-
-impl StderrSink for DroppedStderr {
-    fn write(&self, _bytes: &[u8]) {}
-}
+use open::offers_our_version;
+pub use open::{Opening, Target};
 
 /// An initialized session.
 pub struct Session {
@@ -136,131 +70,6 @@ impl std::fmt::Debug for Session {
 enum Answer {
     Complete(Value),
     InputRequired(Value),
-}
-
-/// What the modern probe learned.
-enum Probe {
-    Modern(Value),
-    Legacy(String),
-}
-
-fn modern_meta(client: &ClientInfo, capabilities: &Value) -> Value {
-    json!({
-        PROTOCOL_VERSION_KEY: MODERN_VERSION,
-        CLIENT_INFO_KEY: { "name": client.name, "version": client.version },
-        CLIENT_CAPABILITIES_KEY: capabilities,
-    })
-}
-
-async fn probe(connection: &dyn Transport, client: &ClientInfo, capabilities: &Value) -> Result<Probe, ClientError> {
-    let params = json!({ "_meta": modern_meta(client, capabilities) });
-    let mut answer =
-        connection.request("server/discover", Some(params.clone()), MODERN_PROBE_TIMEOUT, None, None).await;
-    if let Err(ClientError::Wire(e)) = &answer
-        && offers_our_version(e)
-    {
-        // Rejected although it supports our version: retry once, with a new id.
-        answer = connection.request("server/discover", Some(params), MODERN_PROBE_TIMEOUT, None, None).await;
-    }
-    match answer {
-        Ok(result) => {
-            let versions: Vec<&str> = result
-                .get("supportedVersions")
-                .and_then(Value::as_array)
-                .map(|v| v.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            if versions.contains(&MODERN_VERSION) {
-                Ok(Probe::Modern(result))
-            } else {
-                Ok(Probe::Legacy(format!("server/discover lists {versions:?}, not {MODERN_VERSION}")))
-            }
-        }
-        // A modern server that also speaks a legacy version we speak: the legacy era, then.
-        Err(ClientError::Wire(WireError { code: UNSUPPORTED_PROTOCOL_VERSION, data, .. }))
-            if data
-                .as_ref()
-                .and_then(|d| d.get("supported"))
-                .and_then(Value::as_array)
-                .is_some_and(|v| v.iter().any(|s| s.as_str().is_some_and(|s| LEGACY_VERSIONS.contains(&s)))) =>
-        {
-            Ok(Probe::Legacy("the server offers a legacy version CLAT speaks".into()))
-        }
-        // A recognized modern error means modern: never fall back.
-        Err(ClientError::Wire(WireError { code: UNSUPPORTED_PROTOCOL_VERSION, data, .. })) => {
-            let supported = data.as_ref().and_then(|d| d.get("supported")).cloned().unwrap_or(Value::Null);
-            Err(ClientError::Unsupported(format!(
-                "the server speaks the modern era but none of its versions ({supported}); CLAT speaks {MODERN_VERSION}"
-            )))
-        }
-        // An authorization that failed fails the legacy handshake too.
-        Err(e @ ClientError::Auth { .. }) => Err(e),
-        Err(other) => Ok(Probe::Legacy(other.to_string())),
-    }
-}
-
-/// The stderr of the probe's process: held until the probe decides whether
-/// that process is kept (then passed on, and everything after it) or
-/// discarded (then dropped: the fresh process writes its own).
-struct ProbeStderr {
-    sink: Arc<dyn StderrSink>,
-    /// `Some`: undecided, the bytes so far; `None`: decided.
-    held: std::sync::Mutex<Option<Vec<u8>>>,
-    kept: std::sync::atomic::AtomicBool,
-}
-
-impl ProbeStderr {
-    fn new(sink: Arc<dyn StderrSink>) -> ProbeStderr {
-        ProbeStderr { sink, held: std::sync::Mutex::new(Some(Vec::new())), kept: false.into() }
-    }
-
-    /// Pass on what was held, and everything from now on.
-    fn keep(&self) {
-        let mut held = crate::sync::lock(&self.held);
-        self.kept.store(true, std::sync::atomic::Ordering::SeqCst);
-        if let Some(bytes) = held.take()
-            && !bytes.is_empty()
-        {
-            self.sink.write(&bytes);
-        }
-    }
-
-    /// Drop what was held, and everything from now on.
-    fn discard(&self) {
-        crate::sync::lock(&self.held).take();
-    }
-}
-
-impl StderrSink for ProbeStderr {
-    fn write(&self, bytes: &[u8]) {
-        let mut held = crate::sync::lock(&self.held);
-        match held.as_mut() {
-            // Bounded: a server that floods stderr before answering loses its oldest lines.
-            Some(buffer) => {
-                buffer.extend_from_slice(bytes);
-                if buffer.len() > PROBE_STDERR_HELD_MAX_BYTES {
-                    let over = buffer.len() - PROBE_STDERR_HELD_MAX_BYTES;
-                    let line_end = buffer[over..].iter().position(|&b| b == b'\n').map_or(over, |i| over + i + 1);
-                    buffer.drain(..line_end);
-                }
-            }
-            None if self.kept.load(std::sync::atomic::Ordering::SeqCst) => {
-                drop(held);
-                self.sink.write(bytes);
-            }
-            None => {}
-        }
-    }
-}
-
-/// A `-32022` whose `data.supported` lists the version we speak: the request may be retried once.
-fn offers_our_version(error: &WireError) -> bool {
-    error.code == UNSUPPORTED_PROTOCOL_VERSION
-        && error
-            .data
-            .as_ref()
-            .and_then(|d| d.get("supported"))
-            .and_then(Value::as_array)
-            .is_some_and(|v| v.iter().any(|s| s == MODERN_VERSION))
 }
 
 /// The least severe log level a tagged call asks a modern server for.
@@ -309,145 +118,10 @@ impl Session {
         self.link.connection.close().await;
     }
 
-    /// Open a session with `target` in whichever era it speaks.
-    ///
-    /// A subprocess: the modern probe in a first process, kept if modern;
-    /// otherwise a fresh process for the legacy handshake (a strict legacy
-    /// server never sees the probe followed by `initialize`). The probe
-    /// process's stderr reaches `opening.stderr` only if that process is kept
-    /// or the probe's failure is the answer.
-    ///
-    /// Streamable HTTP: a modern request first (`server/discover`); a
-    /// recognized modern error means modern without a fallback; anything else
-    /// means legacy, so `initialize` on the same URL.
-    ///
-    /// A server the caller knows to be legacy (`Opening::known_legacy`) gets
-    /// the legacy handshake alone, in one process. `initialize` is bounded by
-    /// `opening.handshake` either way.
-    pub async fn connect(target: &Target, opening: Opening) -> Result<Session, ClientError> {
-        let Opening { handler, stderr, client, capabilities, handshake, known_legacy } = opening;
-        let stderr = stderr.unwrap_or_else(|| Arc::new(DroppedStderr));
-        match target {
-            Target::Stdio(spec) if known_legacy => {
-                let link = Link::new(Arc::new(Connection::spawn(spec, stderr).await?), handler);
-                Session::handshake(link, &client, capabilities, handshake).await
-            }
-            Target::Stdio(spec) => {
-                let probe_stderr = Arc::new(ProbeStderr::new(Arc::clone(&stderr)));
-                let first =
-                    Link::new(Arc::new(Connection::spawn(spec, probe_stderr.clone()).await?), Arc::clone(&handler));
-                match probe(first.connection.as_ref(), &client, &capabilities).await {
-                    Ok(Probe::Modern(discover)) => {
-                        probe_stderr.keep();
-                        Ok(Session::modern(first, discover, &client, &capabilities))
-                    }
-                    Ok(Probe::Legacy(why)) => {
-                        tracing::debug!(
-                            "{}: not modern ({why}); starting a fresh process for the legacy handshake",
-                            spec.command
-                        );
-                        probe_stderr.discard();
-                        first.connection.close().await;
-                        let fresh = Link::new(Arc::new(Connection::spawn(spec, stderr).await?), handler);
-                        Session::handshake(fresh, &client, capabilities, handshake).await
-                    }
-                    Err(e) => {
-                        probe_stderr.keep();
-                        first.connection.close().await;
-                        Err(e)
-                    }
-                }
-            }
-            Target::Http(spec) => {
-                let link = Link::new(Arc::new(HttpConnection::new(spec)?), handler);
-                if known_legacy {
-                    return Session::handshake(link, &client, capabilities, handshake).await;
-                }
-                match probe(link.connection.as_ref(), &client, &capabilities).await? {
-                    Probe::Modern(discover) => Ok(Session::modern(link, discover, &client, &capabilities)),
-                    Probe::Legacy(why) => {
-                        tracing::debug!("{}: not modern ({why}); initializing", spec.url);
-                        Session::handshake(link, &client, capabilities, handshake).await
-                    }
-                }
-            }
-        }
-    }
-
     /// Any request in this session's era (the `_meta` envelope when modern),
     /// e.g. `resources/list`; `input_required` is returned as an unsupported error.
     pub async fn send(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, ClientError> {
         self.request(method, params, timeout, None).await
-    }
-
-    fn modern(link: Link, discover: Value, client: &ClientInfo, capabilities: &Value) -> Session {
-        Session {
-            link,
-            era: Era::Modern,
-            protocol_version: MODERN_VERSION.into(),
-            server_info: discover.get("_meta").and_then(|m| m.get(SERVER_INFO_KEY)).cloned().unwrap_or(Value::Null),
-            server_capabilities: discover.get("capabilities").cloned().unwrap_or(Value::Null),
-            meta: modern_meta(client, capabilities),
-        }
-    }
-
-    /// Run the legacy handshake on a fresh connection, `initialize` bounded by
-    /// `handshake`; `handler` serves the server's requests from now on.
-    pub async fn initialize<T: Transport + 'static>(
-        connection: T,
-        handler: Arc<dyn ServerRequests>,
-        client: &ClientInfo,
-        capabilities: Value,
-        handshake: Duration,
-    ) -> Result<Session, ClientError> {
-        Session::handshake(Link::new(Arc::new(connection), handler), client, capabilities, handshake).await
-    }
-
-    /// The legacy handshake: `initialize`, then `notifications/initialized`.
-    async fn handshake(
-        link: Link,
-        client: &ClientInfo,
-        capabilities: Value,
-        timeout: Duration,
-    ) -> Result<Session, ClientError> {
-        let connection = link.connection.as_ref();
-        let params = json!({
-            "protocolVersion": LEGACY_VERSIONS[0],
-            "capabilities": capabilities,
-            "clientInfo": { "name": client.name, "version": client.version },
-        });
-        let initialized = async {
-            let result = connection.request("initialize", Some(params), timeout, None, None).await?;
-            let version = result
-                .get("protocolVersion")
-                .and_then(Value::as_str)
-                .ok_or_else(|| ClientError::Protocol("the initialize result has no protocolVersion".into()))?
-                .to_string();
-            if !LEGACY_VERSIONS.contains(&version.as_str()) {
-                return Err(ClientError::Unsupported(format!(
-                    "the server answered with protocol version {version:?}; CLAT speaks {}",
-                    LEGACY_VERSIONS.join(", ")
-                )));
-            }
-            connection.send(Message::Notification { method: "notifications/initialized".into(), params: None }).await?;
-            Ok((version, result))
-        };
-        let (version, result) = match initialized.await {
-            Ok(initialized) => initialized,
-            Err(e) => {
-                // Closed, not dropped (as after a failed probe): its last stderr lines reach the sink first.
-                connection.close().await;
-                return Err(e);
-            }
-        };
-        Ok(Session {
-            link,
-            era: Era::Legacy,
-            meta: Value::Null,
-            protocol_version: version,
-            server_info: result.get("serverInfo").cloned().unwrap_or(Value::Null),
-            server_capabilities: result.get("capabilities").cloned().unwrap_or(Value::Null),
-        })
     }
 
     /// A request in this session's era: modern requests carry the `_meta`
@@ -682,44 +356,5 @@ impl Session {
         Err(ClientError::Protocol(format!(
             "tools/call still asked for input after {INPUT_REQUIRED_MAX_ROUNDS} rounds; the call was abandoned"
         )))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::sync::Mutex;
-
-    use super::*;
-
-    #[derive(Default)]
-    struct Collected(Mutex<Vec<u8>>);
-
-    impl StderrSink for Collected {
-        fn write(&self, bytes: &[u8]) {
-            self.0.lock().unwrap().extend_from_slice(bytes);
-        }
-    }
-
-    #[test]
-    fn the_probe_s_stderr_is_held_bounded_then_kept_or_dropped() {
-        let sink = Arc::new(Collected::default());
-        let held = ProbeStderr::new(sink.clone());
-        for i in 0..2_000 {
-            held.write(format!("line {i:04} of the probe's process: {}\n", "x".repeat(40)).as_bytes());
-        }
-        assert!(sink.0.lock().unwrap().is_empty(), "nothing passes before the probe decides");
-        held.keep();
-        held.write(b"after the probe\n");
-        let text = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
-        assert!(text.len() <= PROBE_STDERR_HELD_MAX_BYTES + "after the probe\n".len(), "{}", text.len());
-        assert!(text.starts_with("line "), "the oldest lines go whole, never half a line");
-        assert!(text.contains("line 1999 ") && text.ends_with("after the probe\n"));
-
-        let sink = Arc::new(Collected::default());
-        let dropped = ProbeStderr::new(sink.clone());
-        dropped.write(b"the probe's process\n");
-        dropped.discard();
-        dropped.write(b"still the probe's process, closing\n");
-        assert!(sink.0.lock().unwrap().is_empty(), "a discarded process writes nothing");
     }
 }

@@ -19,8 +19,8 @@
 //!
 //! Both bind the contract from `DIR/wit/` (the template writes it there).
 //! Before either runs, the language's own parser checks the author's sources
-//! (`node --check`, Python's `compile`), so a syntax error is `file:line`,
-//! the line and the message, not the toolchain's "failed to parse".
+//! (`syntax.rs`); a build whose sources, toolchain and output are unchanged is
+//! reused (`record.rs`).
 //!
 //! An `mcp-stdio` project is not compiled: a Python one is its files
 //! (`assemble_files`), a JavaScript one is bundled with its dependencies by
@@ -32,6 +32,13 @@ use std::process::{Command, Stdio};
 
 use super::{AuthoringError, Language, io};
 use crate::supply::packages::{MANIFEST, PackageKind, read_manifest};
+
+mod record;
+mod syntax;
+
+pub use record::project_files;
+pub(crate) use record::{BuildRecord, authored_sources, build_hasher, hex_key};
+use syntax::check_syntax;
 
 /// Where `build` assembles the package, inside the project.
 pub const DIST_DIR: &str = "dist";
@@ -469,112 +476,6 @@ fn build_python(dir: &Path, out: &Path, http: bool) -> Result<(PathBuf, bool), A
     Ok((built, false))
 }
 
-/// What a JavaScript or Python build was made from: componentize-js and
-/// componentize-py give a different component for the same sources on every
-/// run (so the compiled cache would miss every time), and take seconds. The
-/// key hashes clat's version, the toolchain (its path, size and time), and
-/// every file of the project but dependencies and outputs (`NOT_AUTHORED`)
-/// and the cases (copied into each package anew);
-/// it is kept beside the output with the output's own hash. A build whose
-/// key and output match is not run again.
-pub(super) struct BuildRecord {
-    /// `OUT.build-key`.
-    path: PathBuf,
-    out: PathBuf,
-    /// `None`: the key could not be computed (a file could not be read), so nothing is reused or kept.
-    key: Option<String>,
-}
-
-impl BuildRecord {
-    /// `inputs`: files outside the project's own that the build reads (a bundle of its dependencies).
-    fn of(dir: &Path, toolchain: &Path, out: &Path, inputs: &[&Path]) -> BuildRecord {
-        BuildRecord::keyed(out, sources_key(dir, toolchain, out, inputs))
-    }
-
-    /// The record of `out` under a key the caller made (`build_hasher`, then what else the build reads).
-    pub(super) fn keyed(out: &Path, key: Option<String>) -> BuildRecord {
-        BuildRecord { path: out.with_extension("build-key"), out: out.to_path_buf(), key }
-    }
-
-    /// The last build was made from the same sources by the same toolchain, and its output is intact.
-    pub(super) fn matches(&self) -> bool {
-        let Some(key) = &self.key else { return false };
-        let Ok(kept) = std::fs::read_to_string(&self.path) else { return false };
-        let mut lines = kept.lines();
-        lines.next() == Some(key.as_str())
-            && lines.next().is_some_and(|hash| file_hash(&self.out).as_deref() == Some(hash))
-    }
-
-    /// Keep the key of the build just made (a failure to keep it only costs a rebuild next time).
-    pub(super) fn keep(&self) {
-        if let (Some(key), Some(hash)) = (&self.key, file_hash(&self.out)) {
-            let _ = std::fs::write(&self.path, format!("{key}\n{hash}\n"));
-        }
-    }
-}
-
-fn file_hash(path: &Path) -> Option<String> {
-    use sha2::{Digest, Sha256};
-    let bytes = std::fs::read(path).ok()?;
-    Some(Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// The start of a build's key: clat's version, the output's name, and the toolchain (its path, size and time).
-pub(super) fn build_hasher(toolchain: &Path, out: &Path) -> Option<sha2::Sha256> {
-    use sha2::Digest;
-    let mut hasher = sha2::Sha256::new();
-    hasher.update(env!("CARGO_PKG_VERSION").as_bytes());
-    hasher.update([0]);
-    hasher.update(out.file_name()?.as_encoded_bytes());
-    hasher.update([0]);
-    let toolchain = which(toolchain)?;
-    let meta = std::fs::metadata(&toolchain).ok()?;
-    let modified = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
-    hasher.update(format!("{}\0{}\0{}\0", toolchain.display(), meta.len(), modified.as_nanos()).as_bytes());
-    Some(hasher)
-}
-
-/// A finished key, as hex.
-pub(super) fn hex_key(hasher: sha2::Sha256) -> String {
-    use sha2::Digest;
-    hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn sources_key(dir: &Path, toolchain: &Path, out: &Path, inputs: &[&Path]) -> Option<String> {
-    use sha2::{Digest, Sha256};
-    let mut hasher = build_hasher(toolchain, out)?;
-    // The cases are not part of the build (each build assembles them anew): editing them reuses it.
-    for file in project_files(dir)?.into_iter().filter(|f| f != Path::new(CASES_FILE)) {
-        hasher.update(file.as_os_str().as_encoded_bytes());
-        hasher.update([0]);
-        hasher.update(Sha256::digest(std::fs::read(dir.join(&file)).ok()?));
-    }
-    for input in inputs {
-        hasher.update(Sha256::digest(std::fs::read(input).ok()?));
-    }
-    Some(hex_key(hasher))
-}
-
-/// Every file of the project at `dir` but its dependencies and outputs
-/// (`NOT_AUTHORED`), relative, sorted; `None` when a directory cannot be read.
-pub fn project_files(dir: &Path) -> Option<Vec<PathBuf>> {
-    let mut files = Vec::new();
-    let mut stack = vec![PathBuf::new()];
-    while let Some(rel) = stack.pop() {
-        for entry in std::fs::read_dir(dir.join(&rel)).ok()?.flatten() {
-            let name = entry.file_name();
-            let path = rel.join(&name);
-            match entry.file_type() {
-                Ok(t) if t.is_dir() && !NOT_AUTHORED.contains(&name.to_string_lossy().as_ref()) => stack.push(path),
-                Ok(t) if t.is_file() => files.push(path),
-                _ => {}
-            }
-        }
-    }
-    files.sort();
-    Some(files)
-}
-
 /// The file a toolchain command names: itself when it is a path, else the first match on PATH; symlinks resolved.
 fn which(program: &Path) -> Option<PathBuf> {
     if program.components().count() > 1 {
@@ -582,80 +483,4 @@ fn which(program: &Path) -> Option<PathBuf> {
     }
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path).map(|d| d.join(program)).find(|p| p.is_file())?.canonicalize().ok()
-}
-
-/// Directories whose files are not the author's sources (dependencies, outputs, caches, tests' mock bindings).
-const NOT_AUTHORED: &[&str] = &["node_modules", ".venv", "venv", "dist", "target", "__pycache__", ".git"];
-
-/// The author's source files of `language` under `dir` (`.js`/`.mjs`, `.py`), sorted.
-pub(super) fn authored_sources(dir: &Path, language: Language) -> Vec<PathBuf> {
-    let extensions: &[&str] = if language == Language::Python { &["py"] } else { &["js", "mjs"] };
-    let mut found = project_files(dir).unwrap_or_default();
-    found.retain(|path| path.extension().is_some_and(|e| extensions.contains(&&*e.to_string_lossy())));
-    found
-}
-
-/// The parser that reports a syntax error as `file:line` with the line and
-/// the message, and nothing of its own stack: `python3` compiling each file
-/// in memory (no `__pycache__` written).
-const PYTHON_SYNTAX_CHECK: &str = r#"
-import sys
-failed = False
-for path in sys.argv[1:]:
-    try:
-        compile(open(path, encoding="utf-8").read(), path, "exec", dont_inherit=True)
-    except SyntaxError as e:
-        failed = True
-        print(f"{e.filename}:{e.lineno}:{e.offset or 0}: SyntaxError: {e.msg}")
-        if e.text:
-            print("    " + e.text.rstrip())
-            print("    " + " " * max((e.offset or 1) - 1, 0) + "^")
-sys.exit(1 if failed else 0)
-"#;
-
-/// Parse the author's sources with the language's own parser before the
-/// toolchain runs (componentize-js says only "failed to parse JS source";
-/// componentize-py prints its own Rust backtrace): a syntax error is reported
-/// as `file:line`, the line and the message. A parser that cannot be started
-/// skips the check (the build still reports the error, less well).
-fn check_syntax(dir: &Path, language: Language, parser: &Path) -> Result<(), AuthoringError> {
-    let sources = authored_sources(dir, language);
-    let mut report = String::new();
-    if language == Language::Python {
-        let Ok(out) = Command::new(parser).arg("-c").arg(PYTHON_SYNTAX_CHECK).args(&sources).current_dir(dir).output()
-        else {
-            return Ok(());
-        };
-        if !out.status.success() {
-            report.push_str(&String::from_utf8_lossy(&out.stdout));
-        }
-    } else {
-        for source in &sources {
-            let Ok(out) = Command::new(parser).arg("--check").arg(source).current_dir(dir).output() else {
-                return Ok(());
-            };
-            if !out.status.success() {
-                report.push_str(&node_syntax_report(&String::from_utf8_lossy(&out.stderr)));
-            }
-        }
-    }
-    if report.trim().is_empty() {
-        return Ok(());
-    }
-    Err(AuthoringError::Syntax { language: language.as_str(), report: report.trim_end().to_string() })
-}
-
-/// `node --check`'s report without node's own stack: `file:line`, the line,
-/// the caret, and the `SyntaxError: …` line.
-fn node_syntax_report(stderr: &str) -> String {
-    let mut kept = Vec::new();
-    for line in stderr.lines() {
-        kept.push(line);
-        if line.starts_with("SyntaxError") {
-            break;
-        }
-    }
-    let mut report = kept.join("\n");
-    report.push('\n');
-    report
 }

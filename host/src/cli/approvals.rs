@@ -98,13 +98,9 @@ pub(crate) async fn approvals(
         }
         ApprovalsCommand::List => {
             let kept = approvals::list(home)?;
-            // The pack's servers count as configured when the session model is a Coding Plan.
-            let env = |k: &str| std::env::var(k).ok();
-            let model = crate::services::model::active_model(home, env).ok().flatten();
-            let glm_plan = crate::mcp::glm::coding_plan(model.as_ref(), env);
-            // The current project's approved `.mcp.json` servers count too.
+            // The current project's approved `.mcp.json` servers count too (and the GLM pack's under a Coding Plan).
             let root = project_dir(project).ok().and_then(|dir| canonical_project(&dir).ok());
-            let current = crate::scope::configured_identities(home, root.as_deref(), glm_plan.as_ref());
+            let current = platform.configured_identities(root.as_deref());
             if json {
                 let listed: Vec<_> = kept
                     .iter()

@@ -209,6 +209,7 @@ fn mount(
         compile_observer: super::progress::compile_observer(),
         default_startup_timeout: None,
         wasm_compiler: throwaway.compiler,
+        questions: None,
     };
     Ok(Platform::open(Some(throwaway.home.path()))?.mount(project, options)?)
 }

@@ -9,9 +9,8 @@ use std::sync::Arc;
 
 use clap::Subcommand;
 use clat_mcp::auth::{Authorizer, Browser};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use super::approve::entry_line;
 use super::exit::{Exit, Failure};
 use super::shutdown::Shutdown;
 use super::{project_dir, runs, status};
@@ -19,10 +18,16 @@ use crate::extension::{ExtensionState, ExtensionStatus, StartFilter};
 use crate::home::ClatHome;
 use crate::home::trust::canonical_project;
 use crate::mcp::config_file::{McpConfigFile, masked_entry};
-use crate::mcp::from_registry;
-use crate::mcp::project_servers;
+use crate::mcp::project_servers::entry_line;
 use crate::platform::{MountOptions, Platform};
 use crate::registry::ToolInfo;
+
+mod add;
+
+use add::{
+    RegistryRequest, add_from_registry, add_to_project, check_command_words, entry_from, entry_from_json,
+    print_added_to_project, target,
+};
 
 // Parsed once per process: `Add`'s size costs nothing worth a box.
 #[allow(clippy::large_enum_variant)]
@@ -213,190 +218,6 @@ fn server_oauth(home: &ClatHome, name: &str, browser: Option<Arc<dyn Browser>>) 
     }
 }
 
-/// `--env NAME=VALUE` and `--header 'NAME: VALUE'` into an object.
-fn pairs(items: &[String], separator: char, flag: &str) -> Result<Map<String, Value>, Failure> {
-    items
-        .iter()
-        .map(|item| match item.split_once(separator) {
-            Some((name, value)) if !name.trim().is_empty() => {
-                Ok((name.trim().to_string(), Value::String(value.trim_start().to_string())))
-            }
-            _ => Err(Failure::new(Exit::Usage, "usage", format!("{flag} {item:?} must be NAME{separator}VALUE"))),
-        })
-        .collect()
-}
-
-/// The options of `clat mcp add`, which a command given without `--` must not
-/// hold (whether they were meant for `clat` or for the server is unclear).
-const ADD_OPTIONS: [&str; 16] = [
-    "-t",
-    "--transport",
-    "-s",
-    "--scope",
-    "-H",
-    "--header",
-    "-e",
-    "--env",
-    "--cwd",
-    "--force",
-    "--url",
-    "--from-registry",
-    "--registry",
-    "--via",
-    "-h",
-    "--help",
-];
-
-/// A command given without `--` is taken only when none of its words is one
-/// of `clat mcp add`'s options.
-fn check_command_words(command: &[String]) -> Result<(), Failure> {
-    let separated = std::env::args().skip_while(|a| a != "add").any(|a| a == "--");
-    let option = command
-        .iter()
-        .skip(1)
-        .find(|w| ADD_OPTIONS.contains(&w.as_str()) || ADD_OPTIONS.iter().any(|o| w.starts_with(&format!("{o}="))));
-    match option {
-        Some(word) if !separated => Err(Failure::new(
-            Exit::Usage,
-            "usage",
-            format!(
-                "{word:?} could be an option of `clat mcp add` or of the server's command; put clat's options before \
-                 the name and the command after `--`: `clat mcp add [OPTIONS] NAME -- {}`",
-                command.join(" ")
-            ),
-        )),
-        _ => Ok(()),
-    }
-}
-
-/// The URL or the command `clat mcp add` was given: `--url URL`, a lone
-/// positional `http(s)://` URL, or a command; `--transport` must agree.
-fn target(
-    url: Option<String>,
-    transport: Option<&str>,
-    command: Vec<String>,
-) -> Result<(Option<String>, Vec<String>), Failure> {
-    let usage = |m: String| Failure::new(Exit::Usage, "usage", m);
-    let is_url = |w: &str| w.starts_with("http://") || w.starts_with("https://");
-    let (url, command) = match (url, command.as_slice()) {
-        (None, [one]) if is_url(one) => (Some(one.clone()), Vec::new()),
-        (url, _) => (url, command),
-    };
-    match transport {
-        None => {}
-        Some("stdio") if url.is_some() => return Err(usage("--transport stdio takes a command, not a URL".into())),
-        Some("http" | "streamable-http") if url.is_none() => {
-            return Err(usage("--transport http takes the server's URL: `clat mcp add -t http NAME URL`".into()));
-        }
-        Some("stdio" | "http" | "streamable-http") => {}
-        Some("sse") => {
-            return Err(usage(
-                "--transport sse: the deprecated HTTP+SSE transport is not supported; give the server's Streamable \
-                 HTTP endpoint (often its URL ending in /mcp) with --transport http"
-                    .into(),
-            ));
-        }
-        Some(other) => return Err(usage(format!("--transport {other:?}: give stdio or http"))),
-    }
-    Ok((url, command))
-}
-
-/// The entry `clat mcp add-json` was given, checked as `mcp.json` would read it.
-fn entry_from_json(name: &str, text: &str) -> Result<Value, Failure> {
-    let usage = |m: String| Failure::new(Exit::Usage, "usage", m);
-    let entry: Value = serde_json::from_str(text).map_err(|e| usage(format!("the entry is not valid JSON: {e}")))?;
-    if !entry.is_object() {
-        return Err(usage(
-            "the entry must be a JSON object, e.g. '{\"command\": \"npx\", \"args\": [\"-y\", \"pkg\"]}'".into(),
-        ));
-    }
-    let document = json!({ name: entry }).to_string();
-    let checked = clat_mcp::config::parse_config("the entry", &document, &crate::mcp::ENTRY_TIMEOUT_BOUNDS)
-        .map_err(|e| usage(e.to_string()))?;
-    if let Some(error) = checked.errors.first() {
-        return Err(usage(error.to_string()));
-    }
-    Ok(entry)
-}
-
-/// At a terminal, ask for the VS Code inputs (`${input:ID}`) that the
-/// servers this command may start use, once per process (a password without
-/// echo; a `pickString` by number); the values are kept in memory only
-/// (`mcp/inputs.rs`). Headless nothing is asked, and such a server fails with
-/// what to write instead. An empty answer takes the input's default, if any.
-pub(crate) fn ask_for_inputs(home: &ClatHome, start: &StartFilter) {
-    use std::io::{BufRead, IsTerminal, Write};
-    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
-        return;
-    }
-    // Both MCP kinds own tools by the same prefix, so either kind asks the filter the same question.
-    let wanted = |server: &String| start.wants(crate::extension::ExtensionKind::McpStdio, server);
-    let path = home.path().join(crate::mcp::MCP_CONFIG_FILE);
-    for input in crate::mcp::inputs::referenced(&path) {
-        if crate::mcp::inputs::is_given(&input.id) || !input.servers.iter().any(wanted) {
-            continue;
-        }
-        let mut err = std::io::stderr().lock();
-        let _ = writeln!(err, "{} (input {:?}, for {}):", input.description, input.id, input.servers.join(", "));
-        for (i, option) in input.options.iter().enumerate() {
-            let _ = writeln!(err, "  {}. {option}", i + 1);
-        }
-        let default = input.default.as_deref().map(|d| format!(" [{d}]")).unwrap_or_default();
-        // Echo goes off before the prompt shows, so nothing typed after it is ever echoed.
-        let echo_off = input.password.then(EchoOff::start);
-        let _ = write!(err, "> {}", if input.password { "(hidden) " } else { "" });
-        let _ = write!(err, "{default}");
-        let _ = err.flush();
-        let mut answer = String::new();
-        let _ = std::io::stdin().lock().read_line(&mut answer);
-        drop(echo_off);
-        if input.password {
-            let _ = writeln!(err);
-        }
-        let answer = answer.trim_end_matches(['\n', '\r']).to_string();
-        let value = match (answer.is_empty(), &input.default) {
-            (true, Some(default)) => default.clone(),
-            _ => match answer.parse::<usize>().ok().and_then(|n| input.options.get(n.wrapping_sub(1))) {
-                Some(option) => option.clone(),
-                None => answer,
-            },
-        };
-        crate::mcp::inputs::provide(&input.id, value);
-    }
-}
-
-/// The terminal's echo, off until dropped (a password is typed unseen).
-struct EchoOff(Option<libc::termios>);
-
-impl EchoOff {
-    fn start() -> EchoOff {
-        // SAFETY: tcgetattr/tcsetattr on stdin's descriptor with a termios we own.
-        unsafe {
-            let mut attributes: libc::termios = std::mem::zeroed();
-            if libc::tcgetattr(libc::STDIN_FILENO, &mut attributes) != 0 {
-                return EchoOff(None);
-            }
-            let saved = attributes;
-            attributes.c_lflag &= !libc::ECHO;
-            if libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, &attributes) != 0 {
-                return EchoOff(None);
-            }
-            EchoOff(Some(saved))
-        }
-    }
-}
-
-impl Drop for EchoOff {
-    fn drop(&mut self) {
-        if let Some(saved) = self.0 {
-            // SAFETY: restores the attributes read in `start`.
-            unsafe {
-                libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, &saved);
-            }
-        }
-    }
-}
-
 /// `clat mcp list`: the configured servers as `mcp.json` holds them, nothing started.
 fn list(home: &ClatHome, json: bool) -> Result<(), Failure> {
     let path = home.path().join(crate::mcp::MCP_CONFIG_FILE);
@@ -433,210 +254,6 @@ fn list(home: &ClatHome, json: bool) -> Result<(), Failure> {
         outln!("{error}");
     }
     Ok(())
-}
-
-/// The `mcp.json` entry `clat mcp add` writes.
-fn entry_from(
-    url: Option<String>,
-    headers: &[String],
-    env: &[String],
-    cwd: Option<String>,
-    command: &[String],
-) -> Result<Value, Failure> {
-    let usage = |m: &str| Failure::new(Exit::Usage, "usage", m.to_string());
-    let mut entry = Map::new();
-    match (url, command.split_first()) {
-        (Some(_), Some(_)) => return Err(usage("give either `-- COMMAND [ARGS...]` or `--url URL`, not both")),
-        (None, None) => return Err(usage("give the server's `-- COMMAND [ARGS...]` or its `--url URL`")),
-        (Some(url), None) => {
-            if !env.is_empty() || cwd.is_some() {
-                return Err(usage("--env and --cwd apply to stdio servers (`-- COMMAND`), not to --url"));
-            }
-            entry.insert("url".into(), Value::String(url));
-            if !headers.is_empty() {
-                entry.insert("headers".into(), Value::Object(pairs(headers, ':', "--header")?));
-            }
-        }
-        (None, Some((program, args))) => {
-            if !headers.is_empty() {
-                return Err(usage("--header applies to HTTP servers (a URL), not to a command"));
-            }
-            entry.insert("command".into(), Value::String(program.clone()));
-            if !args.is_empty() {
-                entry.insert("args".into(), json!(args));
-            }
-            if !env.is_empty() {
-                entry.insert("env".into(), Value::Object(pairs(env, '=', "--env")?));
-            }
-            if let Some(cwd) = cwd {
-                entry.insert("cwd".into(), Value::String(cwd));
-            }
-        }
-    }
-    Ok(Value::Object(entry))
-}
-
-/// `clat mcp add --scope project`: the entry goes into the project's
-/// `.mcp.json` (created in Claude Code's shape). You wrote it, so the file is
-/// approved for you as it now is — but only when it was approved before (or
-/// did not exist): a file holding servers you never approved stays
-/// unapproved, and `clat mcp approve` is named. Returns the file and whether
-/// it is approved.
-fn add_to_project(
-    home: &ClatHome,
-    project: Option<PathBuf>,
-    name: &str,
-    entry: Value,
-    force: bool,
-) -> Result<(PathBuf, bool), Failure> {
-    let root = canonical_project(&project_dir(project)?)?;
-    let before = project_servers::read(&root).map_err(|e| Failure::configuration(e.to_string()))?;
-    let was_approved = match &before {
-        None => true,
-        Some(file) => project_servers::approval(home, &root, file)? == project_servers::Approval::Approved,
-    };
-    McpConfigFile::of_project(home, &root).add(name, entry, force)?;
-    let path = root.join(project_servers::PROJECT_MCP_FILE);
-    let after = project_servers::read(&root).map_err(|e| Failure::configuration(e.to_string()))?;
-    let approved = match (&after, was_approved) {
-        (Some(file), true) => {
-            project_servers::approve(home, &root, file, None)?;
-            true
-        }
-        _ => false,
-    };
-    Ok((path, approved))
-}
-
-/// What `clat mcp add --scope project` says it did.
-fn print_added_to_project(name: &str, path: &std::path::Path, approved: bool, json: bool) {
-    if json {
-        outln!("{}", json!({ "added": name, "file": path.display().to_string(), "approved": approved }));
-    } else {
-        outln!("added {name} to {}", path.display());
-        if approved {
-            outln!(
-                "approved {} for you as it is now; whoever clones the project is asked to approve it",
-                path.display()
-            );
-        } else {
-            outln!("{} holds servers you have not approved: review it, then run `clat mcp approve`", path.display());
-        }
-    }
-}
-
-/// What `clat mcp add --from-registry` was asked.
-struct RegistryRequest {
-    reference: String,
-    registry: Option<String>,
-    via: Option<String>,
-    scope: String,
-    force: bool,
-}
-
-impl From<from_registry::RegistryError> for Failure {
-    fn from(e: from_registry::RegistryError) -> Self {
-        let kind = if matches!(e, from_registry::RegistryError::Usage(_)) { "usage" } else { "registry" };
-        Failure::new(Exit::Usage, kind, crate::redact::redact(&e.to_string()))
-    }
-}
-
-/// `clat mcp add NAME --from-registry SERVER[@VERSION]`: read the version
-/// from the registry, show what the entry runs, the effect it gets and the
-/// values it needs, then write it (user or project scope). Nothing starts.
-async fn add_from_registry(
-    home: &ClatHome,
-    project: Option<PathBuf>,
-    name: &str,
-    request: RegistryRequest,
-    json: bool,
-    shutdown: &Shutdown,
-) -> Result<Exit, Failure> {
-    let (server, version) = from_registry::parse_reference(&request.reference)?;
-    let via = match request.via.as_deref() {
-        None => None,
-        Some(text) => Some(from_registry::Via::parse(text).ok_or_else(|| {
-            Failure::new(Exit::Usage, "usage", format!("--via {text:?}: give npm, pypi, oci or remote"))
-        })?),
-    };
-    let base = from_registry::registry_base(request.registry.as_deref())?;
-    let document = tokio::select! {
-        document = from_registry::fetch(&base, &server, &version) => document?,
-        _ = shutdown.token().cancelled() => return Err(runs::interrupted(shutdown)),
-    };
-    let found = from_registry::entry_from_document(base.as_str(), name, Some((&server, &version)), &document, via)?;
-    // The entry as mcp.json will read it: a document that yields an entry CLAT would refuse adds nothing.
-    entry_from_json(name, &found.entry.to_string()).map_err(|f| {
-        Failure::new(
-            Exit::Usage,
-            "registry",
-            format!("{} yields an entry CLAT cannot use: {}", found.source.server, f.message),
-        )
-    })?;
-    let entry = found.entry.clone();
-    let (file, approved) = if request.scope == "project" {
-        let (path, approved) = add_to_project(home, project, name, entry, request.force)?;
-        (path, Some(approved))
-    } else {
-        McpConfigFile::new(home).add(name, entry, request.force)?;
-        (home.path().join(crate::mcp::MCP_CONFIG_FILE), None)
-    };
-    if json {
-        let needs: Vec<Value> = found
-            .needs
-            .iter()
-            .map(|n| {
-                json!({ "variable": n.variable, "fills": n.fills, "required": n.required, "secret": n.secret,
-                        "default": n.default, "choices": n.choices, "description": n.description })
-            })
-            .collect();
-        outln!(
-            "{}",
-            json!({ "added": name, "file": file.display().to_string(), "approved": approved,
-                    "server": found.source.server, "version": found.source.version,
-                    "registry": found.source.registry, "via": found.via.as_str(), "entry": found.entry,
-                    "runs": found.runs, "effect": found.effect, "needs": needs, "alternatives": found.alternatives,
-                    "passed_over": found.passed_over })
-        );
-        return Ok(Exit::Ok);
-    }
-    let source = &found.source;
-    outln!("{} {} ({}) from {}", source.server, source.version, found.via.as_str(), source.registry);
-    if !found.description.is_empty() {
-        outln!("  {}", found.description);
-    }
-    outln!("  runs: {}", found.runs);
-    outln!("  effect: {}", found.effect);
-    for need in &found.needs {
-        let mut about = vec![if need.required { "required" } else { "optional" }];
-        if need.secret {
-            about.push("secret");
-        }
-        let default = need.default.as_ref().map(|d| format!(", default {d:?}")).unwrap_or_default();
-        let choices =
-            if need.choices.is_empty() { String::new() } else { format!(", one of {}", need.choices.join("|")) };
-        let description = if need.description.is_empty() { String::new() } else { format!(": {}", need.description) };
-        outln!(
-            "  needs ${{{}}} ({}{default}{choices}) for {}{description}",
-            need.variable,
-            about.join(", "),
-            need.fills
-        );
-    }
-    if !found.needs.is_empty() {
-        outln!("  the entry holds only these references: set them in CLAT's environment before the server starts");
-    }
-    for other in &found.alternatives {
-        outln!("  also offered: {other}");
-    }
-    for other in &found.passed_over {
-        outln!("  not usable: {other}");
-    }
-    match approved {
-        Some(approved) => print_added_to_project(name, &file, approved, false),
-        None => outln!("added {name} to {} (nothing was started)", file.display()),
-    }
-    Ok(Exit::Ok)
 }
 
 fn done(json: bool, what: &str, name: &str, file: &std::path::Path) {
@@ -836,11 +453,10 @@ async fn status_of(
     let options = MountOptions {
         start,
         default_startup_timeout: Some(crate::limits::WATCHED_START_TIMEOUT),
+        questions: super::questions::at_terminal(),
         ..MountOptions::default()
     };
     let dir = project_dir(project)?;
-    super::approve::review_project_servers(home, &dir);
-    ask_for_inputs(home, &options.start);
     let project = platform.mount(&dir, options)?;
     let servers = tokio::select! {
         servers = super::progress::while_starting(&project, json, project.load_mcp_servers()) => Some(servers),

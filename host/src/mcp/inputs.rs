@@ -2,9 +2,9 @@
 //! "promptString", "id": "api-key", "description": "…", "password": true}]}`):
 //! which inputs the entries reference (`${input:ID}`), the values the user gave
 //! for this process, and the lookup that expands an entry's `${input:ID}` from
-//! them (every other variable from the environment). The command line asks for
-//! them at a terminal before servers start (`cli/mcp.rs` `ask_for_inputs`); an
-//! embedder calls `provide`. A value lives in this process's memory only, is a
+//! them (every other variable from the environment). The door asks for them
+//! before servers start, through `MountOptions::questions` (the command line's
+//! is a terminal's, `cli/questions.rs`), and keeps the answers with `provide`. A value lives in this process's memory only, is a
 //! secret in every diagnostic from the moment it is given, and is never
 //! written anywhere. Headless, an entry that uses an input fails with what to
 //! write instead.

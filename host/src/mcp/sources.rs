@@ -326,13 +326,6 @@ fn project_entries(home: &ClatHome, root: &Path) -> ProjectEntries {
     entries
 }
 
-/// The user's variables a project's `entry` reads that the user did not allow for the project
-/// (`${workspaceFolder}` is the project root, not the user's).
-pub fn unallowed_variables(entry: &ServerEntry, allowed: &std::collections::BTreeSet<String>) -> Vec<String> {
-    let own = |name: &String| name == super::project_servers::WORKSPACE_FOLDER || allowed.contains(name);
-    entry.variables().into_iter().filter(|name| !own(name)).collect()
-}
-
 impl ProjectEntries {
     /// Whether an approved project server takes `name` from packages and the pack.
     fn claims(&self, name: &str) -> bool {
@@ -391,7 +384,7 @@ impl ProjectEntries {
                 ));
                 continue;
             }
-            let unallowed = unallowed_variables(entry, &self.allowed);
+            let unallowed = super::project_servers::unallowed_variables(entry, &self.allowed);
             if !unallowed.is_empty() && entry.enabled {
                 set.statuses.push(ExtensionStatus::new(
                     name,

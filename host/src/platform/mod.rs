@@ -42,6 +42,7 @@
 
 pub mod discovery;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -52,8 +53,11 @@ use crate::contract::{PermissionMode, ToolOutput};
 use crate::extension::{ExtensionStatus, StartFilter};
 use crate::home::trust::TrustStore;
 use crate::home::{ClatHome, HomeError};
+use crate::mcp::inputs::Input as ServerInput;
+use crate::mcp::project_servers::ProjectServersReview;
 use crate::native::process::SandboxPolicy;
 use crate::policy::approvals::ApprovalStore;
+use crate::policy::identity::Identity;
 use crate::policy::permissions::{Approver, HeadlessApprover};
 use crate::registry::{CallError, SystemPrompt, ToolInfo};
 use crate::run::{EventSink, NullSink, RunContext};
@@ -118,17 +122,90 @@ impl Platform {
             Some(provider) => provider,
             None => crate::services::model::provider_for(model.as_ref())?,
         };
+        let glm_plan = crate::mcp::glm::coding_plan(model.as_ref(), env);
+        let start = match options.start {
+            StartFilter::Tools(tools) => self.start_for(project, &tools, glm_plan.as_ref()),
+            start => start,
+        };
+        if let Some(questions) = &options.questions {
+            self.ask_before_start(project, &start, questions.as_ref());
+        }
         let scope_options = ScopeOptions {
             sandbox: options.sandbox,
             provider: Some(provider),
-            glm_plan: crate::mcp::glm::coding_plan(model.as_ref(), env),
-            start: options.start,
+            glm_plan,
+            start,
             compile_observer: options.compile_observer,
             default_startup_timeout: options.default_startup_timeout,
             wasm_compiler: options.wasm_compiler,
         };
         let scope = ProjectScope::mount(&self.home, project, scope_options)?;
         Ok(Project { scope: Arc::new(scope) })
+    }
+
+    /// Before anything of the project at `project` starts: when it is trusted
+    /// and its `.mcp.json` is not approved as it is, ask whether its servers
+    /// may start (and keep a yes); then ask for each `${input:ID}` of
+    /// `mcp.json` not given yet that an entry `start` starts references.
+    fn ask_before_start(&self, project: &Path, start: &StartFilter, questions: &dyn MountQuestions) {
+        use crate::mcp::project_servers;
+        if let Ok(root) = crate::home::trust::canonical_project(project)
+            && TrustStore::new(&self.home).is_trusted(&root).unwrap_or(false)
+            && let Some((file, review)) = project_servers::pending_review(&self.home, &root)
+            && questions.approve_project_servers(&review)
+            && let Err(e) = project_servers::approve(&self.home, &root, &file, None)
+        {
+            questions.notice(&format!("could not keep the approval: {e}"));
+        }
+        // Both MCP kinds own tools by the same prefix, so either kind asks the filter the same question.
+        let wanted = |server: &String| start.wants(crate::extension::ExtensionKind::McpStdio, server);
+        let path = self.home.path().join(crate::mcp::MCP_CONFIG_FILE);
+        for input in crate::mcp::inputs::referenced(&path) {
+            if crate::mcp::inputs::is_given(&input.id) || !input.servers.iter().any(wanted) {
+                continue;
+            }
+            if let Some(value) = questions.input(&input) {
+                crate::mcp::inputs::provide(&input.id, value);
+            }
+        }
+    }
+
+    /// What `StartFilter::Tools(tools)` starts in the project at `project`
+    /// (`glm_plan`: the session model's, whose pack's servers count as
+    /// configured). Short names are looked up in the servers' last listings
+    /// (`home/listings.rs`), so a call of one starts only what may have it.
+    fn start_for(
+        &self,
+        project: &Path,
+        tools: &[String],
+        glm_plan: Option<&crate::mcp::glm::CodingPlan>,
+    ) -> StartFilter {
+        let external = tools.iter().filter(|t| !crate::native::NATIVE_TOOL_NAMES.contains(&t.as_str()));
+        let (mut owners, short): (Vec<String>, Vec<String>) =
+            external.cloned().partition(|t| t.starts_with("mcp_") || t.starts_with("wasm_"));
+        if short.is_empty() {
+            return StartFilter::OwnersOf(owners);
+        }
+        let root = crate::home::trust::canonical_project(project).ok();
+        let current = crate::scope::configured_identities(&self.home, root.as_deref(), glm_plan);
+        for name in &short {
+            match crate::home::listings::registered_names(&self.home, name, &current) {
+                Some(found) => owners.extend(found),
+                None => return StartFilter::All,
+            }
+        }
+        StartFilter::PluginsAndOwnersOf(owners)
+    }
+
+    /// The identity of every extension configured or installed now, by key
+    /// (`mcp:NAME`, `wasm:NAME`), as a mount of `project` (canonical; none:
+    /// no project's own servers) would start them: the session model's GLM
+    /// pack counts. Nothing is started or contacted.
+    pub fn configured_identities(&self, project: Option<&Path>) -> HashMap<String, Identity> {
+        let env = |k: &str| std::env::var(k).ok();
+        let model = crate::services::model::active_model(&self.home, env).ok().flatten();
+        let glm_plan = crate::mcp::glm::coding_plan(model.as_ref(), env);
+        crate::scope::configured_identities(&self.home, project, glm_plan.as_ref())
     }
 }
 
@@ -156,6 +233,24 @@ pub struct MountOptions {
     /// `WasmCompiler::Baseline` compiles about 5x faster and runs slower, for an
     /// author's edit loop).
     pub wasm_compiler: WasmCompiler,
+    /// Who is asked before anything starts, when someone can answer (default:
+    /// nobody; a project's unapproved servers are then reported as not
+    /// started, and an unset `${input:ID}` stays unset).
+    pub questions: Option<Arc<dyn MountQuestions>>,
+}
+
+/// What a mount may ask a person before anything starts
+/// ([`MountOptions::questions`]). The door decides whether and what to ask,
+/// and keeps the answers; this port only shows a question and reads the answer.
+pub trait MountQuestions: Send + Sync {
+    /// May the servers of a trusted project's `.mcp.json`, new or changed
+    /// since it was approved, start? A yes is kept (as `clat mcp approve`).
+    fn approve_project_servers(&self, review: &ProjectServersReview) -> bool;
+    /// The value of an `${input:ID}` that an entry about to start references;
+    /// `None` leaves it unset.
+    fn input(&self, input: &ServerInput) -> Option<String>;
+    /// Something the person should read (an answer that could not be kept).
+    fn notice(&self, _text: &str) {}
 }
 
 /// A mounted, trusted project: one registry of native, WASM and MCP tools,

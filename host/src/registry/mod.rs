@@ -13,14 +13,20 @@
 //! closes a server's stdin.
 //!
 //! What the tools' definitions cost a model is in `cost.rs`, finding the
-//! tools a task needs in `search.rs`.
+//! tools a task needs in `search.rs`, checking an input schema in `schema.rs`,
+//! and the registry's refusals and a call's failures in `errors.rs`.
 
 mod cost;
+mod errors;
 mod pipeline;
+mod schema;
 mod search;
 
 pub use cost::{ExtensionSchemas, SCHEMA_BYTES_PER_TOKEN, SchemaSize, SchemaTotals, definition, schema_totals};
+pub use errors::{CallError, RegistrationError};
 pub use pipeline::enforce_result_limit;
+pub use schema::check_input_schema;
+use schema::{SchemaCheck, compile_schema, parse_input_schema};
 pub use search::{ToolIndex, ToolMatch};
 
 use std::collections::HashMap;
@@ -248,91 +254,6 @@ impl ToolInfo {
             }
         }
     }
-}
-
-/// Why a registration was refused. Every refusal is also kept in
-/// `Registry::reports()` for status surfaces.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RegistrationError {
-    #[error("tool {name} from {source_label} collides with {existing} and was skipped")]
-    Collision { name: String, source_label: String, existing: String },
-    #[error("tool {name} from {source_label} arrived after the registry froze and was rejected")]
-    Frozen { name: String, source_label: String },
-    #[error("system prompt {name} from {source_label} arrived after the registry froze and was rejected")]
-    PromptFrozen { name: String, source_label: String },
-    #[error("tool {name} from {source_label} has an invalid input schema: {reason}")]
-    InvalidSchema { name: String, source_label: String, reason: String },
-    #[error("{name} is not one of CLAT's native tool names")]
-    NotNative { name: String },
-}
-
-/// Why a call did not produce a tool output. Non-exhaustive: a later kind of
-/// refusal (as `Quarantined` was) is not a breaking change for an embedder.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum CallError {
-    /// No tool of that name is registered.
-    #[error("unknown tool {0:?}; `clat tools` lists the registered tools")]
-    UnknownTool(String),
-    /// The arguments are too large or fail the tool's schema.
-    #[error("invalid arguments for {tool}: {reason}")]
-    InvalidArguments {
-        /// The tool.
-        tool: String,
-        /// What is wrong with them.
-        reason: String,
-    },
-    /// The mode table or the approver refused the call.
-    #[error("permission denied for {tool}: {reason}")]
-    Denied {
-        /// The tool.
-        tool: String,
-        /// Why, and how to allow it.
-        reason: String,
-    },
-    /// The run was cancelled before the call finished.
-    #[error("{tool} was cancelled")]
-    Cancelled {
-        /// The tool.
-        tool: String,
-    },
-    /// The call passed its deadline.
-    #[error("{tool} timed out after {:.1} s", after.as_secs_f64())]
-    TimedOut {
-        /// The tool.
-        tool: String,
-        /// How long it was given.
-        after: std::time::Duration,
-    },
-    /// The tool's implementation failed (not a tool-level error result).
-    #[error("{tool} failed: {error}")]
-    Failed {
-        /// The tool.
-        tool: String,
-        /// What failed.
-        error: ToolError,
-    },
-    /// The tool's extension was withdrawn (its project is closing).
-    #[error("{tool} is no longer available: {reason}")]
-    Withdrawn {
-        /// The tool.
-        tool: String,
-        /// Why its extension was withdrawn.
-        reason: String,
-    },
-    /// The tool's definition changed since it was pinned (`pins.rs`): it is not
-    /// offered or called until the user accepts the change. Its message never
-    /// holds the new text (the extension's, which may be written for a model);
-    /// `changes` does, for the user.
-    #[error("{tool} is quarantined: its definition changed since it was pinned; {accept} takes the new one")]
-    Quarantined {
-        /// The tool.
-        tool: String,
-        /// The command that accepts the change.
-        accept: String,
-        /// What changed, one line per part.
-        changes: Vec<String>,
-    },
 }
 
 #[derive(Default)]
@@ -697,62 +618,6 @@ struct NewTool<'a> {
     identity: Option<Identity>,
     definition: Option<String>,
     effect_reason: String,
-}
-
-/// When a tool's input schema is compiled: at registration (an extension's, so that one that does not compile is
-/// refused there), or at its first call (a native tool's; a kept listing's, checked when it was kept).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum SchemaCheck {
-    Now,
-    Checked,
-}
-
-/// An extension's input schema, as registration takes it: JSON text holding an object.
-fn parse_input_schema(text: &str) -> Result<Value, String> {
-    match serde_json::from_str::<Value>(text) {
-        Ok(schema @ Value::Object(_)) => Ok(schema),
-        Ok(_) => Err("the input schema must be a JSON object".to_string()),
-        Err(e) => Err(format!("not JSON: {e}")),
-    }
-}
-
-/// Whether `register_external` would take this input schema (JSON text): the check a kept listing makes of its
-/// tools once, so that their registration need not (`register_external_checked`).
-pub fn check_input_schema(text: &str) -> Result<(), String> {
-    compile_schema(&parse_input_schema(text)?, false).map(drop)
-}
-
-/// Schemas come from extensions: a `$ref` to another document is never
-/// fetched (no network, no file). It validates as `true`, so those values
-/// pass to the tool, which checks them itself.
-/// A tool's input schema as a validator (never fetching a remote reference).
-/// A native tool's schema is ours and uses only keywords every draft shares:
-/// it is read as draft 7, whose meta-schema (which every schema is checked
-/// against first, built once per process) costs a fraction of 2020-12's, so a
-/// command that calls only native tools never builds the bigger one.
-fn compile_schema(schema: &Value, native: bool) -> Result<jsonschema::Validator, String> {
-    let mut options = jsonschema::options().with_retriever(NeverFetch);
-    if native {
-        options = options.with_draft(jsonschema::Draft::Draft7);
-    }
-    options.build(schema).map_err(|e| e.to_string())
-}
-
-impl ToolEntry {
-    /// The input schema's validator, compiled now if it was not at registration.
-    fn validator(&self) -> Result<&jsonschema::Validator, &str> {
-        let native = matches!(self.source, ToolSource::Native);
-        self.validator.get_or_init(|| compile_schema(&self.input_schema, native)).as_ref().map_err(String::as_str)
-    }
-}
-
-struct NeverFetch;
-
-impl jsonschema::Retrieve for NeverFetch {
-    fn retrieve(&self, uri: &jsonschema::Uri<String>) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
-        tracing::debug!("not fetching the schema reference {uri}; it accepts any value");
-        Ok(Value::Bool(true))
-    }
 }
 
 /// The lease a new entry from `source` holds: its owner's, created on first use.
