@@ -5,7 +5,7 @@
 //! and MCP servers, lists the tools a model may call (native, WASM and MCP in
 //! one registry, each with its schema and effect), and starts [`Run`]s; a run
 //! calls tools through the one permission pipeline under its mode, asks its
-//! [`Approver`] and [`UserAsker`], reports to its [`EventSink`], and can be
+//! [`Approver`](crate::Approver) and [`UserAsker`](crate::UserAsker), reports to its [`EventSink`](crate::EventSink), and can be
 //! cancelled. Closing the project tears every extension down in order.
 //!
 //! ```
@@ -36,33 +36,30 @@
 //! A runnable version is `host/examples/agent.rs`; the rest of the crate's
 //! modules are its parts, public for the command line and the tests. What a
 //! model is offered of a project's tools, and the search over the rest, is
-//! `discovery.rs`.
+//! `discovery.rs`; a mounted project is `project.rs`'s, a run `run.rs`'s.
 
 #![warn(missing_docs)]
 
 pub mod discovery;
+mod project;
+mod run;
+
+pub use project::Project;
+pub use run::{Run, RunOptions};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::Value;
-
-use crate::contract::{PermissionMode, ToolOutput};
-use crate::extension::{ExtensionStatus, StartFilter};
+use crate::extension::StartFilter;
 use crate::home::trust::TrustStore;
 use crate::home::{ClatHome, HomeError};
 use crate::mcp::inputs::Input as ServerInput;
 use crate::mcp::project_servers::ProjectServersReview;
 use crate::native::process::SandboxPolicy;
-use crate::policy::approvals::ApprovalStore;
 use crate::policy::identity::Identity;
-use crate::policy::permissions::{Approver, HeadlessApprover};
-use crate::registry::{CallError, SystemPrompt, ToolInfo};
-use crate::run::{EventSink, NullSink, RunContext};
 use crate::scope::{ProjectScope, ScopeError, ScopeOptions};
-use crate::services::asker::{HeadlessAsker, UserAsker};
 use crate::services::model::ModelConfigError;
 use crate::services::sampling::ModelProvider;
 use crate::wasm::WasmCompiler;
@@ -251,215 +248,4 @@ pub trait MountQuestions: Send + Sync {
     fn input(&self, input: &ServerInput) -> Option<String>;
     /// Something the person should read (an answer that could not be kept).
     fn notice(&self, _text: &str) {}
-}
-
-/// A mounted, trusted project: one registry of native, WASM and MCP tools,
-/// shared by its runs.
-pub struct Project {
-    scope: Arc<ProjectScope>,
-}
-
-impl Project {
-    /// The project's canonical root.
-    pub fn root(&self) -> &Path {
-        self.scope.root()
-    }
-
-    /// Start the extensions in the background (the agent stays interactive);
-    /// the first run waits for them at most the 20 s initial surface.
-    pub fn start_extensions(&self) {
-        self.scope.start_extensions();
-    }
-
-    /// Start the extensions and wait for each (within its own handshake and
-    /// listing bounds); their statuses.
-    pub async fn load_extensions(&self) -> Vec<ExtensionStatus> {
-        self.scope.load_extensions().await
-    }
-
-    /// The MCP servers only, waited for: their statuses (`clat mcp`).
-    pub async fn load_mcp_servers(&self) -> Vec<ExtensionStatus> {
-        self.scope.load_mcp_servers().await
-    }
-
-    /// Wait, at most `wait`, for the extensions started in the background; true when all are up.
-    pub async fn wait_for_extensions(&self, wait: Duration) -> bool {
-        self.scope.wait_for_initial_surface(wait).await
-    }
-
-    /// Wait for the initial surface as the first run does (at most `INITIAL_SURFACE_WAIT`, once for the project:
-    /// the runs after it start at once), report what missed it, and freeze the registry.
-    pub async fn settle(&self) {
-        self.scope.settle_initial_surface(crate::limits::INITIAL_SURFACE_WAIT).await;
-    }
-
-    /// Every registered tool, with its source, effect, description and input
-    /// schema: what a model is offered.
-    pub fn tools(&self) -> Vec<ToolInfo> {
-        self.scope.registry().list()
-    }
-
-    /// How to offer the tools to a model (`discovery.rs`): all of them, or — past `options`' budget, or with
-    /// deferred ones — the native and pinned ones and a search. The extensions' own settings (`always_load`,
-    /// `defer_loading`) join `options`. Freezes the registry first, so the offer is of the tools that stay.
-    pub fn discovery(
-        &self,
-        options: &crate::platform::discovery::DiscoveryOptions,
-    ) -> crate::platform::discovery::Discovery {
-        self.freeze();
-        let tools = self.tools();
-        let options = options.clone().with_settings(&tools, &self.extensions());
-        crate::platform::discovery::Discovery::new(tools, &options)
-    }
-
-    /// What each extension did so far: its state, tools, problems, output tail.
-    pub fn extensions(&self) -> Vec<ExtensionStatus> {
-        self.scope.extensions()
-    }
-
-    /// The system-prompt contributions of the project's servers (DSH prompts).
-    pub fn system_prompts(&self) -> Vec<SystemPrompt> {
-        self.scope.system_prompts()
-    }
-
-    /// Start a run: it waits for the extensions started in the background at
-    /// most the 20 s initial surface, then the registry freezes for the
-    /// project's lifetime. The run's kept approvals are this project's.
-    pub async fn start_run(&self, options: RunOptions) -> Result<Run, PlatformError> {
-        let mut builder = RunContext::builder()
-            .mode(options.mode)
-            .approver(options.approver)
-            .asker(options.asker)
-            .events(options.events);
-        // A mode that never asks has no use for the kept approvals: their file is not read.
-        if options.keep_approvals && crate::policy::permissions::mode_asks(options.mode) {
-            builder = builder.approvals(Arc::new(ApprovalStore::open(self.scope.home(), self.scope.root())?));
-        }
-        if let Some(deadline) = options.deadline {
-            builder = builder.deadline(deadline);
-        }
-        if let Some(model) = options.model {
-            builder = builder.model(model);
-        }
-        if let Some(budget) = options.budget {
-            builder = builder.budget(budget);
-        }
-        let context = self.scope.start_run_when_ready(builder).await;
-        Ok(Run { context, scope: Arc::clone(&self.scope) })
-    }
-
-    /// Freeze the registry now, without a run: a listing (`clat tools`) takes
-    /// no registration that arrives after it.
-    pub fn freeze(&self) {
-        self.scope.registry().freeze();
-    }
-
-    /// The extensions that were still starting when the registry froze.
-    pub fn missed_initial_surface(&self) -> Vec<ExtensionStatus> {
-        self.scope.missed_initial_surface()
-    }
-
-    /// Close the project: every extension's tools are withdrawn, then it is
-    /// closed (a server's stdin, a grace, its process group killed and reaped).
-    pub async fn close(&self) {
-        self.scope.close().await;
-    }
-
-    /// The project's parts (registry, services, extensions), for the command line and tests.
-    pub fn scope(&self) -> &Arc<ProjectScope> {
-        &self.scope
-    }
-}
-
-/// How a run is started.
-pub struct RunOptions {
-    /// The permission mode (default: `ask`).
-    pub mode: PermissionMode,
-    /// Who answers `ask` (default: deny, saying how to allow: headless).
-    pub approver: Arc<dyn Approver>,
-    /// Who answers extensions' forms (default: none; elicitation fails as unsupported).
-    pub asker: Arc<dyn UserAsker>,
-    /// Where the run's events go (default: nowhere).
-    pub events: Arc<dyn EventSink>,
-    /// Whether the project's kept approvals answer and "always" is kept (default: yes).
-    pub keep_approvals: bool,
-    /// Ends the run's calls this long after it starts (default: none; each call still has its 120 s).
-    pub deadline: Option<Duration>,
-    /// Where the run's sampling goes (default: the project's session model, `MountOptions::model`).
-    pub model: Option<Arc<dyn crate::services::sampling::ModelProvider>>,
-    /// The sampling budget the run charges (default: one of its own, `SAMPLING_REQUESTS_PER_RUN` requests);
-    /// runs given the same one charge it together (a served session's calls).
-    pub budget: Option<Arc<crate::services::budget::SamplingBudget>>,
-}
-
-impl Default for RunOptions {
-    fn default() -> Self {
-        RunOptions {
-            mode: PermissionMode::Ask,
-            approver: Arc::new(HeadlessApprover),
-            asker: Arc::new(HeadlessAsker),
-            events: Arc::new(NullSink),
-            keep_approvals: true,
-            deadline: None,
-            model: None,
-            budget: None,
-        }
-    }
-}
-
-/// One run: its calls share a mode, an approver, a sampling budget, a cancel
-/// token and an event stream. Finishing it (or dropping it) kills the process
-/// groups it still owns and tells the extensions the run is over.
-pub struct Run {
-    context: RunContext,
-    scope: Arc<ProjectScope>,
-}
-
-impl Run {
-    /// The run's id, as in its events.
-    pub fn id(&self) -> &str {
-        self.context.run_id()
-    }
-
-    /// Call the registered tool `tool` with `arguments` through the whole
-    /// pipeline: its schema, the mode and the approver, the deadline, the
-    /// cancel token, the events.
-    pub async fn call(&self, tool: &str, arguments: Value) -> Result<ToolOutput, CallError> {
-        self.scope.registry().call(tool, arguments, &self.context).await
-    }
-
-    /// Cancel the run: calls in flight end as cancelled, its processes die.
-    pub fn cancel(&self) {
-        self.context.cancel();
-    }
-
-    /// Whether the run was cancelled.
-    pub fn is_cancelled(&self) -> bool {
-        self.context.is_cancelled()
-    }
-
-    /// The run's context, for the parts of the crate that take one.
-    pub fn context(&self) -> &RunContext {
-        &self.context
-    }
-
-    /// End the run (also done when it is dropped): `run_finished`, its
-    /// process groups killed, the extensions told.
-    pub fn finish(self) {}
-}
-
-impl crate::platform::discovery::ToolCaller for Run {
-    fn call(
-        &self,
-        tool: &str,
-        arguments: Value,
-    ) -> impl std::future::Future<Output = Result<ToolOutput, CallError>> + Send {
-        Run::call(self, tool, arguments)
-    }
-}
-
-impl Drop for Run {
-    fn drop(&mut self) {
-        self.scope.finish_run(&self.context);
-    }
 }

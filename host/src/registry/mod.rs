@@ -13,31 +13,35 @@
 //! closes a server's stdin.
 //!
 //! What the tools' definitions cost a model is in `cost.rs`, finding the
-//! tools a task needs in `search.rs`, checking an input schema in `schema.rs`,
+//! tools a task needs in `search.rs`, what it says of a tool in `tool.rs`, checking an input schema in `schema.rs`,
 //! and the registry's refusals and a call's failures in `errors.rs`.
 
 mod cost;
 mod errors;
+mod lease;
 mod pipeline;
 mod schema;
 mod search;
+mod tool;
 
 pub use cost::{ExtensionSchemas, SCHEMA_BYTES_PER_TOKEN, SchemaSize, SchemaTotals, definition, schema_totals};
 pub use errors::{CallError, RegistrationError};
+use lease::{InFlight, Lease, entry_lease};
 pub use pipeline::enforce_result_limit;
 pub use schema::check_input_schema;
 use schema::{SchemaCheck, compile_schema, parse_input_schema};
 pub use search::{ToolIndex, ToolMatch};
+use tool::owner_key;
+pub use tool::{ToolInfo, ToolSource};
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::Serialize;
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
 use crate::contract::{Effect, ToolOutput, ToolSpec};
 use crate::limits::TOOL_CALL_TIMEOUT;
@@ -46,60 +50,6 @@ use crate::policy::effects::{effect_from_annotations, effect_reason, with_networ
 use crate::policy::identity::Identity;
 use crate::run::RunContext;
 use crate::sync::{Unpoisoned, UnpoisonedRw};
-
-/// Where a registered tool comes from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum ToolSource {
-    /// One of CLAT's own tools.
-    Native,
-    /// A tool of an MCP server.
-    Mcp {
-        /// The server's name.
-        server: String,
-        /// The tool's name on the server.
-        tool: String,
-    },
-    /// A tool of a WASM plugin.
-    Wasm {
-        /// The plugin's name.
-        plugin: String,
-        /// The tool's name in the plugin.
-        tool: String,
-    },
-}
-
-impl ToolSource {
-    /// A short label: `native`, `mcp:server/tool`, `wasm:plugin/tool`.
-    pub fn label(&self) -> String {
-        match self {
-            ToolSource::Native => "native".into(),
-            ToolSource::Mcp { server, tool } => format!("mcp:{server}/{tool}"),
-            ToolSource::Wasm { plugin, tool } => format!("wasm:{plugin}/{tool}"),
-        }
-    }
-
-    /// The extension a tool belongs to: `native`, `mcp:server`, `wasm:plugin`.
-    pub fn extension(&self) -> String {
-        self.owner_key().unwrap_or_else(|| "native".into())
-    }
-
-    /// The extension that holds the tool's lease (`None` for native tools).
-    fn owner_key(&self) -> Option<String> {
-        match self {
-            ToolSource::Native => None,
-            ToolSource::Mcp { server, .. } => Some(owner_key(ExternalKind::Mcp, server)),
-            ToolSource::Wasm { plugin, .. } => Some(owner_key(ExternalKind::Wasm, plugin)),
-        }
-    }
-}
-
-fn owner_key(kind: ExternalKind, owner: &str) -> String {
-    match kind {
-        ExternalKind::Mcp => format!("mcp:{owner}"),
-        ExternalKind::Wasm => format!("wasm:{owner}"),
-    }
-}
 
 /// Who makes a call: the agent itself, or an extension calling one of the six
 /// host tools through host services. The permission pipeline judges a call
@@ -177,83 +127,6 @@ pub struct ToolEntry {
     handler: Arc<dyn ToolHandler>,
     /// The owner's lease (`None` for native tools, which are never withdrawn).
     lease: Option<Arc<Lease>>,
-}
-
-/// What lets an extension's tools be called: revoked once, never renewed in the scope.
-#[derive(Default)]
-struct Lease {
-    revoked: CancellationToken,
-    reason: std::sync::OnceLock<String>,
-    in_flight: AtomicUsize,
-    idle: tokio::sync::Notify,
-}
-
-impl Lease {
-    fn reason(&self) -> String {
-        self.reason.get().cloned().unwrap_or_else(|| "its extension was withdrawn".into())
-    }
-}
-
-/// Counts a call as in flight on its lease until dropped.
-struct InFlight<'a>(Option<&'a Lease>);
-
-impl<'a> InFlight<'a> {
-    fn enter(lease: Option<&'a Lease>) -> Self {
-        if let Some(lease) = lease {
-            lease.in_flight.fetch_add(1, Ordering::SeqCst);
-        }
-        InFlight(lease)
-    }
-}
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        if let Some(lease) = self.0
-            && lease.in_flight.fetch_sub(1, Ordering::SeqCst) == 1
-        {
-            lease.idle.notify_waiters();
-        }
-    }
-}
-
-/// The public description of a registered tool (`clat tools --json`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ToolInfo {
-    /// The registered name: a native name, `mcp_{server}_{tool}` or `wasm_{plugin}_{tool}`.
-    pub name: String,
-    /// Where it comes from.
-    pub source: ToolSource,
-    /// Its name as its server or plugin gave it.
-    pub original_name: String,
-    /// What it may do, as the permission pipeline sees it.
-    pub effect: Effect,
-    /// Why it has that effect: the hints its extension set and the defaults that filled the rest.
-    pub effect_reason: String,
-    /// Its description, as given.
-    pub description: String,
-    /// The JSON Schema of its arguments.
-    pub input_schema: Value,
-    /// What its definition (name, description, schema) costs a model each turn it is offered.
-    pub schema: SchemaSize,
-}
-
-impl ToolInfo {
-    /// The tool as a model is offered it: its name, description and input schema.
-    pub fn definition(&self) -> Value {
-        definition(&self.name, &self.description, &self.input_schema)
-    }
-
-    /// Whether `written` names this tool: its registered name, or (an
-    /// extension's tool) its own name or that normalized (`names::names_tool`).
-    pub fn is_named(&self, written: &str) -> bool {
-        match &self.source {
-            ToolSource::Native => self.name == written,
-            ToolSource::Mcp { server, .. } => crate::names::names_tool(ExternalKind::Mcp, server, &self.name, written),
-            ToolSource::Wasm { plugin, .. } => {
-                crate::names::names_tool(ExternalKind::Wasm, plugin, &self.name, written)
-            }
-        }
-    }
 }
 
 #[derive(Default)]
@@ -618,11 +491,4 @@ struct NewTool<'a> {
     identity: Option<Identity>,
     definition: Option<String>,
     effect_reason: String,
-}
-
-/// The lease a new entry from `source` holds: its owner's, created on first use.
-fn entry_lease(leases: &Mutex<HashMap<String, Arc<Lease>>>, source: &ToolSource) -> Option<Arc<Lease>> {
-    let key = source.owner_key()?;
-    let mut leases = leases.locked();
-    Some(Arc::clone(leases.entry(key).or_default()))
 }

@@ -1,0 +1,132 @@
+//! A mounted, trusted project (`Project`): its extensions started and awaited,
+//! its one registry of tools listed, discovery's offer made, its runs started,
+//! and closed in order.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{PlatformError, Run, RunOptions};
+use crate::extension::ExtensionStatus;
+use crate::policy::approvals::ApprovalStore;
+use crate::registry::{SystemPrompt, ToolInfo};
+use crate::run::RunContext;
+use crate::scope::ProjectScope;
+
+/// A mounted, trusted project: one registry of native, WASM and MCP tools,
+/// shared by its runs.
+pub struct Project {
+    pub(super) scope: Arc<ProjectScope>,
+}
+
+impl Project {
+    /// The project's canonical root.
+    pub fn root(&self) -> &Path {
+        self.scope.root()
+    }
+
+    /// Start the extensions in the background (the agent stays interactive);
+    /// the first run waits for them at most the 20 s initial surface.
+    pub fn start_extensions(&self) {
+        self.scope.start_extensions();
+    }
+
+    /// Start the extensions and wait for each (within its own handshake and
+    /// listing bounds); their statuses.
+    pub async fn load_extensions(&self) -> Vec<ExtensionStatus> {
+        self.scope.load_extensions().await
+    }
+
+    /// The MCP servers only, waited for: their statuses (`clat mcp`).
+    pub async fn load_mcp_servers(&self) -> Vec<ExtensionStatus> {
+        self.scope.load_mcp_servers().await
+    }
+
+    /// Wait, at most `wait`, for the extensions started in the background; true when all are up.
+    pub async fn wait_for_extensions(&self, wait: Duration) -> bool {
+        self.scope.wait_for_initial_surface(wait).await
+    }
+
+    /// Wait for the initial surface as the first run does (at most `INITIAL_SURFACE_WAIT`, once for the project:
+    /// the runs after it start at once), report what missed it, and freeze the registry.
+    pub async fn settle(&self) {
+        self.scope.settle_initial_surface(crate::limits::INITIAL_SURFACE_WAIT).await;
+    }
+
+    /// Every registered tool, with its source, effect, description and input
+    /// schema: what a model is offered.
+    pub fn tools(&self) -> Vec<ToolInfo> {
+        self.scope.registry().list()
+    }
+
+    /// How to offer the tools to a model (`discovery.rs`): all of them, or — past `options`' budget, or with
+    /// deferred ones — the native and pinned ones and a search. The extensions' own settings (`always_load`,
+    /// `defer_loading`) join `options`. Freezes the registry first, so the offer is of the tools that stay.
+    pub fn discovery(
+        &self,
+        options: &crate::platform::discovery::DiscoveryOptions,
+    ) -> crate::platform::discovery::Discovery {
+        self.freeze();
+        let tools = self.tools();
+        let options = options.clone().with_settings(&tools, &self.extensions());
+        crate::platform::discovery::Discovery::new(tools, &options)
+    }
+
+    /// What each extension did so far: its state, tools, problems, output tail.
+    pub fn extensions(&self) -> Vec<ExtensionStatus> {
+        self.scope.extensions()
+    }
+
+    /// The system-prompt contributions of the project's servers (DSH prompts).
+    pub fn system_prompts(&self) -> Vec<SystemPrompt> {
+        self.scope.system_prompts()
+    }
+
+    /// Start a run: it waits for the extensions started in the background at
+    /// most the 20 s initial surface, then the registry freezes for the
+    /// project's lifetime. The run's kept approvals are this project's.
+    pub async fn start_run(&self, options: RunOptions) -> Result<Run, PlatformError> {
+        let mut builder = RunContext::builder()
+            .mode(options.mode)
+            .approver(options.approver)
+            .asker(options.asker)
+            .events(options.events);
+        // A mode that never asks has no use for the kept approvals: their file is not read.
+        if options.keep_approvals && crate::policy::permissions::mode_asks(options.mode) {
+            builder = builder.approvals(Arc::new(ApprovalStore::open(self.scope.home(), self.scope.root())?));
+        }
+        if let Some(deadline) = options.deadline {
+            builder = builder.deadline(deadline);
+        }
+        if let Some(model) = options.model {
+            builder = builder.model(model);
+        }
+        if let Some(budget) = options.budget {
+            builder = builder.budget(budget);
+        }
+        let context = self.scope.start_run_when_ready(builder).await;
+        Ok(Run { context, scope: Arc::clone(&self.scope) })
+    }
+
+    /// Freeze the registry now, without a run: a listing (`clat tools`) takes
+    /// no registration that arrives after it.
+    pub fn freeze(&self) {
+        self.scope.registry().freeze();
+    }
+
+    /// The extensions that were still starting when the registry froze.
+    pub fn missed_initial_surface(&self) -> Vec<ExtensionStatus> {
+        self.scope.missed_initial_surface()
+    }
+
+    /// Close the project: every extension's tools are withdrawn, then it is
+    /// closed (a server's stdin, a grace, its process group killed and reaped).
+    pub async fn close(&self) {
+        self.scope.close().await;
+    }
+
+    /// The project's parts (registry, services, extensions), for the command line and tests.
+    pub fn scope(&self) -> &Arc<ProjectScope> {
+        &self.scope
+    }
+}
