@@ -7,11 +7,11 @@
 
 use std::sync::{Arc, LazyLock};
 
-use clat_host::services::asker::LineAsker;
 use clat_host::contract::json::{elicitation_form_from_json, elicitation_result_to_json};
 use clat_host::contract::{ElicitationResult, FieldKind, FieldValue};
-use clat_host::services::elicitation::{check_form, elicit};
 use clat_host::run::RunContext;
+use clat_host::services::asker::LineAsker;
+use clat_host::services::elicitation::{check_form, elicit};
 use libfuzzer_sys::fuzz_target;
 
 static RUNTIME: LazyLock<tokio::runtime::Runtime> =
