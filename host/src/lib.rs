@@ -25,7 +25,7 @@ pub use platform::discovery::{Discovery, DiscoveryOptions};
 pub use platform::{MountOptions, MountQuestions, Platform, PlatformError, Project, Run, RunOptions};
 pub use policy::permissions::{Approval, ApprovalRequest, Approver};
 pub use registry::{CallError, SystemPrompt, ToolInfo, ToolSource};
-pub use run::{CollectingSink, EventSink, JsonLinesSink, RunEvent, RunEventKind};
+pub use run::{CollectingSink, EventSink, JsonLinesSink, NullSink, RunEvent, RunEventKind};
 pub use services::asker::UserAsker;
 pub use services::sampling::ModelProvider;
 

@@ -11,6 +11,7 @@ use serde_json::json;
 use super::exit::{Exit, Failure};
 use super::project_dir;
 use crate::home::trust::canonical_project;
+use crate::platform::KeptApproval;
 use crate::policy::approvals;
 
 #[derive(Subcommand, Debug)]
@@ -54,28 +55,18 @@ fn describe(a: &approvals::StoredApproval, stale: Option<&str>) -> String {
     format!("{}  {what}  up to {}{bound}{stale}", a.project.display(), a.effect)
 }
 
-/// `clat approvals allow TOOL`: the extension owning TOOL started, the tool's
-/// approval key and effect read from the registry, and kept.
+/// `clat approvals allow TOOL`: the extension owning TOOL started, and its
+/// approval kept through the door (`Project::allow`).
 async fn allow(project: &crate::platform::Project, tool: &str, json: bool) -> Result<Exit, Failure> {
-    project.wait_for_extensions(crate::limits::INITIAL_SURFACE_WAIT).await;
-    project.freeze();
-    let registered = super::runs::resolve_tool(project, tool)?;
-    let scope = project.scope();
-    let (key, effect) = scope
-        .registry()
-        .agent_approval(&registered)
-        .ok_or_else(|| Failure::new(Exit::Usage, "unknown_tool", format!("{registered} is not registered")))?;
-    let store = approvals::ApprovalStore::open(scope.home(), scope.root())?;
-    approvals::ApprovalMemory::remember(&store, &key, effect, crate::policy::permissions::Remember::Tool)?;
-    let kept = approvals::list(scope.home())?;
-    let approval = kept.iter().rev().find(|a| {
-        a.project == scope.root() && a.tool.as_deref() == Some(&registered) && a.asked_by == approvals::AGENT
-    });
+    let (registered, effect, approval) = project.allow(tool).await?;
+    if registered != tool {
+        eprintln!("clat: {tool} is {registered}");
+    }
     match (json, approval) {
         (true, approval) => {
             outln!("{}", json!({ "allowed": registered, "effect": effect.as_str(), "approval": approval }))
         }
-        (false, Some(approval)) => outln!("kept: {}", describe(approval, None)),
+        (false, Some(approval)) => outln!("kept: {}", describe(&approval, None)),
         (false, None) => outln!("kept: {registered} up to {effect}"),
     }
     Ok(Exit::Ok)
@@ -87,7 +78,6 @@ pub(crate) async fn approvals(
     command: ApprovalsCommand,
     json: bool,
 ) -> Result<Exit, Failure> {
-    let home = platform.clat_home();
     match command {
         ApprovalsCommand::Allow { tool } => {
             let sandbox = crate::native::process::SandboxPolicy::default();
@@ -97,14 +87,13 @@ pub(crate) async fn approvals(
             allowed
         }
         ApprovalsCommand::List => {
-            let kept = approvals::list(home)?;
             // The current project's approved `.mcp.json` servers count too (and the GLM pack's under a Coding Plan).
             let root = project_dir(project).ok().and_then(|dir| canonical_project(&dir).ok());
-            let current = platform.configured_identities(root.as_deref());
+            let kept = platform.approvals(root.as_deref())?;
             if json {
                 let listed: Vec<_> = kept
                     .iter()
-                    .map(|a| {
+                    .map(|KeptApproval { approval: a, stale }| {
                         json!({
                             "project": a.project,
                             "asked_by": a.asked_by,
@@ -113,7 +102,7 @@ pub(crate) async fn approvals(
                             "effect": a.effect,
                             "identity": a.identity,
                             "bound_to": (a.bound_to() != approvals::NATIVE).then(|| a.bound_to()),
-                            "stale": a.stale(&current),
+                            "stale": stale,
                         })
                     })
                     .collect();
@@ -121,15 +110,15 @@ pub(crate) async fn approvals(
             } else if kept.is_empty() {
                 outln!("no kept approvals");
             } else {
-                for a in &kept {
-                    outln!("{}", describe(a, a.stale(&current).as_deref()));
+                for KeptApproval { approval, stale } in &kept {
+                    outln!("{}", describe(approval, stale.as_deref()));
                 }
             }
             Ok(Exit::Ok)
         }
         ApprovalsCommand::Revoke { name, every: _, all_projects } => {
             let root = if all_projects { None } else { Some(canonical_project(&project_dir(project)?)?) };
-            let removed = approvals::revoke(home, root.as_deref(), name.as_deref())?;
+            let removed = platform.revoke_approvals(root.as_deref(), name.as_deref())?;
             if removed == 0 {
                 let what = name.map_or("any".to_string(), |n| format!("{n:?}"));
                 return Err(Failure::new(

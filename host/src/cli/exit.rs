@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use crate::authoring::AuthoringError;
 use crate::home::HomeError;
 use crate::mcp::config_file::EditError;
-use crate::platform::PlatformError;
+use crate::platform::{AllowError, PlatformError, ToolNameError};
 use crate::registry::CallError;
 use crate::scope::ScopeError;
 use crate::supply::packages::PackageError;
@@ -116,6 +116,29 @@ impl From<CallError> for Failure {
             _ => e.to_string(),
         };
         Failure::new(exit, kind, message)
+    }
+}
+
+/// A name that names no tool of the project (`Project::resolve_tool`).
+impl From<ToolNameError> for Failure {
+    fn from(e: ToolNameError) -> Self {
+        match e {
+            ToolNameError::ExtensionDown { .. } => Failure::new(Exit::ServerFailed, "extension_failed", e.to_string()),
+            ToolNameError::Ambiguous { .. } | ToolNameError::Unknown { .. } => {
+                Failure::new(Exit::Usage, "unknown_tool", e.to_string())
+            }
+        }
+    }
+}
+
+/// `clat approvals allow`: what kept nothing.
+impl From<AllowError> for Failure {
+    fn from(e: AllowError) -> Self {
+        match e {
+            AllowError::Name(name) => name.into(),
+            AllowError::NotRegistered(_) => Failure::new(Exit::Usage, "unknown_tool", e.to_string()),
+            AllowError::Home(home) => home.into(),
+        }
     }
 }
 

@@ -14,8 +14,8 @@ use crate::contract::PermissionMode;
 use crate::contract::json::tool_output_to_json;
 use crate::platform::{Project, Run, RunOptions};
 use crate::policy::permissions::{Approver, HeadlessApprover, TerminalApprover};
-use crate::run::{EventSink, JsonLinesSink, NullSink};
 use crate::services::asker::{HeadlessAsker, TerminalAsker, UserAsker};
+use crate::{EventSink, JsonLinesSink, NullSink};
 
 /// Start the command's run once the initial surface is up; a stop signal
 /// before that ends the command (the caller closes the project). While the run
@@ -170,58 +170,7 @@ pub(crate) fn resolve_tool(project: &Project, name: &str) -> Result<String, Fail
 
 /// `resolve_tool` without saying what a bare name resolved to.
 pub(crate) fn resolve_tool_quietly(project: &Project, name: &str) -> Result<String, Failure> {
-    let unknown = |message: String| Failure::new(Exit::Usage, "unknown_tool", message);
-    let tools = project.tools();
-    // A quarantined tool is called by its name, to be refused with what changed.
-    if tools.iter().any(|t| t.name == name) || project.scope().registry().quarantined(name).is_some() {
-        return Ok(name.to_string());
-    }
-    let owning: Vec<&str> = tools.iter().filter(|t| t.is_named(name)).map(|t| t.name.as_str()).collect();
-    match owning.as_slice() {
-        [one] => return Ok(one.to_string()),
-        [] => {}
-        several => {
-            return Err(unknown(format!(
-                "{name:?} is the own name of several tools ({}); call one of them by its registered name",
-                several.join(", ")
-            )));
-        }
-    }
-    // A tool of an extension that failed to start: say why it is missing
-    // (a server that needs a login says how to log in).
-    // (or was not started: disabled, or a project server not approved yet).
-    use crate::extension::ExtensionState::{Configured, Failed};
-    let failed = project.extensions().into_iter().find(|e| {
-        (e.state == Failed || (e.state == Configured && !e.problems.is_empty()))
-            && crate::names::may_own(e.kind.external_kind(), &e.name, name)
-    });
-    if let Some(failed) = failed {
-        let why = failed.problems.first().cloned().unwrap_or_else(|| "it did not start".into());
-        let what = if failed.state == Failed { "failed" } else { "was not started" };
-        return Err(Failure::new(
-            Exit::ServerFailed,
-            "extension_failed",
-            format!("{name:?} would be a tool of {}, which {what}: {why}", failed.name),
-        ));
-    }
-    let nearest = tools
-        .iter()
-        .map(|t| {
-            let normalized = crate::names::normalize_segment(&t.original_name);
-            let score = [t.name.as_str(), &t.original_name, &normalized]
-                .into_iter()
-                .map(|known| strsim::jaro_winkler(known, name))
-                .fold(0.0, f64::max);
-            (score, t.name.as_str())
-        })
-        .filter(|(score, _)| *score >= 0.85)
-        .max_by(|a, b| a.0.total_cmp(&b.0));
-    Err(unknown(match nearest {
-        Some((_, close)) => {
-            format!("unknown tool {name:?}; did you mean {close:?}? (`clat tools` lists the registered tools)")
-        }
-        None => format!("unknown tool {name:?}; `clat tools` lists the registered tools"),
-    }))
+    Ok(project.resolve_tool(name)?)
 }
 
 pub(crate) struct CallRequest {

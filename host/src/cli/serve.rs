@@ -41,10 +41,10 @@ use crate::limits::SAMPLING_TOKENS_PER_RUN;
 use crate::platform::discovery::{CALL_TOOL, Discovery, DiscoveryOptions, LOAD_TOOLS, SEARCH_TOOLS};
 use crate::platform::{Platform, Project, RunOptions};
 use crate::registry::{CallError, ToolInfo, ToolSource};
-use crate::run::{EventSink, RunEventKind};
 use crate::services::budget::SamplingBudget;
 use crate::services::sampling::ModelProvider;
 use crate::sync::Unpoisoned;
+use crate::{EventSink, RunEventKind};
 
 mod ports;
 
@@ -435,7 +435,7 @@ struct CallEvents {
 }
 
 impl EventSink for CallEvents {
-    fn emit(&self, event: crate::run::RunEvent) {
+    fn emit(&self, event: crate::RunEvent) {
         match &event.kind {
             RunEventKind::Progress { progress, total, message, .. } => {
                 self.client.progress(*progress, *total, message.as_deref());

@@ -40,11 +40,13 @@
 
 #![warn(missing_docs)]
 
+mod admin;
 pub mod discovery;
 mod project;
 mod run;
 
-pub use project::Project;
+pub use admin::{AllowError, KeptApproval};
+pub use project::{Project, ToolNameError};
 pub use run::{Run, RunOptions};
 
 use std::collections::HashMap;

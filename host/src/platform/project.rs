@@ -125,8 +125,97 @@ impl Project {
         self.scope.close().await;
     }
 
+    /// The registered name of the tool a caller wrote `written`: its registered
+    /// name (a quarantined tool's too, to be refused with what changed), or
+    /// its own or normalized name when exactly one tool has it. Otherwise why
+    /// not: several tools have it, the extension that would own it failed or
+    /// was not started (with why), or none has it (with the nearest name).
+    pub fn resolve_tool(&self, written: &str) -> Result<String, ToolNameError> {
+        let tools = self.tools();
+        if tools.iter().any(|t| t.name == written) || self.scope.registry().quarantined(written).is_some() {
+            return Ok(written.to_string());
+        }
+        let owning: Vec<String> = tools.iter().filter(|t| t.is_named(written)).map(|t| t.name.clone()).collect();
+        match owning.len() {
+            1 => return Ok(owning[0].clone()),
+            0 => {}
+            _ => return Err(ToolNameError::Ambiguous { written: written.to_string(), tools: owning }),
+        }
+        // A tool of an extension that failed to start, or was not started (disabled, a project server not approved
+        // yet): say why it is missing (a server that needs a login says how to log in).
+        use crate::extension::ExtensionState::{Configured, Failed};
+        let missing = self.extensions().into_iter().find(|e| {
+            (e.state == Failed || (e.state == Configured && !e.problems.is_empty()))
+                && crate::names::may_own(e.kind.external_kind(), &e.name, written)
+        });
+        if let Some(extension) = missing {
+            return Err(ToolNameError::ExtensionDown {
+                written: written.to_string(),
+                why: extension.problems.first().cloned().unwrap_or_else(|| "it did not start".into()),
+                failed: extension.state == Failed,
+                extension: extension.name,
+            });
+        }
+        let nearest = tools
+            .iter()
+            .map(|t| {
+                let normalized = crate::names::normalize_segment(&t.original_name);
+                let score = [t.name.as_str(), &t.original_name, &normalized]
+                    .into_iter()
+                    .map(|known| strsim::jaro_winkler(known, written))
+                    .fold(0.0, f64::max);
+                (score, t.name.as_str())
+            })
+            .filter(|(score, _)| *score >= 0.85)
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, name)| name.to_string());
+        Err(ToolNameError::Unknown { written: written.to_string(), nearest })
+    }
+
     /// The project's parts (registry, services, extensions), for the command line and tests.
     pub fn scope(&self) -> &Arc<ProjectScope> {
         &self.scope
     }
+}
+
+/// Why a name a caller wrote names no registered tool (`Project::resolve_tool`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolNameError {
+    /// It is the own name of several tools.
+    #[error("{written:?} is the own name of several tools ({}); call one of them by its registered name", tools.join(", "))]
+    Ambiguous {
+        /// The name as written.
+        written: String,
+        /// The registered names of the tools that have it.
+        tools: Vec<String>,
+    },
+    /// The extension that would own it failed (`failed`) or was not started.
+    #[error(
+        "{written:?} would be a tool of {extension}, which {}: {why}",
+        if *failed { "failed" } else { "was not started" }
+    )]
+    ExtensionDown {
+        /// The name as written.
+        written: String,
+        /// The extension that would own it.
+        extension: String,
+        /// It failed (else it was not started: disabled, or a project server not approved).
+        failed: bool,
+        /// Why, as its status says.
+        why: String,
+    },
+    /// No tool has it; `nearest` is a registered name close to it.
+    #[error(
+        "unknown tool {written:?}; {}",
+        match nearest {
+            Some(close) => format!("did you mean {close:?}? (`clat tools` lists the registered tools)"),
+            None => "`clat tools` lists the registered tools".to_string(),
+        }
+    )]
+    Unknown {
+        /// The name as written.
+        written: String,
+        /// A registered name close to it.
+        nearest: Option<String>,
+    },
 }
