@@ -1,7 +1,8 @@
 //! `clat approvals list | allow | revoke`: the approvals kept at the
 //! interactive prompt ("always for this tool / server"), in
 //! `$CLAT_HOME/approvals.json`; `allow` keeps one without a prompt (for the
-//! front ends nobody can answer: `clat serve`, `clat exec`).
+//! front ends nobody can answer: `clat serve`, `clat exec`). All three go
+//! through the door's administration face (`platform/admin.rs`); this prints.
 
 use std::path::PathBuf;
 

@@ -1,7 +1,8 @@
 //! `clat mcp`: the servers' status (the /mcp surface; exit 7 when a
 //! configured server failed), and `add | remove | get | enable | disable`,
 //! which edit `$CLAT_HOME/mcp.json` through `mcp::config_file` (locked,
-//! atomic, the file's shape kept) or show one server.
+//! atomic, the file's shape kept) or show one server; what `add` writes, and
+//! from where, is `mcp/add.rs`'s.
 
 use std::path::PathBuf;
 
