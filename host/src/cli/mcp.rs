@@ -464,6 +464,16 @@ async fn status_of(
         _ = shutdown.token().cancelled() => None,
     };
     project.freeze();
+    // Each server's stderr is read on its own task: show what it wrote by now, not only by the time it was ready.
+    let mut servers = servers;
+    if let Some(servers) = servers.as_mut() {
+        let current = project.extensions();
+        for status in servers.iter_mut() {
+            if let Some(now) = current.iter().find(|c| c.name == status.name && c.kind == status.kind) {
+                status.output_tail = now.output_tail.clone();
+            }
+        }
+    }
     let failed = servers.as_ref().is_some_and(|s| s.iter().any(|s| s.state == ExtensionState::Failed));
     if let Some(servers) = &servers {
         show(servers, &project.tools());
