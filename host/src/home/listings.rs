@@ -58,9 +58,13 @@ pub fn remember(
 ) -> Result<(), HomeError> {
     let listing = Listing { identity: identity.clone(), tools: tools.to_vec() };
     // The listing of every start is usually the last one: then nothing is written.
-    LISTINGS.update_cache(home, |listings| match kind {
-        ExtensionKind::Wasm => drop(listings.plugins.insert(extension.to_string(), listing)),
-        _ => drop(listings.servers.insert(extension.to_string(), listing)),
+    LISTINGS.update_cache_if(home, |listings| {
+        let listed = match kind {
+            ExtensionKind::Wasm => &mut listings.plugins,
+            _ => &mut listings.servers,
+        };
+        let previous = listed.insert(extension.to_string(), listing.clone());
+        ((), previous.is_none_or(|p| p.identity != listing.identity || p.tools != listing.tools))
     })
 }
 

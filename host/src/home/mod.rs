@@ -10,7 +10,8 @@
 //! read-modify-write under the document's lock (`std::fs::File::lock` on
 //! `NAME.lock` beside it, so concurrent `clat` processes lose nothing) and
 //! replaced atomically (a synced temporary file renamed over it), written
-//! only when its text changed. A new file is 0600; one that exists keeps its
+//! only when its text changed (and not even serialized when the change says it
+//! changed nothing: a server start whose pins and listing hold). A new file is 0600; one that exists keeps its
 //! mode and owner, and a symlink is written through. `HomeError` is every failure of the
 //! home and its documents. Its parts: project trust (`trust.rs`), files read
 //! within their bounds (`files.rs`), and each extension's last listing
@@ -273,19 +274,38 @@ impl<T: Record> Document<T> {
     /// Read, `change` and write the record under its lock; written (at the
     /// newest version) only when its text changed.
     pub fn update<R>(&self, home: &ClatHome, change: impl FnOnce(&mut T) -> R) -> Result<R, HomeError> {
+        self.change(home, |record| (change(record), true), false)
+    }
+
+    /// Like `update`, for a change that says whether it changed anything
+    /// (`(out, changed)`): one that did not is neither serialized nor written
+    /// (what a server start does with its pins when they hold).
+    pub fn update_if<R>(&self, home: &ClatHome, change: impl FnOnce(&mut T) -> (R, bool)) -> Result<R, HomeError> {
         self.change(home, change, false)
     }
 
-    /// Like `update`, for a cache: the record is empty when it cannot be read.
-    pub fn update_cache<R>(&self, home: &ClatHome, change: impl FnOnce(&mut T) -> R) -> Result<R, HomeError> {
+    /// Like `update_if`, for a cache: the record is empty when it cannot be read.
+    pub fn update_cache_if<R>(
+        &self,
+        home: &ClatHome,
+        change: impl FnOnce(&mut T) -> (R, bool),
+    ) -> Result<R, HomeError> {
         self.change(home, change, true)
     }
 
-    fn change<R>(&self, home: &ClatHome, change: impl FnOnce(&mut T) -> R, cache: bool) -> Result<R, HomeError> {
+    fn change<R>(
+        &self,
+        home: &ClatHome,
+        change: impl FnOnce(&mut T) -> (R, bool),
+        cache: bool,
+    ) -> Result<R, HomeError> {
         let _lock = home.lock(&self.rel)?;
         let read = self.read_with_text(home);
         let (mut record, before) = if cache { read.unwrap_or_default() } else { read? };
-        let out = change(&mut record);
+        let (out, changed) = change(&mut record);
+        if !changed {
+            return Ok(out);
+        }
         record.set_version(*T::VERSIONS.end());
         let text = serde_json::to_string_pretty(&record).expect("a home record serializes") + "\n";
         if before.as_deref() != Some(text.as_str()) {

@@ -151,8 +151,12 @@ fn update<T>(
     server: &str,
     change: impl FnOnce(&mut ServerPins) -> T,
 ) -> Result<T, HomeError> {
-    PINS.update(home, |document| {
-        change(document.projects.entry(project.to_path_buf()).or_default().entry(server.to_string()).or_default())
+    PINS.update_if(home, |document| {
+        let pins = document.projects.entry(project.to_path_buf()).or_default().entry(server.to_string()).or_default();
+        let before = pins.clone();
+        let out = change(pins);
+        let changed = *pins != before;
+        (out, changed)
     })
 }
 

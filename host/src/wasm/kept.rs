@@ -177,7 +177,10 @@ impl ListingPlace {
             schemas_checked: listing.schemas_checked,
             sees_preopens: listing.sees_preopens,
         };
-        let written = document(&self.plugin).update_cache(&self.home, |file| *file = kept);
+        let written = document(&self.plugin).update_cache_if(&self.home, |file| {
+            *file = kept;
+            ((), true)
+        });
         if let Err(e) = written {
             tracing::warn!("cannot keep the listing of plugin {}: {e}", self.plugin);
         }
