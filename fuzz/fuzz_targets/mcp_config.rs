@@ -1,4 +1,5 @@
-//! The `mcp.json` parser (the flat shape and the `mcpServers` wrapper): any
+//! The `mcp.json` parser (the flat shape, the `mcpServers` wrapper and VS
+//! Code's `servers` one, as `wrapper_key` tells them apart): any
 //! text gives either one error naming the file or a configuration in which
 //! every entry is either a server or a reported error naming that entry and
 //! its position, the same way every time; expanding an entry's variables
@@ -7,7 +8,7 @@
 
 use std::time::Duration;
 
-use clat_mcp::config::{ConfigError, TimeoutBounds, parse_config};
+use clat_mcp::config::{ConfigError, TimeoutBounds, parse_config, wrapper_key};
 use libfuzzer_sys::fuzz_target;
 
 const BOUNDS: TimeoutBounds = TimeoutBounds { startup: Duration::from_secs(20), tool_call: Duration::from_secs(120) };
@@ -19,9 +20,11 @@ fuzz_target!(|data: &[u8]| {
         Ok(config) => {
             let top = serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(text)
                 .expect("a configuration came from an object");
-            let entries = match top.get("mcpServers") {
+            let texts: std::collections::HashMap<&str, String> =
+                top.iter().map(|(key, value)| (key.as_str(), value.to_string())).collect();
+            let entries = match wrapper_key(|key| texts.get(key).map(String::as_str)).and_then(|key| top.get(key)) {
                 Some(serde_json::Value::Object(wrapped)) => wrapped.clone(),
-                _ => top,
+                _ => top.clone(),
             };
             assert_eq!(config.servers.len() + config.errors.len(), entries.len());
             for error in &config.errors {
