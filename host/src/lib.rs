@@ -26,6 +26,7 @@ pub use platform::{MountOptions, MountQuestions, Platform, PlatformError, Projec
 pub use policy::permissions::{Approval, ApprovalRequest, Approver};
 pub use registry::{CallError, SystemPrompt, ToolInfo, ToolSource};
 pub use run::{CollectingSink, EventSink, JsonLinesSink, NullSink, RunEvent, RunEventKind};
+pub use serve::{ServeError, ServeOptions, ServedNames, serve_project};
 pub use services::asker::UserAsker;
 pub use services::sampling::ModelProvider;
 
@@ -59,6 +60,8 @@ pub mod registry;
 pub mod run;
 #[doc(hidden)]
 pub mod scope;
+#[doc(hidden)]
+pub mod serve;
 #[doc(hidden)]
 pub mod services;
 #[doc(hidden)]

@@ -205,7 +205,7 @@ fn mount(
     let options = MountOptions {
         start: StartFilter::Named(vec![package.name.clone()]),
         sandbox,
-        model: Some(super::configured_model(real)?),
+        model: Some(Platform::open(Some(real.path()))?.session_model()?),
         compile_observer: super::progress::compile_observer(),
         default_startup_timeout: None,
         wasm_compiler: throwaway.compiler,

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::Subcommand;
 
 use super::exit::Failure;
-use super::{approvals, completion, mcp, runs, serve, usage};
+use super::{approvals, completion, mcp, runs, usage};
 use crate::contract::PermissionMode;
 use crate::native::process::SandboxPolicy;
 
@@ -96,7 +96,7 @@ pub(crate) enum Command {
         /// What the served tools are called: registry (wasm_…, mcp_…, as `clat tools` shows them) or source (an
         /// extension's tool by its own name when no other tool has or is called that name).
         #[arg(long, value_enum, default_value = "registry")]
-        tool_names: serve::ServedNames,
+        tool_names: crate::ServedNames,
         /// Past this many bytes of tool definitions (name, description, schema), list the native tools and
         /// search_tools / load_tools / call_tool instead of every tool.
         #[arg(long, value_name = "BYTES", default_value_t = crate::limits::DISCOVERY_BUDGET_BYTES)]

@@ -153,6 +153,18 @@ impl From<PlatformError> for Failure {
     }
 }
 
+/// `clat serve`: why serving stopped short.
+impl From<crate::ServeError> for Failure {
+    fn from(e: crate::ServeError) -> Self {
+        match e {
+            crate::ServeError::Options(_) => Failure::new(Exit::Usage, "usage", e.to_string()),
+            crate::ServeError::Platform(p) => p.into(),
+            crate::ServeError::Session(_) => Failure::new(Exit::Usage, "protocol", e.to_string()),
+            crate::ServeError::Internal(_) => Failure::new(Exit::Internal, "internal", e.to_string()),
+        }
+    }
+}
+
 /// `clat mcp add | remove | enable | disable`: what refused the edit of `mcp.json`.
 impl From<EditError> for Failure {
     fn from(e: EditError) -> Self {

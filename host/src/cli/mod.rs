@@ -34,7 +34,6 @@ mod plugin;
 mod progress;
 mod questions;
 mod runs;
-mod serve;
 mod shutdown;
 mod status;
 
@@ -51,6 +50,7 @@ use shutdown::Shutdown;
 
 pub(crate) use commands::{CallArgs, Command, LoadWhen, PluginCommand};
 
+use crate::ServeOptions;
 use crate::contract::PermissionMode;
 use crate::extension::StartFilter;
 use crate::native::process::SandboxPolicy;
@@ -254,19 +254,21 @@ async fn dispatch(cli: Cli, shutdown: &Shutdown) -> Result<Exit, Failure> {
             let sandbox: SandboxPolicy = sandbox.parse().map_err(usage)?;
             let dir = project_dir(cli.project)?;
             let tool_budget = (!all_tools).then_some(tool_budget);
-            let names = tool_names;
-            let options = serve::ServeOptions {
-                dir,
+            let options = ServeOptions {
                 mode,
-                sandbox,
                 audit,
                 http,
                 token_file,
-                names,
+                names: tool_names,
                 tool_budget,
                 sampling_budget,
+                listening: Some(Box::new(|url: &str| eprintln!("clat serve: {url}"))),
             };
-            serve::serve(&platform, options, shutdown).await
+            // Questions only at a terminal: on stdio, stdin is the protocol, so unapproved project servers and
+            // unanswered inputs stay out.
+            let mount = mount_options(sandbox, StartFilter::All);
+            crate::serve_project(&platform, &dir, mount, options, shutdown.token().clone()).await?;
+            Ok(Exit::Ok)
         }
         Command::Exec { script, mode, sandbox } => {
             let mode: PermissionMode = mode.parse().map_err(usage)?;
@@ -299,16 +301,6 @@ fn mount_for_runs(
 fn mount(platform: &Platform, project: Option<PathBuf>, options: MountOptions) -> Result<Project, Failure> {
     let dir = project_dir(project)?;
     Ok(platform.mount(&dir, options)?)
-}
-
-/// The session model the home configures (`model.json`, `CLAT_MODEL_*`), as a provider.
-fn configured_model(
-    home: &crate::home::ClatHome,
-) -> Result<std::sync::Arc<dyn crate::services::sampling::ModelProvider>, Failure> {
-    let configuration =
-        |e: crate::services::model::ModelConfigError| Failure::new(Exit::Usage, "configuration", e.to_string());
-    let model = crate::services::model::active_model(home, |k| std::env::var(k).ok()).map_err(configuration)?;
-    crate::services::model::provider_for(model.as_ref()).map_err(configuration)
 }
 
 /// How the command line mounts: the session model from the home's

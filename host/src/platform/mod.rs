@@ -105,6 +105,13 @@ impl Platform {
         &self.home
     }
 
+    /// The session model the home configures (`config.json`, `CLAT_MODEL_*`),
+    /// as a provider: the offline model when none is configured.
+    pub fn session_model(&self) -> Result<Arc<dyn ModelProvider>, PlatformError> {
+        let model = crate::services::model::active_model(&self.home, |k| std::env::var(k).ok())?;
+        Ok(crate::services::model::provider_for(model.as_ref())?)
+    }
+
     /// Record trust for the project at `project`; its canonical root.
     pub fn trust(&self, project: &Path) -> Result<PathBuf, PlatformError> {
         Ok(TrustStore::new(&self.home).trust(project)?)

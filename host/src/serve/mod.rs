@@ -1,4 +1,4 @@
-//! `clat serve`: the project's registry as an MCP server — on stdio
+//! The serve side: a project's registry as an MCP server — on stdio
 //! (`claude mcp add clat -- clat serve --project DIR`), or on Streamable HTTP
 //! (`--http ADDR`, loopback unless given a bearer token with `--token-file`) —
 //! so any agent gets its native tools, WASM plugins and MCP servers behind the
@@ -20,9 +20,10 @@
 //! configured one (`ClientModel`, one per call). A client's cancel cancels
 //! the call's run; the end of the server closes everything.
 //! Every call leaves a record in the audit trail (`audit.rs`). The wire side
-//! is `clat_mcp::server`.
+//! is `clat_mcp::server`; the door to it is [`serve_project`], which `clat
+//! serve` calls with the options it parsed.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -31,15 +32,12 @@ use clat_mcp::server::{HttpServeOptions, Peer, ServeEnd, ServedTools, ServerInfo
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::exit::{Exit, Failure};
-use super::shutdown::Shutdown;
 use crate::audit::{AuditQueue, AuditTrail, CallAudit, CallRecord};
 use crate::contract::PermissionMode;
 use crate::contract::json::tool_output_to_json;
-use crate::extension::StartFilter;
 use crate::limits::SAMPLING_TOKENS_PER_RUN;
 use crate::platform::discovery::{CALL_TOOL, Discovery, DiscoveryOptions, LOAD_TOOLS, SEARCH_TOOLS};
-use crate::platform::{Platform, Project, RunOptions};
+use crate::platform::{MountOptions, Platform, PlatformError, Project, RunOptions};
 use crate::registry::{CallError, ToolInfo, ToolSource};
 use crate::services::budget::SamplingBudget;
 use crate::services::sampling::ModelProvider;
@@ -50,54 +48,77 @@ mod ports;
 
 use ports::{ClientAsker, ClientModel, ServeApprover};
 
-/// How `clat serve` was asked to serve.
-pub(crate) struct ServeOptions {
-    pub(crate) dir: PathBuf,
-    pub(crate) mode: PermissionMode,
-    pub(crate) sandbox: crate::native::process::SandboxPolicy,
+/// How a project is served.
+pub struct ServeOptions {
+    /// The permission mode of every call's run.
+    pub mode: PermissionMode,
     /// The audit trail's file (default: the home's, `audit::AUDIT_FILE`).
-    pub(crate) audit: Option<PathBuf>,
+    pub audit: Option<PathBuf>,
     /// Serve Streamable HTTP on this address instead of stdio.
-    pub(crate) http: Option<std::net::SocketAddr>,
+    pub http: Option<std::net::SocketAddr>,
     /// The file holding the bearer token HTTP requests must carry.
-    pub(crate) token_file: Option<PathBuf>,
+    pub token_file: Option<PathBuf>,
     /// What the served tools are called.
-    pub(crate) names: ServedNames,
+    pub names: ServedNames,
     /// Past this many bytes of definitions, the tools are found, not listed (`discovery.rs`); none: all listed.
-    pub(crate) tool_budget: Option<usize>,
+    pub tool_budget: Option<usize>,
     /// Extension sampling requests a client session allows across its calls.
-    pub(crate) sampling_budget: u32,
+    pub sampling_budget: u32,
+    /// Told the server's URL once it listens on HTTP (`clat serve` prints it on stderr).
+    pub listening: Option<Box<dyn FnOnce(&str) + Send>>,
 }
 
-/// What `clat serve` calls the tools it serves.
+/// What the served tools are called.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum ServedNames {
+pub enum ServedNames {
     /// Their registered names (`wasm_{plugin}_{tool}`, `mcp_{server}_{tool}`), as `clat tools` shows them.
     Registry,
     /// An extension's tool by its own name when no other served tool has or is called that name; else registered.
     Source,
 }
 
-/// Serve the project on stdin/stdout (or HTTP) until the client closes its end or a stop signal.
-pub(crate) async fn serve(platform: &Platform, options: ServeOptions, shutdown: &Shutdown) -> Result<Exit, Failure> {
-    let ServeOptions { dir, mode, sandbox, audit, http, token_file, names, tool_budget, sampling_budget } = options;
+/// Why serving stopped short.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The options cannot be served (a token file without a token, an address that cannot be bound or is not
+    /// loopback without a token).
+    #[error("{0}")]
+    Options(String),
+    /// The project could not be mounted, or the session model's configuration is malformed.
+    #[error(transparent)]
+    Platform(#[from] PlatformError),
+    /// The client broke the protocol and the session ended.
+    #[error("the session ended: {0}")]
+    Session(String),
+    /// The server itself failed.
+    #[error("{0}")]
+    Internal(String),
+}
+
+/// Serve the project at `dir` (mounted with `mount`, the session model set to
+/// the configured one) on stdin/stdout, or on HTTP, until the client closes
+/// its end or `stop` is cancelled; the project is then closed.
+pub async fn serve_project(
+    platform: &Platform,
+    dir: &Path,
+    mount: MountOptions,
+    options: ServeOptions,
+    stop: CancellationToken,
+) -> Result<(), ServeError> {
+    let ServeOptions { mode, audit, http, token_file, names, tool_budget, sampling_budget, listening } = options;
     let token = token_file.as_deref().map(read_token).transpose()?;
     if let Some(address) = http {
         clat_mcp::server::http::check_bind(address, token.as_deref())
-            .map_err(|e| Failure::new(Exit::Usage, "usage", e.to_string()))?;
+            .map_err(|e| ServeError::Options(e.to_string()))?;
     }
-    // No terminal questions here (stdin is the protocol): unapproved project servers and unanswered inputs stay out.
-    let configured = super::configured_model(platform.clat_home())?;
-    let options = crate::platform::MountOptions {
-        model: Some(Arc::clone(&configured)),
-        ..super::mount_options(sandbox, StartFilter::All)
-    };
-    let project = Arc::new(platform.mount(&dir, options)?);
+    let configured = platform.session_model()?;
+    let options = MountOptions { model: Some(Arc::clone(&configured)), ..mount };
+    let project = Arc::new(platform.mount(dir, options)?);
     let listener = match http {
         Some(address) => Some(
             tokio::net::TcpListener::bind(address)
                 .await
-                .map_err(|e| Failure::new(Exit::Usage, "usage", format!("cannot serve HTTP on {address}: {e}")))?,
+                .map_err(|e| ServeError::Options(format!("cannot serve HTTP on {address}: {e}")))?,
         ),
         None => None,
     };
@@ -131,27 +152,24 @@ pub(crate) async fn serve(platform: &Platform, options: ServeOptions, shutdown: 
         budget_bytes: tool_budget.unwrap_or(usize::MAX),
         sampling_budget,
     });
-    let stop = shutdown.token().clone();
     let ended = match listener {
         None => {
             let (input, output) = clat_mcp::server::process_stdio();
             match clat_mcp::server::serve(input, output, info, Arc::clone(&served) as _, stop).await {
-                ServeEnd::ClientClosed | ServeEnd::Stopped => Ok(Exit::Ok),
-                other => Err(Failure::new(Exit::Usage, "protocol", format!("the session ended: {other}"))),
+                ServeEnd::ClientClosed | ServeEnd::Stopped => Ok(()),
+                other => Err(ServeError::Session(other.to_string())),
             }
         }
         Some(listener) => {
-            let url = format!(
-                "http://{}{}",
-                listener.local_addr().map_err(|e| Failure::new(Exit::Internal, "internal", e.to_string()))?,
-                clat_mcp::server::http::MCP_PATH
-            );
-            eprintln!("clat serve: {url}");
-            let options = HttpServeOptions { token, ..HttpServeOptions::default() };
-            match clat_mcp::server::serve_http(listener, options, info, Arc::clone(&served) as _, stop).await {
-                Ok(()) => Ok(Exit::Ok),
-                Err(e) => Err(Failure::new(Exit::Internal, "internal", e.to_string())),
+            let address = listener.local_addr().map_err(|e| ServeError::Internal(e.to_string()))?;
+            let url = format!("http://{address}{}", clat_mcp::server::http::MCP_PATH);
+            if let Some(listening) = listening {
+                listening(&url);
             }
+            let options = HttpServeOptions { token, ..HttpServeOptions::default() };
+            clat_mcp::server::serve_http(listener, options, info, Arc::clone(&served) as _, stop)
+                .await
+                .map_err(|e| ServeError::Internal(e.to_string()))
         }
     };
     served.trail.finish().await;
@@ -160,8 +178,8 @@ pub(crate) async fn serve(platform: &Platform, options: ServeOptions, shutdown: 
 }
 
 /// The bearer token in `file`: its first line, trimmed; never empty.
-fn read_token(file: &std::path::Path) -> Result<String, Failure> {
-    let unusable = |why: String| Failure::new(Exit::Usage, "usage", format!("--token-file {}: {why}", file.display()));
+fn read_token(file: &Path) -> Result<String, ServeError> {
+    let unusable = |why: String| ServeError::Options(format!("--token-file {}: {why}", file.display()));
     // A configuration file like any other: a regular file, within its bound.
     let text = crate::home::files::read_config_text(file).map_err(|e| unusable(e.to_string()))?;
     let token = text.lines().next().unwrap_or_default().trim();
