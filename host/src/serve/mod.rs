@@ -65,8 +65,11 @@ pub struct ServeOptions {
     /// Extension sampling requests a client session allows across its calls.
     pub sampling_budget: u32,
     /// Told the server's URL once it listens on HTTP (`clat serve` prints it on stderr).
-    pub listening: Option<Box<dyn FnOnce(&str) + Send>>,
+    pub listening: Option<Listening>,
 }
+
+/// Told the URL of a server that listens on HTTP.
+pub type Listening = Box<dyn FnOnce(&str) + Send>;
 
 /// What the served tools are called.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
