@@ -17,13 +17,17 @@
 pub mod platform;
 
 pub use contract::{ContentBlock, Effect, PermissionMode, ToolOutput};
+pub use extension::Login;
 pub use extension::{ExtensionKind, ExtensionState, ExtensionStatus, StartFilter};
+pub use mcp::config_file::EditError;
+pub use mcp::from_registry::{Needed, RegistryError, RegistryServer, Via};
 pub use mcp::inputs::Input as ServerInput;
 pub use mcp::project_servers::ProjectServersReview;
 pub use native::process::SandboxPolicy;
 pub use platform::discovery::{Discovery, DiscoveryOptions};
 pub use platform::{MountOptions, MountQuestions, Platform, PlatformError, Project, Run, RunOptions};
 pub use policy::permissions::{Approval, ApprovalRequest, Approver};
+pub use policy::pins::Quarantined;
 pub use registry::{CallError, SystemPrompt, ToolInfo, ToolSource};
 pub use run::{CollectingSink, EventSink, JsonLinesSink, NullSink, RunEvent, RunEventKind};
 pub use serve::{ServeError, ServeOptions, ServedNames, serve_project};

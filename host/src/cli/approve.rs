@@ -1,50 +1,37 @@
 //! `clat mcp approve`: a project's `.mcp.json` shown as the user reviews it
-//! (`mcp::project_servers` builds the review and keeps the approval) and
-//! approved, with the variables it may read.
+//! and approved, with the variables it may read (the door's
+//! `Servers::approve_project` builds the review and keeps the approval).
 
-use std::collections::BTreeSet;
 use std::path::Path;
 
 use serde_json::{Value, json};
 
 use super::exit::{Exit, Failure};
-use crate::home::ClatHome;
-use crate::mcp::project_servers;
+use crate::platform::Platform;
 
-/// `clat mcp approve [--allow VAR]...` for the project at `root` (canonical).
-pub(super) fn approve(home: &ClatHome, root: &Path, allow: Vec<String>, json: bool) -> Result<Exit, Failure> {
-    let Some(file) = project_servers::read(root).map_err(|e| Failure::configuration(e.to_string()))? else {
-        return Err(Failure::configuration(format!("{} has no {}", root.display(), project_servers::PROJECT_MCP_FILE)));
-    };
-    if let Some(bad) = allow.iter().find(|n| !clat_mcp::config::is_variable_name(n)) {
-        return Err(Failure::new(Exit::Usage, "usage", format!("--allow {bad:?}: give a variable's name")));
-    }
-    let allowed: BTreeSet<String> = allow.into_iter().collect();
-    let servers = project_servers::servers_of(&file).map_err(Failure::configuration)?;
-    project_servers::approve(home, root, &file, Some(&allowed))?;
-    let lines: Vec<String> = servers.iter().map(|(name, entry)| project_servers::entry_line(name, entry)).collect();
+/// `clat mcp approve [--allow VAR]...` for the project at `dir`.
+pub(super) fn approve(platform: &Platform, dir: &Path, allow: Vec<String>, json: bool) -> Result<Exit, Failure> {
+    let approval = platform.servers().approve_project(dir, allow)?;
     if json {
-        let entries: Vec<Value> = servers
+        let entries: Vec<Value> = approval
+            .servers
             .iter()
-            .map(|(name, entry)| {
-                json!({ "name": name, "review": project_servers::server_review(name, entry, &allowed),
-                        "variables": entry.variables(),
-                        "not_allowed": project_servers::unallowed_variables(entry, &allowed) })
-            })
+            .map(|s| json!({ "name": s.name, "review": s.review, "variables": s.variables, "not_allowed": s.not_allowed }))
             .collect();
+        let lines: Vec<&str> = approval.servers.iter().map(|s| s.line.as_str()).collect();
         outln!(
             "{}",
-            json!({ "approved": file.path.display().to_string(), "digest": file.digest, "servers": lines,
-                    "allowed": allowed, "entries": entries })
+            json!({ "approved": approval.file.display().to_string(), "digest": approval.digest, "servers": lines,
+                    "allowed": approval.allowed, "entries": entries })
         );
     } else {
-        outln!("approved the servers of {} ({}):", file.path.display(), file.digest);
-        for (name, entry) in &servers {
-            for line in project_servers::server_review(name, entry, &allowed) {
+        outln!("approved the servers of {} ({}):", approval.file.display(), approval.digest);
+        for server in &approval.servers {
+            for line in &server.review {
                 outln!("  {line}");
             }
         }
-        if let Some(hint) = project_servers::allow_hint(&servers, &allowed) {
+        if let Some(hint) = &approval.hint {
             outln!("{hint}");
         }
     }

@@ -4,10 +4,11 @@
 
 use std::process::ExitCode;
 
+use crate::RegistryError;
 use crate::authoring::AuthoringError;
 use crate::home::HomeError;
 use crate::mcp::config_file::EditError;
-use crate::platform::{AllowError, PlatformError, ToolNameError};
+use crate::platform::{AllowError, PlatformError, ServerAdminError, ToolNameError};
 use crate::registry::CallError;
 use crate::scope::ScopeError;
 use crate::supply::packages::PackageError;
@@ -161,6 +162,24 @@ impl From<crate::ServeError> for Failure {
             crate::ServeError::Platform(p) => p.into(),
             crate::ServeError::Session(_) => Failure::new(Exit::Usage, "protocol", e.to_string()),
             crate::ServeError::Internal(_) => Failure::new(Exit::Internal, "internal", e.to_string()),
+        }
+    }
+}
+
+/// `clat mcp …`: what the servers' administration refused.
+impl From<ServerAdminError> for Failure {
+    fn from(e: ServerAdminError) -> Self {
+        match e {
+            ServerAdminError::Edit(edit) => edit.into(),
+            ServerAdminError::Home(home) => home.into(),
+            ServerAdminError::Configuration(_) => Failure::configuration(e.to_string()),
+            ServerAdminError::Usage(_) => Failure::new(Exit::Usage, "usage", e.to_string()),
+            ServerAdminError::Registry(registry) => {
+                let kind = if matches!(registry, RegistryError::Usage(_)) { "usage" } else { "registry" };
+                Failure::new(Exit::Usage, kind, crate::redact::redact(&registry.to_string()))
+            }
+            ServerAdminError::RegistryEntry(_) => Failure::new(Exit::Usage, "registry", e.to_string()),
+            ServerAdminError::OAuth(_) => Failure::new(Exit::ServerFailed, "oauth", e.to_string()),
         }
     }
 }

@@ -1,34 +1,27 @@
 //! `clat mcp`: the servers' status (the /mcp surface; exit 7 when a
-//! configured server failed), and `add | remove | get | enable | disable`,
-//! which edit `$CLAT_HOME/mcp.json` through `mcp::config_file` (locked,
-//! atomic, the file's shape kept) or show one server; what `add` writes, and
-//! from where, is `mcp/add.rs`'s.
+//! configured server failed), and `add | remove | get | enable | disable |
+//! login | logout | accept | approve`, which the door's administration face
+//! does (`Platform::servers`: `mcp.json` edited locked and atomically, its
+//! shape kept) and this file prints; what `add` is given, and from where, is
+//! `mcp/add.rs`'s.
 
 use std::path::PathBuf;
 
 use std::sync::Arc;
 
 use clap::Subcommand;
-use clat_mcp::auth::{Authorizer, Browser};
+use clat_mcp::auth::Browser;
 use serde_json::{Value, json};
 
 use super::exit::{Exit, Failure};
 use super::shutdown::Shutdown;
 use super::{project_dir, runs, status};
-use crate::extension::{ExtensionState, ExtensionStatus, StartFilter};
-use crate::home::ClatHome;
-use crate::home::trust::canonical_project;
-use crate::mcp::config_file::{McpConfigFile, masked_entry};
-use crate::mcp::project_servers::entry_line;
-use crate::platform::{MountOptions, Platform};
-use crate::registry::ToolInfo;
+use crate::platform::{MountOptions, Platform, ServerScope};
+use crate::{ExtensionState, ExtensionStatus, StartFilter, ToolInfo};
 
 mod add;
 
-use add::{
-    RegistryRequest, add_from_registry, add_to_project, check_command_words, entry_from, entry_from_json,
-    print_added_to_project, target,
-};
+use add::{add_from_registry, check_command_words, entry_from, entry_from_json, print_added, target};
 
 // Parsed once per process: `Add`'s size costs nothing worth a box.
 #[allow(clippy::large_enum_variant)]
@@ -204,57 +197,41 @@ impl Browser for SystemBrowser {
     }
 }
 
-/// The OAuth of the configured HTTP server `name`, with `browser`.
-fn server_oauth(home: &ClatHome, name: &str, browser: Option<Arc<dyn Browser>>) -> Result<Authorizer, Failure> {
-    let config = |m: String| Failure::new(Exit::Usage, "configuration", m);
-    let entry =
-        crate::mcp::sources::user_entry(home, name, &|k| std::env::var(k).ok()).map_err(|e| config(e.to_string()))?;
-    match crate::mcp::credentials::authorizer(home, name, &entry, browser) {
-        Some(Ok(auth)) => Ok(auth),
-        Some(Err(e)) => Err(config(e.to_string())),
-        None if matches!(entry.transport, clat_mcp::config::EntryTransport::Stdio { .. }) => {
-            Err(config(format!("{name} is a stdio server; OAuth is for HTTP servers")))
-        }
-        None => Err(config(format!("{name} sends its own Authorization header (mcp.json); OAuth is off for it"))),
-    }
-}
-
 /// `clat mcp list`: the configured servers as `mcp.json` holds them, nothing started.
-fn list(home: &ClatHome, json: bool) -> Result<(), Failure> {
-    let path = home.path().join(crate::mcp::MCP_CONFIG_FILE);
-    let config = crate::mcp::sources::read_config(&path, &crate::mcp::ENTRY_TIMEOUT_BOUNDS)
-        .map_err(|e| Failure::configuration(e.to_string()))?;
+fn list(platform: &Platform, json: bool) -> Result<(), Failure> {
+    let list = platform.servers().list()?;
     if json {
-        let servers: Vec<Value> = config
+        let servers: Vec<Value> = list
             .servers
             .iter()
-            .map(|(name, entry)| {
-                let (transport, target) = match &entry.transport {
-                    clat_mcp::config::EntryTransport::Stdio { command, args, .. } => {
-                        let words: Vec<&str> =
-                            std::iter::once(command.as_str()).chain(args.iter().map(String::as_str)).collect();
-                        ("stdio", words.join(" "))
-                    }
-                    clat_mcp::config::EntryTransport::Http { url, .. } => ("http", url.clone()),
-                };
-                let target = crate::redact::redact(&target);
-                json!({ "name": name, "transport": transport, "target": target, "enabled": entry.enabled })
-            })
+            .map(|s| json!({ "name": s.name, "transport": s.transport, "target": s.target, "enabled": s.enabled }))
             .collect();
-        let errors: Vec<String> = config.errors.iter().map(ToString::to_string).collect();
-        outln!("{}", json!({ "file": path.display().to_string(), "servers": servers, "errors": errors }));
+        outln!("{}", json!({ "file": list.file.display().to_string(), "servers": servers, "errors": list.errors }));
         return Ok(());
     }
-    if config.servers.is_empty() && config.errors.is_empty() {
-        outln!("no servers in {} (`clat mcp add NAME -- COMMAND` adds one)", path.display());
+    if list.servers.is_empty() && list.errors.is_empty() {
+        outln!("no servers in {} (`clat mcp add NAME -- COMMAND` adds one)", list.file.display());
     }
-    for (name, entry) in &config.servers {
-        outln!("{}", entry_line(name, entry));
+    for server in &list.servers {
+        outln!("{}", server.line);
     }
-    for error in &config.errors {
+    for error in &list.errors {
         outln!("{error}");
     }
     Ok(())
+}
+
+/// Where `clat mcp add --scope SCOPE` keeps the entry.
+fn add_scope(scope: &str, project: Option<PathBuf>) -> Result<ServerScope, Failure> {
+    match scope {
+        "user" => Ok(ServerScope::User),
+        "project" => Ok(ServerScope::Project(project_dir(project)?)),
+        _ => Err(Failure::new(
+            Exit::Usage,
+            "usage",
+            format!("--scope {scope:?}: `user` ($CLAT_HOME/mcp.json) or `project` (the project's .mcp.json)"),
+        )),
+    }
 }
 
 fn done(json: bool, what: &str, name: &str, file: &std::path::Path) {
@@ -267,16 +244,16 @@ fn done(json: bool, what: &str, name: &str, file: &std::path::Path) {
 
 /// `clat mcp [COMMAND]`.
 pub(crate) async fn mcp(
-    home: &ClatHome,
+    platform: &Platform,
     project: Option<PathBuf>,
     command: Option<McpCommand>,
     json: bool,
     shutdown: &Shutdown,
 ) -> Result<Exit, Failure> {
-    let file = McpConfigFile::new(home);
-    let path = home.path().join(crate::mcp::MCP_CONFIG_FILE);
+    let servers = platform.servers();
+    let path = servers.config_file();
     match command {
-        None => status_of(home, project, StartFilter::All, json, shutdown, |servers, _| {
+        None => status_of(platform, project, StartFilter::All, json, shutdown, |servers, _| {
             status::print_mcp(servers, json);
         })
         .await
@@ -295,13 +272,7 @@ pub(crate) async fn mcp(
             via,
             command,
         }) => {
-            if scope != "user" && scope != "project" {
-                return Err(Failure::new(
-                    Exit::Usage,
-                    "usage",
-                    format!("--scope {scope:?}: `user` ($CLAT_HOME/mcp.json) or `project` (the project's .mcp.json)"),
-                ));
-            }
+            let scope = add_scope(&scope, project)?;
             if let Some(reference) = from_registry {
                 let own =
                     [(url.is_some(), "--url"), (transport.is_some(), "--transport"), (!headers.is_empty(), "--header")]
@@ -317,56 +288,45 @@ pub(crate) async fn mcp(
                     );
                     return Err(Failure::new(Exit::Usage, "usage", message));
                 }
-                let request = RegistryRequest { reference, registry, via, scope, force };
-                return add_from_registry(home, project, &name, request, json, shutdown).await;
+                let request = crate::platform::RegistryRequest { reference, registry, via };
+                return add_from_registry(platform, scope, &name, request, force, json, shutdown).await;
             }
             check_command_words(&command)?;
             let (url, command) = target(url, transport.as_deref(), command)?;
             let entry = entry_from(url, &headers, &env, cwd, &command)?;
-            if scope == "project" {
-                let (path, approved) = add_to_project(home, project, &name, entry, force)?;
-                print_added_to_project(&name, &path, approved, json);
-                return Ok(Exit::Ok);
-            }
-            file.add(&name, entry, force)?;
-            done(json, "added", &name, &path);
+            let added = servers.add(&scope, &name, entry, force)?;
+            print_added(&name, &added, json);
             Ok(Exit::Ok)
         }
         Some(McpCommand::AddJson { name, entry, force }) => {
-            let entry = entry_from_json(&name, &entry)?;
-            file.add(&name, entry, force)?;
-            done(json, "added", &name, &path);
+            let entry = entry_from_json(&servers, &name, &entry)?;
+            let added = servers.add(&ServerScope::User, &name, entry, force)?;
+            print_added(&name, &added, json);
             Ok(Exit::Ok)
         }
         Some(McpCommand::List) => {
-            list(home, json)?;
+            list(platform, json)?;
             Ok(Exit::Ok)
         }
-        Some(McpCommand::Approve { allow }) => {
-            let root = canonical_project(&project_dir(project)?)?;
-            super::approve::approve(home, &root, allow, json)
-        }
+        Some(McpCommand::Approve { allow }) => super::approve::approve(platform, &project_dir(project)?, allow, json),
         Some(McpCommand::Remove { name }) => {
-            file.remove(&name)?;
+            servers.remove(&name)?;
             done(json, "removed", &name, &path);
             Ok(Exit::Ok)
         }
         Some(McpCommand::Enable { name }) => {
-            file.set_enabled(&name, true)?;
+            servers.set_enabled(&name, true)?;
             done(json, "enabled", &name, &path);
             Ok(Exit::Ok)
         }
         Some(McpCommand::Disable { name }) => {
-            file.set_enabled(&name, false)?;
+            servers.set_enabled(&name, false)?;
             done(json, "disabled", &name, &path);
             Ok(Exit::Ok)
         }
         Some(McpCommand::Login { name }) => {
-            let auth = server_oauth(home, &name, Some(Arc::new(SystemBrowser)))?;
             let login = tokio::select! {
-                status = auth.login() => status.map(crate::mcp::sources::login).map_err(|e| {
-                    Failure::new(Exit::ServerFailed, "oauth", crate::redact::redact(&format!("logging in to {name} failed: {e}")))
-                })?,
+                login = servers.login(&name, Arc::new(SystemBrowser)) => login?,
                 _ = shutdown.token().cancelled() => return Err(runs::interrupted(shutdown)),
             };
             if json {
@@ -377,8 +337,7 @@ pub(crate) async fn mcp(
             Ok(Exit::Ok)
         }
         Some(McpCommand::Logout { name }) => {
-            let auth = server_oauth(home, &name, None)?;
-            let had = auth.logout().map_err(|e| Failure::new(Exit::ServerFailed, "oauth", e.to_string()))?;
+            let had = servers.logout(&name)?;
             match (json, had) {
                 (true, _) => outln!("{}", json!({ "logged_out": name, "had_token": had })),
                 (false, true) => outln!("logged out of {name}"),
@@ -387,19 +346,8 @@ pub(crate) async fn mcp(
             Ok(Exit::Ok)
         }
         Some(McpCommand::Accept { name, tool }) => {
-            let root = canonical_project(&project_dir(project)?)?;
-            let accepted = crate::policy::pins::accept(home, &root, &name, tool.as_deref())
-                .map_err(|e| Failure::configuration(e.to_string()))?;
-            if accepted.is_empty() {
-                let which = match &tool {
-                    Some(t) => format!("no quarantined tool {t:?}"),
-                    None => "no quarantined tool".to_string(),
-                };
-                let message =
-                    format!("{name} has {which} in {} (`clat mcp get {name}` lists its tools)", root.display());
-                return Err(Failure::new(Exit::Usage, "usage", message));
-            }
-            let revoked = crate::policy::approvals::revoke_extension_wide(home, &root, &format!("mcp:{name}"))?;
+            let accepted = servers.accept(&project_dir(project)?, &name, tool.as_deref())?;
+            let (revoked, accepted) = (accepted.approvals_revoked, accepted.accepted);
             if json {
                 outln!("{}", json!({ "accepted": accepted, "approvals_revoked": revoked }));
             } else {
@@ -413,23 +361,23 @@ pub(crate) async fn mcp(
             Ok(Exit::Ok)
         }
         Some(McpCommand::Get { name, show_secrets }) => {
-            let entry = file.entry(&name)?;
+            let entry = servers.entry(&name, show_secrets)?;
             let mut found = false;
-            let failed =
-                status_of(home, project, StartFilter::Named(vec![name.clone()]), json, shutdown, |servers, tools| {
+            let failed = status_of(
+                platform,
+                project,
+                StartFilter::Named(vec![name.clone()]),
+                json,
+                shutdown,
+                |servers, tools| {
                     let server = servers.iter().find(|s| s.name == name);
                     found = server.is_some() || entry.is_some();
                     if found {
-                        status::print_server(
-                            &name,
-                            entry.as_ref().map(|e| masked_entry(e, show_secrets)).as_ref(),
-                            server,
-                            tools,
-                            json,
-                        );
+                        status::print_server(&name, entry.as_ref(), server, tools, json);
                     }
-                })
-                .await?;
+                },
+            )
+            .await?;
             if !found {
                 let message = format!("no server named {name:?} is configured (see `clat mcp`)");
                 return Err(Failure::new(Exit::Usage, "configuration", message));
@@ -442,14 +390,13 @@ pub(crate) async fn mcp(
 /// Mount the project, start the servers `start` names, show their statuses
 /// and the registry's tools through `show`, close; true when one failed.
 async fn status_of(
-    home: &ClatHome,
+    platform: &Platform,
     project: Option<PathBuf>,
     start: StartFilter,
     json: bool,
     shutdown: &Shutdown,
     show: impl FnOnce(&[ExtensionStatus], &[ToolInfo]),
 ) -> Result<bool, Failure> {
-    let platform = Platform::open(Some(home.path()))?;
     // The user watches this start: slow servers get longer, with progress.
     let options = MountOptions {
         start,

@@ -229,7 +229,7 @@ async fn dispatch(cli: Cli, shutdown: &Shutdown) -> Result<Exit, Failure> {
             project.close().await;
             shown.map(|()| Exit::Ok)
         }
-        Command::Mcp { json, command } => mcp::mcp(&home, cli.project, command, json, shutdown).await,
+        Command::Mcp { json, command } => mcp::mcp(&platform, cli.project, command, json, shutdown).await,
         Command::Plugin { command } => plugin::plugin(&home, cli.project, command, shutdown).await,
         Command::Approvals { json, command } => approvals::approvals(&platform, cli.project, command, json).await,
         Command::Call { tool, call } => {

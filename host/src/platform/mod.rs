@@ -44,10 +44,15 @@ mod admin;
 pub mod discovery;
 mod project;
 mod run;
+mod servers;
 
 pub use admin::{AllowError, KeptApproval};
 pub use project::{Project, ToolNameError};
 pub use run::{Run, RunOptions};
+pub use servers::{
+    AcceptedTools, AddedServer, ApprovedServer, ListedServer, ProjectApproval, RegistryRequest, ServerAdminError,
+    ServerList, ServerScope, Servers,
+};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

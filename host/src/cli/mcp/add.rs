@@ -1,19 +1,14 @@
 //! `clat mcp add`: an entry from the command line (a command after `--`, or a
 //! URL, with `--env` / `--header` pairs), from JSON (`add-json`), or from the
-//! MCP Registry (`--from-registry`), written to the home's `mcp.json` or, with
-//! `--scope project`, to the project's `.mcp.json` (approved at once, since the
-//! user wrote it).
+//! MCP Registry (`--from-registry`), kept by the door (`Servers::add`) in the
+//! home's `mcp.json` or, with `--scope project`, in the project's `.mcp.json`
+//! (approved at once, since the user wrote it).
 
 use crate::cli::exit::{Exit, Failure};
+use crate::cli::runs;
 use crate::cli::shutdown::Shutdown;
-use crate::cli::{project_dir, runs};
-use crate::home::ClatHome;
-use crate::home::trust::canonical_project;
-use crate::mcp::config_file::McpConfigFile;
-use crate::mcp::from_registry;
-use crate::mcp::project_servers;
+use crate::platform::{AddedServer, Platform, RegistryRequest, ServerScope, Servers};
 use serde_json::{Map, Value, json};
-use std::path::PathBuf;
 
 /// `--env NAME=VALUE` and `--header 'NAME: VALUE'` into an object.
 fn pairs(items: &[String], separator: char, flag: &str) -> Result<Map<String, Value>, Failure> {
@@ -104,20 +99,10 @@ pub(super) fn target(
 }
 
 /// The entry `clat mcp add-json` was given, checked as `mcp.json` would read it.
-pub(super) fn entry_from_json(name: &str, text: &str) -> Result<Value, Failure> {
-    let usage = |m: String| Failure::new(Exit::Usage, "usage", m);
-    let entry: Value = serde_json::from_str(text).map_err(|e| usage(format!("the entry is not valid JSON: {e}")))?;
-    if !entry.is_object() {
-        return Err(usage(
-            "the entry must be a JSON object, e.g. '{\"command\": \"npx\", \"args\": [\"-y\", \"pkg\"]}'".into(),
-        ));
-    }
-    let document = json!({ name: entry }).to_string();
-    let checked = clat_mcp::config::parse_config("the entry", &document, &crate::mcp::ENTRY_TIMEOUT_BOUNDS)
-        .map_err(|e| usage(e.to_string()))?;
-    if let Some(error) = checked.errors.first() {
-        return Err(usage(error.to_string()));
-    }
+pub(super) fn entry_from_json(servers: &Servers, name: &str, text: &str) -> Result<Value, Failure> {
+    let entry: Value = serde_json::from_str(text)
+        .map_err(|e| Failure::new(Exit::Usage, "usage", format!("the entry is not valid JSON: {e}")))?;
+    servers.check_entry(name, &entry)?;
     Ok(entry)
 }
 
@@ -162,68 +147,29 @@ pub(super) fn entry_from(
     Ok(Value::Object(entry))
 }
 
-/// `clat mcp add --scope project`: the entry goes into the project's
-/// `.mcp.json` (created in Claude Code's shape). You wrote it, so the file is
-/// approved for you as it now is — but only when it was approved before (or
-/// did not exist): a file holding servers you never approved stays
-/// unapproved, and `clat mcp approve` is named. Returns the file and whether
-/// it is approved.
-pub(super) fn add_to_project(
-    home: &ClatHome,
-    project: Option<PathBuf>,
-    name: &str,
-    entry: Value,
-    force: bool,
-) -> Result<(PathBuf, bool), Failure> {
-    let root = canonical_project(&project_dir(project)?)?;
-    let before = project_servers::read(&root).map_err(|e| Failure::configuration(e.to_string()))?;
-    let was_approved = match &before {
-        None => true,
-        Some(file) => project_servers::approval(home, &root, file)? == project_servers::Approval::Approved,
-    };
-    McpConfigFile::of_project(home, &root).add(name, entry, force)?;
-    let path = root.join(project_servers::PROJECT_MCP_FILE);
-    let after = project_servers::read(&root).map_err(|e| Failure::configuration(e.to_string()))?;
-    let approved = match (&after, was_approved) {
-        (Some(file), true) => {
-            project_servers::approve(home, &root, file, None)?;
-            true
+/// What `clat mcp add` says it did: a project's file says whether it is approved.
+pub(super) fn print_added(name: &str, added: &AddedServer, json: bool) {
+    let path = &added.file;
+    match (added.approved, json) {
+        (None, true) => outln!("{}", json!({ "added": name, "file": path.display().to_string() })),
+        (None, false) => outln!("added {name} in {}", path.display()),
+        (Some(approved), true) => {
+            outln!("{}", json!({ "added": name, "file": path.display().to_string(), "approved": approved }))
         }
-        _ => false,
-    };
-    Ok((path, approved))
-}
-
-/// What `clat mcp add --scope project` says it did.
-pub(super) fn print_added_to_project(name: &str, path: &std::path::Path, approved: bool, json: bool) {
-    if json {
-        outln!("{}", json!({ "added": name, "file": path.display().to_string(), "approved": approved }));
-    } else {
-        outln!("added {name} to {}", path.display());
-        if approved {
-            outln!(
-                "approved {} for you as it is now; whoever clones the project is asked to approve it",
-                path.display()
-            );
-        } else {
-            outln!("{} holds servers you have not approved: review it, then run `clat mcp approve`", path.display());
+        (Some(approved), false) => {
+            outln!("added {name} to {}", path.display());
+            if approved {
+                outln!(
+                    "approved {} for you as it is now; whoever clones the project is asked to approve it",
+                    path.display()
+                );
+            } else {
+                outln!(
+                    "{} holds servers you have not approved: review it, then run `clat mcp approve`",
+                    path.display()
+                );
+            }
         }
-    }
-}
-
-/// What `clat mcp add --from-registry` was asked.
-pub(super) struct RegistryRequest {
-    pub(super) reference: String,
-    pub(super) registry: Option<String>,
-    pub(super) via: Option<String>,
-    pub(super) scope: String,
-    pub(super) force: bool,
-}
-
-impl From<from_registry::RegistryError> for Failure {
-    fn from(e: from_registry::RegistryError) -> Self {
-        let kind = if matches!(e, from_registry::RegistryError::Usage(_)) { "usage" } else { "registry" };
-        Failure::new(Exit::Usage, kind, crate::redact::redact(&e.to_string()))
     }
 }
 
@@ -231,42 +177,21 @@ impl From<from_registry::RegistryError> for Failure {
 /// from the registry, show what the entry runs, the effect it gets and the
 /// values it needs, then write it (user or project scope). Nothing starts.
 pub(super) async fn add_from_registry(
-    home: &ClatHome,
-    project: Option<PathBuf>,
+    platform: &Platform,
+    scope: ServerScope,
     name: &str,
     request: RegistryRequest,
+    force: bool,
     json: bool,
     shutdown: &Shutdown,
 ) -> Result<Exit, Failure> {
-    let (server, version) = from_registry::parse_reference(&request.reference)?;
-    let via = match request.via.as_deref() {
-        None => None,
-        Some(text) => Some(from_registry::Via::parse(text).ok_or_else(|| {
-            Failure::new(Exit::Usage, "usage", format!("--via {text:?}: give npm, pypi, oci or remote"))
-        })?),
-    };
-    let base = from_registry::registry_base(request.registry.as_deref())?;
-    let document = tokio::select! {
-        document = from_registry::fetch(&base, &server, &version) => document?,
+    let servers = platform.servers();
+    let found = tokio::select! {
+        found = servers.from_registry(name, &request) => found?,
         _ = shutdown.token().cancelled() => return Err(runs::interrupted(shutdown)),
     };
-    let found = from_registry::entry_from_document(base.as_str(), name, Some((&server, &version)), &document, via)?;
-    // The entry as mcp.json will read it: a document that yields an entry CLAT would refuse adds nothing.
-    entry_from_json(name, &found.entry.to_string()).map_err(|f| {
-        Failure::new(
-            Exit::Usage,
-            "registry",
-            format!("{} yields an entry CLAT cannot use: {}", found.source.server, f.message),
-        )
-    })?;
-    let entry = found.entry.clone();
-    let (file, approved) = if request.scope == "project" {
-        let (path, approved) = add_to_project(home, project, name, entry, request.force)?;
-        (path, Some(approved))
-    } else {
-        McpConfigFile::new(home).add(name, entry, request.force)?;
-        (home.path().join(crate::mcp::MCP_CONFIG_FILE), None)
-    };
+    let added = servers.add(&scope, name, found.entry.clone(), force)?;
+    let (file, approved) = (&added.file, added.approved);
     if json {
         let needs: Vec<Value> = found
             .needs
@@ -319,7 +244,7 @@ pub(super) async fn add_from_registry(
         outln!("  not usable: {other}");
     }
     match approved {
-        Some(approved) => print_added_to_project(name, &file, approved, false),
+        Some(_) => print_added(name, &added, false),
         None => outln!("added {name} to {} (nothing was started)", file.display()),
     }
     Ok(Exit::Ok)
