@@ -11,9 +11,8 @@ use serde_json::json;
 
 use super::exit::{Exit, Failure};
 use super::project_dir;
-use crate::home::trust::canonical_project;
-use crate::platform::KeptApproval;
-use crate::policy::approvals;
+use crate::platform::{KeptApproval, Platform, Project};
+use crate::{SandboxPolicy, StoredApproval, canonical_project};
 
 #[derive(Subcommand, Debug)]
 pub(crate) enum ApprovalsCommand {
@@ -44,9 +43,9 @@ pub(crate) enum ApprovalsCommand {
 
 /// One kept approval as a line: the project, who asked and what, the effect,
 /// what it is bound to, and why it is stale when it is.
-fn describe(a: &approvals::StoredApproval, stale: Option<&str>) -> String {
+fn describe(a: &StoredApproval, stale: Option<&str>) -> String {
     let tool = a.tool.as_deref().unwrap_or("(every tool)");
-    let what = if a.asked_by == approvals::AGENT {
+    let what = if a.asked_by_agent() {
         format!("agent → {} {tool}", a.extension)
     } else {
         format!("{} → host tool {tool}", a.asked_by)
@@ -58,7 +57,7 @@ fn describe(a: &approvals::StoredApproval, stale: Option<&str>) -> String {
 
 /// `clat approvals allow TOOL`: the extension owning TOOL started, and its
 /// approval kept through the door (`Project::allow`).
-async fn allow(project: &crate::platform::Project, tool: &str, json: bool) -> Result<Exit, Failure> {
+async fn allow(project: &Project, tool: &str, json: bool) -> Result<Exit, Failure> {
     let (registered, effect, approval) = project.allow(tool).await?;
     if registered != tool {
         eprintln!("clat: {tool} is {registered}");
@@ -74,14 +73,14 @@ async fn allow(project: &crate::platform::Project, tool: &str, json: bool) -> Re
 }
 
 pub(crate) async fn approvals(
-    platform: &crate::platform::Platform,
+    platform: &Platform,
     project: Option<PathBuf>,
     command: ApprovalsCommand,
     json: bool,
 ) -> Result<Exit, Failure> {
     match command {
         ApprovalsCommand::Allow { tool } => {
-            let sandbox = crate::native::process::SandboxPolicy::default();
+            let sandbox = SandboxPolicy::default();
             let project = super::mount_for_runs(platform, project, sandbox, std::slice::from_ref(&tool))?;
             let allowed = allow(&project, &tool, json).await;
             project.close().await;
@@ -102,7 +101,7 @@ pub(crate) async fn approvals(
                             "tool": a.tool,
                             "effect": a.effect,
                             "identity": a.identity,
-                            "bound_to": (a.bound_to() != approvals::NATIVE).then(|| a.bound_to()),
+                            "bound_to": a.bound_extension(),
                             "stale": stale,
                         })
                     })

@@ -1,44 +1,36 @@
 //! The plugin author's commands: `clat plugin new | build | call | test` and
-//! `plugin install --build`. `call` and `test` run a package without
-//! installing it: it is installed into a throwaway home (removed afterwards)
-//! whose only trusted project is the one named (default: the current
-//! directory) and whose compiled cache is the real one's, and that home is
-//! mounted like any other — the same registry, pipeline, events and output as
-//! `clat call`, with the session model of the real home.
+//! `plugin install --build`, through the door's face for authors
+//! (`Platform::authoring`). `call` and `test` run a package without
+//! installing it: a *trial* installs it into a throwaway home whose only
+//! trusted project is the one named (default: the current directory), mounted
+//! like any other — the same registry, pipeline, events and output as `clat
+//! call`, with the session model of the real home.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
 use super::exit::{Exit, Failure};
+use super::install::terminal_grants;
 use super::shutdown::Shutdown;
-use crate::authoring::Language;
-use crate::authoring::build::{Built, CASES_FILE, DIST_DIR, build, detect};
-use crate::authoring::cases::{Case, Mismatch, Outcome, judge, read_cases};
-use crate::authoring::dev::build_for_loop;
-use crate::extension::StartFilter;
-use crate::home::ClatHome;
-use crate::home::trust::TrustStore;
-use crate::native::process::SandboxPolicy;
-use crate::platform::{MountOptions, Platform, Project, RunOptions};
-use crate::registry::ToolSource;
-use crate::scope::wasm_cache_dir;
-use crate::supply::packages::{Manifest, PackageKind, PackageStore, read_manifest};
-use crate::wasm::imports::check_component;
-use crate::wasm::{EngineOptions, WasmCompiler};
+use crate::platform::{
+    Authoring, Built, CASES_FILE, Case, DIST_DIR, InstallRequest, Language, Mismatch, Outcome, PackageCheck, Platform,
+    PluginTrial, Project, RunOptions, WasmCompiler, judge,
+};
+use crate::{PackageKind, SandboxPolicy, ToolSource};
 
 /// `clat plugin new NAME`: the new project is trusted too — it holds only
 /// what this command wrote — so `clat call` works in it once the plugin is installed.
 pub(crate) fn new(
-    home: &ClatHome,
+    platform: &Platform,
     name: &str,
     parent: &Path,
     language: Language,
     kind: PackageKind,
     json: bool,
 ) -> Result<Exit, Failure> {
-    let (dir, files) = crate::authoring::templates::scaffold(parent, name, language, kind)?;
-    let trusted = TrustStore::new(home).trust(&dir)?;
+    let new = platform.authoring(None).new_project(parent, name, language, kind)?;
+    let (dir, files, trusted) = (&new.dir, &new.files, &new.trusted);
     if json {
         outln!(
             "{}",
@@ -53,7 +45,7 @@ pub(crate) fn new(
         let in_here = here.is_some_and(|h| parent.canonicalize().is_ok_and(|p| p == h));
         let cd = if in_here { name.to_string() } else { dir.display().to_string() };
         let mut next = vec![format!("cd {}", shlex::try_quote(&cd).unwrap_or(cd.as_str().into()))];
-        next.extend(crate::authoring::build::first_steps(&dir, language, kind));
+        next.extend(new.first_steps.iter().cloned());
         next.extend(["clat plugin test .".to_string(), "clat plugin install --build .".to_string()]);
         outln!("next: {}", next.join(" && "));
     }
@@ -61,9 +53,9 @@ pub(crate) fn new(
 }
 
 /// Build a project, saying so on stderr; returns its package directory.
-pub(crate) fn build_project(dir: &Path) -> Result<PathBuf, Failure> {
+pub(crate) fn build_project(authoring: &Authoring, dir: &Path) -> Result<PathBuf, Failure> {
     eprintln!("clat: building {} ...", dir.display());
-    Ok(report_build(build(dir)?))
+    Ok(report_build(authoring.build(dir)?))
 }
 
 /// What a build made, on stderr; its package directory.
@@ -88,8 +80,8 @@ fn report_build(built: Built) -> PathBuf {
 }
 
 /// `clat plugin build [DIR]`.
-pub(crate) fn build_command(dir: &Path, json: bool) -> Result<Exit, Failure> {
-    let package = build_project(dir)?;
+pub(crate) fn build_command(authoring: &Authoring, dir: &Path, json: bool) -> Result<Exit, Failure> {
+    let package = build_project(authoring, dir)?;
     if json {
         outln!("{}", json!({ "package": package.display().to_string() }));
     } else {
@@ -109,14 +101,14 @@ struct LoopPackage {
 /// The package a `call` or `test` argument names: a project is built first
 /// (the edit loop's package for a JavaScript or Python component; or, with
 /// `no_build`, its last build is used); anything else is a package.
-fn package_of(dir: &Path, no_build: bool) -> Result<LoopPackage, Failure> {
+fn package_of(authoring: &Authoring, dir: &Path, no_build: bool) -> Result<LoopPackage, Failure> {
     let baseline = |dir: PathBuf| LoopPackage { dir, compiler: WasmCompiler::Baseline };
-    if detect(dir).is_none() {
+    if authoring.project_language(dir).is_none() {
         return Ok(baseline(dir.to_path_buf()));
     }
     if !no_build {
         eprintln!("clat: building {} ...", dir.display());
-        let built = build_for_loop(dir)?;
+        let built = authoring.build_for_loop(dir)?;
         let compiler = if built.edit_loop { WasmCompiler::Optimizing } else { WasmCompiler::Baseline };
         return Ok(LoopPackage { dir: report_build(built), compiler });
     }
@@ -128,61 +120,22 @@ fn package_of(dir: &Path, no_build: bool) -> Result<LoopPackage, Failure> {
     Ok(baseline(package))
 }
 
-/// A home that lives as long as one command: removed on drop.
-struct ThrowawayHome {
-    home: ClatHome,
-    /// What its plugin is compiled with.
-    compiler: WasmCompiler,
-}
-
-impl Drop for ThrowawayHome {
-    fn drop(&mut self) {
-        crate::supply::packages::remove_tree(self.home.path());
-    }
-}
-
-/// A throwaway home with `project` trusted and `package` installed, compiled
-/// by the package's compiler into the real home's `WASM_DEV_CACHE_DIR`, which
-/// then keeps only this build's entries (an edit loop leaves one compiled
-/// build behind, not one per edit).
-/// `grant`: `--grant` was given (otherwise declared capabilities are asked for
-/// at a terminal, or refused headless, as at install, naming the user's own
+/// The package tried in a throwaway home (`Authoring::trial`); `grant`:
+/// `--grant` was given (otherwise declared capabilities are asked for at a
+/// terminal, or refused headless, as at install, naming the user's own
 /// command line with `--grant` as the retry; `command` is `call` or `test`).
-fn throwaway_home(
-    real: &ClatHome,
+fn trial(
+    authoring: &Authoring,
     project: &Path,
     package: &LoopPackage,
     grant: bool,
     command: &str,
-) -> Result<(ThrowawayHome, Manifest), Failure> {
-    let (compiler, package) = (package.compiler, package.dir.as_path());
-    let internal = |what: &str, e: std::io::Error| Failure::new(Exit::Internal, "internal", format!("{what}: {e}"));
-    let dir = std::env::temp_dir().join(format!("clat-plugin-{}", uuid::Uuid::new_v4().simple()));
-    let throwaway = ThrowawayHome { home: ClatHome::at(&dir), compiler };
-    throwaway.home.ensure()?;
-    let real_cache = wasm_cache_dir(real, WasmCompiler::Baseline);
-    std::fs::create_dir_all(&real_cache).map_err(|e| internal("cannot create the compiled cache", e))?;
-    std::fs::create_dir_all(dir.join("cache")).map_err(|e| internal("cannot create the throwaway home", e))?;
-    // Whichever compiler, the throwaway's cache is the real home's authoring cache (never its installed one).
-    std::os::unix::fs::symlink(&real_cache, wasm_cache_dir(&throwaway.home, compiler))
-        .map_err(|e| internal("cannot share the compiled cache", e))?;
-    TrustStore::new(&throwaway.home).trust(project)?;
-    let engine = EngineOptions { compiler, ..EngineOptions::default() };
-    let runtime = crate::wasm::WasmRuntime::with_options(&real_cache, super::progress::compile_observer(), engine)
-        .map_err(|e| Failure::new(Exit::Internal, "internal", format!("the WASM runtime could not start: {e:#}")))?;
-    let retry =
-        as_typed(std::env::args().skip(1)).unwrap_or_else(|| format!("clat plugin {command} {}", package.display()));
-    let imports = super::install::component_imports(package);
-    let installed = PackageStore::new(&throwaway.home).install_granted(
-        package,
-        crate::supply::packages::Origin { source: None, replace: false, retry: &retry },
-        |manifest, _| super::install::decide_grants(manifest, None, &imports, grant, &retry),
-        |manifest, staged| super::install::validate_staged(&runtime, manifest, staged).map(drop),
-    )?;
-    if let Err(e) = runtime.sweep_cache(std::slice::from_ref(&installed)) {
-        tracing::debug!("the authoring cache was not swept: {e}");
-    }
-    Ok((throwaway, installed.manifest))
+) -> Result<PluginTrial, Failure> {
+    let retry = as_typed(std::env::args().skip(1))
+        .unwrap_or_else(|| format!("clat plugin {command} {}", package.dir.display()));
+    let question = terminal_grants();
+    let request = InstallRequest { grant, replace: false, retry: &retry, question: question.as_deref() };
+    Ok(authoring.trial(&package.dir, package.compiler, project, &request)?)
 }
 
 /// The command line the user typed (`args` after the program), quoted for a
@@ -191,27 +144,6 @@ fn throwaway_home(
 fn as_typed(args: impl Iterator<Item = String>) -> Option<String> {
     let words: Vec<String> = args.collect();
     shlex::try_join(words.iter().map(String::as_str)).ok().map(|line| format!("clat {line}"))
-}
-
-/// Mount the throwaway home's project: the native tools and the package (nothing else starts, not even a
-/// server pack of the session model), with the real home's session model.
-fn mount(
-    real: &ClatHome,
-    throwaway: &ThrowawayHome,
-    package: &Manifest,
-    project: &Path,
-    sandbox: SandboxPolicy,
-) -> Result<Project, Failure> {
-    let options = MountOptions {
-        start: StartFilter::Named(vec![package.name.clone()]),
-        sandbox,
-        model: Some(Platform::open(Some(real.path()))?.session_model()?),
-        compile_observer: super::progress::compile_observer(),
-        default_startup_timeout: None,
-        wasm_compiler: throwaway.compiler,
-        questions: None,
-    };
-    Ok(Platform::open(Some(throwaway.home.path()))?.mount(project, options)?)
 }
 
 pub(crate) struct PluginCall {
@@ -224,14 +156,14 @@ pub(crate) struct PluginCall {
 }
 
 /// `clat plugin call DIR|PACKAGE TOOL [ARGS_JSON]`.
-pub(crate) async fn call(real: &ClatHome, call: PluginCall, shutdown: &Shutdown) -> Result<Exit, Failure> {
-    let package = package_of(&call.package, call.no_build)?;
-    let (throwaway, manifest) = throwaway_home(real, &call.project, &package, call.grant, "call")?;
-    let project = mount(real, &throwaway, &manifest, &call.project, call.sandbox)?;
+pub(crate) async fn call(authoring: &Authoring<'_>, call: PluginCall, shutdown: &Shutdown) -> Result<Exit, Failure> {
+    let package = package_of(authoring, &call.package, call.no_build)?;
+    let trial = trial(authoring, &call.project, &package, call.grant, "call")?;
+    let project = trial.mount(&call.project, call.sandbox)?;
     project.start_extensions();
     let result = super::runs::call(&project, call.request, shutdown).await;
     project.close().await;
-    drop(throwaway);
+    drop(trial);
     result
 }
 
@@ -241,8 +173,8 @@ const WATCH_POLL: std::time::Duration = std::time::Duration::from_millis(300);
 const WATCH_SETTLE: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// What `--watch` compares: each file's path, size and modification time.
-fn fingerprint(dir: &Path) -> Vec<(PathBuf, u64, Option<std::time::SystemTime>)> {
-    let files = crate::authoring::build::project_files(dir).unwrap_or_default();
+fn fingerprint(authoring: &Authoring, dir: &Path) -> Vec<(PathBuf, u64, Option<std::time::SystemTime>)> {
+    let files = authoring.project_files(dir);
     files
         .into_iter()
         .map(|file| {
@@ -258,11 +190,15 @@ fn fingerprint(dir: &Path) -> Vec<(PathBuf, u64, Option<std::time::SystemTime>)>
 /// interrupted. A failure (a syntax error, a failing case) is reported and
 /// the watch goes on; with sources unchanged the build is reused, so a change
 /// to `cases.jsonl` alone re-runs in about a second.
-pub(crate) async fn test_watch(real: &ClatHome, plugin: &PluginTest<'_>, shutdown: &Shutdown) -> Result<Exit, Failure> {
+pub(crate) async fn test_watch(
+    authoring: &Authoring<'_>,
+    plugin: &PluginTest<'_>,
+    shutdown: &Shutdown,
+) -> Result<Exit, Failure> {
     let dir = plugin.dir;
     loop {
-        let seen = fingerprint(dir);
-        if let Err(failure) = test(real, plugin, shutdown).await {
+        let seen = fingerprint(authoring, dir);
+        if let Err(failure) = test(authoring, plugin, shutdown).await {
             if shutdown.token().is_cancelled() {
                 return Err(failure);
             }
@@ -274,19 +210,12 @@ pub(crate) async fn test_watch(real: &ClatHome, plugin: &PluginTest<'_>, shutdow
                 _ = tokio::time::sleep(WATCH_POLL) => {}
                 _ = shutdown.token().cancelled() => return Ok(Exit::Ok),
             }
-            if fingerprint(dir) != seen {
+            if fingerprint(authoring, dir) != seen {
                 break;
             }
         }
         tokio::time::sleep(WATCH_SETTLE).await;
     }
-}
-
-/// One line of a `plugin test` report.
-struct Check {
-    what: String,
-    ok: bool,
-    detail: String,
 }
 
 /// What `clat plugin test` runs: the project or package `dir`, on the trusted-for-the-test `project`.
@@ -303,60 +232,29 @@ pub(crate) struct PluginTest<'a> {
 
 /// `clat plugin test DIR|PACKAGE`: the package, its interfaces, its tool
 /// specs, then the author's cases through the pipeline.
-pub(crate) async fn test(real: &ClatHome, plugin: &PluginTest<'_>, shutdown: &Shutdown) -> Result<Exit, Failure> {
+pub(crate) async fn test(
+    authoring: &Authoring<'_>,
+    plugin: &PluginTest<'_>,
+    shutdown: &Shutdown,
+) -> Result<Exit, Failure> {
     let PluginTest { dir, project, no_build, grant, json } = *plugin;
     // The cases are read and checked before anything is built, compiled or installed.
-    let cases_path = dir.join(CASES_FILE);
-    let cases = if cases_path.is_file() { read_cases(&cases_path)? } else { Vec::new() };
-    let built = package_of(dir, no_build)?;
+    let cases = authoring.cases(dir)?;
+    let built = package_of(authoring, dir, no_build)?;
     let package = built.dir.clone();
-    let mut checks = Vec::new();
-    let manifest = read_manifest(&package)?;
-    crate::supply::packages::check_entry(&package, &manifest)?;
-    checks.push(Check {
-        what: "package".into(),
-        ok: true,
-        detail: format!("{} {} ({})", manifest.name, manifest.version, manifest.kind.as_str()),
-    });
-    if manifest.kind == PackageKind::Wasm {
-        let bytes = std::fs::read(package.join(&manifest.entry))
-            .map_err(|e| Failure::new(Exit::Usage, "package", format!("cannot read {}: {e}", manifest.entry)))?;
-        match check_component(&bytes, !manifest.capabilities.http.is_empty()) {
-            Ok(found) => {
-                checks.push(Check {
-                    what: "interfaces".into(),
-                    ok: true,
-                    detail: format!(
-                        "exports {}; imports only what the host links ({} interfaces)",
-                        found.exports.join(", "),
-                        found.imports.len()
-                    ),
-                });
-                // A grant the component can never use is one the user is asked for in vain.
-                if !manifest.capabilities.http.is_empty() && !found.imports_http() {
-                    checks.push(Check {
-                        what: "capabilities".into(),
-                        ok: false,
-                        detail: "the manifest declares [capabilities] http but the component never imports \
-                                 wasi:http: remove the capability, or build with HTTP enabled"
-                            .into(),
-                    });
-                }
-            }
-            Err(problem) => {
-                checks.push(Check { what: "interfaces".into(), ok: false, detail: problem.to_string() });
-                return report(&package, &checks, &[], json);
-            }
-        }
+    let checked = authoring.check_package(&package)?;
+    let (manifest, mut checks) = (checked.manifest, checked.checks);
+    if !checked.loadable {
+        return report(&package, &checks, &[], json);
     }
-    let (throwaway, _) = match throwaway_home(real, project, &built, grant, "test") {
+    let trial = match trial(authoring, project, &built, grant, "test") {
         Ok(t) => t,
         Err(failure) => {
-            checks.push(Check { what: "load".into(), ok: false, detail: failure.message });
+            checks.push(PackageCheck { what: "load".into(), ok: false, detail: failure.message });
             return report(&package, &checks, &[], json);
         }
     };
-    let mounted = mount(real, &throwaway, &manifest, project, SandboxPolicy::default())?;
+    let mounted = trial.mount(project, SandboxPolicy::default())?;
     let loaded = tokio::select! {
         statuses = mounted.load_extensions() => statuses,
         _ = shutdown.token().cancelled() => {
@@ -366,7 +264,7 @@ pub(crate) async fn test(real: &ClatHome, plugin: &PluginTest<'_>, shutdown: &Sh
     };
     let status = loaded.iter().find(|s| s.name == manifest.name);
     let ready = status.is_some_and(|s| s.state == "ready");
-    checks.push(Check {
+    checks.push(PackageCheck {
         what: "load".into(),
         ok: ready && status.is_some_and(|s| s.problems.is_empty()),
         detail: match status {
@@ -385,7 +283,7 @@ pub(crate) async fn test(real: &ClatHome, plugin: &PluginTest<'_>, shutdown: &Sh
             _ => continue,
         };
         let renamed = if entry.name.ends_with(&format!("_{own}")) { "" } else { " (normalized)" };
-        checks.push(Check {
+        checks.push(PackageCheck {
             what: format!("tool {own}"),
             ok: true,
             detail: format!("registered as {}{renamed}; schema compiles; effect {}", entry.name, entry.effect.as_str()),
@@ -401,7 +299,7 @@ pub(crate) async fn test(real: &ClatHome, plugin: &PluginTest<'_>, shutdown: &Sh
         }
     }
     mounted.close().await;
-    drop(throwaway);
+    drop(trial);
     let results: Vec<(&Case, Result<(), Mismatch>)> = results;
     report(&package, &checks, &results, json)
 }
@@ -424,7 +322,7 @@ async fn run_case(project: &Project, case: &Case) -> Result<(), Mismatch> {
 
 fn report(
     package: &Path,
-    checks: &[Check],
+    checks: &[PackageCheck],
     cases: &[(&Case, Result<(), Mismatch>)],
     json: bool,
 ) -> Result<Exit, Failure> {

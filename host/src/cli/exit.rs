@@ -4,14 +4,8 @@
 
 use std::process::ExitCode;
 
-use crate::RegistryError;
-use crate::authoring::AuthoringError;
-use crate::home::HomeError;
-use crate::mcp::config_file::EditError;
-use crate::platform::{AllowError, PlatformError, ServerAdminError, ToolNameError};
-use crate::registry::CallError;
-use crate::scope::ScopeError;
-use crate::supply::packages::PackageError;
+use crate::platform::{AllowError, AuthoringError, PlatformError, PluginAdminError, ServerAdminError, ToolNameError};
+use crate::{CallError, EditError, HomeError, OciError, PackageError, RegistryError, ScopeError};
 
 /// Exit codes (documented in the README).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -162,6 +156,25 @@ impl From<crate::ServeError> for Failure {
             crate::ServeError::Platform(p) => p.into(),
             crate::ServeError::Session(_) => Failure::new(Exit::Usage, "protocol", e.to_string()),
             crate::ServeError::Internal(_) => Failure::new(Exit::Internal, "internal", e.to_string()),
+        }
+    }
+}
+
+/// `clat plugin …`: what the plugins' administration refused.
+impl From<PluginAdminError> for Failure {
+    fn from(e: PluginAdminError) -> Self {
+        match e {
+            PluginAdminError::Package(package) => package.into(),
+            PluginAdminError::Home(home) => home.into(),
+            PluginAdminError::Authoring(authoring) => authoring.into(),
+            PluginAdminError::Unreadable(_) => Failure::new(Exit::Usage, "package", e.to_string()),
+            PluginAdminError::Oci(oci) => {
+                let kind = if matches!(oci, OciError::Reference(_)) { "usage" } else { "registry" };
+                Failure::new(Exit::Usage, kind, crate::redact::redact(&oci.to_string()))
+            }
+            PluginAdminError::NotThisPlugin(_) => Failure::new(Exit::Usage, "registry", e.to_string()),
+            PluginAdminError::Usage(_) => Failure::new(Exit::Usage, "usage", e.to_string()),
+            PluginAdminError::Internal(_) => Failure::new(Exit::Internal, "internal", e.to_string()),
         }
     }
 }

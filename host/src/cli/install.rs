@@ -1,91 +1,38 @@
-//! What an install decides before anything of a package is copied, for
-//! `clat plugin install` and the author's commands alike: the interfaces its
-//! component really imports, what it is granted (asked at a terminal, else
-//! `--grant`, else an installed version's grant that covers it), and the
-//! validation of the staged copy (compiled, linked, listed).
+//! What an install asks at a terminal: whether a package may get the
+//! capabilities it declares (the door's `GrantQuestion`; headless, nobody is
+//! asked and `--grant` is needed), and its imports as people read them.
 
-use crate::contract::ToolSpec;
-use crate::supply::capabilities::Capabilities;
-use crate::supply::packages::{Installed, Manifest, PackageError, PackageKind, read_manifest};
-use crate::wasm::WasmRuntime;
+use std::io::IsTerminal;
 
-/// Validate a staged WASM package for installation (an MCP package has nothing
-/// to load): compile, link against what it declares, list its tools. Called
-/// from inside the package store's install, on the runtime's thread.
-pub(crate) fn validate_staged(
-    runtime: &std::sync::Arc<WasmRuntime>,
-    manifest: &Manifest,
-    staged: &std::path::Path,
-) -> Result<Vec<ToolSpec>, String> {
-    if manifest.kind != PackageKind::Wasm {
-        return Ok(Vec::new());
-    }
-    let entry = staged.join(&manifest.entry);
-    tokio::task::block_in_place(|| {
-        tokio::runtime::Handle::current().block_on(crate::wasm::validate_component(
-            runtime,
-            &manifest.name,
-            &entry,
-            &manifest.capabilities,
-        ))
-    })
-    .map_err(|e| format!("{}: {e}", manifest.entry))
+use crate::platform::GrantQuestion;
+use crate::{Capabilities, Manifest};
+
+/// Asks at the terminal, when stdin and stderr are one; else nobody is asked.
+pub(crate) fn terminal_grants() -> Option<Box<dyn GrantQuestion>> {
+    (std::io::stdin().is_terminal() && std::io::stderr().is_terminal())
+        .then(|| Box::new(TerminalGrants) as Box<dyn GrantQuestion>)
 }
 
-/// What to grant a package being installed: nothing when it declares nothing;
-/// its declaration when `--grant` was given, when the installed version's grant
-/// already covers it, or when the user says yes at a terminal; otherwise the
-/// install is refused with what it asks for and how to grant it.
-pub(crate) fn decide_grants(
-    manifest: &Manifest,
-    previous: Option<&Installed>,
-    imports: &[String],
-    grant_flag: bool,
-    retry: &str,
-) -> Result<Capabilities, PackageError> {
-    let asked = &manifest.capabilities;
-    if asked.is_empty() || grant_flag || previous.is_some_and(|p| p.grants.covers(asked)) {
-        return Ok(asked.clone());
-    }
-    let new = previous.map(|p| p.grants.missing_from(asked)).filter(|m| !m.is_empty() && m != asked);
-    let refused = |how: &str| PackageError::NotGranted {
-        name: manifest.name.clone(),
-        asked: asked.describe(),
-        how: how.to_string(),
-    };
-    if !crate::policy::permissions::TerminalApprover::available() {
-        return Err(refused(&format!("To grant it, run `{retry} --grant` (or install at a terminal and answer y).")));
-    }
-    let mut prompt = format!("Plugin {} {} asks for:\n", manifest.name, manifest.version);
-    for line in asked.describe() {
-        prompt.push_str(&format!("  - {line}\n"));
-    }
-    if let Some(new) = new {
-        prompt.push_str(&format!("  (new since the installed version: {})\n", new.describe().join(", ")));
-    }
-    if !imports.is_empty() {
-        prompt.push_str(&format!("Its component imports: {}\n", imports_summary(imports)));
-    }
-    prompt.push_str("Its tools count as reaching the network. Grant? [y/N] ");
-    eprint!("{prompt}");
-    let mut answer = String::new();
-    let _ = std::io::stdin().read_line(&mut answer);
-    if matches!(answer.trim(), "y" | "Y" | "yes") { Ok(asked.clone()) } else { Err(refused("Not granted.")) }
-}
+struct TerminalGrants;
 
-/// The interfaces the WASM component of the package in `dir` imports, as
-/// its bytes say (whatever its manifest claims); empty for an MCP package or
-/// one whose entry cannot be read (installing it reports why).
-pub(crate) fn component_imports(dir: &std::path::Path) -> Vec<String> {
-    let Ok(manifest) = read_manifest(dir) else { return Vec::new() };
-    if manifest.kind != PackageKind::Wasm {
-        return Vec::new();
+impl GrantQuestion for TerminalGrants {
+    fn grant(&self, manifest: &Manifest, new: Option<&Capabilities>, imports: &[String]) -> bool {
+        let mut prompt = format!("Plugin {} {} asks for:\n", manifest.name, manifest.version);
+        for line in manifest.capabilities.describe() {
+            prompt.push_str(&format!("  - {line}\n"));
+        }
+        if let Some(new) = new {
+            prompt.push_str(&format!("  (new since the installed version: {})\n", new.describe().join(", ")));
+        }
+        if !imports.is_empty() {
+            prompt.push_str(&format!("Its component imports: {}\n", imports_summary(imports)));
+        }
+        prompt.push_str("Its tools count as reaching the network. Grant? [y/N] ");
+        eprint!("{prompt}");
+        let mut answer = String::new();
+        let _ = std::io::stdin().read_line(&mut answer);
+        matches!(answer.trim(), "y" | "Y" | "yes")
     }
-    std::fs::read(dir.join(&manifest.entry))
-        .ok()
-        .and_then(|bytes| crate::wasm::imports::read_interfaces(&bytes).ok())
-        .map(|interfaces| interfaces.imports)
-        .unwrap_or_default()
 }
 
 /// Imports grouped by package, for people: `wasi:http@0.2.12 (types, outgoing-handler)`.

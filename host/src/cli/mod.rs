@@ -180,7 +180,6 @@ fn usage(e: String) -> Failure {
 
 async fn dispatch(cli: Cli, shutdown: &Shutdown) -> Result<Exit, Failure> {
     let platform = Platform::open(cli.home.as_deref())?;
-    let home = platform.clat_home().clone();
     match cli.command {
         Command::Trust { dir, json } => {
             let dir = match dir {
@@ -230,7 +229,7 @@ async fn dispatch(cli: Cli, shutdown: &Shutdown) -> Result<Exit, Failure> {
             shown.map(|()| Exit::Ok)
         }
         Command::Mcp { json, command } => mcp::mcp(&platform, cli.project, command, json, shutdown).await,
-        Command::Plugin { command } => plugin::plugin(&home, cli.project, command, shutdown).await,
+        Command::Plugin { command } => plugin::plugin(&platform, cli.project, command, shutdown).await,
         Command::Approvals { json, command } => approvals::approvals(&platform, cli.project, command, json).await,
         Command::Call { tool, call } => {
             let (request, sandbox) = call.request(tool)?;

@@ -41,12 +41,21 @@
 #![warn(missing_docs)]
 
 mod admin;
+mod authoring;
 pub mod discovery;
+mod plugins;
 mod project;
 mod run;
 mod servers;
 
 pub use admin::{AllowError, KeptApproval};
+pub use authoring::{
+    Authoring, AuthoringError, Built, CASES_FILE, Case, DIST_DIR, Language, Mismatch, NewProject, Outcome,
+    PackageCheck, PackageChecks, PluginTrial, WasmCompiler, judge,
+};
+pub use plugins::{
+    GrantQuestion, InstallRequest, InstalledPlugin, PluginAdminError, Plugins, PushedPlugin, UpdateCheck,
+};
 pub use project::{Project, ToolNameError};
 pub use run::{Run, RunOptions};
 pub use servers::{
@@ -69,7 +78,6 @@ use crate::policy::identity::Identity;
 use crate::scope::{ProjectScope, ScopeError, ScopeOptions};
 use crate::services::model::ModelConfigError;
 use crate::services::sampling::ModelProvider;
-use crate::wasm::WasmCompiler;
 use crate::wasm::cache::CompileObserver;
 
 /// Why the platform could not do what was asked.

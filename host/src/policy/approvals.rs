@@ -118,6 +118,16 @@ impl StoredApproval {
         if self.asked_by == AGENT { &self.extension } else { &self.asked_by }
     }
 
+    /// Whether the agent asked (else an extension's host-tool call did).
+    pub fn asked_by_agent(&self) -> bool {
+        self.asked_by == AGENT
+    }
+
+    /// The server or plugin it is bound to; `None` for CLAT's own tools.
+    pub fn bound_extension(&self) -> Option<&str> {
+        Some(self.bound_to()).filter(|b| *b != NATIVE)
+    }
+
     /// Why it no longer applies, given the identities of the extensions
     /// configured now (`mcp:NAME` / `wasm:NAME` → identity); `None` while it does.
     pub fn stale(&self, current: &HashMap<String, Identity>) -> Option<String> {
