@@ -25,22 +25,23 @@ pub use mcp::config_file::EditError;
 pub use mcp::from_registry::{Needed, RegistryError, RegistryServer, Via};
 pub use mcp::inputs::Input as ServerInput;
 pub use mcp::project_servers::ProjectServersReview;
+pub use native::NATIVE_TOOL_NAMES;
 pub use native::process::SandboxPolicy;
 pub use platform::discovery::{Discovery, DiscoveryOptions};
 pub use platform::{MountOptions, MountQuestions, Platform, PlatformError, Project, Run, RunOptions};
 pub use policy::approvals::StoredApproval;
-pub use policy::permissions::{Approval, ApprovalRequest, Approver};
+pub use policy::permissions::{Approval, ApprovalRequest, Approver, HeadlessApprover, TerminalApprover};
 pub use policy::pins::Quarantined;
-pub use registry::{CallError, SystemPrompt, ToolInfo, ToolSource};
+pub use registry::{CallError, SCHEMA_BYTES_PER_TOKEN, SchemaTotals, SystemPrompt, ToolInfo, ToolMatch, ToolSource};
 pub use run::{CollectingSink, EventSink, JsonLinesSink, NullSink, RunEvent, RunEventKind};
 pub use scope::ScopeError;
 pub use serve::{ServeError, ServeOptions, ServedNames, serve_project};
-pub use services::asker::UserAsker;
+pub use services::asker::{HeadlessAsker, TerminalAsker, UserAsker};
 pub use services::sampling::ModelProvider;
 pub use supply::capabilities::Capabilities;
 pub use supply::oci::OciError;
 pub use supply::packages::{Installed, Manifest, OCI_SCHEME, PackageError, PackageKind, PackageSource};
-pub use wasm::cache::{CacheSweep, CompileObserver, CompileProgress};
+pub use wasm::cache::{COMPILE_PROGRESS_AFTER, CacheSweep, CompileObserver, CompileProgress};
 
 #[doc(hidden)]
 pub mod audit;

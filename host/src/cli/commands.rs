@@ -8,8 +8,7 @@ use clap::Subcommand;
 
 use super::exit::Failure;
 use super::{approvals, completion, mcp, runs, usage};
-use crate::contract::PermissionMode;
-use crate::native::process::SandboxPolicy;
+use crate::{PermissionMode, SandboxPolicy};
 
 #[derive(Subcommand, Debug)]
 pub(crate) enum Command {
@@ -189,10 +188,10 @@ pub(crate) enum PluginCommand {
         name: String,
         /// The language of the project.
         #[arg(long, value_enum, default_value = "rust")]
-        lang: crate::authoring::Language,
+        lang: crate::platform::Language,
         /// What the plugin is: a WebAssembly component, or an MCP server over stdio.
         #[arg(long, value_enum, default_value = "wasm")]
-        kind: crate::supply::packages::PackageKind,
+        kind: crate::PackageKind,
         /// Where to create it (default: the current directory).
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,

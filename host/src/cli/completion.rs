@@ -10,43 +10,33 @@
 
 use clap_complete::engine::CompletionCandidate;
 
-use crate::home::ClatHome;
-use crate::native::NATIVE_TOOL_NAMES;
+use crate::platform::Platform;
 
 /// The home the completer reads: `$CLAT_HOME`, else `~/.clat` (the words
 /// being completed are not parsed, so `--home` is not seen).
-fn home() -> Option<ClatHome> {
-    ClatHome::resolve(None).ok()
+fn platform() -> Option<Platform> {
+    Platform::open(None).ok()
 }
 
 /// Tool names: the native tools, and every tool of the servers' and the installed plugins' last listings.
 pub(crate) fn tool_names() -> Vec<CompletionCandidate> {
-    let mut names: Vec<CompletionCandidate> =
-        NATIVE_TOOL_NAMES.iter().map(|n| CompletionCandidate::new(*n).help(Some("native".into()))).collect();
-    if let Some(home) = home() {
-        let installed = crate::supply::packages::PackageStore::new(&home).list().unwrap_or_default();
-        let installed = installed.iter().map(|p| (p.manifest.name.clone(), p.identity())).collect();
-        for (owner, tool) in crate::home::listings::all_tools(&home, &installed) {
-            names.push(CompletionCandidate::new(tool).help(Some(owner.into())));
-        }
-    }
-    names
+    // A home that cannot be found still completes CLAT's own tools.
+    let known = match platform() {
+        Some(platform) => platform.known_tool_names(),
+        None => crate::NATIVE_TOOL_NAMES.iter().map(|n| ("native".to_string(), n.to_string())).collect(),
+    };
+    known.into_iter().map(|(owner, tool)| CompletionCandidate::new(tool).help(Some(owner.into()))).collect()
 }
 
 /// The servers `mcp.json` configures.
 pub(crate) fn server_names() -> Vec<CompletionCandidate> {
-    let Some(home) = home() else { return Vec::new() };
-    let path = home.path().join(crate::mcp::MCP_CONFIG_FILE);
-    let Ok(config) = crate::mcp::sources::read_config(&path, &crate::mcp::ENTRY_TIMEOUT_BOUNDS) else {
-        return Vec::new();
-    };
-    config.servers.keys().map(CompletionCandidate::new).collect()
+    let Some(list) = platform().and_then(|p| p.servers().list().ok()) else { return Vec::new() };
+    list.servers.into_iter().map(|s| CompletionCandidate::new(s.name)).collect()
 }
 
 /// The installed plugins.
 pub(crate) fn plugin_names() -> Vec<CompletionCandidate> {
-    let Some(home) = home() else { return Vec::new() };
-    let installed = crate::supply::packages::PackageStore::new(&home).list().unwrap_or_default();
+    let Some(installed) = platform().and_then(|p| p.plugins(None).list().ok()) else { return Vec::new() };
     installed
         .iter()
         .map(|p| CompletionCandidate::new(&p.manifest.name).help(Some(p.manifest.version.clone().into())))

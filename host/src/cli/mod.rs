@@ -51,10 +51,8 @@ use shutdown::Shutdown;
 pub(crate) use commands::{CallArgs, Command, LoadWhen, PluginCommand};
 
 use crate::ServeOptions;
-use crate::contract::PermissionMode;
-use crate::extension::StartFilter;
-use crate::native::process::SandboxPolicy;
 use crate::platform::{MountOptions, Platform, Project};
+use crate::{PermissionMode, SandboxPolicy, StartFilter};
 
 /// `clat --version`: the package version, the commit it was built from and the contract versions it accepts.
 static VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {

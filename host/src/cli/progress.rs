@@ -13,10 +13,10 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::extension::ExtensionState;
+use crate::ExtensionState;
 use crate::platform::Project;
 
-use crate::wasm::cache::{CompileObserver, CompileProgress};
+use crate::{COMPILE_PROGRESS_AFTER, CompileObserver, CompileProgress};
 
 static QUIET: AtomicBool = AtomicBool::new(false);
 
@@ -54,7 +54,7 @@ impl CompileObserver for StderrProgress {
         // Best effort: a closed stderr must not fail the compilation.
         if self.terminal {
             let _ = write!(err, "\r\x1b[K{line}{}", if p.done { "\n" } else { "" });
-        } else if p.done || p.elapsed < crate::wasm::cache::COMPILE_PROGRESS_AFTER * 2 {
+        } else if p.done || p.elapsed < COMPILE_PROGRESS_AFTER * 2 {
             let _ = writeln!(err, "{line}");
         }
         let _ = err.flush();

@@ -10,11 +10,10 @@ use serde_json::{Value, json};
 
 use super::exit::{Exit, Failure};
 use super::shutdown::Shutdown;
-use crate::contract::PermissionMode;
+use crate::PermissionMode;
 use crate::contract::json::tool_output_to_json;
 use crate::platform::{Project, Run, RunOptions};
-use crate::policy::permissions::{Approver, HeadlessApprover, TerminalApprover};
-use crate::services::asker::{HeadlessAsker, TerminalAsker, UserAsker};
+use crate::{Approver, HeadlessApprover, HeadlessAsker, TerminalApprover, TerminalAsker, UserAsker};
 use crate::{EventSink, JsonLinesSink, NullSink};
 
 /// Start the command's run once the initial surface is up; a stop signal

@@ -3,16 +3,15 @@
 
 use serde_json::{Value, json};
 
-use crate::extension::{ExtensionKind, ExtensionState, ExtensionStatus};
 use crate::platform::Project;
-use crate::registry::ToolInfo;
+use crate::{ExtensionKind, ExtensionState, ExtensionStatus, Login, SCHEMA_BYTES_PER_TOKEN, SchemaTotals, ToolInfo};
 
 fn transport(kind: ExtensionKind) -> &'static str {
     if kind == ExtensionKind::McpHttp { "streamable-http" } else { "stdio" }
 }
 
 /// An OAuth login in words: where, as which client, what scopes, until when.
-pub(crate) fn describe_login(login: &crate::extension::Login) -> String {
+pub(crate) fn describe_login(login: &Login) -> String {
     let scopes = if login.scopes.is_empty() { "no scopes".to_string() } else { login.scopes.join(" ") };
     let expiry = match login.expires_at {
         Some(at) => {
@@ -99,8 +98,7 @@ pub(crate) fn print_mcp(servers: &[ExtensionStatus], json: bool) {
 /// `clat tools`: the registry as a table (problems of extensions on stderr) or as JSON.
 /// The tools that best match `query`, best first (`clat tools --search`).
 pub(crate) fn print_matches(project: &Project, query: &str, json: bool) {
-    let index = crate::registry::ToolIndex::new(project.tools());
-    let matches = index.search(query, crate::limits::SEARCH_RESULTS_DEFAULT);
+    let matches = project.search_tools(query, crate::limits::SEARCH_RESULTS_DEFAULT);
     if json {
         outln!("{}", json!({ "query": query, "matches": matches }));
         return;
@@ -119,7 +117,7 @@ pub(crate) fn print_matches(project: &Project, query: &str, json: bool) {
 }
 
 /// What the tools' definitions cost a model, in all and by extension, the costliest first.
-fn schemas_line(schemas: &crate::registry::SchemaTotals) -> String {
+fn schemas_line(schemas: &SchemaTotals) -> String {
     let kib = |bytes: usize| format!("{:.1} KiB", bytes as f64 / 1024.0);
     let by_extension: Vec<String> = schemas
         .extensions
@@ -134,7 +132,7 @@ fn schemas_line(schemas: &crate::registry::SchemaTotals) -> String {
         "definitions: {}, ~{} tokens (at {} bytes a token): {}",
         kib(schemas.size.bytes),
         schemas.size.tokens,
-        crate::registry::SCHEMA_BYTES_PER_TOKEN,
+        SCHEMA_BYTES_PER_TOKEN,
         by_extension.join(", ")
     )
 }
@@ -142,7 +140,7 @@ fn schemas_line(schemas: &crate::registry::SchemaTotals) -> String {
 pub(crate) fn print_tools(project: &Project, json: bool) {
     let tools = project.tools();
     let extensions = project.extensions();
-    let schemas = crate::registry::schema_totals(&tools);
+    let schemas = project.tool_costs();
     if json {
         outln!("{}", json!({ "tools": tools, "extensions": extensions, "schemas": schemas }));
         return;

@@ -2,7 +2,8 @@
 //! mounting a project, as typed results — the kept approvals listed with why
 //! each no longer applies, revoked, and kept without a prompt for a tool of a
 //! mounted project (`clat approvals list | revoke | allow`; an embedder's
-//! settings screen alike).
+//! settings screen alike), and the tool names known without starting
+//! anything (shell completion).
 
 use std::path::Path;
 
@@ -36,6 +37,18 @@ pub enum AllowError {
 }
 
 impl Platform {
+    /// Every tool name known without starting or contacting anything, each
+    /// with who offers it: CLAT's native tools (`native`), and the tools each
+    /// MCP server (`server NAME`) or installed plugin (`plugin NAME`) offered
+    /// when it last started or was installed (its kept listing) — hints, as
+    /// shell completion offers them.
+    pub fn known_tool_names(&self) -> Vec<(String, String)> {
+        let native = crate::native::NATIVE_TOOL_NAMES.iter().map(|n| ("native".to_string(), n.to_string()));
+        let installed = crate::supply::packages::PackageStore::new(&self.home).list().unwrap_or_default();
+        let installed = installed.iter().map(|p| (p.manifest.name.clone(), p.identity())).collect();
+        native.chain(crate::home::listings::all_tools(&self.home, &installed)).collect()
+    }
+
     /// Every project's kept approvals, each with why it is stale, judged
     /// against what is configured now; `project` (canonical) adds that
     /// project's own approved servers to what counts as configured.

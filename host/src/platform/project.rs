@@ -59,6 +59,17 @@ impl Project {
         self.scope.registry().list()
     }
 
+    /// The `limit` registered tools that best match `query`, best first
+    /// (BM25 over names and descriptions; `clat tools --search`).
+    pub fn search_tools(&self, query: &str, limit: usize) -> Vec<crate::registry::ToolMatch> {
+        crate::registry::ToolIndex::new(self.tools()).search(query, limit)
+    }
+
+    /// What the registered tools' definitions cost a model, in all and by extension.
+    pub fn tool_costs(&self) -> crate::registry::SchemaTotals {
+        crate::registry::schema_totals(&self.tools())
+    }
+
     /// How to offer the tools to a model (`discovery.rs`): all of them, or — past `options`' budget, or with
     /// deferred ones — the native and pinned ones and a search. The extensions' own settings (`always_load`,
     /// `defer_loading`) join `options`. Freezes the registry first, so the offer is of the tools that stay.
