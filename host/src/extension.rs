@@ -14,9 +14,13 @@
 //! of a started extension, implemented by `wasm::WasmPlugin` and
 //! `mcp::McpServer`. `configured` is an extension the scope knows of but has
 //! not started (not needed by this command, or replaced by a same-named
-//! entry); `failed` carries its reasons in `problems`.
+//! entry); `failed` carries its reasons in `problems`. What an extension's
+//! `always_load` / `defer_loading` settings mean under progressive discovery
+//! is `LoadingSettings`'s.
 
 use std::sync::Arc;
+
+pub use clat_mcp::config::{AlwaysLoad, Loading};
 
 use serde::Serialize;
 
@@ -167,7 +171,7 @@ pub struct ExtensionStatus {
     /// How its tools are offered under progressive discovery, as configured
     /// (`always_load`, `defer_loading`; shown only when set).
     #[serde(flatten)]
-    pub loading: clat_mcp::config::Loading,
+    pub loading: Loading,
 }
 
 /// An extension's login as its status shows it: where, as which client, what
@@ -252,5 +256,60 @@ impl StartFilter {
                 tools.iter().any(|tool| crate::names::may_own(kind.external_kind(), name, tool))
             }
         }
+    }
+}
+
+/// What progressive discovery makes of an extension's `always_load` /
+/// `defer_loading` settings (`Loading`, as `mcp.json` and the package index
+/// keep them): which problems they have, and how they read in a listing.
+pub trait LoadingSettings {
+    /// What is wrong with these settings for an extension (`what`: "server", "plugin") whose tools `lists`
+    /// recognizes by a written name: a `check` failure, and each `always_load` name that names none of its tools.
+    fn problems(&self, what: &str, lists: impl Fn(&str) -> bool) -> Vec<String>;
+    /// How it reads in a listing (`clat mcp`, `clat plugin list`); `None` for the default.
+    fn describe(&self) -> Option<String>;
+}
+
+impl LoadingSettings for Loading {
+    fn problems(&self, what: &str, lists: impl Fn(&str) -> bool) -> Vec<String> {
+        let mut problems: Vec<String> = self.check().err().into_iter().collect();
+        if let AlwaysLoad::Tools(names) = &self.always_load {
+            for unknown in names.iter().filter(|written| !written.is_empty() && !lists(written)) {
+                problems.push(format!("`always_load` names {unknown:?}, which the {what} does not list"));
+            }
+        }
+        problems
+    }
+
+    fn describe(&self) -> Option<String> {
+        let always = match &self.always_load {
+            AlwaysLoad::All(true) => Some("all its tools".to_string()),
+            AlwaysLoad::Tools(names) if !names.is_empty() => Some(names.join(", ")),
+            _ => None,
+        };
+        match (always, self.defer_loading) {
+            (None, false) => None,
+            (Some(always), false) => Some(format!("always loaded: {always}")),
+            (None, true) => Some("deferred: its tools are found through search_tools".into()),
+            (Some(always), true) => Some(format!("always loaded: {always}; the others deferred")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loading_settings_read_as_a_listing_shows_them() {
+        let text = r#"{ "claude": { "command": "x", "alwaysLoad": true },
+                        "some": { "command": "x", "always_load": ["search_issues"], "defer_loading": true },
+                        "plain": { "command": "x" } }"#;
+        let bounds = crate::mcp::ENTRY_TIMEOUT_BOUNDS;
+        let c = clat_mcp::config::parse_config("mcp.json", text, &bounds).unwrap();
+        let some = &c.servers["some"].loading;
+        assert_eq!(c.servers["claude"].loading.describe().unwrap(), "always loaded: all its tools");
+        assert_eq!(some.describe().unwrap(), "always loaded: search_issues; the others deferred");
+        assert_eq!(c.servers["plain"].loading.describe(), None);
     }
 }

@@ -18,7 +18,9 @@ pub mod platform;
 
 pub use contract::{ContentBlock, Effect, PermissionMode, ToolOutput};
 pub use extension::Login;
-pub use extension::{ExtensionKind, ExtensionState, ExtensionStatus, StartFilter};
+pub use extension::{
+    AlwaysLoad, ExtensionKind, ExtensionState, ExtensionStatus, Loading, LoadingSettings, StartFilter,
+};
 pub use home::HomeError;
 pub use home::trust::canonical_project;
 pub use mcp::config_file::EditError;

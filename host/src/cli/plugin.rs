@@ -15,7 +15,7 @@ use super::install::{imports_summary, terminal_grants};
 use super::shutdown::Shutdown;
 use super::{LoadWhen, PluginCommand, author, project_dir};
 use crate::platform::{InstallRequest, InstalledPlugin, Platform, Plugins};
-use crate::{Capabilities, Installed};
+use crate::{AlwaysLoad, Capabilities, Installed, Loading, LoadingSettings};
 
 /// What `plugin grant` / `plugin revoke` changed: `{"plugin", VERB: grants}`,
 /// or one `VERB NAME …` line per entry (`nothing` when there was none).
@@ -146,7 +146,6 @@ pub(crate) async fn plugin(
             Ok(Exit::Ok)
         }
         PluginCommand::Load { name, when, json } => {
-            use clat_mcp::config::{AlwaysLoad, Loading};
             let loading = match when {
                 LoadWhen::Always => Loading { always_load: AlwaysLoad::All(true), defer_loading: false },
                 LoadWhen::Deferred => Loading { always_load: AlwaysLoad::None, defer_loading: true },

@@ -4,7 +4,10 @@
 use serde_json::{Value, json};
 
 use crate::platform::Project;
-use crate::{ExtensionKind, ExtensionState, ExtensionStatus, Login, SCHEMA_BYTES_PER_TOKEN, SchemaTotals, ToolInfo};
+use crate::{
+    ExtensionKind, ExtensionState, ExtensionStatus, LoadingSettings, Login, SCHEMA_BYTES_PER_TOKEN, SchemaTotals,
+    ToolInfo,
+};
 
 fn transport(kind: ExtensionKind) -> &'static str {
     if kind == ExtensionKind::McpHttp { "streamable-http" } else { "stdio" }

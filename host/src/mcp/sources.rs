@@ -75,7 +75,7 @@ pub struct ServerOptions {
     /// Which of its tools are registered.
     pub tools: ToolFilter,
     /// How its tools are offered under progressive discovery (`always_load`, `defer_loading`).
-    pub loading: clat_mcp::config::Loading,
+    pub loading: crate::extension::Loading,
     /// What its diagnostics must never show (besides key shapes): its
     /// configured `env` values, its header values, and what its `${VAR}`s
     /// expanded to.

@@ -13,6 +13,7 @@ use serde_json::Value;
 use super::server::McpServer;
 use crate::contract::ToolOutput;
 use crate::contract::json::{tool_output_from_json, tool_spec_from_json};
+use crate::extension::LoadingSettings;
 use crate::limits::{HOST_REQUEST_EXTENSION_MAX, TOOL_CALL_TIMEOUT, TOOLS_PER_SERVER_MAX};
 use crate::names::{ExternalKind, external_tool_name, names_tool};
 use crate::policy::pins::Verdict;

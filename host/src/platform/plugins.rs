@@ -272,7 +272,7 @@ impl Plugins<'_> {
     }
 
     /// How the plugin `name`'s tools are offered under progressive discovery.
-    pub fn set_loading(&self, name: &str, loading: clat_mcp::config::Loading) -> Result<Installed, PluginAdminError> {
+    pub fn set_loading(&self, name: &str, loading: crate::Loading) -> Result<Installed, PluginAdminError> {
         Ok(self.store().set_loading(name, loading)?)
     }
 

@@ -43,7 +43,7 @@ pub struct Installed {
     /// How its tools are offered under progressive discovery: `always_load`
     /// (`true` or some of its tool names) and `defer_loading` (`clat plugin load`).
     #[serde(default, flatten)]
-    pub loading: clat_mcp::config::Loading,
+    pub loading: crate::extension::Loading,
     /// Where it was installed from, when that was a registry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<PackageSource>,
@@ -285,7 +285,7 @@ impl PackageStore {
     /// Set how an installed plugin's tools are offered under progressive
     /// discovery (`clat plugin load`). Tool names in `always_load` (written by
     /// hand in the index) are taken as they are: one that names no tool pins nothing.
-    pub fn set_loading(&self, name: &str, loading: clat_mcp::config::Loading) -> Result<Installed, PackageError> {
+    pub fn set_loading(&self, name: &str, loading: crate::extension::Loading) -> Result<Installed, PackageError> {
         PACKAGES.update(&self.home, |index| {
             let package = index.plugins.get_mut(name).ok_or_else(|| PackageError::NotInstalled(name.to_string()))?;
             package.loading = loading;

@@ -44,6 +44,7 @@ pub use load::{PluginSetup, keep_listing, load_file, validate_component};
 pub use plugin::WasmPlugin;
 pub use runtime::{LoadError, WasmRuntime};
 
+use crate::extension::LoadingSettings;
 use crate::extension::{ExtensionKind, ExtensionState, ExtensionStatus};
 use crate::home::ClatHome;
 use crate::limits::TOOLS_PER_PLUGIN_MAX;

@@ -1,6 +1,6 @@
 //! One server's entry as parsed: its transport (stdio or Streamable HTTP, with
 //! OAuth settings), whether it is enabled, its timeouts, its tool filter, how
-//! its tools are offered under progressive discovery (`Loading`), and where it
+//! its `always_load` / `defer_loading` settings (`Loading`), and where it
 //! came from in the MCP Registry.
 
 use std::collections::BTreeMap;
@@ -165,10 +165,9 @@ impl AlwaysLoad {
     }
 }
 
-/// How an extension's tools are offered under progressive discovery: some
-/// or all always (`always_load`), the rest deferred — found by a search,
-/// never offered up front, even when every tool would fit the budget —
-/// with `defer_loading`; by default, offered while every tool fits.
+/// An entry's `always_load` and `defer_loading`, as written and checked
+/// together: some or all of its tools always offered, the rest deferred
+/// (what the host makes of them — progressive discovery — is the host's).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Loading {
     #[serde(default, skip_serializing_if = "AlwaysLoad::is_none")]
@@ -199,33 +198,6 @@ impl Loading {
             return Err("`always_load` holds an empty tool name".into());
         }
         Ok(())
-    }
-
-    /// What is wrong with these settings for an extension (`what`: "server", "plugin") whose tools `lists`
-    /// recognizes by a written name: a `check` failure, and each `always_load` name that names none of its tools.
-    pub fn problems(&self, what: &str, lists: impl Fn(&str) -> bool) -> Vec<String> {
-        let mut problems: Vec<String> = self.check().err().into_iter().collect();
-        if let AlwaysLoad::Tools(names) = &self.always_load {
-            for unknown in names.iter().filter(|written| !written.is_empty() && !lists(written)) {
-                problems.push(format!("`always_load` names {unknown:?}, which the {what} does not list"));
-            }
-        }
-        problems
-    }
-
-    /// How it reads in a listing (`clat mcp`, `clat plugin list`); `None` for the default.
-    pub fn describe(&self) -> Option<String> {
-        let always = match &self.always_load {
-            AlwaysLoad::All(true) => Some("all its tools".to_string()),
-            AlwaysLoad::Tools(names) if !names.is_empty() => Some(names.join(", ")),
-            _ => None,
-        };
-        match (always, self.defer_loading) {
-            (None, false) => None,
-            (Some(always), false) => Some(format!("always loaded: {always}")),
-            (None, true) => Some("deferred: its tools are found through search_tools".into()),
-            (Some(always), true) => Some(format!("always loaded: {always}; the others deferred")),
-        }
     }
 }
 

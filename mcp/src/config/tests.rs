@@ -115,9 +115,6 @@ fn always_load_and_defer_loading_take_the_shapes_other_agents_write() {
         "{errors:?}"
     );
     assert!(errors.iter().any(|e| e.contains("\"empty\"") && e.contains("empty tool name")), "{errors:?}");
-    assert_eq!(c.servers["claude"].loading.describe().unwrap(), "always loaded: all its tools");
-    assert_eq!(some.describe().unwrap(), "always loaded: search_issues; the others deferred");
-    assert_eq!(c.servers["plain"].loading.describe(), None);
 }
 
 #[test]
