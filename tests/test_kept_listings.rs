@@ -10,19 +10,19 @@ mod support;
 use clat_guest_artifacts as guests;
 use clat_host::contract::CONTRACT_VERSION;
 use clat_host::contract::PermissionMode;
+use clat_host::home::listings::PLUGIN_LISTINGS_DIR;
 use clat_host::run::RunContext;
 use clat_host::scope::{ProjectScope, ScopeOptions};
-use clat_host::wasm::kept::KEPT_LISTINGS_DIR;
 use serde_json::{Value, json};
 use support::{TestEnv, stderr};
 
 fn kept(env: &TestEnv, plugin: &str) -> Option<Value> {
-    let text = std::fs::read_to_string(env.home.join(KEPT_LISTINGS_DIR).join(format!("{plugin}.json"))).ok()?;
+    let text = std::fs::read_to_string(env.home.join(PLUGIN_LISTINGS_DIR).join(format!("{plugin}.json"))).ok()?;
     Some(serde_json::from_str(&text).unwrap())
 }
 
 fn write_kept(env: &TestEnv, plugin: &str, value: &Value) {
-    std::fs::write(env.home.join(KEPT_LISTINGS_DIR).join(format!("{plugin}.json")), value.to_string()).unwrap();
+    std::fs::write(env.home.join(PLUGIN_LISTINGS_DIR).join(format!("{plugin}.json")), value.to_string()).unwrap();
 }
 
 fn install(env: &TestEnv, package: &str, grant: bool) {
@@ -100,13 +100,13 @@ async fn a_listing_made_under_another_key_or_unreadable_is_listed_again() {
         assert_eq!(kept(&env, "hello").unwrap(), listed, "kept anew under the plugin's key");
         scope.close().await;
     }
-    std::fs::write(env.home.join(KEPT_LISTINGS_DIR).join("hello.json"), "{ not json").unwrap();
+    std::fs::write(env.home.join(PLUGIN_LISTINGS_DIR).join("hello.json"), "{ not json").unwrap();
     let (scope, counts) = mount(&env).await;
     assert_eq!(counts.0 + counts.1, 1);
     assert_eq!(kept(&env, "hello").unwrap()["tools"], tools_at_install);
     scope.close().await;
     // Gone: listed again, and kept.
-    std::fs::remove_file(env.home.join(KEPT_LISTINGS_DIR).join("hello.json")).unwrap();
+    std::fs::remove_file(env.home.join(PLUGIN_LISTINGS_DIR).join("hello.json")).unwrap();
     let (scope, _) = mount(&env).await;
     assert!(kept(&env, "hello").is_some());
     scope.close().await;

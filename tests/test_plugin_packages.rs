@@ -187,7 +187,8 @@ fn a_broken_installed_plugin_is_isolated_at_mount() {
     std::fs::write(notes.entry_path(), b"garbage").unwrap();
     // And what was derived from it at install: its kept listing and compiled form (otherwise the load would take
     // its tools from the listing and a call would map the compiled form, never reading the component).
-    std::fs::remove_file(env.home.join(clat_host::wasm::kept::KEPT_LISTINGS_DIR).join("project-notes.json")).unwrap();
+    std::fs::remove_file(env.home.join(clat_host::home::listings::PLUGIN_LISTINGS_DIR).join("project-notes.json"))
+        .unwrap();
     std::fs::remove_dir_all(env.home.join(clat_host::scope::WASM_CACHE_DIR)).unwrap();
 
     let out = env.clat(&["tools", "--json"]);

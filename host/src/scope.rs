@@ -224,7 +224,7 @@ impl ProjectScope {
             .await;
             status.loading = package.loading.clone();
             if let Some(plugin) = plugin {
-                self.remember_listing(ExtensionKind::Wasm, &status, &package.identity());
+                self.remember_listing(ExtensionKind::Wasm, &status, &package.identity(), None);
                 self.live.locked().push(plugin);
             }
             statuses.push(self.set_status(status));
@@ -232,14 +232,17 @@ impl ProjectScope {
         statuses
     }
 
-    /// Keep what a started extension registered (`listings.rs`); a failure costs only a hint.
+    /// Keep what a started extension registered, and a server's definitions as it listed them (`listings.rs`);
+    /// a failure costs only a hint.
     fn remember_listing(
         &self,
         kind: ExtensionKind,
         status: &ExtensionStatus,
         identity: &crate::policy::identity::Identity,
+        listed: Option<&[crate::contract::ToolSpec]>,
     ) {
-        if let Err(e) = crate::home::listings::remember(&self.home, kind, &status.name, identity, &status.tools) {
+        let home = &self.home;
+        if let Err(e) = crate::home::listings::remember(home, kind, &status.name, identity, &status.tools, listed) {
             tracing::debug!("cannot keep the listing of {}: {e}", status.name);
         }
     }
@@ -281,7 +284,8 @@ impl ProjectScope {
         while let Some(joined) = connecting.join_next().await {
             let Ok((status, server)) = joined else { continue };
             if let Some(server) = server {
-                self.remember_listing(status.kind, &status, &server.link.identity);
+                let listed = server.listed.locked().clone();
+                self.remember_listing(status.kind, &status, &server.link.identity, Some(&listed));
                 self.live.locked().push(server);
             }
             statuses.push(self.set_status(status));

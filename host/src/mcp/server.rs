@@ -52,6 +52,8 @@ pub struct McpServer {
     context: tokio::sync::watch::Sender<Option<Value>>,
     /// The server's own tool names already registered (re-listing adds only new ones).
     pub(crate) registered: Mutex<std::collections::HashSet<String>>,
+    /// The definitions of its last listing that its tool filter offers, as listed (kept in the home's listings).
+    pub(crate) listed: Mutex<Vec<crate::contract::ToolSpec>>,
     /// The live session and its restarts: when, how many, why, and what the server offers since.
     pub(crate) supervisor: Supervisor,
     /// The project's tool pins its listings are judged against (`pins.rs`); set before its first listing.
@@ -79,6 +81,7 @@ impl McpServer {
             link,
             context,
             registered: Mutex::default(),
+            listed: Mutex::default(),
             supervisor: Supervisor::started_now(session),
             pins: std::sync::OnceLock::new(),
         });

@@ -71,6 +71,7 @@ impl McpServer {
             }
             candidates.push(spec);
         }
+        *self.listed.locked() = candidates.clone();
         // Each offered tool against its pin: a definition that changed since is held back.
         let verdicts = match self.pins.get() {
             Some(pins) => match pins.check(&self.name, &candidates.iter().collect::<Vec<_>>()) {

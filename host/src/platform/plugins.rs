@@ -13,7 +13,6 @@ use std::sync::Arc;
 
 use super::Platform;
 use crate::contract::ToolSpec;
-use crate::extension::ExtensionKind;
 use crate::home::ClatHome;
 use crate::names::{ExternalKind, external_tool_name};
 use crate::supply::capabilities::Capabilities;
@@ -182,13 +181,9 @@ impl Plugins<'_> {
         let name = &installed.manifest.name;
         let tools: Vec<String> = tools.iter().map(|t| external_tool_name(ExternalKind::Wasm, name, &t.name)).collect();
         if installed.manifest.kind == PackageKind::Wasm {
-            // Listed under its grants and kept: a load maps nothing until a call needs the component.
+            // Listed under its grants and kept, its tools' registered names with it: a load maps nothing until a
+            // call needs the component, and completions offer its tools before it ever starts.
             keep_listing(&runtime, self.home, &installed);
-            // Its listing is known now: completions offer its tools before it ever starts.
-            let identity = installed.identity();
-            if let Err(e) = crate::home::listings::remember(self.home, ExtensionKind::Wasm, name, &identity, &tools) {
-                tracing::debug!("cannot keep the listing of {name}: {e}");
-            }
         }
         Ok(InstalledPlugin { installed, tools, imports })
     }

@@ -1,35 +1,23 @@
-//! Plugin listings kept at install. `list-tools` runs when a plugin is
-//! installed and when its grants change; what it answered is kept in
-//! `$CLAT_HOME/plugins/listings/NAME.json` with what it was listed under
+//! A plugin's listing kept at install: `list-tools` runs when a plugin is
+//! installed and when its grants change, and what it answered is its record
+//! in the home's listings (`home/listings.rs`) under what it was listed under
 //! (`ListingKey`: the artifact's identity, the contract version, the granted
-//! capabilities), whether its tools' schemas passed registration's check, and
-//! one fact of the component the load needs (whether it imports the WASI
-//! preopens). A load whose plugin matches the key takes its
-//! tools from here and maps nothing: the component is mapped and
-//! instantiated at the first call that needs it. A kept listing that does not
-//! match, or cannot be read, is never trusted: the plugin is listed again and
-//! the listing kept anew. Losing the file costs one listing.
+//! capabilities), with whether its tools' schemas passed registration's check
+//! and one fact of the component the load needs (whether it imports the WASI
+//! preopens). This is the key check on top of that record: a load whose
+//! plugin matches the key takes its tools from here and maps nothing — the
+//! component is mapped and instantiated at the first call that needs it. A
+//! record that does not match, or cannot be read, is never trusted: the
+//! plugin is listed again and its record kept anew. Losing it costs one
+//! listing.
 
-use serde::{Deserialize, Serialize};
+use crate::contract::ToolSpec;
+use crate::extension::ExtensionKind;
+use crate::home::ClatHome;
+use crate::home::listings::{self, Listing};
+use crate::names::{ExternalKind, external_tool_name};
 
-use crate::contract::{ToolAnnotations, ToolSpec};
-use crate::home::{Bound, ClatHome, Document};
-use crate::policy::identity::Identity;
-use crate::supply::capabilities::Capabilities;
-
-/// The kept listings, inside `$CLAT_HOME`: one file per installed plugin.
-pub const KEPT_LISTINGS_DIR: &str = "plugins/listings";
-
-/// What a listing was made under: a plugin that differs in any of these is listed again.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ListingKey {
-    /// The installed artifact (its digest).
-    pub artifact: Identity,
-    /// The contract version the host binds.
-    pub contract: String,
-    /// What was granted of what the manifest declares.
-    pub grants: Capabilities,
-}
+pub use crate::home::listings::ListingKey;
 
 /// A plugin's listing: its tools (the first `TOOLS_PER_PLUGIN_MAX`), how many it listed past them, whether every
 /// tool's input schema passed registration's check (`registry::check_input_schema`; then registering them compiles
@@ -50,85 +38,6 @@ impl KeptListing {
     }
 }
 
-/// The file: the key and the listing, each tool exactly as the plugin listed it (its schemas as the text it gave,
-/// so one registration refuses stays refused).
-#[derive(Default, Serialize, Deserialize)]
-struct KeptFile {
-    /// Files from before versions (0) are read as version 1.
-    #[serde(default)]
-    version: u32,
-    /// None only in the empty record, which no plugin matches.
-    key: Option<ListingKey>,
-    tools: Vec<KeptTool>,
-    dropped: usize,
-    #[serde(default)]
-    schemas_checked: bool,
-    sees_preopens: bool,
-}
-
-crate::versioned_record!(KeptFile, 0..=1);
-
-/// A `ToolSpec`, field for field.
-#[derive(Serialize, Deserialize)]
-struct KeptTool {
-    name: String,
-    title: Option<String>,
-    description: String,
-    input_schema: String,
-    output_schema: Option<String>,
-    annotations: KeptAnnotations,
-}
-
-/// `ToolAnnotations`, field for field.
-#[derive(Serialize, Deserialize)]
-struct KeptAnnotations {
-    title: Option<String>,
-    read_only: Option<bool>,
-    destructive: Option<bool>,
-    idempotent: Option<bool>,
-    open_world: Option<bool>,
-}
-
-impl From<&ToolSpec> for KeptTool {
-    fn from(spec: &ToolSpec) -> Self {
-        let a = &spec.annotations;
-        KeptTool {
-            name: spec.name.clone(),
-            title: spec.title.clone(),
-            description: spec.description.clone(),
-            input_schema: spec.input_schema.clone(),
-            output_schema: spec.output_schema.clone(),
-            annotations: KeptAnnotations {
-                title: a.title.clone(),
-                read_only: a.read_only,
-                destructive: a.destructive,
-                idempotent: a.idempotent,
-                open_world: a.open_world,
-            },
-        }
-    }
-}
-
-impl From<KeptTool> for ToolSpec {
-    fn from(tool: KeptTool) -> Self {
-        let a = tool.annotations;
-        ToolSpec {
-            name: tool.name,
-            title: tool.title,
-            description: tool.description,
-            input_schema: tool.input_schema,
-            output_schema: tool.output_schema,
-            annotations: ToolAnnotations {
-                title: a.title,
-                read_only: a.read_only,
-                destructive: a.destructive,
-                idempotent: a.idempotent,
-                open_world: a.open_world,
-            },
-        }
-    }
-}
-
 /// Where one plugin's listing is kept, and the key it must match there.
 #[derive(Debug, Clone)]
 pub struct ListingPlace {
@@ -137,51 +46,40 @@ pub struct ListingPlace {
     key: ListingKey,
 }
 
-fn relative_path(plugin: &str) -> String {
-    format!("{KEPT_LISTINGS_DIR}/{plugin}.json")
-}
-
-/// One plugin's kept listing.
-fn document(plugin: &str) -> Document<KeptFile> {
-    Document::at(relative_path(plugin), Bound::Record)
-}
-
 impl ListingPlace {
     pub fn new(home: &ClatHome, plugin: &str, key: ListingKey) -> ListingPlace {
         ListingPlace { home: home.clone(), plugin: plugin.to_string(), key }
     }
 
-    /// The kept listing, when there is one made under this key; anything else (no file, an unreadable one,
+    /// The kept listing, when there is one made under this key; anything else (no record, an unreadable one,
     /// another key) is `None`.
     pub fn read(&self) -> Option<KeptListing> {
-        let file = document(&self.plugin).read(&self.home).ok()?;
-        if file.key.as_ref() != Some(&self.key) {
+        let record = listings::read(&self.home, ExtensionKind::Wasm, &self.plugin)?;
+        if record.key != self.key {
             return None;
         }
         Some(KeptListing {
-            tools: file.tools.into_iter().map(ToolSpec::from).collect(),
-            dropped: file.dropped,
-            schemas_checked: file.schemas_checked,
-            sees_preopens: file.sees_preopens,
+            tools: record.tools,
+            dropped: record.dropped,
+            schemas_checked: record.schemas_checked,
+            sees_preopens: record.sees_preopens,
         })
     }
 
-    /// Keep `listing` under this key, replacing what was kept (written atomically). A failure costs only the
-    /// next load's listing, so it is logged, never the load's failure.
+    /// Keep `listing` under this key, replacing what was kept (written atomically), its tools' registered names
+    /// with it. A failure costs only the next load's listing, so it is logged, never the load's failure.
     pub fn keep(&self, listing: &KeptListing) {
-        let kept = KeptFile {
-            version: 1,
-            key: Some(self.key.clone()),
-            tools: listing.tools.iter().map(KeptTool::from).collect(),
+        let registered: Vec<String> =
+            listing.tools.iter().map(|t| external_tool_name(ExternalKind::Wasm, &self.plugin, &t.name)).collect();
+        let record = Listing {
+            key: self.key.clone(),
+            tools: listing.tools.clone(),
+            registered,
             dropped: listing.dropped,
             schemas_checked: listing.schemas_checked,
             sees_preopens: listing.sees_preopens,
         };
-        let written = document(&self.plugin).update_cache_if(&self.home, |file| {
-            *file = kept;
-            ((), true)
-        });
-        if let Err(e) = written {
+        if let Err(e) = listings::keep_listed(&self.home, ExtensionKind::Wasm, &self.plugin, &record) {
             tracing::warn!("cannot keep the listing of plugin {}: {e}", self.plugin);
         }
     }
@@ -189,13 +87,15 @@ impl ListingPlace {
 
 /// Forget a plugin's kept listing (it was removed). A listing already gone is fine.
 pub fn forget(home: &ClatHome, plugin: &str) {
-    let _ = std::fs::remove_file(home.path().join(relative_path(plugin)));
+    listings::forget(home, ExtensionKind::Wasm, plugin);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::contract::json::tool_spec_from_json;
+    use crate::policy::identity::Identity;
+    use crate::supply::capabilities::Capabilities;
     use serde_json::{Value, json};
 
     fn spec(schema: Value) -> ToolSpec {
