@@ -1,8 +1,8 @@
-//! The `clat` command line: `trust`, `tools`, `mcp` (and `mcp add | remove |
-//! get | enable | disable`), `call`, `exec` and `plugin`. A thin front-end on the library — mount a trusted project, list
-//! the registry and the extensions, run tool calls as runs through the whole
-//! pipeline, manage plugin packages — with stable `--json` shapes (see the
-//! README) and documented exit codes.
+//! The `clat` command line: `trust`, `tools`, `mcp` (and its subcommands),
+//! `approvals`, `call`, `exec`, `serve` and `plugin`. It parses and prints:
+//! everything it does goes through the front door (`Platform`, its faces and
+//! the crate root's re-exports; `tests/test_architecture_map.rs` holds it so),
+//! with stable `--json` shapes (see the README) and documented exit codes.
 //!
 //! - `mod.rs`: the global options, the process's runtime, dispatch;
 //! - `commands.rs`: every command and its options (clap);
@@ -11,11 +11,11 @@
 //! - `runs.rs`: `clat call` and `clat exec`;
 //! - `status.rs`: what `clat tools` and `clat mcp` print;
 //! - `mcp.rs`: `clat mcp` and its subcommands;
-//! - `approvals.rs`: `clat approvals list | revoke`;
-//! - `approve.rs`: a project's `.mcp.json` reviewed and approved (`clat mcp approve`, the prompt);
-//! - `plugin.rs`: `clat plugin install | list | remove | gc`;
+//! - `approvals.rs`: `clat approvals list | allow | revoke`;
+//! - `approve.rs`: what `clat mcp approve` approved, printed;
+//! - `plugin.rs`: `clat plugin install | update | push | list | load | remove | grant | revoke | gc`;
 //! - `author.rs`: `clat plugin new | build | call | test` (and `install --build`);
-//! - `install.rs`: what an install decides first (imports, grants, the staged package's validation);
+//! - `install.rs`: the grant an install asks at a terminal, and imports as people read them;
 //! - `shutdown.rs`: every stop signal through one teardown; the subreaper;
 //! - `output.rs`: `outln!` / `out!`, through which everything printed on stdout goes.
 
