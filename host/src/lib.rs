@@ -24,7 +24,7 @@ pub use extension::{
 pub use home::HomeError;
 pub use home::trust::canonical_project;
 pub use mcp::config_file::EditError;
-pub use mcp::from_registry::{Needed, RegistryError, RegistryServer, Via};
+pub use mcp::from_registry::{Needed, RegistryError, RegistryServer, Source as RegistrySource, Via};
 pub use mcp::inputs::Input as ServerInput;
 pub use mcp::project_servers::ProjectServersReview;
 pub use native::NATIVE_TOOL_NAMES;
@@ -32,9 +32,13 @@ pub use native::process::SandboxPolicy;
 pub use platform::discovery::{Discovery, DiscoveryOptions};
 pub use platform::{MountOptions, MountQuestions, Platform, PlatformError, Project, Run, RunOptions};
 pub use policy::approvals::StoredApproval;
+pub use policy::identity::Identity;
 pub use policy::permissions::{Approval, ApprovalRequest, Approver, HeadlessApprover, TerminalApprover};
 pub use policy::pins::Quarantined;
-pub use registry::{CallError, SCHEMA_BYTES_PER_TOKEN, SchemaTotals, SystemPrompt, ToolInfo, ToolMatch, ToolSource};
+pub use registry::{
+    CallError, ExtensionSchemas, RegistrationError, SCHEMA_BYTES_PER_TOKEN, SchemaSize, SchemaTotals, SystemPrompt,
+    ToolInfo, ToolMatch, ToolSource,
+};
 pub use run::{CollectingSink, EventSink, JsonLinesSink, NullSink, RunEvent, RunEventKind};
 pub use scope::ScopeError;
 pub use serve::{ServeError, ServeOptions, ServedNames, serve_project};

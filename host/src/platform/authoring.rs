@@ -23,7 +23,7 @@ use crate::wasm::cache::CompileObserver;
 use crate::wasm::{EngineOptions, WasmRuntime};
 
 pub use crate::authoring::build::{Built, CASES_FILE, DIST_DIR};
-pub use crate::authoring::cases::{Case, Mismatch, Outcome, judge};
+pub use crate::authoring::cases::{Case, Expect, Mismatch, Outcome, Texts, judge};
 pub use crate::authoring::{AuthoringError, Language};
 pub use crate::wasm::WasmCompiler;
 

@@ -50,8 +50,8 @@ mod servers;
 
 pub use admin::{AllowError, KeptApproval};
 pub use authoring::{
-    Authoring, AuthoringError, Built, CASES_FILE, Case, DIST_DIR, Language, Mismatch, NewProject, Outcome,
-    PackageCheck, PackageChecks, PluginTrial, WasmCompiler, judge,
+    Authoring, AuthoringError, Built, CASES_FILE, Case, DIST_DIR, Expect, Language, Mismatch, NewProject, Outcome,
+    PackageCheck, PackageChecks, PluginTrial, Texts, WasmCompiler, judge,
 };
 pub use plugins::{
     GrantQuestion, InstallRequest, InstalledPlugin, PluginAdminError, Plugins, PushedPlugin, UpdateCheck,
@@ -114,7 +114,7 @@ impl Platform {
     }
 
     /// The home, for the parts of the crate that work on it directly.
-    pub fn clat_home(&self) -> &ClatHome {
+    pub(crate) fn clat_home(&self) -> &ClatHome {
         &self.home
     }
 

@@ -184,7 +184,7 @@ impl Project {
     }
 
     /// The project's parts (registry, services, extensions), for the command line and tests.
-    pub fn scope(&self) -> &Arc<ProjectScope> {
+    pub(crate) fn scope(&self) -> &Arc<ProjectScope> {
         &self.scope
     }
 }
