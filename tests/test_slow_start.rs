@@ -5,7 +5,9 @@
 //! bounds, and the timeout of a package runner says what to do. The stand-in
 //! for `npx` is a script named `npx` that "downloads" on its first start — a
 //! start killed midway downloads again, as npx does — and writes one stderr
-//! line per process.
+//! line per process. A probe that got no answer in time is never killed
+//! mid-start (npm's cache lock would stay, and every later start wait on it):
+//! the second stand-in installs under a lock, as npm does.
 
 mod support;
 
@@ -27,6 +29,30 @@ fn fake_npx(dir: &Path, download_secs: u32) -> PathBuf {
         "#!/bin/sh\necho 'npx: resolving the package' >&2\nif [ ! -e '{cached}' ]; then sleep {download_secs}; touch \
          '{cached}'; fi\nexec '{SERVER}' \"$@\"\n",
         cached = cached.display()
+    );
+    let npx = bin.join("npx");
+    std::fs::write(&npx, script).unwrap();
+    std::fs::set_permissions(&npx, std::fs::Permissions::from_mode(0o755)).unwrap();
+    npx
+}
+
+/// `dir/npx` as npm's is on a cold cache: a start of package `$1` takes the
+/// cache's lock (a directory, `mkdir` being atomic), installs the package for
+/// `install_secs` if it is not there yet, lets the lock go and runs the test
+/// server. Another start waits for the lock — so a start killed mid-install
+/// leaves it, and every later start waits on it until its budget ends.
+fn locking_npx(dir: &Path, install_secs: u32) -> PathBuf {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let (lock, cache) = (dir.join("npm-cache.lock"), dir.join("npm-cache"));
+    std::fs::create_dir_all(&cache).unwrap();
+    let script = format!(
+        "#!/bin/sh\npackage=$1; shift\necho \"npx: resolving $package\" >&2\n\
+         until mkdir '{lock}' 2>/dev/null; do sleep 0.1; done\n\
+         if [ ! -e '{cache}'/\"$package\" ]; then sleep {install_secs}; touch '{cache}'/\"$package\"; fi\n\
+         rmdir '{lock}'\nexec '{SERVER}' \"$@\"\n",
+        lock = lock.display(),
+        cache = cache.display()
     );
     let npx = bin.join("npx");
     std::fs::write(&npx, script).unwrap();
@@ -111,4 +137,28 @@ fn startup_timeout_sec_and_mcp_timeout_bound_the_start_up_to_the_maximum() {
     let problems = server(&listing, "(MCP_TIMEOUT)")["problems"].to_string();
     assert!(problems.contains("MCP_TIMEOUT=301000 is outside 1..=300000 ms"), "{problems}");
     assert_eq!(server(&listing, "quick")["state"], "ready", "a bad MCP_TIMEOUT costs no server");
+}
+
+#[test]
+fn three_npx_servers_pasted_at_once_on_a_cold_cache_are_ready_on_the_first_clat_mcp() {
+    let env = TestEnv::trusted();
+    // Each install outlasts the probe and its old 2 s grace: a probe killed then would leave the lock behind.
+    let npx = locking_npx(env.dir.path(), 6);
+    let npx = npx.to_str().unwrap();
+    env.write_mcp_config(json!({
+        "files": { "command": npx, "args": ["server-files", "--tools", "1"] },
+        "memory": { "command": npx, "args": ["server-memory", "--tools", "1"] },
+        "thinking": { "command": npx, "args": ["server-thinking", "--tools", "1"] },
+    }));
+
+    let out = env.clat(&["mcp", "--json"]);
+    assert!(out.status.success(), "the first try works: {}\n{}", stdout(&out), stderr(&out));
+    let listing: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    for name in ["files", "memory", "thinking"] {
+        assert_eq!(server(&listing, name)["state"], "ready", "{listing}");
+    }
+    assert!(!env.dir.path().join("npm-cache.lock").exists(), "no start was killed holding the lock");
+    for package in ["server-files", "server-memory", "server-thinking"] {
+        assert!(env.dir.path().join("npm-cache").join(package).exists(), "{package} was installed whole");
+    }
 }

@@ -11,6 +11,11 @@ pub const STDIO_FRAME_MAX_BYTES: usize = 4 * 1024 * 1024;
 pub const LEGACY_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Modern `server/discover` probe, then a fresh legacy fallback.
 pub const MODERN_PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+/// A probe's process that did not answer in time (a server still starting, an `npx` still installing its package)
+/// is never killed mid-start: its stdin is closed and it may end by itself until this long before the server's
+/// startup bound (counted from its spawn: a run's 10 s handshake, `clat mcp`'s 60 s), which leaves the fresh
+/// process's start within a run's initial surface; it gets SIGTERM this long before that, and SIGKILL at it.
+pub const PROBE_TERM_GRACE: Duration = Duration::from_secs(2);
 /// The probe process's stderr held until the probe decides whether that
 /// process is kept (its oldest lines go first past this).
 pub const PROBE_STDERR_HELD_MAX_BYTES: usize = 64 * 1024;

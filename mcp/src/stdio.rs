@@ -30,7 +30,9 @@ use tokio_util::sync::CancellationToken;
 use crate::error::ClientError;
 use crate::frame::{FrameError, WRITE_BATCH_BYTES, read_frame};
 use crate::jsonrpc::{Message, RequestId, WireError, encode_line, parse, recover_response_id};
-use crate::limits::{CLOSE_GRACE, EXIT_REPORT_WAIT, EXIT_STDERR_DRAIN_WAIT, STDIO_FRAME_MAX_BYTES, WRITER_QUEUE};
+use crate::limits::{
+    CLOSE_GRACE, EXIT_REPORT_WAIT, EXIT_STDERR_DRAIN_WAIT, PROBE_TERM_GRACE, STDIO_FRAME_MAX_BYTES, WRITER_QUEUE,
+};
 use crate::sync::lock;
 use crate::transport::Transport;
 use crate::transport::{Inbox, Incoming, IncomingSender};
@@ -97,12 +99,51 @@ pub struct Connection {
 }
 
 fn kill_group(pgid: i32) {
+    signal_group(pgid, nix::sys::signal::Signal::SIGKILL);
+}
+
+fn signal_group(pgid: i32, signal: nix::sys::signal::Signal) {
     if pgid > 0 {
-        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), nix::sys::signal::Signal::SIGKILL);
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), signal);
     }
 }
 
 impl Connection {
+    /// Let a process that has not answered end by itself — a server still
+    /// starting, an `npx` still installing its package, which a kill would
+    /// leave half-installed and locked for every later start: stop writing
+    /// (it sees end of input), wait for it to exit until `PROBE_TERM_GRACE`
+    /// before `bound`, then SIGTERM its process group, and SIGKILL it only at
+    /// `bound`; reap it, and join the connection's tasks.
+    pub async fn retire(&self, bound: Duration) {
+        let term_grace = PROBE_TERM_GRACE.min(bound);
+        self.end(bound - term_grace, term_grace).await;
+    }
+
+    /// Stop writing, wait `patient` for the process to exit; then SIGTERM its
+    /// group and wait `term_grace` (none: straight on); then SIGKILL it, reap
+    /// it and join the connection's tasks.
+    async fn end(&self, patient: Duration, term_grace: Duration) {
+        self.close_tx.send_if_modified(|c| set_reason(c, "closed by the client".into()));
+        let mut exited = self.exited.clone();
+        let mut ended = tokio::time::timeout(patient, exited.wait_for(Option::is_some)).await.is_ok();
+        if !ended && !term_grace.is_zero() {
+            signal_group(self.pgid, nix::sys::signal::Signal::SIGTERM);
+            ended = tokio::time::timeout(term_grace, exited.wait_for(Option::is_some)).await.is_ok();
+        }
+        if !ended {
+            kill_group(self.pgid);
+            // The watcher reaps it.
+            let _ = exited.wait_for(Option::is_some).await;
+        }
+        kill_group(self.pgid);
+        let tasks: Vec<JoinHandle<()>> = lock(&self.tasks).drain(..).collect();
+        for task in tasks {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+
     /// Start the server and the connection's tasks.
     pub async fn spawn(spec: &StdioSpec, stderr_sink: Arc<dyn StderrSink>) -> Result<Connection, ClientError> {
         let mut command = tokio::process::Command::new(&spec.command);
@@ -420,22 +461,48 @@ impl Transport for Connection {
     /// `CLOSE_GRACE`, then kill and reap the whole process group, and join the
     /// connection's tasks.
     async fn close(&self) {
-        self.close_tx.send_if_modified(|c| set_reason(c, "closed by the client".into()));
-        let mut exited = self.exited.clone();
-        if tokio::time::timeout(CLOSE_GRACE, exited.wait_for(Option::is_some)).await.is_err() {
-            kill_group(self.pgid);
-            // The watcher reaps it.
-            let _ = exited.wait_for(Option::is_some).await;
-        }
-        kill_group(self.pgid);
-        let tasks: Vec<JoinHandle<()>> = lock(&self.tasks).drain(..).collect();
-        for task in tasks {
-            task.abort();
-            let _ = task.await;
-        }
+        self.end(CLOSE_GRACE, Duration::ZERO).await;
     }
 
     fn process_group(&self) -> Option<i32> {
         Some(self.pgid)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Dropped;
+
+    impl StderrSink for Dropped {
+        fn write(&self, _bytes: &[u8]) {}
+    }
+
+    async fn spawn(script: &str) -> Connection {
+        let spec = StdioSpec {
+            command: "sh".into(),
+            args: vec!["-c".into(), script.into()],
+            env: Vec::new(),
+            clear_env: false,
+            cwd: std::env::temp_dir(),
+        };
+        Connection::spawn(&spec, Arc::new(Dropped)).await.unwrap()
+    }
+
+    async fn retired(script: &str) -> Option<String> {
+        let connection = spawn(script).await;
+        connection.retire(PROBE_TERM_GRACE + Duration::from_millis(500)).await;
+        connection.exited.borrow().clone()
+    }
+
+    #[tokio::test]
+    async fn a_retired_process_ends_by_itself_else_gets_sigterm_then_sigkill_at_the_bound() {
+        // One that ends at its end of input is let end: its own status.
+        assert_eq!(retired("cat > /dev/null").await.as_deref(), Some("status 0"));
+        // One that does not, and stops at SIGTERM: SIGTERM, a grace before the bound.
+        assert_eq!(retired("while :; do sleep 0.1; done").await.as_deref(), Some("killed by signal 15"));
+        // One that ignores SIGTERM too: SIGKILL at the bound.
+        assert_eq!(retired("trap '' TERM; while :; do sleep 0.1; done").await.as_deref(), Some("killed by signal 9"));
     }
 }

@@ -12,7 +12,7 @@ use crate::error::ClientError;
 use crate::http::{HttpConnection, HttpSpec};
 use crate::inbound::{Link, ServerRequests};
 use crate::jsonrpc::{Message, WireError};
-use crate::limits::{LEGACY_HANDSHAKE_TIMEOUT, MODERN_PROBE_TIMEOUT, PROBE_STDERR_HELD_MAX_BYTES};
+use crate::limits::{LEGACY_HANDSHAKE_TIMEOUT, MODERN_PROBE_TIMEOUT, PROBE_STDERR_HELD_MAX_BYTES, PROBE_TERM_GRACE};
 use crate::protocol::{CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY};
 use crate::protocol::{ClientInfo, Era, LEGACY_VERSIONS, MODERN_VERSION, UNSUPPORTED_PROTOCOL_VERSION};
 use crate::stdio::{Connection, StderrSink, StdioSpec};
@@ -87,7 +87,17 @@ impl StderrSink for DroppedStderr {
 /// What the modern probe learned.
 enum Probe {
     Modern(Value),
-    Legacy(String),
+    /// Not modern, and why; `silent`: the server did not answer in time (it may still be starting).
+    Legacy {
+        why: String,
+        silent: bool,
+    },
+}
+
+impl Probe {
+    fn legacy(why: impl Into<String>) -> Probe {
+        Probe::Legacy { why: why.into(), silent: false }
+    }
 }
 
 fn modern_meta(client: &ClientInfo, capabilities: &Value) -> Value {
@@ -118,7 +128,7 @@ async fn probe(connection: &dyn Transport, client: &ClientInfo, capabilities: &V
             if versions.contains(&MODERN_VERSION) {
                 Ok(Probe::Modern(result))
             } else {
-                Ok(Probe::Legacy(format!("server/discover lists {versions:?}, not {MODERN_VERSION}")))
+                Ok(Probe::legacy(format!("server/discover lists {versions:?}, not {MODERN_VERSION}")))
             }
         }
         // A modern server that also speaks a legacy version we speak: the legacy era, then.
@@ -129,7 +139,7 @@ async fn probe(connection: &dyn Transport, client: &ClientInfo, capabilities: &V
                 .and_then(Value::as_array)
                 .is_some_and(|v| v.iter().any(|s| s.as_str().is_some_and(|s| LEGACY_VERSIONS.contains(&s)))) =>
         {
-            Ok(Probe::Legacy("the server offers a legacy version CLAT speaks".into()))
+            Ok(Probe::legacy("the server offers a legacy version CLAT speaks"))
         }
         // A recognized modern error means modern: never fall back.
         Err(ClientError::Wire(WireError { code: UNSUPPORTED_PROTOCOL_VERSION, data, .. })) => {
@@ -140,7 +150,10 @@ async fn probe(connection: &dyn Transport, client: &ClientInfo, capabilities: &V
         }
         // An authorization that failed fails the legacy handshake too.
         Err(e @ ClientError::Auth { .. }) => Err(e),
-        Err(other) => Ok(Probe::Legacy(other.to_string())),
+        Err(other) => {
+            let silent = matches!(other, ClientError::Timeout { .. });
+            Ok(Probe::Legacy { why: other.to_string(), silent })
+        }
     }
 }
 
@@ -213,7 +226,11 @@ impl Session {
     ///
     /// A subprocess: the modern probe in a first process, kept if modern;
     /// otherwise a fresh process for the legacy handshake (a strict legacy
-    /// server never sees the probe followed by `initialize`). The probe
+    /// server never sees the probe followed by `initialize`). A first process
+    /// that did not answer the probe in time is never killed mid-start: it is
+    /// let end by itself until `PROBE_TERM_GRACE` before `opening.handshake`
+    /// counted from its spawn — SIGTERM a grace before that, SIGKILL at it
+    /// (`Connection::retire`) — and only then does the fresh one start. The probe
     /// process's stderr reaches `opening.stderr` only if that process is kept
     /// or the probe's failure is the answer.
     ///
@@ -234,20 +251,28 @@ impl Session {
             }
             Target::Stdio(spec) => {
                 let probe_stderr = Arc::new(ProbeStderr::new(Arc::clone(&stderr)));
-                let first =
-                    Link::new(Arc::new(Connection::spawn(spec, probe_stderr.clone()).await?), Arc::clone(&handler));
+                let spawned = tokio::time::Instant::now();
+                let probed = Arc::new(Connection::spawn(spec, probe_stderr.clone()).await?);
+                let first = Link::new(Arc::clone(&probed) as Arc<dyn Transport>, Arc::clone(&handler));
                 match probe(first.connection.as_ref(), &client, &capabilities).await {
                     Ok(Probe::Modern(discover)) => {
                         probe_stderr.keep();
                         Ok(Session::modern(first, discover, &client, &capabilities))
                     }
-                    Ok(Probe::Legacy(why)) => {
+                    Ok(Probe::Legacy { why, silent }) => {
                         tracing::debug!(
                             "{}: not modern ({why}); starting a fresh process for the legacy handshake",
                             spec.command
                         );
                         probe_stderr.discard();
-                        first.connection.close().await;
+                        if silent {
+                            // Still starting, perhaps installing its package: it ends by itself, within the
+                            // server's startup bound counted from its spawn, less a grace left to the fresh one.
+                            let bound = handshake.saturating_sub(spawned.elapsed() + PROBE_TERM_GRACE);
+                            probed.retire(bound).await;
+                        } else {
+                            first.connection.close().await;
+                        }
                         let fresh = Link::new(Arc::new(Connection::spawn(spec, stderr).await?), handler);
                         Session::handshake(fresh, &client, capabilities, handshake).await
                     }
@@ -265,7 +290,7 @@ impl Session {
                 }
                 match probe(link.connection.as_ref(), &client, &capabilities).await? {
                     Probe::Modern(discover) => Ok(Session::modern(link, discover, &client, &capabilities)),
-                    Probe::Legacy(why) => {
+                    Probe::Legacy { why, .. } => {
                         tracing::debug!("{}: not modern ({why}); initializing", spec.url);
                         Session::handshake(link, &client, capabilities, handshake).await
                     }
