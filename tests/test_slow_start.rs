@@ -162,3 +162,50 @@ fn three_npx_servers_pasted_at_once_on_a_cold_cache_are_ready_on_the_first_clat_
         assert!(env.dir.path().join("npm-cache").join(package).exists(), "{package} was installed whole");
     }
 }
+
+/// A legacy server starts once a command once its era is known (`mcp/eras.rs`): twice at its first start (the
+/// probe's process, then the fresh one), once after; probed again past `ERA_REPROBE_INTERVAL` and after its legacy
+/// handshake failed.
+#[test]
+fn a_known_legacy_server_starts_once_and_is_probed_again_after_the_interval_or_a_failed_handshake() {
+    let env = TestEnv::trusted();
+    let (starts, hang) = (env.dir.path().join("starts"), env.dir.path().join("hang"));
+    // One command whatever it does, so its identity and era key stay the same: a file decides whether it hangs.
+    let bin = env.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let wrapper = bin.join("legacy-server");
+    let script = format!(
+        "#!/bin/sh\nif [ -e '{hang}' ]; then exec '{SERVER}' --hang-initialize \"$@\"; fi\nexec '{SERVER}' \"$@\"\n",
+        hang = hang.display()
+    );
+    std::fs::write(&wrapper, script).unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    env.write_mcp_config(json!({ "old": {
+        "command": wrapper, "args": ["--starts-file", starts, "--tools", "1"], "startup_timeout_sec": 3
+    } }));
+    let count = || std::fs::read_to_string(&starts).map(|s| s.lines().count()).unwrap_or(0);
+    let call = || env.clat(&["call", "mcp_old_echo", "{}", "--mode", "full-access"]);
+
+    assert!(call().status.success());
+    assert_eq!(count(), 2, "its first start: the probe's process, then the fresh one");
+    assert!(call().status.success());
+    assert_eq!(count(), 3, "known to be legacy: one start");
+
+    // Learned longer ago than the interval: probed again.
+    let record = env.home.join(clat_host::home::listings::SERVER_LISTINGS_DIR).join("old.json");
+    let mut file: Value = serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
+    assert_eq!(file["era"]["era"], "legacy", "{file}");
+    file["era"]["at"] = json!(0);
+    std::fs::write(&record, file.to_string()).unwrap();
+    assert!(call().status.success());
+    assert_eq!(count(), 5, "past ERA_REPROBE_INTERVAL: the probe again");
+
+    // Its legacy handshake fails: forgotten, so the next start probes.
+    std::fs::write(&hang, "").unwrap();
+    let failed = call();
+    assert_eq!(failed.status.code(), Some(7), "{}", stderr(&failed));
+    assert_eq!(count(), 6, "known to be legacy: one start, which failed");
+    std::fs::remove_file(&hang).unwrap();
+    assert!(call().status.success());
+    assert_eq!(count(), 8, "after a failed legacy handshake: the probe again");
+}

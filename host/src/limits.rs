@@ -14,10 +14,11 @@ pub use clat_mcp::limits::{
     FORWARDED_INPUT_KEY_MAX_CHARS, HTTP_BODY_MAX_BYTES, HTTP_CONNECT_TIMEOUT, HTTP_ERROR_BODY_MAX_BYTES,
     HTTP_ERROR_TEXT_MAX_CHARS, HTTP_GET_STREAM_DEFAULT_RETRY, HTTP_ONE_WAY_TIMEOUT, HTTP_SSE_DEFAULT_RETRY,
     HTTP_SSE_FIELD_OVERHEAD_BYTES, HTTP_SSE_RESUMES_MAX, INBOUND_REQUEST_QUEUE, INPUT_REQUIRED_MAX_ROUNDS,
-    LEGACY_HANDSHAKE_TIMEOUT, MODERN_PROBE_TIMEOUT, PROBE_STDERR_HELD_MAX_BYTES, SERVE_CLIENT_REQUEST_TIMEOUT,
-    SERVE_HTTP_BODY_MAX_BYTES, SERVE_HTTP_CONNECTIONS_MAX, SERVE_HTTP_HEADER_READ_TIMEOUT, SERVE_HTTP_SESSION_IDLE,
-    SERVE_HTTP_SESSIONS_MAX, SERVE_IN_FLIGHT_MAX, SERVE_PENDING_ANSWERS_MAX, STDIO_FRAME_MAX_BYTES,
-    TOOLS_LIST_MAX_PAGES, TOOLS_LIST_PAGE_TIMEOUT, TOOLS_PER_SERVER_MAX, WRITER_QUEUE,
+    LEGACY_HANDSHAKE_TIMEOUT, MODERN_PROBE_TIMEOUT, PROBE_STDERR_HELD_MAX_BYTES, PROBE_TERM_GRACE,
+    SERVE_CLIENT_REQUEST_TIMEOUT, SERVE_HTTP_BODY_MAX_BYTES, SERVE_HTTP_CONNECTIONS_MAX,
+    SERVE_HTTP_HEADER_READ_TIMEOUT, SERVE_HTTP_SESSION_IDLE, SERVE_HTTP_SESSIONS_MAX, SERVE_IN_FLIGHT_MAX,
+    SERVE_PENDING_ANSWERS_MAX, STDIO_FRAME_MAX_BYTES, TOOLS_LIST_MAX_PAGES, TOOLS_LIST_PAGE_TIMEOUT,
+    TOOLS_PER_SERVER_MAX, WRITER_QUEUE,
 };
 
 /// The tool definitions offered to a model by default (`discovery.rs`): past them, tools are found, not listed.
@@ -67,6 +68,9 @@ pub const STARTUP_TIMEOUT_MAX: Duration = Duration::from_secs(300);
 /// a server that sets no `startup_timeout_sec`: a first `npx` / `uvx` start
 /// downloads its package.
 pub const WATCHED_START_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a stdio server's learned legacy era is trusted (`mcp/eras.rs`): past it, its next start probes again
+/// (and it starts twice once), so a server that became modern is found without its key changing.
+pub const ERA_REPROBE_INTERVAL: Duration = Duration::from_secs(24 * 60 * 60);
 /// Lines of subprocess / guest stderr kept for diagnostics.
 pub const STDERR_TAIL_LINES: usize = 20;
 /// Characters kept of one diagnostic tail line.

@@ -94,9 +94,21 @@ struct ListingFile {
     schemas_checked: bool,
     #[serde(default)]
     sees_preopens: bool,
+    /// A stdio server's era, as its last start learned it (`mcp/eras.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    era: Option<LearnedEra>,
 }
 
 crate::versioned_record!(ListingFile, 1..=1);
+
+/// The era a stdio server's start learned, under what (`mcp/eras.rs`'s key) and when (seconds since the epoch).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LearnedEra {
+    /// `legacy` or `modern`.
+    pub era: String,
+    pub key: String,
+    pub at: u64,
+}
 
 /// A `ToolSpec`, field for field, and the hash of its definition.
 #[derive(Serialize, Deserialize)]
@@ -198,6 +210,7 @@ pub fn keep_listed(home: &ClatHome, kind: ExtensionKind, extension: &str, listin
         dropped: listing.dropped,
         schemas_checked: listing.schemas_checked,
         sees_preopens: listing.sees_preopens,
+        era: None,
     };
     let text = |file: &ListingFile| serde_json::to_string(file).unwrap_or_default();
     change(home, kind, extension, |file| {
@@ -224,7 +237,9 @@ pub fn remember(
     change(home, kind, extension, |file| {
         let mut changed = file.registered != registered;
         if file.key.as_ref().is_none_or(|key| key.artifact != *identity) {
-            *file = ListingFile { version: 1, key: Some(ListingKey::server(identity)), ..ListingFile::default() };
+            // The era has its own key, which holds the identity.
+            let era = file.era.take();
+            *file = ListingFile { version: 1, key: Some(ListingKey::server(identity)), era, ..ListingFile::default() };
             changed = true;
         }
         if let Some(tools) = tools {
@@ -253,6 +268,20 @@ fn change(
         }
     }
     Ok(())
+}
+
+/// The era `server`'s last start learned, whatever its key.
+pub fn learned_era(home: &ClatHome, server: &str) -> Option<LearnedEra> {
+    document(ExtensionKind::McpStdio, server).read(home).ok()?.era
+}
+
+/// Keep (or, `None`, forget) the era `server`'s start learned. Written only when it changed.
+pub fn keep_era(home: &ClatHome, server: &str, era: Option<LearnedEra>) -> Result<(), HomeError> {
+    change(home, ExtensionKind::McpStdio, server, |file| {
+        let changed = file.era != era;
+        file.era = era;
+        changed
+    })
 }
 
 /// Forget an extension's record (a plugin was removed). A record already gone is fine.

@@ -23,6 +23,7 @@
 
 pub mod config_file;
 pub mod credentials;
+pub mod eras;
 pub mod from_registry;
 pub mod glm;
 pub mod host_services;

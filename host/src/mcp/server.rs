@@ -222,14 +222,28 @@ pub(crate) async fn open_session(
     let sink = Arc::new(TailSink(Arc::clone(tail)));
     let events = Arc::new(ServerEvents(Arc::clone(link)));
     let handshake = options.startup_timeout.unwrap_or(LEGACY_HANDSHAKE_TIMEOUT);
-    let opening = Opening::new(events, client, client_capabilities()).stderr(sink).handshake(handshake);
+    // A stdio server known to be legacy starts once: no probe's process first (`eras.rs`).
+    let known_legacy = options.eras.as_ref().is_some_and(|eras| eras.known_legacy());
+    // Its legacy handshake failing (or the start stopped by its deadline) forgets the era: the next start probes.
+    let trusted = options.eras.as_ref().filter(|_| known_legacy).map(|eras| eras.trusting_start());
+    let opening = Opening::new(events, client, client_capabilities())
+        .stderr(sink)
+        .handshake(handshake)
+        .known_legacy(known_legacy);
     let connected = Session::connect(target, opening).await;
     match connected {
         Ok(session) => {
+            if let Some(trusted) = trusted {
+                trusted.connected();
+            }
+            if let Some(eras) = &options.eras {
+                eras.learned(session.era);
+            }
             link.connected(&session.protocol_version, &session.server_capabilities);
             Ok(session)
         }
         Err(e) => {
+            drop(trusted);
             // Give the server a moment to write why it failed (once something arrived, its reader has caught up).
             let waited = std::time::Instant::now();
             while tail.locked().lines().is_empty() && waited.elapsed() < CONNECT_FAILURE_TAIL_WAIT {

@@ -80,6 +80,8 @@ pub struct ServerOptions {
     /// configured `env` values, its header values, and what its `${VAR}`s
     /// expanded to.
     pub secrets: Vec<String>,
+    /// Where a stdio server's learned era is kept (`eras.rs`); none over HTTP.
+    pub eras: Option<super::eras::EraBook>,
 }
 
 /// A server the scope can start.
@@ -275,6 +277,11 @@ pub fn configured_servers(
             identity: p.identity(),
         });
     }
+    for server in &mut set.servers {
+        if let Target::Stdio(spec) = &server.target {
+            server.options.eras = Some(super::eras::EraBook::new(home, &server.name, spec, &server.identity));
+        }
+    }
     match default_startup_timeout(env) {
         Ok(Some(timeout)) => {
             for server in set.servers.iter_mut().filter(|s| s.options.startup_timeout.is_none()) {
@@ -359,6 +366,7 @@ fn configured(
         tools: entry.tools.clone(),
         loading: entry.loading.clone(),
         secrets,
+        eras: None,
     };
     ConfiguredServer { name: name.to_string(), target, options, identity }
 }
