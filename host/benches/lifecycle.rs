@@ -7,7 +7,11 @@
 //! - `clat tools` (which loads every plugin) with nothing installed vs with the
 //!   18 MB componentize-py `hello` guest installed: its listing was kept at
 //!   install, so the load maps nothing (built by the pinned toolchain of
-//!   `scripts/install-guest-toolchains.sh`; skipped, saying so, without it).
+//!   `scripts/install-guest-toolchains.sh`; skipped, saying so, without it);
+//! - `clat call` of a tool of the published npm `server-memory` (legacy, run
+//!   by `node`; the test peers of `scripts/install-test-peers.sh`, skipped
+//!   without them) once its era is known, vs one start of it by hand (spawn,
+//!   `initialize`, the call, close): the known-legacy server starts once.
 //!
 //! A `summary:` line prints the figures and the ratios.
 
@@ -73,6 +77,51 @@ fn python_guest_project() -> Result<tempfile::TempDir, String> {
     Ok(dir)
 }
 
+/// The published `server-memory` as `node` runs it, or why it is not there.
+fn memory_server() -> Result<String, String> {
+    let index = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/peers/node_modules/@modelcontextprotocol/server-memory/dist/index.js");
+    if !index.is_file() {
+        return Err(format!("{} is missing (the test peers install it)", index.display()));
+    }
+    Ok(index.display().to_string())
+}
+
+/// A project whose home configures `server-memory` as `memory`, its era learned by a first call.
+fn memory_project(index: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    project(dir.path());
+    let memory = dir.path().join("memory.jsonl").display().to_string();
+    let config = json!({ "memory": { "command": "node", "args": [index], "env": { "MEMORY_FILE_PATH": memory } } });
+    std::fs::write(dir.path().join("home/mcp.json"), config.to_string()).unwrap();
+    call_memory(dir.path());
+    dir
+}
+
+fn call_memory(dir: &Path) {
+    clat(dir, &["call", "mcp_memory_read_graph", "{}", "--mode", "full-access"]);
+}
+
+/// One start of `server-memory` by hand: spawn, `initialize`, `read_graph`, close.
+async fn memory_by_hand(index: &str, dir: &Path) -> Duration {
+    let started = Instant::now();
+    let memory = dir.join("memory.jsonl").display().to_string();
+    let spec = StdioSpec {
+        command: "node".into(),
+        args: vec![index.into()],
+        env: vec![("MEMORY_FILE_PATH".into(), memory)],
+        clear_env: false,
+        cwd: dir.to_path_buf(),
+    };
+    let conn = Connection::spawn(&spec, Arc::new(Ignore)).await.unwrap();
+    let client = ClientInfo { name: "bench".into(), version: "0".into() };
+    let timeout = clat_mcp::limits::LEGACY_HANDSHAKE_TIMEOUT;
+    let session = Session::initialize(conn, Arc::new(NoServerRequests), &client, json!({}), timeout).await.unwrap();
+    session.call_tool("read_graph", json!({}), Duration::from_secs(30), None).await.unwrap();
+    session.close().await;
+    started.elapsed()
+}
+
 /// One stdio server that exits mid-call while its child holds stdout: the time
 /// from the call to its failure.
 async fn exit_detection(child_pid: &Path) -> Duration {
@@ -115,6 +164,7 @@ fn benches(c: &mut Criterion) {
     std::fs::write(loaded.path().join("home/mcp.json"), config.to_string()).unwrap();
     let child_pid = bare.path().join("child.pid");
     let python = python_guest_project();
+    let memory = memory_server().map(|index| (memory_project(&index), index));
 
     let mut g = c.benchmark_group("lifecycle");
     g.sample_size(20);
@@ -125,6 +175,12 @@ fn benches(c: &mut Criterion) {
     g.bench_function("clat_tools_nothing_installed", |b| b.iter(|| tools(bare.path())));
     if let Ok(python) = &python {
         g.bench_function("clat_tools_hello_py_installed", |b| b.iter(|| tools(python.path())));
+    }
+    if let Ok((dir, index)) = &memory {
+        g.bench_function("clat_call_known_legacy_server_memory", |b| b.iter(|| call_memory(dir.path())));
+        g.bench_function("server_memory_one_start_by_hand", |b| {
+            b.iter_custom(|n| (0..n).map(|_| rt.block_on(memory_by_hand(index, dir.path()))).sum())
+        });
     }
     g.sample_size(10);
     g.bench_function("exit_detection_with_a_child_holding_the_pipe", |b| {
@@ -158,10 +214,24 @@ fn benches(c: &mut Criterion) {
         }
         Err(why) => format!("clat tools with hello-py is skipped: {why}"),
     };
+    let memory_line = match &memory {
+        Ok((dir, index)) => {
+            let by_hand = median((0..15).map(|_| rt.block_on(memory_by_hand(index, dir.path()))).collect());
+            let through_clat = median((0..15).map(|_| time(&|| call_memory(dir.path()))).collect());
+            format!(
+                "clat call of server-memory, known legacy, {:.0} ms vs one start of it by hand {:.0} ms ({:.2}x, goal \
+                 <= 1.3x)",
+                through_clat.as_secs_f64() * 1e3,
+                by_hand.as_secs_f64() * 1e3,
+                through_clat.as_secs_f64() / by_hand.as_secs_f64()
+            )
+        }
+        Err(why) => format!("the server-memory figure is skipped: {why}"),
+    };
     println!(
         "summary: clat call read_file {:.1} ms with nothing installed vs {:.1} ms with a hanging server and two plugins \
-         installed ({:.2}x, goal <= 1.2x); {tools_line}; a server exit with a child holding the pipe fails its call in \
-         {:.1} ms",
+         installed ({:.2}x, goal <= 1.2x); {tools_line}; {memory_line}; a server exit with a child holding the pipe \
+         fails its call in {:.1} ms",
         bare_call.as_secs_f64() * 1e3,
         loaded_call.as_secs_f64() * 1e3,
         loaded_call.as_secs_f64() / bare_call.as_secs_f64(),
