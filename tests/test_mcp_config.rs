@@ -387,3 +387,17 @@ fn a_relative_cwd_never_leaves_the_home() {
     }
     assert_eq!(server(&status, "inside")["state"], "ready", "{status}");
 }
+
+/// A server's name written slightly wrong: `clat mcp get | remove | disable` name the configured one it is near.
+#[test]
+fn a_server_name_written_slightly_wrong_is_answered_with_the_one_meant() {
+    let env = TestEnv::trusted();
+    env.write_mcp_config(json!({ "github": { "command": "true" }, "memory": { "command": "true" } }));
+    for command in [["mcp", "get", "githbu"], ["mcp", "remove", "githbu"], ["mcp", "disable", "githbu"]] {
+        let out = env.clat(&command);
+        assert_eq!(out.status.code(), Some(2), "{command:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains("did you mean \"github\"?"), "{command:?}: {}", stderr(&out));
+    }
+    let out = env.clat(&["mcp", "remove", "zzz"]);
+    assert!(!stderr(&out).contains("did you mean"), "nothing near: {}", stderr(&out));
+}

@@ -282,3 +282,30 @@ fn a_project_entry_reads_only_the_variables_allowed_with_its_approval() {
     let out = env.clat(&["mcp", "approve", "--allow", "not a name"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
+
+/// The project's servers are visible before they start: `clat mcp list` shows them with whether the file is
+/// approved, and a short name that may be theirs says they were not started, and what approves them.
+#[test]
+fn unapproved_project_servers_are_listed_and_named_when_a_short_name_may_be_theirs() {
+    let env = TestEnv::trusted();
+    let server = clat_test_server_artifact::MCP_TEST_SERVER;
+    std::fs::write(
+        env.project.join(".mcp.json"),
+        serde_json::json!({ "mcpServers": { "team": { "command": server, "args": ["--tools", "1"] } } }).to_string(),
+    )
+    .unwrap();
+    let out = env.clat(&["mcp", "list"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let listed = stdout(&out);
+    assert!(listed.contains("the project's servers") && listed.contains("not approved"), "{listed}");
+    assert!(listed.contains("team") && listed.contains("clat mcp approve"), "{listed}");
+    let out = env.clat(&["mcp", "list", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["project"]["approval"], "new", "{v}");
+    assert_eq!(v["project"]["servers"][0]["name"], "team", "{v}");
+
+    let out = env.clat(&["call", "echo", "{}", "--mode", "full-access"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let said = stderr(&out);
+    assert!(said.contains("unknown tool") && said.contains("team") && said.contains("clat mcp approve"), "{said}");
+}

@@ -230,3 +230,42 @@ fn a_tool_changed_while_served_leaves_the_listing_and_the_client_is_told() {
     let _ = serve.kill();
     let _ = serve.wait();
 }
+
+/// A server that builds its schemas from sets lists them in another order at each start (mcp-atlassian): that is
+/// the same tool, never quarantined; another default is shown and pinned as listed; and a tool that did change is
+/// said to be quarantined — what changed and how to accept it — by `clat tools`, by its registered name and by the
+/// server's own.
+#[test]
+fn reordered_sets_hold_a_default_is_shown_and_a_quarantined_tool_is_said_so_by_every_name() {
+    let env = TestEnv::trusted();
+    let file = env.dir.path().join("tools.json");
+    let search = |required: Value, types: Value, default: &str, description: &str| {
+        json!([{ "name": "jira_search", "description": description, "inputSchema": {
+            "type": "object", "required": required,
+            "properties": { "jql": { "type": types }, "fields": { "type": "string", "default": default } } } }])
+    };
+    let write = |tools: Value| std::fs::write(&file, tools.to_string()).unwrap();
+    write(search(json!(["jql", "fields"]), json!(["string", "null"]), "summary,status", "Search issues"));
+    env.write_mcp_config(json!({ "jira": { "command": SERVER, "args": ["--tools-json-file", &file] } }));
+    assert_eq!(listed(&env), ["mcp_jira_jira_search"]);
+
+    write(search(json!(["fields", "jql"]), json!(["null", "string"]), "summary,status", "Search issues"));
+    assert_eq!(listed(&env), ["mcp_jira_jira_search"], "the sets in another order: the same tool");
+    assert!(!problems(&env, "jira").contains("quarantined"));
+
+    write(search(json!(["fields", "jql"]), json!(["null", "string"]), "status,summary", "Search issues"));
+    let shown = problems(&env, "jira");
+    assert!(shown.contains("another default") && shown.contains("status,summary"), "shown: {shown}");
+    assert!(!shown.contains("quarantined"), "{shown}");
+    assert_eq!(listed(&env), ["mcp_jira_jira_search"]);
+
+    let long = "Search issues with JQL. ".repeat(20);
+    write(search(json!(["fields", "jql"]), json!(["null", "string"]), "status,summary", &format!("{long}And mail.")));
+    for name in ["mcp_jira_jira_search", "jira_search"] {
+        let out = env.clat(&["tools", name]);
+        assert_eq!(out.status.code(), Some(4), "{name}: {}", stderr(&out));
+        let said = stderr(&out);
+        assert!(said.contains("quarantined") && said.contains("clat mcp accept jira jira_search"), "{name}: {said}");
+        assert!(said.contains("And mail."), "the differing part is shown, past the first 300 characters: {said}");
+    }
+}

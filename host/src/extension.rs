@@ -104,7 +104,8 @@ pub enum ExtensionState {
     Starting,
     /// Its tools are registered and callable.
     Ready,
-    /// It could not start, contributed nothing, or stopped for good; `problems` say why.
+    /// It could not start, or stopped for good; `problems` say why (one that started and lists no tools is
+    /// `Ready` with none).
     Failed,
     /// It stopped after it was ready and is being started again.
     Restarting,

@@ -36,7 +36,7 @@ pub use policy::identity::Identity;
 pub use policy::permissions::{Approval, ApprovalRequest, Approver, HeadlessApprover, TerminalApprover};
 pub use policy::pins::Quarantined;
 pub use registry::{
-    CallError, ExtensionSchemas, RegistrationError, SCHEMA_BYTES_PER_TOKEN, SchemaSize, SchemaTotals, SystemPrompt,
+    CallError, ExtensionSchemas, Quarantine, RegistrationError, SCHEMA_BYTES_PER_TOKEN, SchemaSize, SchemaTotals, SystemPrompt,
     ToolInfo, ToolMatch, ToolSource,
 };
 pub use run::{CollectingSink, EventSink, JsonLinesSink, NullSink, RunEvent, RunEventKind};

@@ -76,3 +76,20 @@ pub fn may_own(kind: ExternalKind, owner: &str, tool: &str) -> bool {
         && tool.is_char_boundary(keep)
         && tool[..keep] == prefix[..keep]
 }
+
+/// How alike a written name must be to a known one to be offered as "did you mean" (Jaro–Winkler).
+const NEAREST_MIN_SIMILARITY: f64 = 0.85;
+
+/// The known name nearest to `written` (each known name given with the forms it may be written in), when one is
+/// close enough to be what was meant.
+pub fn nearest<'a>(written: &str, known: impl IntoIterator<Item = (&'a str, Vec<&'a str>)>) -> Option<&'a str> {
+    known
+        .into_iter()
+        .map(|(name, forms)| {
+            let score = forms.into_iter().map(|form| strsim::jaro_winkler(form, written)).fold(0.0, f64::max);
+            (score, name)
+        })
+        .filter(|(score, _)| *score >= NEAREST_MIN_SIMILARITY)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, name)| name)
+}

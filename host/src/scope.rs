@@ -44,7 +44,7 @@ pub fn wasm_cache_dir(home: &ClatHome, compiler: crate::wasm::WasmCompiler) -> P
 }
 
 /// Why an extension was not started.
-const NOT_NEEDED: &str = "not started: this command does not use it";
+pub(crate) const NOT_NEEDED: &str = "not started: this command does not use it";
 
 /// Why a project could not be mounted.
 #[derive(Debug, thiserror::Error)]

@@ -198,15 +198,27 @@ impl Browser for SystemBrowser {
 }
 
 /// `clat mcp list`: the configured servers as `mcp.json` holds them, nothing started.
-fn list(platform: &Platform, json: bool) -> Result<(), Failure> {
-    let list = platform.servers().list()?;
+fn list(platform: &Platform, project: Option<PathBuf>, json: bool) -> Result<(), Failure> {
+    let servers = platform.servers();
+    let list = servers.list()?;
+    // The project's own servers too (the current directory's, or --project's), with whether they are approved.
+    let project = match project_dir(project) {
+        Ok(dir) => servers.list_project(&dir).ok().flatten(),
+        Err(_) => None,
+    };
+    let entry = |s: &crate::platform::ListedServer| {
+        json!({ "name": s.name, "transport": s.transport, "target": s.target, "enabled": s.enabled })
+    };
     if json {
-        let servers: Vec<Value> = list
-            .servers
-            .iter()
-            .map(|s| json!({ "name": s.name, "transport": s.transport, "target": s.target, "enabled": s.enabled }))
-            .collect();
-        outln!("{}", json!({ "file": list.file.display().to_string(), "servers": servers, "errors": list.errors }));
+        let servers: Vec<Value> = list.servers.iter().map(entry).collect();
+        let project = project.as_ref().map(|p| {
+            let servers: Vec<Value> = p.servers.iter().map(entry).collect();
+            json!({ "file": p.file.display().to_string(), "approval": p.approval, "servers": servers, "errors": p.errors })
+        });
+        outln!(
+            "{}",
+            json!({ "file": list.file.display().to_string(), "servers": servers, "errors": list.errors, "project": project })
+        );
         return Ok(());
     }
     if list.servers.is_empty() && list.errors.is_empty() {
@@ -217,6 +229,17 @@ fn list(platform: &Platform, json: bool) -> Result<(), Failure> {
     }
     for error in &list.errors {
         outln!("{error}");
+    }
+    if let Some(project) = project {
+        let approval = match project.approval {
+            "approved" => "approved".to_string(),
+            "changed" => "changed since you approved it: review it, then run `clat mcp approve`".to_string(),
+            _ => "not approved: review it, then run `clat mcp approve`".to_string(),
+        };
+        outln!("the project's servers, in {} ({approval}):", project.file.display());
+        for server in project.servers.iter().map(|s| &s.line).chain(&project.errors) {
+            outln!("  {server}");
+        }
     }
     Ok(())
 }
@@ -305,7 +328,7 @@ pub(crate) async fn mcp(
             Ok(Exit::Ok)
         }
         Some(McpCommand::List) => {
-            list(platform, json)?;
+            list(platform, project, json)?;
             Ok(Exit::Ok)
         }
         Some(McpCommand::Approve { allow }) => super::approve::approve(platform, &project_dir(project)?, allow, json),
@@ -379,7 +402,8 @@ pub(crate) async fn mcp(
             )
             .await?;
             if !found {
-                let message = format!("no server named {name:?} is configured (see `clat mcp`)");
+                let hint = servers.nearest(&name).map(|n| format!("; did you mean {n:?}?")).unwrap_or_default();
+                let message = format!("no server named {name:?} is configured (see `clat mcp`){hint}");
                 return Err(Failure::new(Exit::Usage, "configuration", message));
             }
             Ok(if failed { Exit::ServerFailed } else { Exit::Ok })

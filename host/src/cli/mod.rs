@@ -220,7 +220,7 @@ async fn dispatch(cli: Cli, shutdown: &Shutdown) -> Result<Exit, Failure> {
                     Ok(())
                 }
                 (Some(name), true) => {
-                    runs::resolve_tool_quietly(&project, name).map(|name| status::print_tool(&project, &name, json))
+                    runs::resolve_tool_quietly(&project, name).and_then(|name| status::print_tool(&project, &name, json))
                 }
             };
             project.close().await;

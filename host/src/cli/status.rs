@@ -3,8 +3,10 @@
 
 use serde_json::{Value, json};
 
+use super::exit::Failure;
 use crate::platform::Project;
 use crate::{
+    CallError, Quarantine,
     ExtensionKind, ExtensionState, ExtensionStatus, LoadingSettings, Login, SCHEMA_BYTES_PER_TOKEN, SchemaTotals,
     ToolInfo,
 };
@@ -184,11 +186,15 @@ pub(crate) fn print_tools(project: &Project, json: bool) {
 
 /// `clat tools NAME`: one registered tool — description, effect and why,
 /// source, and its arguments as a table (or the tool as JSON).
-pub(crate) fn print_tool(project: &Project, name: &str, json: bool) {
-    let Some(tool) = project.tools().into_iter().find(|t| t.name == name) else { return };
+pub(crate) fn print_tool(project: &Project, name: &str, json: bool) -> Result<(), Failure> {
+    // Held back: said as a call of it is refused, with what changed and how to accept it.
+    if let Some(Quarantine { accept, changes }) = project.quarantine(name) {
+        return Err(CallError::Quarantined { tool: name.to_string(), accept, changes }.into());
+    }
+    let Some(tool) = project.tools().into_iter().find(|t| t.name == name) else { return Ok(()) };
     if json {
         outln!("{}", json!(tool));
-        return;
+        return Ok(());
     }
     outln!("{}", tool.name);
     if tool.original_name != tool.name {
@@ -204,7 +210,7 @@ pub(crate) fn print_tool(project: &Project, name: &str, json: bool) {
     let rows = argument_rows(&tool.input_schema);
     if rows.is_empty() {
         outln!("  arguments    none");
-        return;
+        return Ok(());
     }
     outln!("  arguments");
     let widths = [0, 1, 2].map(|i| {
@@ -228,6 +234,7 @@ pub(crate) fn print_tool(project: &Project, name: &str, json: bool) {
         );
         outln!("{}", row.trim_end());
     }
+    Ok(())
 }
 
 /// One row per top-level property of a JSON Schema object: name, type (an

@@ -32,10 +32,20 @@ pub enum EditError {
     ReservedName(String),
     #[error("a server named {0:?} is already configured; use --force to replace it")]
     Exists(String),
-    #[error("no server named {0:?} is configured in {1}")]
-    NotConfigured(String, String),
+    #[error("no server named {0:?} is configured in {1}{}", did_you_mean(.2))]
+    NotConfigured(String, String, Option<String>),
     #[error("{0}")]
     BadEntry(ConfigError),
+}
+
+/// `; did you mean "NAME"?` when a configured name is near the one written.
+pub fn did_you_mean(nearest: &Option<String>) -> String {
+    nearest.as_ref().map(|n| format!("; did you mean {n:?}?")).unwrap_or_default()
+}
+
+/// The configured server's name nearest to `written`, if one is close.
+fn nearest_server(written: &str, entries: &Map<String, Value>) -> Option<String> {
+    crate::names::nearest(written, entries.keys().map(|k| (k.as_str(), vec![k.as_str()]))).map(str::to_string)
 }
 
 /// Write `path` atomically: a temporary file beside it, then a rename.
@@ -170,7 +180,7 @@ impl<'h> McpConfigFile<'h> {
         let file = self.file();
         self.edit(name, |entries| match entries.shift_remove(name) {
             Some(_) => Ok(()),
-            None => Err(EditError::NotConfigured(name.to_string(), file)),
+            None => Err(EditError::NotConfigured(name.to_string(), file, nearest_server(name, entries))),
         })
     }
 
@@ -178,10 +188,11 @@ impl<'h> McpConfigFile<'h> {
     pub fn set_enabled(&self, name: &str, enabled: bool) -> Result<(), EditError> {
         let file = self.file();
         self.edit(name, |entries| {
+            let nearest = nearest_server(name, entries);
             let entry = entries
                 .get_mut(name)
                 .and_then(Value::as_object_mut)
-                .ok_or_else(|| EditError::NotConfigured(name.to_string(), file))?;
+                .ok_or_else(|| EditError::NotConfigured(name.to_string(), file, nearest))?;
             entry.shift_remove("disabled");
             entry.shift_remove("enabled");
             if !enabled {

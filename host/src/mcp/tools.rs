@@ -85,6 +85,14 @@ impl McpServer {
         };
         for (spec, verdict) in candidates.into_iter().zip(verdicts) {
             let registered = self.registered.locked().contains(&spec.name);
+            if let Verdict::Restated(changes) = &verdict {
+                problems.push(format!(
+                    "tool {:?} lists another default or example than it was pinned with ({}); not quarantined: the \
+                     pin takes it",
+                    spec.name,
+                    changes.join("; ")
+                ));
+            }
             if let Verdict::Changed(changes) = verdict {
                 let accept = format!("`clat mcp accept {} {}`", self.name, spec.name);
                 let reason = format!(

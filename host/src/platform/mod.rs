@@ -59,7 +59,8 @@ pub use plugins::{
 pub use project::{Project, ToolNameError};
 pub use run::{Run, RunOptions};
 pub use servers::{
-    AcceptedTools, AddedServer, ApprovedServer, ListedServer, ProjectApproval, RegistryRequest, ServerAdminError,
+    AcceptedTools, AddedServer, ApprovedServer, ListedServer, ProjectApproval, ProjectServerList, RegistryRequest,
+    ServerAdminError,
     ServerList, ServerScope, Servers,
 };
 

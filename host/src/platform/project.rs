@@ -152,6 +152,10 @@ impl Project {
             0 => {}
             _ => return Err(ToolNameError::Ambiguous { written: written.to_string(), tools: owning }),
         }
+        // A quarantined tool by its server's own name: its registered name, refused with what changed.
+        if let Some(registered) = self.scope.registry().quarantined_named(written) {
+            return Ok(registered);
+        }
         // A tool of an extension that failed to start, or was not started (disabled, a project server not approved
         // yet): say why it is missing (a server that needs a login says how to log in).
         use crate::extension::ExtensionState::{Configured, Failed};
@@ -167,20 +171,31 @@ impl Project {
                 extension: extension.name,
             });
         }
-        let nearest = tools
+        let normalized: Vec<String> = tools.iter().map(|t| crate::names::normalize_segment(&t.original_name)).collect();
+        let known = tools
             .iter()
-            .map(|t| {
-                let normalized = crate::names::normalize_segment(&t.original_name);
-                let score = [t.name.as_str(), &t.original_name, &normalized]
-                    .into_iter()
-                    .map(|known| strsim::jaro_winkler(known, written))
-                    .fold(0.0, f64::max);
-                (score, t.name.as_str())
-            })
-            .filter(|(score, _)| *score >= 0.85)
-            .max_by(|a, b| a.0.total_cmp(&b.0))
-            .map(|(_, name)| name.to_string());
-        Err(ToolNameError::Unknown { written: written.to_string(), nearest })
+            .zip(&normalized)
+            .map(|(t, normalized)| (t.name.as_str(), vec![t.name.as_str(), &t.original_name, normalized]));
+        let nearest = crate::names::nearest(written, known).map(str::to_string);
+        // A short name may be a tool of a server that was not started (a project's not approved): say which, and why.
+        let unstarted: Vec<ExtensionStatus> = self
+            .extensions()
+            .into_iter()
+            .filter(|e| e.state == Configured && e.kind.is_mcp())
+            .filter(|e| e.problems.first().is_some_and(|p| p != crate::scope::NOT_NEEDED))
+            .collect();
+        let not_started = unstarted.first().map(|first| {
+            let names: Vec<&str> = unstarted.iter().map(|e| e.name.as_str()).collect();
+            format!("it may be a tool of {}, not started: {}", names.join(", "), first.problems[0])
+        });
+        Err(ToolNameError::Unknown { written: written.to_string(), nearest, not_started })
+    }
+
+    /// Why the tool registered as `name` is quarantined (its definition
+    /// changed since it was pinned: what changed, and the command that accepts
+    /// it), if it is.
+    pub fn quarantine(&self, name: &str) -> Option<crate::registry::Quarantine> {
+        self.scope.registry().quarantined(name)
     }
 
     /// The project's parts (registry, services, extensions), for the command line and tests.
@@ -217,16 +232,19 @@ pub enum ToolNameError {
     },
     /// No tool has it; `nearest` is a registered name close to it.
     #[error(
-        "unknown tool {written:?}; {}",
+        "unknown tool {written:?}; {}{}",
         match nearest {
             Some(close) => format!("did you mean {close:?}? (`clat tools` lists the registered tools)"),
             None => "`clat tools` lists the registered tools".to_string(),
-        }
+        },
+        not_started.as_ref().map(|n| format!("; {n}")).unwrap_or_default()
     )]
     Unknown {
         /// The name as written.
         written: String,
         /// A registered name close to it.
         nearest: Option<String>,
+        /// The servers that were not started (disabled, a project's not approved), which may have it, and why.
+        not_started: Option<String>,
     },
 }

@@ -94,6 +94,19 @@ pub struct ServerList {
     pub errors: Vec<String>,
 }
 
+/// A project's `.mcp.json`, nothing started.
+#[derive(Debug, Clone)]
+pub struct ProjectServerList {
+    /// The file.
+    pub file: PathBuf,
+    /// `approved`, `new` (never approved) or `changed` (approved once, with other content).
+    pub approval: &'static str,
+    /// Its entries.
+    pub servers: Vec<ListedServer>,
+    /// Why the file or some of its entries cannot be used.
+    pub errors: Vec<String>,
+}
+
 /// One server of an approved project file.
 #[derive(Debug, Clone)]
 pub struct ApprovedServer {
@@ -273,32 +286,36 @@ impl Servers<'_> {
         Ok(entry.map(|e| masked_entry(&e, show_secrets)))
     }
 
+    /// The configured server's name nearest to `written`, when one is close enough to be what was meant.
+    pub fn nearest(&self, written: &str) -> Option<String> {
+        let list = self.list().ok()?;
+        crate::names::nearest(written, list.servers.iter().map(|s| (s.name.as_str(), vec![s.name.as_str()])))
+            .map(str::to_string)
+    }
+
+    /// The servers of the project at `dir`'s `.mcp.json`, with whether it is approved; `None` without one.
+    pub fn list_project(&self, dir: &Path) -> Result<Option<ProjectServerList>, ServerAdminError> {
+        let root = canonical_project(dir)?;
+        let configuration = |e: std::io::Error| ServerAdminError::Configuration(e.to_string());
+        let Some(file) = project_servers::read(&root).map_err(configuration)? else { return Ok(None) };
+        let approval = match project_servers::approval(self.home, &root, &file)? {
+            project_servers::Approval::Approved => "approved",
+            project_servers::Approval::New => "new",
+            project_servers::Approval::Changed => "changed",
+        };
+        let (servers, errors) = match project_servers::servers_of(&file) {
+            Ok(entries) => (entries.iter().map(|(name, entry)| listed(name, entry)).collect(), Vec::new()),
+            Err(why) => (Vec::new(), vec![why]),
+        };
+        Ok(Some(ProjectServerList { file: file.path, approval, servers, errors }))
+    }
+
     /// The user's configured servers as `mcp.json` holds them.
     pub fn list(&self) -> Result<ServerList, ServerAdminError> {
         let file = self.config_file();
         let config = crate::mcp::sources::read_config(&file, &crate::mcp::ENTRY_TIMEOUT_BOUNDS)
             .map_err(|e| ServerAdminError::Configuration(e.to_string()))?;
-        let servers = config
-            .servers
-            .iter()
-            .map(|(name, entry)| {
-                let (transport, target) = match &entry.transport {
-                    EntryTransport::Stdio { command, args, .. } => {
-                        let words: Vec<&str> =
-                            std::iter::once(command.as_str()).chain(args.iter().map(String::as_str)).collect();
-                        ("stdio", words.join(" "))
-                    }
-                    EntryTransport::Http { url, .. } => ("http", url.clone()),
-                };
-                ListedServer {
-                    name: name.clone(),
-                    transport,
-                    target: crate::redact::redact(&target),
-                    enabled: entry.enabled,
-                    line: project_servers::entry_line(name, entry),
-                }
-            })
-            .collect();
+        let servers = config.servers.iter().map(|(name, entry)| listed(name, entry)).collect();
         Ok(ServerList { file, servers, errors: config.errors.iter().map(ToString::to_string).collect() })
     }
 
@@ -379,5 +396,23 @@ impl Servers<'_> {
         let approvals_revoked =
             crate::policy::approvals::revoke_extension_wide(self.home, &root, &format!("mcp:{name}"))?;
         Ok(AcceptedTools { accepted, approvals_revoked })
+    }
+}
+
+/// One entry as a listing shows it.
+fn listed(name: &str, entry: &clat_mcp::config::ServerEntry) -> ListedServer {
+    let (transport, target) = match &entry.transport {
+        EntryTransport::Stdio { command, args, .. } => {
+            let words: Vec<&str> = std::iter::once(command.as_str()).chain(args.iter().map(String::as_str)).collect();
+            ("stdio", words.join(" "))
+        }
+        EntryTransport::Http { url, .. } => ("http", url.clone()),
+    };
+    ListedServer {
+        name: name.to_string(),
+        transport,
+        target: crate::redact::redact(&target),
+        enabled: entry.enabled,
+        line: project_servers::entry_line(name, entry),
     }
 }

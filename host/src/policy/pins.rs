@@ -9,6 +9,13 @@
 //! (`approvals.rs`), so a changed tool never inherits one. A plugin's listing
 //! is pinned by its artifact digest instead (its identity, `identity.rs`).
 //!
+//! Definitions are compared canonically, as JSON Schema reads them: object
+//! keys in any order, and the arrays of the keywords whose values are sets
+//! (`required`, `enum`, `type`) in any order — a server that builds them from
+//! a set lists them in another order each time it starts. A change only in
+//! what illustrates (`default`, `examples`) is shown with the server's
+//! problems, and the pin takes it, but it quarantines nothing.
+//!
 //! Updates are read-modify-write under the home's advisory lock, replaced
 //! atomically; a malformed file is an error (every tool of the project's
 //! servers would be pinned anew otherwise), never read as empty.
@@ -31,6 +38,14 @@ pub const PINS_FILE: &str = "pins.json";
 const VERSION: u32 = 1;
 /// How much of a changed description or schema a quarantine shows, per side.
 const CHANGE_SHOWN_CHARS: usize = 300;
+/// How much of a changed part a quarantine shows before its first difference.
+const CHANGE_CONTEXT_CHARS: usize = 60;
+/// The JSON Schema keywords whose array values are sets: their order means nothing.
+const SET_KEYWORDS: [&str; 3] = ["required", "enum", "type"];
+/// The keywords whose values only illustrate: a change in them is shown, never quarantined.
+const ILLUSTRATIVE_KEYWORDS: [&str; 2] = ["default", "examples"];
+/// The keywords whose values map names (of properties, of definitions) to schemas.
+const SCHEMA_MAPS: [&str; 5] = ["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"];
 
 /// What a tool is, as a model is offered it and the permission pipeline judges it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,10 +84,29 @@ impl Definition {
         Definition { title: spec.title.clone(), description: spec.description.clone(), input_schema, annotations }
     }
 
-    /// `sha256:HEX` of the tool's name and this definition.
+    /// `sha256:HEX` of the tool's name and this definition as it binds: its
+    /// schema canonical (a pin kept before set keywords were compared as
+    /// sets hashes alike), what only illustrates left out.
     pub fn hash(&self, name: &str) -> String {
-        let text = serde_json::to_string(&(name, self)).expect("a definition serializes");
+        let binding = Definition { input_schema: self.binding_schema(), ..self.clone() };
+        let text = serde_json::to_string(&(name, &binding)).expect("a definition serializes");
         format!("sha256:{}", hex(&Sha256::digest(text.as_bytes())))
+    }
+
+    /// The input schema, canonical, without what only illustrates.
+    fn binding_schema(&self) -> String {
+        match serde_json::from_str::<Value>(&self.input_schema) {
+            Ok(schema) => without_illustrations(&canonical(&schema)).to_string(),
+            Err(_) => self.input_schema.clone(),
+        }
+    }
+
+    /// The input schema, canonical (what only illustrates kept).
+    fn full_schema(&self) -> String {
+        match serde_json::from_str::<Value>(&self.input_schema) {
+            Ok(schema) => canonical(&schema).to_string(),
+            Err(_) => self.input_schema.clone(),
+        }
     }
 
     /// What changed from `self` to `now`, one line per part, each side shortened.
@@ -80,12 +114,13 @@ impl Definition {
         let mut changes = Vec::new();
         let mut part = |what: &str, was: &str, is: &str| {
             if was != is {
-                changes.push(format!("{what}: was {:?}, now {:?}", shown(was), shown(is)));
+                let from = first_difference(was, is);
+                changes.push(format!("{what}: was {:?}, now {:?}", shown(was, from), shown(is, from)));
             }
         };
         part("title", self.title.as_deref().unwrap_or(""), now.title.as_deref().unwrap_or(""));
         part("description", &self.description, &now.description);
-        part("input schema", &self.input_schema, &now.input_schema);
+        part("input schema", &self.full_schema(), &now.full_schema());
         let annotations = |a: &BTreeMap<String, Value>| serde_json::to_string(a).unwrap_or_default();
         part("annotations", &annotations(&self.annotations), &annotations(&now.annotations));
         changes
@@ -97,24 +132,69 @@ pub fn definition_hash(spec: &ToolSpec) -> String {
     Definition::of(spec).hash(&spec.name)
 }
 
-/// `value` with every object's keys sorted, so that equal schemas hash alike.
+/// `value` with every object's keys sorted, and the arrays of the set
+/// keywords (`SET_KEYWORDS`) sorted, so that equal schemas hash alike.
 fn canonical(value: &Value) -> Value {
     match value {
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
             keys.sort();
-            Value::Object(keys.into_iter().map(|k| (k.clone(), canonical(&map[k]))).collect())
+            let entry = |k: &String| {
+                let value = match &map[k] {
+                    Value::Array(items) if SET_KEYWORDS.contains(&k.as_str()) => {
+                        let mut items: Vec<Value> = items.iter().map(canonical).collect();
+                        items.sort_by_cached_key(Value::to_string);
+                        Value::Array(items)
+                    }
+                    other => canonical(other),
+                };
+                (k.clone(), value)
+            };
+            Value::Object(keys.into_iter().map(entry).collect())
         }
         Value::Array(items) => Value::Array(items.iter().map(canonical).collect()),
         other => other.clone(),
     }
 }
 
-fn shown(text: &str) -> String {
-    match text.char_indices().nth(CHANGE_SHOWN_CHARS) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_string(),
+/// A schema without what only illustrates (`ILLUSTRATIVE_KEYWORDS`), in it
+/// and its subschemas; a property or definition of that name stays.
+fn without_illustrations(schema: &Value) -> Value {
+    match schema {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, _)| !ILLUSTRATIVE_KEYWORDS.contains(&k.as_str()))
+                .map(|(k, v)| {
+                    let v = match v {
+                        Value::Object(named) if SCHEMA_MAPS.contains(&k.as_str()) => Value::Object(
+                            named.iter().map(|(name, s)| (name.clone(), without_illustrations(s))).collect(),
+                        ),
+                        other => without_illustrations(other),
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(without_illustrations).collect()),
+        other => other.clone(),
     }
+}
+
+/// `text` shortened to `CHANGE_SHOWN_CHARS`, from `CHANGE_CONTEXT_CHARS` before its character `from` on.
+fn shown(text: &str, from: usize) -> String {
+    let start = from.saturating_sub(CHANGE_CONTEXT_CHARS);
+    let begin = text.char_indices().nth(start).map_or(text.len(), |(i, _)| i);
+    let rest = &text[begin..];
+    let head = if begin > 0 { "…" } else { "" };
+    match rest.char_indices().nth(CHANGE_SHOWN_CHARS) {
+        Some((end, _)) => format!("{head}{}…", &rest[..end]),
+        None => format!("{head}{rest}"),
+    }
+}
+
+/// Where two texts first differ, in characters.
+fn first_difference(a: &str, b: &str) -> usize {
+    a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count()
 }
 
 /// One tool's pin: the definition accepted, and a changed one listed since, awaiting acceptance.
@@ -165,6 +245,8 @@ fn update<T>(
 pub enum Verdict {
     /// Listed as pinned (or listed for the first time, and pinned now).
     Pinned,
+    /// Listed as pinned but for what only illustrates (`default`, `examples`): the pin takes it; what changed.
+    Restated(Vec<String>),
     /// Its definition differs from the one pinned: what changed, one line per part.
     Changed(Vec<String>),
 }
@@ -197,9 +279,13 @@ impl ToolPins {
                             pins.insert(spec.name.clone(), Pin { hash, definition, listed: None });
                             Verdict::Pinned
                         }
-                        Some(pin) if pin.hash == hash => {
+                        // Compared by what binds, as hashed now (a pin kept under an older hash too).
+                        Some(pin) if pin.definition.hash(&spec.name) == hash => {
                             pin.listed = None;
-                            Verdict::Pinned
+                            let restated = pin.definition.full_schema() != definition.full_schema();
+                            let changes = pin.definition.changes(&definition);
+                            *pin = Pin { hash, definition, listed: None };
+                            if restated { Verdict::Restated(changes) } else { Verdict::Pinned }
                         }
                         Some(pin) => {
                             let changes = pin.definition.changes(&definition);
@@ -333,6 +419,52 @@ mod tests {
         // Listing the pinned definition again clears what was waiting.
         assert_eq!(pins.check("srv", &[&second]).unwrap(), [Verdict::Pinned]);
         assert!(quarantined(&home, &project, "srv").unwrap().is_empty());
+    }
+
+    #[test]
+    fn set_keywords_compare_as_sets_and_a_default_or_example_change_is_shown_not_quarantined() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = ClatHome::at(&dir.path().join("home"));
+        let pins = ToolPins::new(&home, dir.path());
+        // As mcp-atlassian lists them: its sets in another order at each start.
+        let first = spec(
+            "Search",
+            r#"{"type":"object","required":["jql","fields"],"properties":{"jql":{"type":["string","null"]},
+               "fields":{"type":"string","enum":["summary","status"],"default":"summary,status"}}}"#,
+        );
+        let reordered = spec(
+            "Search",
+            r#"{"properties":{"fields":{"default":"summary,status","enum":["status","summary"],"type":"string"},
+               "jql":{"type":["null","string"]}},"required":["fields","jql"],"type":"object"}"#,
+        );
+        assert_eq!(definition_hash(&first), definition_hash(&reordered));
+        assert_eq!(pins.check("srv", &[&first]).unwrap(), [Verdict::Pinned]);
+        assert_eq!(pins.check("srv", &[&reordered]).unwrap(), [Verdict::Pinned], "the same tool, reordered");
+
+        // Another default: shown, pinned as listed, not quarantined.
+        let other_default = spec("Search", &first.input_schema.replace("summary,status", "status,summary"));
+        let Verdict::Restated(changes) = &pins.check("srv", &[&other_default]).unwrap()[0] else {
+            panic!("restated")
+        };
+        assert!(changes[0].starts_with("input schema:") && changes[0].contains("status,summary"), "{changes:?}");
+        assert_eq!(pins.check("srv", &[&other_default]).unwrap(), [Verdict::Pinned], "the pin took it");
+        assert!(quarantined(&home, dir.path(), "srv").unwrap().is_empty());
+
+        // A property named `default` is a property, not an illustration; a required field more is a change.
+        let named_default = spec("Search", r#"{"type":"object","properties":{"default":{"type":"string"}}}"#);
+        let named_other = spec("Search", r#"{"type":"object","properties":{"default":{"type":"integer"}}}"#);
+        assert_ne!(definition_hash(&named_default), definition_hash(&named_other));
+        let more = spec("Search", &first.input_schema.replace(r#"["jql","fields"]"#, r#"["jql","fields","x"]"#));
+        assert!(matches!(pins.check("srv", &[&more]).unwrap()[0], Verdict::Changed(_)));
+    }
+
+    #[test]
+    fn a_long_change_is_shown_from_just_before_its_first_difference() {
+        let long = "x".repeat(1000);
+        let (was, now) = (spec(&format!("{long} old"), "{}"), spec(&format!("{long} new"), "{}"));
+        let changes = Definition::of(&was).changes(&Definition::of(&now));
+        assert!(changes[0].contains("old") && changes[0].contains("new"), "{changes:?}");
+        assert!(changes[0].starts_with("description: was \"…"), "{changes:?}");
     }
 
     #[test]

@@ -148,7 +148,8 @@ pub struct Registry {
     /// freeze with the tools and hold their extension's lease.
     prompts: RwLock<Vec<(SystemPrompt, Arc<Lease>)>>,
     /// Tools held back because their definition changed since it was pinned, by registered name.
-    quarantined: RwLock<HashMap<String, Quarantine>>,
+    /// Registered name → the extension's kind and name, and why.
+    quarantined: RwLock<HashMap<String, (ExternalKind, String, Quarantine)>>,
     /// Bumped when a registered tool leaves the listing while the registry is in use (a quarantine).
     listing_changes: tokio::sync::watch::Sender<u64>,
 }
@@ -196,7 +197,7 @@ impl Registry {
     pub fn quarantine(&self, kind: ExternalKind, owner: &str, tool: &str, why: Quarantine) {
         let name = external_tool_name(kind, owner, tool);
         let registered = self.tools.read_locked().by_name.contains_key(&name);
-        self.quarantined.write_locked().insert(name, why);
+        self.quarantined.write_locked().insert(name, (kind, owner.to_string(), why));
         if registered {
             self.listing_changes.send_modify(|n| *n += 1);
         }
@@ -209,7 +210,19 @@ impl Registry {
 
     /// Why the tool registered as `name` is quarantined, if it is.
     pub fn quarantined(&self, name: &str) -> Option<Quarantine> {
-        self.quarantined.read_locked().get(name).cloned()
+        self.quarantined.read_locked().get(name).map(|(_, _, why)| why.clone())
+    }
+
+    /// The registered name of the quarantined tool `written` names by any of
+    /// its names (registered, its extension's own, that normalized), if one does.
+    pub fn quarantined_named(&self, written: &str) -> Option<String> {
+        let held = self.quarantined.read_locked();
+        let mut named = held.iter().filter(|(registered, (kind, owner, _))| {
+            registered.as_str() == written || crate::names::names_tool(*kind, owner, registered, written)
+        });
+        let first = named.next().map(|(registered, _)| registered.clone());
+        // Two quarantined tools of that own name: none is meant more than the other.
+        if named.next().is_some() { None } else { first }
     }
 
     fn report(&self, error: RegistrationError) -> RegistrationError {
