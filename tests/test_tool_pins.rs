@@ -245,21 +245,23 @@ fn reordered_sets_hold_a_default_is_shown_and_a_quarantined_tool_is_said_so_by_e
             "properties": { "jql": { "type": types }, "fields": { "type": "string", "default": default } } } }])
     };
     let write = |tools: Value| std::fs::write(&file, tools.to_string()).unwrap();
-    write(search(json!(["jql", "fields"]), json!(["string", "null"]), "summary,status", "Search issues"));
+    // A long description: a change at its end is past the first 300 characters.
+    let long = "Search issues with JQL. ".repeat(20);
+    let servers_tools = || listed(&env).into_iter().filter(|t| t.starts_with("mcp_")).collect::<Vec<_>>();
+    write(search(json!(["jql", "fields"]), json!(["string", "null"]), "summary,status", &long));
     env.write_mcp_config(json!({ "jira": { "command": SERVER, "args": ["--tools-json-file", &file] } }));
-    assert_eq!(listed(&env), ["mcp_jira_jira_search"]);
+    assert_eq!(servers_tools(), ["mcp_jira_jira_search"]);
 
-    write(search(json!(["fields", "jql"]), json!(["null", "string"]), "summary,status", "Search issues"));
-    assert_eq!(listed(&env), ["mcp_jira_jira_search"], "the sets in another order: the same tool");
+    write(search(json!(["fields", "jql"]), json!(["null", "string"]), "summary,status", &long));
+    assert_eq!(servers_tools(), ["mcp_jira_jira_search"], "the sets in another order: the same tool");
     assert!(!problems(&env, "jira").contains("quarantined"));
 
-    write(search(json!(["fields", "jql"]), json!(["null", "string"]), "status,summary", "Search issues"));
+    write(search(json!(["fields", "jql"]), json!(["null", "string"]), "status,summary", &long));
     let shown = problems(&env, "jira");
     assert!(shown.contains("another default") && shown.contains("status,summary"), "shown: {shown}");
-    assert!(!shown.contains("quarantined"), "{shown}");
-    assert_eq!(listed(&env), ["mcp_jira_jira_search"]);
+    assert!(!shown.contains("is quarantined"), "{shown}");
+    assert_eq!(servers_tools(), ["mcp_jira_jira_search"]);
 
-    let long = "Search issues with JQL. ".repeat(20);
     write(search(json!(["fields", "jql"]), json!(["null", "string"]), "status,summary", &format!("{long}And mail.")));
     for name in ["mcp_jira_jira_search", "jira_search"] {
         let out = env.clat(&["tools", name]);

@@ -36,8 +36,8 @@ pub use policy::identity::Identity;
 pub use policy::permissions::{Approval, ApprovalRequest, Approver, HeadlessApprover, TerminalApprover};
 pub use policy::pins::Quarantined;
 pub use registry::{
-    CallError, ExtensionSchemas, Quarantine, RegistrationError, SCHEMA_BYTES_PER_TOKEN, SchemaSize, SchemaTotals, SystemPrompt,
-    ToolInfo, ToolMatch, ToolSource,
+    CallError, ExtensionSchemas, Quarantine, RegistrationError, SCHEMA_BYTES_PER_TOKEN, SchemaSize, SchemaTotals,
+    SystemPrompt, ToolInfo, ToolMatch, ToolSource,
 };
 pub use run::{CollectingSink, EventSink, JsonLinesSink, NullSink, RunEvent, RunEventKind};
 pub use scope::ScopeError;

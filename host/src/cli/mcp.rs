@@ -206,9 +206,7 @@ fn list(platform: &Platform, project: Option<PathBuf>, json: bool) -> Result<(),
         Ok(dir) => servers.list_project(&dir).ok().flatten(),
         Err(_) => None,
     };
-    let entry = |s: &crate::platform::ListedServer| {
-        json!({ "name": s.name, "transport": s.transport, "target": s.target, "enabled": s.enabled })
-    };
+    let entry = |s: &crate::platform::ListedServer| json!({ "name": s.name, "transport": s.transport, "target": s.target, "enabled": s.enabled });
     if json {
         let servers: Vec<Value> = list.servers.iter().map(entry).collect();
         let project = project.as_ref().map(|p| {

@@ -219,9 +219,8 @@ async fn dispatch(cli: Cli, shutdown: &Shutdown) -> Result<Exit, Failure> {
                     }
                     Ok(())
                 }
-                (Some(name), true) => {
-                    runs::resolve_tool_quietly(&project, name).and_then(|name| status::print_tool(&project, &name, json))
-                }
+                (Some(name), true) => runs::resolve_tool_quietly(&project, name)
+                    .and_then(|name| status::print_tool(&project, &name, json)),
             };
             project.close().await;
             shown.map(|()| Exit::Ok)

@@ -6,9 +6,8 @@ use serde_json::{Value, json};
 use super::exit::Failure;
 use crate::platform::Project;
 use crate::{
-    CallError, Quarantine,
-    ExtensionKind, ExtensionState, ExtensionStatus, LoadingSettings, Login, SCHEMA_BYTES_PER_TOKEN, SchemaTotals,
-    ToolInfo,
+    CallError, ExtensionKind, ExtensionState, ExtensionStatus, LoadingSettings, Login, Quarantine,
+    SCHEMA_BYTES_PER_TOKEN, SchemaTotals, ToolInfo,
 };
 
 fn transport(kind: ExtensionKind) -> &'static str {

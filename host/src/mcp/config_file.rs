@@ -32,8 +32,8 @@ pub enum EditError {
     ReservedName(String),
     #[error("a server named {0:?} is already configured; use --force to replace it")]
     Exists(String),
-    #[error("no server named {0:?} is configured in {1}{}", did_you_mean(.2))]
-    NotConfigured(String, String, Option<String>),
+    #[error("no server named {name:?} is configured in {file}{}", did_you_mean(nearest))]
+    NotConfigured { name: String, file: String, nearest: Option<String> },
     #[error("{0}")]
     BadEntry(ConfigError),
 }
@@ -180,7 +180,9 @@ impl<'h> McpConfigFile<'h> {
         let file = self.file();
         self.edit(name, |entries| match entries.shift_remove(name) {
             Some(_) => Ok(()),
-            None => Err(EditError::NotConfigured(name.to_string(), file, nearest_server(name, entries))),
+            None => {
+                Err(EditError::NotConfigured { name: name.to_string(), file, nearest: nearest_server(name, entries) })
+            }
         })
     }
 
@@ -192,7 +194,7 @@ impl<'h> McpConfigFile<'h> {
             let entry = entries
                 .get_mut(name)
                 .and_then(Value::as_object_mut)
-                .ok_or_else(|| EditError::NotConfigured(name.to_string(), file, nearest))?;
+                .ok_or_else(|| EditError::NotConfigured { name: name.to_string(), file, nearest })?;
             entry.shift_remove("disabled");
             entry.shift_remove("enabled");
             if !enabled {

@@ -60,8 +60,7 @@ pub use project::{Project, ToolNameError};
 pub use run::{Run, RunOptions};
 pub use servers::{
     AcceptedTools, AddedServer, ApprovedServer, ListedServer, ProjectApproval, ProjectServerList, RegistryRequest,
-    ServerAdminError,
-    ServerList, ServerScope, Servers,
+    ServerAdminError, ServerList, ServerScope, Servers,
 };
 
 use std::collections::HashMap;

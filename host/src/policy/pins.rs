@@ -443,9 +443,7 @@ mod tests {
 
         // Another default: shown, pinned as listed, not quarantined.
         let other_default = spec("Search", &first.input_schema.replace("summary,status", "status,summary"));
-        let Verdict::Restated(changes) = &pins.check("srv", &[&other_default]).unwrap()[0] else {
-            panic!("restated")
-        };
+        let Verdict::Restated(changes) = &pins.check("srv", &[&other_default]).unwrap()[0] else { panic!("restated") };
         assert!(changes[0].starts_with("input schema:") && changes[0].contains("status,summary"), "{changes:?}");
         assert_eq!(pins.check("srv", &[&other_default]).unwrap(), [Verdict::Pinned], "the pin took it");
         assert!(quarantined(&home, dir.path(), "srv").unwrap().is_empty());
