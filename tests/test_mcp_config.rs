@@ -401,3 +401,20 @@ fn a_server_name_written_slightly_wrong_is_answered_with_the_one_meant() {
     let out = env.clat(&["mcp", "remove", "zzz"]);
     assert!(!stderr(&out).contains("did you mean"), "nothing near: {}", stderr(&out));
 }
+
+/// A server that starts and lists no tools is `ready` with none (its prompts may still serve), as docs/cli.md says.
+#[test]
+fn a_server_that_lists_no_tools_is_ready_with_none() {
+    let env = TestEnv::trusted();
+    let server = clat_test_server_artifact::MCP_TEST_SERVER;
+    env.write_mcp_config(json!({ "empty": { "command": server, "args": ["--tools", "0"] } }));
+    let out = env.clat(&["mcp", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let status: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let empty = &status["servers"][0];
+    assert_eq!(
+        (empty["name"].as_str(), empty["state"].as_str(), empty["tools"].as_u64()),
+        (Some("empty"), Some("ready"), Some(0)),
+        "{status}"
+    );
+}
