@@ -78,7 +78,7 @@ pub struct Listing {
 
 /// The file: the key, each tool exactly as listed (its schemas as the text it gave, so one registration refuses
 /// stays refused) with its definition's hash, the registered names, and a plugin's facts.
-#[derive(Default, Serialize, Deserialize)]
+#[derive(Default, PartialEq, Serialize, Deserialize)]
 struct ListingFile {
     #[serde(default)]
     version: u32,
@@ -101,6 +101,19 @@ struct ListingFile {
 
 crate::versioned_record!(ListingFile, 1..=1);
 
+/// A record as a short-name lookup reads it: what it was listed under and the registered names, not the
+/// definitions (the other fields are skipped, not built; it is never written).
+#[derive(Default, Serialize, Deserialize)]
+struct ListedNames {
+    #[serde(default)]
+    version: u32,
+    key: Option<ListingKey>,
+    #[serde(default)]
+    registered: Vec<String>,
+}
+
+crate::versioned_record!(ListedNames, 1..=1);
+
 /// The era a stdio server's start learned, under what (`mcp/eras.rs`'s key) and when (seconds since the epoch).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LearnedEra {
@@ -111,7 +124,7 @@ pub struct LearnedEra {
 }
 
 /// A `ToolSpec`, field for field, and the hash of its definition.
-#[derive(Serialize, Deserialize)]
+#[derive(PartialEq, Serialize, Deserialize)]
 struct KeptTool {
     name: String,
     title: Option<String>,
@@ -124,7 +137,7 @@ struct KeptTool {
 }
 
 /// `ToolAnnotations`, field for field.
-#[derive(Serialize, Deserialize)]
+#[derive(PartialEq, Serialize, Deserialize)]
 struct KeptAnnotations {
     title: Option<String>,
     read_only: Option<bool>,
@@ -212,9 +225,8 @@ pub fn keep_listed(home: &ClatHome, kind: ExtensionKind, extension: &str, listin
         sees_preopens: listing.sees_preopens,
         era: None,
     };
-    let text = |file: &ListingFile| serde_json::to_string(file).unwrap_or_default();
     change(home, kind, extension, |file| {
-        let changed = text(file) != text(&kept);
+        let changed = *file != kept;
         *file = kept;
         changed
     })
@@ -243,8 +255,7 @@ pub fn remember(
             changed = true;
         }
         if let Some(tools) = tools {
-            let text = |tools: &[KeptTool]| serde_json::to_string(tools).unwrap_or_default();
-            changed |= text(&file.tools) != text(&tools);
+            changed |= file.tools != tools;
             file.tools = tools;
         }
         file.registered = registered.to_vec();
@@ -306,11 +317,18 @@ fn all(home: &ClatHome, kind: ExtensionKind) -> Vec<(String, Listing)> {
 /// (`current`: `mcp:NAME` → identity); `None` when none has one (then only
 /// starting every extension can tell what it is, or what it is close to).
 pub fn registered_names(home: &ClatHome, written: &str, current: &HashMap<String, Identity>) -> Option<Vec<String>> {
-    let found: Vec<String> = all(home, ExtensionKind::McpStdio)
-        .into_iter()
-        .filter(|(server, listing)| current.get(&format!("mcp:{server}")) == Some(&listing.key.artifact))
-        .flat_map(|(server, listing)| {
-            listing.registered.into_iter().filter(move |tool| names_tool(ExternalKind::Mcp, &server, tool, written))
+    // Only the configured servers' records are read, and of each only its key and names: a `clat call` pays this.
+    let found: Vec<String> = current
+        .iter()
+        .filter_map(|(key, identity)| Some((key.strip_prefix("mcp:")?, identity)))
+        .filter_map(|(server, identity)| {
+            let document: Document<ListedNames> =
+                Document::at(format!("{SERVER_LISTINGS_DIR}/{server}.json"), Bound::Record);
+            let names = document.read(home).ok()?;
+            (names.key?.artifact == *identity).then_some((server, names.registered))
+        })
+        .flat_map(|(server, registered)| {
+            registered.into_iter().filter(move |tool| names_tool(ExternalKind::Mcp, server, tool, written))
         })
         .collect();
     (!found.is_empty()).then_some(found)

@@ -24,40 +24,37 @@ use crate::policy::identity::Identity;
 const LEGACY: &str = "legacy";
 const MODERN: &str = "modern";
 
-/// Where one stdio server's era is kept, and the key it must match.
+/// Where one stdio server's era is kept, and what its key is made of (the
+/// key itself is worked out at the server's first start, not when it is configured).
 #[derive(Debug, Clone)]
 pub struct EraBook {
     home: ClatHome,
     server: String,
-    key: String,
+    spec: StdioSpec,
+    identity: Identity,
+    key: std::sync::OnceLock<String>,
+}
+
+/// What a start found in the era book: read once, before it connects.
+pub struct Recalled<'a> {
+    book: &'a EraBook,
+    learned: Option<LearnedEra>,
 }
 
 impl EraBook {
     /// The era book of `server`, started as `spec` with `identity`.
     pub fn new(home: &ClatHome, server: &str, spec: &StdioSpec, identity: &Identity) -> EraBook {
-        EraBook { home: home.clone(), server: server.to_string(), key: era_key(spec, identity) }
+        let (home, server, spec, identity) = (home.clone(), server.to_string(), spec.clone(), identity.clone());
+        EraBook { home, server, spec, identity, key: std::sync::OnceLock::new() }
     }
 
-    /// Whether the server's last start under this key, within `ERA_REPROBE_INTERVAL`, learned it is legacy.
-    pub fn known_legacy(&self) -> bool {
-        let Some(learned) = listings::learned_era(&self.home, &self.server) else { return false };
-        let age = now().saturating_sub(learned.at);
-        learned.era == LEGACY && learned.key == self.key && age < ERA_REPROBE_INTERVAL.as_secs()
+    fn key(&self) -> &str {
+        self.key.get_or_init(|| era_key(&self.spec, &self.identity))
     }
 
-    /// Keep the era a start learned (written only when it is news: another era or key, or a stale one).
-    pub fn learned(&self, era: Era) {
-        let era = if era == Era::Legacy { LEGACY } else { MODERN };
-        let fresh = listings::learned_era(&self.home, &self.server).is_some_and(|l| {
-            l.era == era && l.key == self.key && now().saturating_sub(l.at) < ERA_REPROBE_INTERVAL.as_secs()
-        });
-        if fresh {
-            return;
-        }
-        let learned = LearnedEra { era: era.to_string(), key: self.key.clone(), at: now() };
-        if let Err(e) = listings::keep_era(&self.home, &self.server, Some(learned)) {
-            tracing::debug!("cannot keep the era of {}: {e}", self.server);
-        }
+    /// What the server's last start learned, read once for this start.
+    pub fn recall(&self) -> Recalled<'_> {
+        Recalled { book: self, learned: listings::learned_era(&self.home, &self.server) }
     }
 
     /// Forget the era (its legacy handshake failed): the next start probes.
@@ -72,6 +69,35 @@ impl EraBook {
     /// is forgotten.
     pub fn trusting_start(&self) -> TrustedStart<'_> {
         TrustedStart { book: Some(self) }
+    }
+}
+
+impl Recalled<'_> {
+    /// Whether it learned `era` under the key the server has now, within `ERA_REPROBE_INTERVAL`.
+    fn holds(&self, era: &str) -> bool {
+        self.learned.as_ref().is_some_and(|learned| {
+            learned.era == era
+                && learned.key == self.book.key()
+                && now().saturating_sub(learned.at) < ERA_REPROBE_INTERVAL.as_secs()
+        })
+    }
+
+    /// Whether the server is known to be legacy: its start may skip the probe.
+    pub fn known_legacy(&self) -> bool {
+        self.holds(LEGACY)
+    }
+
+    /// Keep the era the start learned, when it is news (another era or key, or a stale one).
+    pub fn learned(&self, era: Era) {
+        let era = if era == Era::Legacy { LEGACY } else { MODERN };
+        if self.holds(era) {
+            return;
+        }
+        let book = self.book;
+        let learned = LearnedEra { era: era.to_string(), key: book.key().to_string(), at: now() };
+        if let Err(e) = listings::keep_era(&book.home, &book.server, Some(learned)) {
+            tracing::debug!("cannot keep the era of {}: {e}", book.server);
+        }
     }
 }
 

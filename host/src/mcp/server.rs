@@ -223,7 +223,8 @@ pub(crate) async fn open_session(
     let events = Arc::new(ServerEvents(Arc::clone(link)));
     let handshake = options.startup_timeout.unwrap_or(LEGACY_HANDSHAKE_TIMEOUT);
     // A stdio server known to be legacy starts once: no probe's process first (`eras.rs`).
-    let known_legacy = options.eras.as_ref().is_some_and(|eras| eras.known_legacy());
+    let recalled = options.eras.as_ref().map(|eras| eras.recall());
+    let known_legacy = recalled.as_ref().is_some_and(|recalled| recalled.known_legacy());
     // Its legacy handshake failing (or the start stopped by its deadline) forgets the era: the next start probes.
     let trusted = options.eras.as_ref().filter(|_| known_legacy).map(|eras| eras.trusting_start());
     let opening = Opening::new(events, client, client_capabilities())
@@ -236,8 +237,8 @@ pub(crate) async fn open_session(
             if let Some(trusted) = trusted {
                 trusted.connected();
             }
-            if let Some(eras) = &options.eras {
-                eras.learned(session.era);
+            if let Some(recalled) = &recalled {
+                recalled.learned(session.era);
             }
             link.connected(&session.protocol_version, &session.server_capabilities);
             Ok(session)

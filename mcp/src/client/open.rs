@@ -12,7 +12,9 @@ use crate::error::ClientError;
 use crate::http::{HttpConnection, HttpSpec};
 use crate::inbound::{Link, ServerRequests};
 use crate::jsonrpc::{Message, WireError};
-use crate::limits::{LEGACY_HANDSHAKE_TIMEOUT, MODERN_PROBE_TIMEOUT, PROBE_STDERR_HELD_MAX_BYTES, PROBE_TERM_GRACE};
+use crate::limits::{
+    CLOSE_GRACE, LEGACY_HANDSHAKE_TIMEOUT, MODERN_PROBE_TIMEOUT, PROBE_STDERR_HELD_MAX_BYTES, PROBE_TERM_GRACE,
+};
 use crate::protocol::{CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY};
 use crate::protocol::{ClientInfo, Era, LEGACY_VERSIONS, MODERN_VERSION, UNSUPPORTED_PROTOCOL_VERSION};
 use crate::stdio::{Connection, StderrSink, StdioSpec};
@@ -265,10 +267,11 @@ impl Session {
                             spec.command
                         );
                         probe_stderr.discard();
-                        if silent {
-                            // Still starting, perhaps installing its package: it ends by itself, within the
-                            // server's startup bound counted from its spawn, less a grace left to the fresh one.
-                            let bound = handshake.saturating_sub(spawned.elapsed() + PROBE_TERM_GRACE);
+                        // Still starting, perhaps installing its package: it ends by itself, within the server's
+                        // startup bound counted from its spawn, less a grace left to the fresh one. A bound too
+                        // short for that (or a server that answered) gets the usual close and its grace.
+                        let bound = handshake.saturating_sub(spawned.elapsed() + PROBE_TERM_GRACE);
+                        if silent && bound > CLOSE_GRACE {
                             probed.retire(bound).await;
                         } else {
                             first.connection.close().await;
