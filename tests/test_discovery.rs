@@ -7,8 +7,10 @@
 //! cloud provider), four WASM plugins and CLAT's native tools.
 //!
 //! The first turn's offer is the native tools and discovery's own within
-//! 8 KiB; a held table of 20 task descriptions is searched and how many find
-//! their tool in the first page is printed (and held to a floor); loading a tool offers it, and a deferred tool's call —
+//! 8 KiB; three tables of 20 queries (`tests/fixtures/search/`: #30's held
+//! tasks, more tasks in a user's words, an agent's keyword queries) are
+//! measured — Recall@5 and @10, MRR, the first answer naming the tool — and
+//! printed (and held to floors); loading a tool (by any name a search showed) offers it, and a deferred tool's call —
 //! loaded or through `call_tool` — passes the same pipeline: headless in ask
 //! mode, a destructive one is denied; a tool used comes first in later
 //! searches; `always_load` and `defer_loading` (in `mcp.json` entries and
@@ -18,7 +20,7 @@ mod support;
 
 use std::time::Duration;
 
-use clat_host::limits::{DISCOVERY_BUDGET_BYTES, SEARCH_RESULTS_DEFAULT, SEARCH_RESULTS_MAX};
+use clat_host::limits::{DISCOVERY_BUDGET_BYTES, SEARCH_ANSWER_MAX_BYTES, SEARCH_RESULTS_DEFAULT, SEARCH_RESULTS_MAX};
 use clat_host::platform::discovery::{CALL_TOOL, LOAD_TOOLS, SEARCH_TOOLS};
 use clat_host::{
     CallError, Discovery, DiscoveryOptions, MountOptions, PermissionMode, Platform, Project, RunOptions, ToolSource,
@@ -32,36 +34,21 @@ const SERVER: &str = clat_test_server_artifact::MCP_TEST_SERVER;
 const CORPUS_SERVERS: [&str; 9] =
     ["github", "slack", "postgres", "kubernetes", "browser", "workspace", "tracker", "monitoring", "cloud"];
 
-/// The held table: a task as a user words it → the tool that should be used. Written from the corpus's
-/// listing by someone who had not seen the search, and not tuned to it.
-const HELD_QUERIES: [(&str, &str); 20] = [
-    ("kick off cargo test in the repo and show me the output", "run_command"),
-    ("find every spot in this project where parse_config gets called", "search"),
-    ("which leftover to-do and fixme comments are still in the code?", "wasm_project_notes_todos"),
-    ("give me a short rundown of what src/main.rs does", "wasm_summarize_file"),
-    ("show the env vars the demo mcp server was started with", "mcp_everything_get_env"),
-    ("when was config.yaml last touched, and what are its permissions?", "mcp_filesystem_get_file_info"),
-    ("rename docs/draft.md to docs/final.md on disk", "mcp_filesystem_move_file"),
-    ("forget the stored fact that bob prefers tabs but keep bob himself", "mcp_memory_delete_observations"),
-    ("ci flaked on main, kick the actions run off again", "mcp_github_rerun_workflow"),
-    ("ask priya and the infra team to look over my pull request", "mcp_github_request_reviewers"),
-    ("have the bot post the outage notice in #general at 6pm tonight", "mcp_slack_slack_schedule_message"),
-    ("dump the whole postgres database to a file before the risky change", "mcp_postgres_create_backup"),
-    ("evict all pods from worker-3 so we can patch its kernel", "mcp_kubernetes_drain_node"),
-    ("the new checkout deployment is broken, put the previous version back", "mcp_kubernetes_rollout_undo"),
-    ("say yes to the are-you-sure popup the site just showed", "mcp_browser_browser_handle_dialog"),
-    ("when can dana, li and i all meet for an hour next week?", "mcp_workspace_find_free_time"),
-    ("decline thursday's design sync invite with a note that i'm travelling", "mcp_workspace_respond_to_invitation"),
-    ("put 3 hours of time on ticket PAY-142 for today's debugging", "mcp_tracker_log_work"),
-    ("who's carrying the pager for the payments service right now?", "mcp_monitoring_get_on_call"),
-    ("give the vendor a temporary link to grab report.csv from our bucket", "mcp_cloud_generate_presigned_url"),
-];
+/// The search tables (`tests/fixtures/search/`): #30's held table of tasks, twenty more tasks in a user's words
+/// and twenty keyword queries as an agent writes them, each row a query and the tool it should find.
+const SEARCH_TABLES: [&str; 3] = ["held-tasks", "user-tasks", "keyword-queries"];
 
-/// What the lexical search (BM25 over stemmed words) finds of the held table today: a floor against
-/// regressions. The goal is 18; the seven it misses share no word with their tool's definition ("a short
-/// rundown" for a summary, "the are-you-sure popup" for a dialog) and need a search that knows meaning —
-/// see docs/cli.md, `clat tools --search`.
-const HELD_TABLE_FLOOR: usize = 13;
+/// What each table reaches (Recall@5, Recall@10, named in the first answer), held as floors. Issue #49's goals:
+/// tasks 15, 17 and 19 of 20, keyword queries 18 at 5 and 19 in the first answer — all met but the held table's
+/// first answer, 17: its native tools (`run_command`, `search`) rank low, and "the stored fact" shares no word with
+/// memory's observations.
+const SEARCH_FLOORS: [(usize, usize, usize); 3] = [(16, 17, 17), (18, 18, 20), (20, 20, 20)];
+
+fn search_table(name: &str) -> Vec<clat_host::SearchCase> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../tests/fixtures/search/{name}.json"));
+    let table: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    serde_json::from_value(table["cases"].clone()).unwrap()
+}
 
 fn corpus_file(server: &str) -> String {
     let path =
@@ -188,8 +175,16 @@ async fn three_hundred_tools_are_found_not_offered_and_a_deferred_call_passes_th
     assert!(offered(&discovery).contains(&"mcp_kubernetes_delete_pod".to_string()), "offered from now on");
     let denied = discovery.call(&run, "mcp_kubernetes_delete_pod", arguments.clone()).await.unwrap_err();
     assert!(matches!(denied, CallError::Denied { .. }), "{denied}");
-    let unknown = discovery.call(&run, LOAD_TOOLS, json!({ "names": ["nope"] })).await.unwrap_err();
-    assert!(matches!(unknown, CallError::UnknownTool(_)), "{unknown}");
+    // A name load_tools cannot place is a tool error a model can act on; short and qualified names load.
+    let unknown = discovery.call(&run, LOAD_TOOLS, json!({ "names": ["nope"] })).await.unwrap();
+    assert!(unknown.is_error && unknown.joined_text().contains("no tool is named \"nope\""), "{unknown:?}");
+    let ambiguous = discovery.call(&run, LOAD_TOOLS, json!({ "names": ["get_issue"] })).await.unwrap();
+    let said = ambiguous.joined_text();
+    assert!(ambiguous.is_error && said.contains("github/get_issue") && said.contains("tracker/get_issue"), "{said}");
+    let short = json!({ "names": ["tracker/log_work", "drain_node", "mcp:cloud/list_buckets"] });
+    let loaded = text(&discovery.call(&run, LOAD_TOOLS, short).await.unwrap());
+    let loaded: Vec<&str> = loaded["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(loaded, ["mcp_tracker_log_work", "mcp_kubernetes_drain_node", "mcp_cloud_list_buckets"]);
 
     // Every tool stays reachable: where the mode allows it, the deferred call runs — and, used, comes first
     // among the tools a search matches.
@@ -220,26 +215,44 @@ async fn three_hundred_tools_are_found_not_offered_and_a_deferred_call_passes_th
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_held_table_of_twenty_tasks_is_searched_and_its_figure_printed() {
+async fn three_search_tables_are_measured_and_their_figures_printed() {
     let env = corpus(json!({}));
     let (_platform, project) = mounted(&env).await;
     let tools = project.tools();
-    let discovery = project.discovery(&DiscoveryOptions::default());
-    let run = project.start_run(RunOptions::default()).await.unwrap();
-    let mut found = 0;
-    eprintln!("held table ({} tools; first page = {SEARCH_RESULTS_DEFAULT} matches)", tools.len());
-    eprintln!("{:<72} {:<40} rank", "task", "tool");
-    for (task, tool) in HELD_QUERIES {
-        assert!(tools.iter().any(|t| t.name == tool), "{tool} is in the corpus");
-        let matches = names(&text(&discovery.call(&run, SEARCH_TOOLS, json!({ "query": task })).await.unwrap()));
-        let rank = matches.iter().position(|m| m == tool);
-        found += usize::from(rank.is_some());
-        let shown = rank
-            .map_or_else(|| format!("— (first: {})", matches.first().map_or("none", |m| m)), |r| (r + 1).to_string());
-        eprintln!("{task:<72} {tool:<40} {shown}");
+    for (name, (floor_at_5, floor_at_10, floor_named)) in SEARCH_TABLES.into_iter().zip(SEARCH_FLOORS) {
+        let cases = search_table(name);
+        assert_eq!(cases.len(), 20, "{name}");
+        for case in &cases {
+            assert!(tools.iter().any(|t| t.name == case.tool), "{name}: {} is in the corpus", case.tool);
+        }
+        let measured = project.evaluate_search(&cases, SEARCH_RESULTS_DEFAULT);
+        eprintln!(
+            "\n{name} ({} tools; the first answer = {SEARCH_RESULTS_DEFAULT} matches and the best extensions)",
+            tools.len()
+        );
+        eprintln!("{:<72} {:<40} rank  answer", "query", "tool");
+        for row in &measured.rows {
+            let rank = row.rank.map_or_else(|| "—".to_string(), |r| r.to_string());
+            let first = row.first.as_deref().map(|f| format!(" (first: {f})")).unwrap_or_default();
+            let named = if row.named_in_first_answer { "named" } else { "—" };
+            eprintln!("{:<72} {:<40} {rank:<5} {named}{first}", row.query, row.tool);
+        }
+        eprintln!(
+            "{name}: Recall@5 {}/20, Recall@10 {}/20, MRR {:.2}, named in the first answer {}/20, largest answer {} bytes",
+            measured.recall_at_5,
+            measured.recall_at_10,
+            measured.mrr,
+            measured.named_in_first_answer,
+            measured.largest_answer_bytes
+        );
+        assert!(measured.largest_answer_bytes <= SEARCH_ANSWER_MAX_BYTES, "{name}: {}", measured.largest_answer_bytes);
+        assert!(
+            measured.recall_at_5 >= floor_at_5
+                && measured.recall_at_10 >= floor_at_10
+                && measured.named_in_first_answer >= floor_named,
+            "{name} fell below its floors ({floor_at_5}, {floor_at_10}, {floor_named})"
+        );
     }
-    eprintln!("held table: {found} of {} found in the first page", HELD_QUERIES.len());
-    assert!(found >= HELD_TABLE_FLOOR, "{found} of 20 held tasks found their tool in the first page");
     project.close().await;
 }
 

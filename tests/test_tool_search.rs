@@ -59,3 +59,39 @@ fn a_search_finds_native_server_and_plugin_tools_by_their_words() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(stdout(&out).trim(), "no tool matches \"zzyzx qwfp\"");
 }
+
+/// `clat tools --search-eval FILE`: a table of queries measured against the project's own tools — each row's rank
+/// and whether the first answer names it, Recall@5 and @10, MRR — as text and JSON; a table that is not one is a
+/// usage error naming the file.
+#[test]
+fn a_table_of_queries_is_measured_against_the_project_s_tools() {
+    let env = project();
+    let table = env.write(
+        "search-table.json",
+        &json!({ "cases": [
+            { "query": "open a new issue in the tracker", "tool": "mcp_tracker_create_issue" },
+            { "query": "say hello to ana", "tool": "wasm_hello_greet" },
+            { "query": "zzyzx qwfp", "tool": "read_file" },
+        ] })
+        .to_string(),
+    );
+    let table = table.to_str().unwrap();
+    let out = env.clat(&["tools", "--search-eval", table, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let measured: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let ranks: Vec<Value> = measured["rows"].as_array().unwrap().iter().map(|r| r["rank"].clone()).collect();
+    assert_eq!(ranks[0], 1, "{measured}");
+    assert!(ranks[2].is_null(), "nothing matches the third: {measured}");
+    assert_eq!(measured["recall_at_5"].as_u64(), Some(u64::from(ranks[1].as_u64().is_some_and(|r| r <= 5)) + 1));
+    assert_eq!(measured["rows"][0]["named_in_first_answer"], true);
+    assert!(measured["largest_answer_bytes"].as_u64().unwrap() <= clat_host::limits::SEARCH_ANSWER_MAX_BYTES as u64);
+
+    let out = env.clat(&["tools", "--search-eval", table]);
+    let text = stdout(&out);
+    assert!(text.starts_with("QUERY") && text.contains("Recall@5 ") && text.contains("MRR "), "{text}");
+
+    let bad = env.write("not-a-table.json", r#"{"cases": [{"q": "x"}]}"#);
+    let out = env.clat(&["tools", "--search-eval", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("not-a-table.json: a search table is"), "{}", stderr(&out));
+}

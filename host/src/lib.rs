@@ -37,7 +37,7 @@ pub use policy::permissions::{Approval, ApprovalRequest, Approver, HeadlessAppro
 pub use policy::pins::Quarantined;
 pub use registry::{
     CallError, ExtensionSchemas, Quarantine, RegistrationError, SCHEMA_BYTES_PER_TOKEN, SchemaSize, SchemaTotals,
-    SystemPrompt, ToolInfo, ToolMatch, ToolSource,
+    SearchCase, SearchEvaluation, SystemPrompt, ToolInfo, ToolMatch, ToolSource,
 };
 pub use run::{CollectingSink, EventSink, JsonLinesSink, NullSink, RunEvent, RunEventKind};
 pub use scope::ScopeError;

@@ -27,6 +27,12 @@ pub const DISCOVERY_BUDGET_BYTES: usize = 8 * 1024;
 pub const SEARCH_RESULTS_DEFAULT: usize = 5;
 /// The most matches one `search_tools` call gives.
 pub const SEARCH_RESULTS_MAX: usize = 20;
+/// `search_tools`' answer: the extensions' tool names are added only while the whole answer stays within this.
+pub const SEARCH_ANSWER_MAX_BYTES: usize = 2 * 1024;
+/// The extensions, best matching first, whose tools' names `search_tools` adds to its matches.
+pub const SEARCH_ANSWER_EXTENSIONS: usize = 3;
+/// A match's description in `search_tools`' answer: its first line, cut to this.
+pub const SEARCH_LINE_MAX_CHARS: usize = 80;
 /// Marked DSH prompts per server.
 pub const DSH_PROMPTS_PER_SERVER_MAX: usize = 128;
 /// One resolved DSH system prompt.

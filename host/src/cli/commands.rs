@@ -35,6 +35,11 @@ pub(crate) enum Command {
         /// The tools that best match a task's words (names, descriptions, parameters), best first.
         #[arg(long, value_name = "QUERY", conflicts_with = "name")]
         search: Option<String>,
+        /// Measure the search against a table of queries and the tools they should find (JSON:
+        /// [{"query": …, "tool": REGISTERED_NAME}, …]): each query's rank, Recall@5 and @10, MRR, and whether
+        /// search_tools' first answer names the tool.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["name", "search"])]
+        search_eval: Option<std::path::PathBuf>,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,

@@ -198,7 +198,11 @@ async fn dispatch(cli: Cli, shutdown: &Shutdown) -> Result<Exit, Failure> {
             output::checked(std::io::stdout().write_all(&script));
             Ok(Exit::Ok)
         }
-        Command::Tools { name, search, json } => {
+        Command::Tools { name, search, search_eval, json } => {
+            let cases = match &search_eval {
+                Some(path) => Some(crate::SearchCase::read_table(path).map_err(usage)?),
+                None => None,
+            };
             // The user watches this start: slow servers get longer, with progress.
             let options = MountOptions {
                 default_startup_timeout: Some(crate::limits::WATCHED_START_TIMEOUT),
@@ -213,9 +217,10 @@ async fn dispatch(cli: Cli, shutdown: &Shutdown) -> Result<Exit, Failure> {
             let shown = match (&name, loaded) {
                 (_, false) => Err(runs::interrupted(shutdown)),
                 (None, true) => {
-                    match &search {
-                        Some(query) => status::print_matches(&project, query, json),
-                        None => status::print_tools(&project, json),
+                    match (&search, &cases) {
+                        (Some(query), _) => status::print_matches(&project, query, json),
+                        (None, Some(cases)) => status::print_search_evaluation(&project, cases, json),
+                        (None, None) => status::print_tools(&project, json),
                     }
                     Ok(())
                 }

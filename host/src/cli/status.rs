@@ -120,6 +120,36 @@ pub(crate) fn print_matches(project: &Project, query: &str, json: bool) {
     }
 }
 
+/// How a table of queries fares against the search (`clat tools --search-eval`).
+pub(crate) fn print_search_evaluation(project: &Project, cases: &[crate::SearchCase], json: bool) {
+    let page = crate::limits::SEARCH_RESULTS_DEFAULT;
+    let measured = project.evaluate_search(cases, page);
+    if json {
+        outln!("{}", json!(measured));
+        return;
+    }
+    let width = measured.rows.iter().map(|r| r.query.chars().count()).max().unwrap_or(5).clamp(5, 72);
+    let tool_width = measured.rows.iter().map(|r| r.tool.len()).max().unwrap_or(4).max(4);
+    outln!("{:width$}  {:tool_width$}  RANK  FIRST ANSWER", "QUERY", "TOOL");
+    for row in &measured.rows {
+        let rank = row.rank.map_or_else(|| "-".to_string(), |r| r.to_string());
+        let named = if row.named_in_first_answer { "names it" } else { "-" };
+        let first = row.first.as_deref().map(|f| format!(" (first match: {f})")).unwrap_or_default();
+        let query: String = row.query.chars().take(width).collect();
+        outln!("{query:width$}  {:tool_width$}  {rank:4}  {named}{first}", row.tool);
+    }
+    let n = measured.rows.len();
+    outln!(
+        "Recall@5 {}/{n}, Recall@10 {}/{n}, MRR {:.2}, named in the first answer ({page} matches and the best \
+         extensions' tools) {}/{n}, largest first answer {} bytes",
+        measured.recall_at_5,
+        measured.recall_at_10,
+        measured.mrr,
+        measured.named_in_first_answer,
+        measured.largest_answer_bytes
+    );
+}
+
 /// What the tools' definitions cost a model, in all and by extension, the costliest first.
 fn schemas_line(schemas: &SchemaTotals) -> String {
     let kib = |bytes: usize| format!("{:.1} KiB", bytes as f64 / 1024.0);

@@ -5,11 +5,14 @@
 //! the model is offered CLAT's native tools, the pinned ones and those it
 //! loaded. Whenever some are not offered, so are three of discovery's own:
 //! `search_tools` (a task's words → the best matches, with name, one-line
-//! description, effect and source), `load_tools` (names → their definitions,
-//! offered from then on) and `call_tool` (a name and its arguments, for a
-//! client that cannot take new definitions mid-session). A search ranks the
-//! pinned and recently used tools (those called through it this session)
-//! first. Every tool stays reachable, and every call — `call_tool`'s too — is
+//! description, effect and source, and the extensions that match best with
+//! all their tools' names: `ToolIndex::answer`), `load_tools` (names → their
+//! definitions, offered from then on) and `call_tool` (a name and its
+//! arguments, for a client that cannot take new definitions mid-session);
+//! both take a registered name, `EXTENSION/NAME` or a tool's own name where
+//! only one tool has it, and a name they cannot place is a tool error that
+//! says what to write instead. A search ranks the pinned and recently used
+//! tools (those called through it this session) first. Every tool stays reachable, and every call — `call_tool`'s too — is
 //! a call of the tool itself through the one pipeline (`Run::call`): its
 //! effect, the mode, approvals and grants judge it as if it had been offered.
 //!
@@ -165,44 +168,48 @@ impl Discovery {
                 let limit = arguments["limit"].as_u64().map_or(SEARCH_RESULTS_DEFAULT, |l| l as usize);
                 let used = self.used.locked().clone();
                 let favoured = |name: &str| self.offer.pinned.contains(name) || used.iter().any(|u| u == name);
-                let index = self.offer.index.as_ref().expect("built when deferring, the only time search_tools is own");
-                let matches = index.search_favouring(query, limit.clamp(1, SEARCH_RESULTS_MAX), favoured);
-                Ok(structured(json!({ "matches": matches })))
+                let answer = self.index().answer(query, limit.clamp(1, SEARCH_RESULTS_MAX), favoured);
+                Ok(structured(json!(answer)))
             }
             LOAD_TOOLS => {
                 let names: Vec<&str> = match arguments["names"].as_array() {
                     Some(names) => names.iter().filter_map(Value::as_str).collect(),
                     None => return Err(invalid("`names` (an array of tool names) is required")),
                 };
-                let unknown: Vec<&str> =
-                    names.iter().copied().filter(|n| !self.offer.tools.iter().any(|t| t.name == *n)).collect();
-                if !unknown.is_empty() {
-                    return Err(CallError::UnknownTool(unknown.join(", ")));
-                }
-                let mut loaded = self.loaded.locked();
-                for name in &names {
-                    if !loaded.iter().any(|l| l == name) {
-                        loaded.push(name.to_string());
+                let mut tools = Vec::new();
+                for name in names {
+                    match self.index().resolve(name) {
+                        Ok(tool) => tools.push(tool),
+                        Err(why) => return Ok(ToolOutput::error(format!("nothing was loaded: {why}"))),
                     }
                 }
-                let tools: Vec<Value> = self
-                    .offer
-                    .tools
-                    .iter()
-                    .filter(|t| names.contains(&t.name.as_str()))
-                    .map(ToolInfo::definition)
-                    .collect();
-                Ok(structured(json!({ "tools": tools })))
+                let mut loaded = self.loaded.locked();
+                for tool in &tools {
+                    if !loaded.contains(&tool.name) {
+                        loaded.push(tool.name.clone());
+                    }
+                }
+                let definitions: Vec<Value> = tools.iter().map(|t| t.definition()).collect();
+                Ok(structured(json!({ "tools": definitions })))
             }
             _ => {
                 let target = arguments["name"].as_str().ok_or_else(|| invalid("`name` (a string) is required"))?;
                 if self.is_own(target) {
                     return Err(invalid("call_tool calls a registered tool, not one of discovery's own"));
                 }
+                let target = match self.index().resolve(target) {
+                    Ok(tool) => tool.name.clone(),
+                    Err(why) => return Ok(ToolOutput::error(why)),
+                };
                 let arguments = arguments.get("arguments").cloned().unwrap_or_else(|| json!({}));
-                self.call_tool(run, target, arguments).await
+                self.call_tool(run, &target, arguments).await
             }
         }
+    }
+
+    /// The search over the tools not offered: built whenever discovery defers, the only time its tools are offered.
+    fn index(&self) -> &ToolIndex {
+        self.offer.index.as_ref().expect("built when deferring, the only time discovery's own tools are")
     }
 
     /// A tool's own call through the pipeline; one that succeeds counts as used.
@@ -240,7 +247,9 @@ fn own_tools() -> Vec<Value> {
         definition(
             SEARCH_TOOLS,
             "Find tools for a task among every tool of this project (CLAT's, its MCP servers' and WASM plugins'): the \
-             best matches for the task's words, with name, description, effect and source. Load one to call it.",
+             best matches for the task's words (name, description, effect, source), and the extensions that match \
+             best with all their tools' names. Words work best; a tool's name, or select:NAME,NAME, finds it first. \
+             Load one to call it.",
             &json!({ "type": "object", "properties": {
                 "query": { "type": "string", "description": "What the task is, in words" },
                 "limit": { "type": "integer", "minimum": 1, "maximum": SEARCH_RESULTS_MAX } },
@@ -248,13 +257,15 @@ fn own_tools() -> Vec<Value> {
         ),
         definition(
             LOAD_TOOLS,
-            "Load tools found by search_tools: their full definitions, offered from now on.",
+            "Load tools found by search_tools: their full definitions, offered from now on. A name is a match's \
+             name, or EXTENSION/NAME for an extension's tool (its name alone where only one tool has it).",
             &json!({ "type": "object", "properties": {
                 "names": { "type": "array", "items": { "type": "string" } } }, "required": ["names"] }),
         ),
         definition(
             CALL_TOOL,
-            "Call a tool search_tools found by its name, with its arguments, without loading it.",
+            "Call a tool search_tools found by its name (as load_tools takes it), with its arguments, without loading \
+             it.",
             &json!({ "type": "object", "properties": {
                 "name": { "type": "string" }, "arguments": { "type": "object" } }, "required": ["name"] }),
         ),

@@ -65,6 +65,18 @@ impl Project {
         crate::registry::ToolIndex::new(self.tools()).search(query, limit)
     }
 
+    /// How a table of queries fares against the registered tools' search: each
+    /// case's rank, Recall@5 and @10, MRR, and whether `search_tools`' first
+    /// answer (a page of `page` matches and the best extensions' tool names)
+    /// names the case's tool.
+    pub fn evaluate_search(
+        &self,
+        cases: &[crate::registry::SearchCase],
+        page: usize,
+    ) -> crate::registry::SearchEvaluation {
+        crate::registry::ToolIndex::new(self.tools()).evaluate(cases, page)
+    }
+
     /// What the registered tools' definitions cost a model, in all and by extension.
     pub fn tool_costs(&self) -> crate::registry::SchemaTotals {
         crate::registry::schema_totals(&self.tools())

@@ -30,7 +30,10 @@ use lease::{InFlight, Lease, entry_lease};
 pub use pipeline::enforce_result_limit;
 pub use schema::check_input_schema;
 use schema::{SchemaCheck, compile_schema, parse_input_schema};
-pub use search::{ToolIndex, ToolMatch};
+pub use search::{
+    AnswerMatch, EvaluatedCase, ExtensionMatch, SearchAnswer, SearchCase, SearchEvaluation, TASK_WORDS, ToolIndex,
+    ToolMatch,
+};
 use tool::owner_key;
 pub use tool::{ToolInfo, ToolSource};
 
