@@ -95,3 +95,58 @@ fn a_table_of_queries_is_measured_against_the_project_s_tools() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("not-a-table.json: a search table is"), "{}", stderr(&out));
 }
+
+/// A search starts no server it has a kept listing of: ten configured servers listed once by `clat mcp` are searched
+/// by their records (`clat tools --search` starts none of them); a server whose command changed is started, as its
+/// record is of what it was; a disabled server's tools are not found.
+#[test]
+fn a_search_reads_the_kept_listings_and_starts_only_what_has_none() {
+    let env = TestEnv::trusted();
+    let starts = env.dir.path().join("starts");
+    let entry = |tools: &str, extra: &[&str]| {
+        let mut args = vec!["--tool-names", tools, "--starts-file", starts.to_str().unwrap()];
+        args.extend(extra);
+        json!({ "command": clat_test_server_artifact::MCP_TEST_SERVER, "args": args })
+    };
+    let mut servers = serde_json::Map::new();
+    for i in 0..10 {
+        servers.insert(format!("server{i}"), entry(&format!("list_things_{i},get_thing_{i}"), &[]));
+    }
+    servers.insert("mail".into(), entry("send_email_message,list_mailboxes", &[]));
+    servers.insert("calendar".into(), entry("find_free_meeting_slot", &[]));
+    env.write_mcp_config(json!({ "mcpServers": servers.clone() }));
+    let count = || std::fs::read_to_string(&starts).unwrap_or_default().lines().count();
+
+    let out = env.clat(&["mcp", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let listed = count();
+    assert!(listed >= 12, "every server started once to be listed: {listed}");
+
+    let started = std::time::Instant::now();
+    let found = first_match(&env, "email a message to the team");
+    eprintln!("a search over 12 servers' kept listings took {:?}", started.elapsed());
+    assert_eq!(found["name"], "mcp_mail_send_email_message");
+    assert_eq!(found["source"]["server"], "mail");
+    assert_eq!(count(), listed, "no server was started to search");
+    let out = env.clat(&["tools", "--search", "free meeting slot"]);
+    assert!(stdout(&out).lines().nth(1).is_some_and(|l| l.starts_with("mcp_calendar_find_free_meeting_slot")));
+    assert_eq!(count(), listed);
+
+    // A changed command is not what was listed: that server starts, and only it.
+    servers.insert("mail".into(), entry("send_email_message,list_mailboxes", &["--stderr-noise"]));
+    let mut disabled = entry("find_free_meeting_slot", &[]);
+    disabled["disabled"] = json!(true);
+    servers.insert("calendar".into(), disabled);
+    env.write_mcp_config(json!({ "mcpServers": servers }));
+    let found = first_match(&env, "email a message to the team");
+    assert_eq!(found["name"], "mcp_mail_send_email_message");
+    assert!(count() > listed, "the changed server started");
+    let after = count();
+    let out = env.clat(&["tools", "--search", "free meeting slot", "--json"]);
+    let matches: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert!(
+        matches["matches"].as_array().unwrap().iter().all(|m| m["source"]["server"] != "calendar"),
+        "a disabled server's kept tools are not searched: {matches}"
+    );
+    assert!(count() - after <= 2, "only the changed server (its probe and process) started again");
+}

@@ -241,13 +241,18 @@ pub enum StartFilter {
     /// extension when none has. The door resolves it when it mounts
     /// (`Platform::mount`); unresolved, it wants every extension.
     Tools(Vec<String>),
+    /// What a search needs (`clat tools --search`): every WASM plugin, and
+    /// only the MCP servers with no record of their last listing under their
+    /// identity now — the others are searched by that record, not started. The
+    /// door resolves it when it mounts; unresolved, it wants every extension.
+    Search,
 }
 
 impl StartFilter {
     /// Whether the extension `name` of `kind` is started.
     pub fn wants(&self, kind: ExtensionKind, name: &str) -> bool {
         match self {
-            StartFilter::All | StartFilter::Tools(_) => true,
+            StartFilter::All | StartFilter::Tools(_) | StartFilter::Search => true,
             StartFilter::OwnersOf(tools) => {
                 tools.iter().any(|tool| crate::names::may_own(kind.external_kind(), name, tool))
             }

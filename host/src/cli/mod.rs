@@ -203,10 +203,12 @@ async fn dispatch(cli: Cli, shutdown: &Shutdown) -> Result<Exit, Failure> {
                 Some(path) => Some(crate::SearchCase::read_table(path).map_err(usage)?),
                 None => None,
             };
-            // The user watches this start: slow servers get longer, with progress.
+            // The user watches this start: slow servers get longer, with progress. A search starts only the
+            // servers it has no kept listing of.
+            let start = if search.is_some() || cases.is_some() { StartFilter::Search } else { StartFilter::All };
             let options = MountOptions {
                 default_startup_timeout: Some(crate::limits::WATCHED_START_TIMEOUT),
-                ..mount_options(SandboxPolicy::default(), StartFilter::All)
+                ..mount_options(SandboxPolicy::default(), start)
             };
             let project = mount(&platform, cli.project, options)?;
             let loaded = tokio::select! {

@@ -334,6 +334,20 @@ pub fn registered_names(home: &ClatHome, written: &str, current: &HashMap<String
     (!found.is_empty()).then_some(found)
 }
 
+/// The records of the configured servers (`current`: `mcp:NAME` → identity)
+/// that were listed under their identity now, by server name: what a search
+/// reads instead of starting them.
+pub fn current_server_listings(home: &ClatHome, current: &HashMap<String, Identity>) -> HashMap<String, Listing> {
+    current
+        .iter()
+        .filter_map(|(key, identity)| Some((key.strip_prefix("mcp:")?, identity)))
+        .filter_map(|(server, identity)| {
+            let listing = read(home, ExtensionKind::McpStdio, server)?;
+            (listing.key.artifact == *identity).then(|| (server.to_string(), listing))
+        })
+        .collect()
+}
+
 /// Every (extension, registered tool name) of the kept listings — a server's
 /// whatever the configuration now, a plugin's when `installed` (name →
 /// identity) still has it as listed: hints for shell completion.

@@ -142,9 +142,10 @@ impl Platform {
             None => crate::services::model::provider_for(model.as_ref())?,
         };
         let glm_plan = crate::mcp::glm::coding_plan(model.as_ref(), env);
-        let start = match options.start {
-            StartFilter::Tools(tools) => self.start_for(project, &tools, glm_plan.as_ref()),
-            start => start,
+        let (start, kept) = match options.start {
+            StartFilter::Tools(tools) => (self.start_for(project, &tools, glm_plan.as_ref()), Vec::new()),
+            StartFilter::Search => self.start_for_search(project, glm_plan.as_ref()),
+            start => (start, Vec::new()),
         };
         if let Some(questions) = &options.questions {
             self.ask_before_start(project, &start, questions.as_ref());
@@ -159,7 +160,7 @@ impl Platform {
             wasm_compiler: options.wasm_compiler,
         };
         let scope = ProjectScope::mount(&self.home, project, scope_options)?;
-        Ok(Project { scope: Arc::new(scope) })
+        Ok(Project { scope: Arc::new(scope), kept })
     }
 
     /// Before anything of the project at `project` starts: when it is trusted
@@ -214,6 +215,42 @@ impl Platform {
             }
         }
         StartFilter::PluginsAndOwnersOf(owners)
+    }
+
+    /// What `StartFilter::Search` starts in the project at `project`: every
+    /// plugin and the servers with no record of a listing under their identity
+    /// now; and the tools of the others, from their records, to be searched.
+    fn start_for_search(
+        &self,
+        project: &Path,
+        glm_plan: Option<&crate::mcp::glm::CodingPlan>,
+    ) -> (StartFilter, Vec<crate::registry::ToolInfo>) {
+        let root = crate::home::trust::canonical_project(project).ok();
+        let current = crate::scope::configured_identities(&self.home, root.as_deref(), glm_plan);
+        let listed = crate::home::listings::current_server_listings(&self.home, &current);
+        let started = current
+            .keys()
+            .filter_map(|key| match key.split_once(':') {
+                Some(("wasm", plugin)) => Some(plugin.to_string()),
+                Some(("mcp", server)) if !listed.contains_key(server) => Some(server.to_string()),
+                _ => None,
+            })
+            .collect();
+        let mut kept = Vec::new();
+        for (server, listing) in &listed {
+            for spec in &listing.tools {
+                let registered = listing
+                    .registered
+                    .iter()
+                    .find(|r| crate::names::names_tool(crate::names::ExternalKind::Mcp, server, r, &spec.name));
+                if let Some(tool) =
+                    registered.and_then(|r| crate::registry::Registry::kept_server_tool(server, r, spec))
+                {
+                    kept.push(tool);
+                }
+            }
+        }
+        (StartFilter::Named(started), kept)
     }
 
     /// The identity of every extension configured or installed now, by key

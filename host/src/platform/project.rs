@@ -17,6 +17,9 @@ use crate::scope::ProjectScope;
 /// shared by its runs.
 pub struct Project {
     pub(super) scope: Arc<ProjectScope>,
+    /// Tools of servers not started for this command, from the records of their last listing
+    /// (`StartFilter::Search`): searched beside the registered ones.
+    pub(super) kept: Vec<ToolInfo>,
 }
 
 impl Project {
@@ -59,10 +62,38 @@ impl Project {
         self.scope.registry().list()
     }
 
-    /// The `limit` registered tools that best match `query`, best first
-    /// (BM25 over names and descriptions; `clat tools --search`).
+    /// The `limit` tools that best match `query`, best first (`clat tools
+    /// --search`): the registered ones and, mounted with
+    /// `StartFilter::Search`, those of the servers it did not start, from
+    /// their last listing.
     pub fn search_tools(&self, query: &str, limit: usize) -> Vec<crate::registry::ToolMatch> {
-        crate::registry::ToolIndex::new(self.tools()).search(query, limit)
+        crate::registry::ToolIndex::new(self.searched_tools()).search(query, limit)
+    }
+
+    /// What a search of this project looks through: the registered tools, and
+    /// the kept ones of servers that were not started because this command
+    /// did not need them (not a disabled or unapproved server's).
+    fn searched_tools(&self) -> Vec<ToolInfo> {
+        let mut tools = self.tools();
+        if self.kept.is_empty() {
+            return tools;
+        }
+        let extensions = self.extensions();
+        let not_needed = |server: &str| {
+            extensions.iter().any(|e| {
+                e.kind.is_mcp()
+                    && e.name == server
+                    && e.state == crate::extension::ExtensionState::Configured
+                    && e.problems.first().is_some_and(|p| p == crate::scope::NOT_NEEDED)
+            })
+        };
+        let kept = self.kept.iter().filter(|t| {
+            matches!(&t.source, crate::registry::ToolSource::Mcp { server, .. } if not_needed(server))
+                && !tools.iter().any(|registered| registered.name == t.name)
+        });
+        let kept: Vec<ToolInfo> = kept.cloned().collect();
+        tools.extend(kept);
+        tools
     }
 
     /// How a table of queries fares against the registered tools' search: each
@@ -74,7 +105,7 @@ impl Project {
         cases: &[crate::registry::SearchCase],
         page: usize,
     ) -> crate::registry::SearchEvaluation {
-        crate::registry::ToolIndex::new(self.tools()).evaluate(cases, page)
+        crate::registry::ToolIndex::new(self.searched_tools()).evaluate(cases, page)
     }
 
     /// What the registered tools' definitions cost a model, in all and by extension.

@@ -295,6 +295,24 @@ impl Registry {
         self.register_external_as(kind, owner, identity, spec, network_granted, handler, SchemaCheck::Checked)
     }
 
+    /// A server's tool as the registry would list it, from its kept definition
+    /// (`home/listings.rs`) under the name it was registered as: what a search
+    /// shows of a server it did not start. `None` when its input schema would
+    /// be refused.
+    pub fn kept_server_tool(server: &str, registered: &str, spec: &ToolSpec) -> Option<ToolInfo> {
+        let input_schema = parse_input_schema(&spec.input_schema).ok()?;
+        Some(ToolInfo {
+            name: registered.to_string(),
+            source: ToolSource::Mcp { server: server.into(), tool: spec.name.clone() },
+            original_name: spec.name.clone(),
+            effect: effect_from_annotations(&spec.annotations),
+            effect_reason: effect_reason(&spec.annotations, false),
+            schema: cost::size_of(registered, &spec.description, &input_schema),
+            description: spec.description.clone(),
+            input_schema,
+        })
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn register_external_as(
         &self,
