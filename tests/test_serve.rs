@@ -241,11 +241,17 @@ struct RawClient {
 }
 
 impl RawClient {
-    fn start(env: &TestEnv, args: &[&str]) -> RawClient {
+    /// `clat serve` started, not spoken to yet.
+    fn spawn(env: &TestEnv, args: &[&str]) -> RawClient {
         let mut child =
             env.clat_command(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
         let (stdin, stdout) = (child.stdin.take(), Some(BufReader::new(child.stdout.take().unwrap())));
-        let mut client = RawClient { child, stdin, stdout };
+        RawClient { child, stdin, stdout }
+    }
+
+    /// `clat serve` started, and initialized in the legacy era.
+    fn start(env: &TestEnv, args: &[&str]) -> RawClient {
+        let mut client = RawClient::spawn(env, args);
         client.send(json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "raw", "version": "1" } } }));
         assert_eq!(client.next()["result"]["protocolVersion"], "2025-11-25");
@@ -858,6 +864,17 @@ fn past_its_budget_serve_lists_a_search_and_every_tool_stays_reachable_through_t
     let natives = ["list_files", "read_file", "search", "write_file", "edit_file", "run_command"];
     assert_eq!(first[..6], natives, "{first:?}");
     assert_eq!(first[6..], ["search_tools", "load_tools", "call_tool"], "{first:?}");
+
+    // A modern client that caches listings is told a listing under a budget is stale at once (loads join it).
+    let mut modern = RawClient::spawn(&env, &["serve", "--tool-budget", "1024"]);
+    let envelope = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {} });
+    modern.send(json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": { "_meta": envelope } }));
+    let listing = modern.next()["result"].clone();
+    assert_eq!((listing["ttlMs"].as_u64(), listing["cacheScope"].as_str()), (Some(0), Some("private")), "{listing}");
+    let mut roomy = RawClient::spawn(&env, &["serve", "--all-tools"]);
+    roomy.send(json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": { "_meta": envelope } }));
+    assert_eq!(roomy.next()["result"]["ttlMs"].as_u64(), Some(60_000), "every tool listed: the listing keeps");
 
     client.send(call(2, "search_tools", json!({ "query": "delete a repository" })));
     let found = client.next()["result"]["structuredContent"].clone();

@@ -303,6 +303,11 @@ impl ServedTools for ServedProject {
         Some(self.project.scope().registry().listing_changes())
     }
 
+    /// While tools are found rather than all listed, a listing is stale at once: what a session loads joins it.
+    fn listing_ttl(&self) -> Option<std::time::Duration> {
+        self.discovery.get().filter(|offer| offer.deferring()).map(|_| std::time::Duration::ZERO)
+    }
+
     async fn list(&self, session: &SessionRef) -> Vec<Value> {
         let names = self.surface().await;
         let discovery = self.session(session).await.discovery;

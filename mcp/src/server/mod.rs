@@ -66,6 +66,13 @@ pub trait ServedTools: Send + Sync + 'static {
         cancelled: CancellationToken,
     ) -> Result<Value, WireError>;
 
+    /// How long a modern client may keep the `tools/list` answer it was just given (`ttlMs`). None, the
+    /// default: `LIST_TTL`. A host whose listing changes with calls (tools loaded on demand) says less, so a
+    /// client that caches listings sees what it loaded.
+    fn listing_ttl(&self) -> Option<std::time::Duration> {
+        None
+    }
+
     /// A signal that the listing changed outside any call (a tool withdrawn while the session runs): each
     /// initialized legacy session on a connection of its own (stdio) is then sent
     /// `notifications/tools/list_changed`. None, the default: the listing changes only in calls.
@@ -312,7 +319,8 @@ impl Session {
                 let (session, outlet) = (Arc::clone(self), outlet.clone());
                 self.spawn(async move {
                     let tools = session.tools.list(&SessionRef(Arc::downgrade(&session))).await;
-                    let listing = modern::cacheable(json!({ "tools": tools }));
+                    let ttl = session.tools.listing_ttl();
+                    let listing = modern::cacheable_for(json!({ "tools": tools }), ttl);
                     let result = Ok(modern::complete(listing, &session.info));
                     outlet.send(Message::Response { id, result }).await;
                 })

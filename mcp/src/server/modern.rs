@@ -7,7 +7,8 @@
 //! this era when it is the era probe (`server/discover`) or carries an
 //! envelope version (`speaks_modern`). Every result says it is `complete`
 //! and who answered (`complete`); listings carry caching hints
-//! (`LIST_TTL`, private: they are this project's). A modern client is
+//! (`LIST_TTL`, or what the host says of its tools, `ServedTools::listing_ttl`;
+//! private: they are this project's). A modern client is
 //! never sent a request: what a call asks it comes as `input_required`
 //! rounds (`rounds`).
 
@@ -91,8 +92,13 @@ pub(crate) fn discover(info: &ServerInfo) -> Value {
 }
 
 /// A listing's caching hints: fresh for `LIST_TTL`, for this client only.
-pub(crate) fn cacheable(mut result: Value) -> Value {
-    result["ttlMs"] = json!(LIST_TTL.as_millis() as u64);
+pub(crate) fn cacheable(result: Value) -> Value {
+    cacheable_for(result, None)
+}
+
+/// A listing's caching hints: fresh for `ttl` (none: `LIST_TTL`), for this client only.
+pub(crate) fn cacheable_for(mut result: Value, ttl: Option<std::time::Duration>) -> Value {
+    result["ttlMs"] = json!(ttl.unwrap_or(LIST_TTL).as_millis() as u64);
     result["cacheScope"] = json!("private");
     result
 }
