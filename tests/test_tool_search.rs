@@ -12,7 +12,7 @@ fn project() -> TestEnv {
     let env = TestEnv::trusted();
     let out = env.clat(&["plugin", "install", clat_guest_artifacts::HELLO_PACKAGE]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let names = "create_issue,list_pull_requests,send_email_message";
+    let names = "create_issue,list_pull_requests,send_email_message,close_issue,assign_issue,archive_project";
     env.write_mcp_config(json!({ "mcpServers": { "tracker": {
         "command": clat_test_server_artifact::MCP_TEST_SERVER, "args": ["--tool-names", names] } } }));
     env
@@ -51,10 +51,21 @@ fn a_search_finds_native_server_and_plugin_tools_by_their_words() {
     let scores: Vec<f64> = matches.iter().map(|m| m["score"].as_f64().unwrap()).collect();
     assert!(scores.windows(2).all(|pair| pair[0] >= pair[1]), "best first: {scores:?}");
 
+    // The extensions that match best, with their other tools' names (as search_tools answers).
+    let out = env.clat(&["tools", "--search", "open a new issue in the tracker", "--json"]);
+    let found: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(found["extensions"][0]["extension"], "mcp:tracker", "{found}");
+    let others = found["extensions"][0]["tools"].as_array().unwrap();
+    let matched: Vec<&str> = found["matches"].as_array().unwrap().iter().map(|m| m["name"].as_str().unwrap()).collect();
+    assert!(!others.is_empty(), "{found}");
+    assert!(others.iter().all(|t| !matched.contains(&format!("mcp_tracker_{}", t.as_str().unwrap()).as_str())));
+
     // The table, and a query nothing matches.
     let out = env.clat(&["tools", "--search", "greet someone"]);
     let lines: Vec<String> = stdout(&out).lines().map(str::to_string).collect();
     assert!(lines[0].starts_with("NAME") && lines[1].starts_with("wasm_hello_greet"), "{lines:?}");
+    let text = stdout(&env.clat(&["tools", "--search", "open a new issue in the tracker"]));
+    assert!(text.contains("\nthe extensions that match best, and their other tools:\n  mcp:tracker: "), "{text}");
     let out = env.clat(&["tools", "--search", "zzyzx qwfp"]);
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(stdout(&out).trim(), "no tool matches \"zzyzx qwfp\"");

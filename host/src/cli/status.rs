@@ -103,8 +103,9 @@ pub(crate) fn print_mcp(servers: &[ExtensionStatus], json: bool) {
 /// The tools that best match `query`, best first (`clat tools --search`).
 pub(crate) fn print_matches(project: &Project, query: &str, json: bool) {
     let matches = project.search_tools(query, crate::limits::SEARCH_RESULTS_DEFAULT);
+    let extensions = project.search_answer(query, crate::limits::SEARCH_RESULTS_DEFAULT).extensions;
     if json {
-        outln!("{}", json!({ "query": query, "matches": matches }));
+        outln!("{}", json!({ "query": query, "matches": matches, "extensions": extensions }));
         return;
     }
     if matches.is_empty() {
@@ -117,6 +118,13 @@ pub(crate) fn print_matches(project: &Project, query: &str, json: bool) {
     for m in &matches {
         let (effect, source) = (m.effect.as_str(), m.source.label());
         outln!("{:width$}  {effect:13}  {source:source_width$}  {}", m.name, m.description);
+    }
+    if !extensions.is_empty() {
+        outln!("\nthe extensions that match best, and their other tools:");
+        for e in &extensions {
+            let more = if e.more > 0 { format!(" (and {} more)", e.more) } else { String::new() };
+            outln!("  {}: {}{more}", e.extension, e.tools.join(", "));
+        }
     }
 }
 

@@ -70,6 +70,13 @@ impl Project {
         crate::registry::ToolIndex::new(self.searched_tools()).search(query, limit)
     }
 
+    /// `search_tools`' first answer to `query` over what `search_tools` looks
+    /// through: `limit` matches and the extensions that match best, with their
+    /// other tools' names, within `SEARCH_ANSWER_MAX_BYTES`.
+    pub fn search_answer(&self, query: &str, limit: usize) -> crate::registry::SearchAnswer {
+        crate::registry::ToolIndex::new(self.searched_tools()).answer(query, limit, |_| false)
+    }
+
     /// What a search of this project looks through: the registered tools, and
     /// the kept ones of servers that were not started because this command
     /// did not need them (not a disabled or unapproved server's).
