@@ -77,7 +77,7 @@ impl NativeTool {
                 "Read a text file in the project, optionally only lines start_line..=end_line (1-based)."
             }
             HostTool::Search => {
-                "Search the project's text files for a regular expression (or a literal string), respecting .gitignore. Results are path:line: text."
+                "Search the project's text files for a regular expression (or a literal string), respecting .gitignore: where a name is defined, called or used, which files mention a word. Results are path:line: text."
             }
             HostTool::WriteFile => {
                 "Write a whole file in the project atomically, creating parent directories unless create_dirs is false."
@@ -86,7 +86,7 @@ impl NativeTool {
                 "Replace an exact string in a project file. Fails when it matches zero times, or several times unless replace_all is set."
             }
             HostTool::RunCommand => {
-                "Run a shell command in the project root with a timeout; returns exit code, stdout and stderr (bounded)."
+                "Run a shell command in the project root (a build, the tests, git, a script) with a timeout; returns exit code, stdout and stderr (bounded)."
             }
         }
     }
