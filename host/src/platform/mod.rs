@@ -219,7 +219,8 @@ impl Platform {
 
     /// What `StartFilter::Search` starts in the project at `project`: every
     /// plugin and the servers with no record of a listing under their identity
-    /// now; and the tools of the others, from their records, to be searched.
+    /// now; and the tools of the others, from their records, to be searched
+    /// (those their last start registered: not one quarantined in the project).
     fn start_for_search(
         &self,
         project: &Path,
@@ -238,6 +239,7 @@ impl Platform {
             .collect();
         let mut kept = Vec::new();
         for (server, listing) in &listed {
+            // Only what its last start registered: a tool quarantined in this project has no registered name.
             for spec in &listing.tools {
                 let registered = listing
                     .registered
