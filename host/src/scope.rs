@@ -46,6 +46,12 @@ pub fn wasm_cache_dir(home: &ClatHome, compiler: crate::wasm::WasmCompiler) -> P
 /// Why an extension was not started.
 pub(crate) const NOT_NEEDED: &str = "not started: this command does not use it";
 
+/// Whether `status` is of an extension this scope did not start because the command does not use it (not one
+/// disabled, unapproved or failed).
+pub(crate) fn not_needed(status: &ExtensionStatus) -> bool {
+    status.state == ExtensionState::Configured && status.problems.first().is_some_and(|p| p == NOT_NEEDED)
+}
+
 /// Why a project could not be mounted.
 #[derive(Debug, thiserror::Error)]
 pub enum ScopeError {

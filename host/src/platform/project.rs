@@ -87,12 +87,7 @@ impl Project {
         }
         let extensions = self.extensions();
         let not_needed = |server: &str| {
-            extensions.iter().any(|e| {
-                e.kind.is_mcp()
-                    && e.name == server
-                    && e.state == crate::extension::ExtensionState::Configured
-                    && e.problems.first().is_some_and(|p| p == crate::scope::NOT_NEEDED)
-            })
+            extensions.iter().any(|e| e.kind.is_mcp() && e.name == server && crate::scope::not_needed(e))
         };
         let kept = self.kept.iter().filter(|t| {
             matches!(&t.source, crate::registry::ToolSource::Mcp { server, .. } if not_needed(server))
@@ -231,8 +226,8 @@ impl Project {
         let unstarted: Vec<ExtensionStatus> = self
             .extensions()
             .into_iter()
-            .filter(|e| e.state == Configured && e.kind.is_mcp())
-            .filter(|e| e.problems.first().is_some_and(|p| p != crate::scope::NOT_NEEDED))
+            .filter(|e| e.state == Configured && e.kind.is_mcp() && !e.problems.is_empty())
+            .filter(|e| !crate::scope::not_needed(e))
             .collect();
         let not_started = unstarted.first().map(|first| {
             let names: Vec<&str> = unstarted.iter().map(|e| e.name.as_str()).collect();
