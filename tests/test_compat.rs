@@ -10,8 +10,10 @@
 //! compared here (`CLAT_COMPAT_BLESS=1` rewrites it). The first-start case runs
 //! three unpinned `npx` servers on a clean npm cache with the defaults.
 //!
-//! Run by `scripts/compat.sh` (which `.ci/run` calls); ignored in a plain
-//! `cargo test`, as the servers are installed by their own script.
+//! The servers are installed by `scripts/install-compat-servers.sh` (which
+//! `.ci/run` runs before the tests); the table is also written to
+//! `compat-table.md` in the tests' temporary directory, which `.ci/run`
+//! prints. `scripts/compat.sh` installs and runs just this suite.
 
 mod support;
 
@@ -65,17 +67,7 @@ fn become_subreaper() {
 /// `clat` command has been waited for, every one is a process it left.
 fn orphans() -> Vec<(i32, char)> {
     let me = std::process::id() as i32;
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
-        let Some(close) = stat.rfind(')') else { continue };
-        let fields: Vec<&str> = stat[close + 2..].split_whitespace().collect();
-        if fields.len() > 1 && fields[1].parse::<i32>().ok() == Some(me) {
-            found.push((pid, fields[0].chars().next().unwrap_or('?')));
-        }
-    }
-    found
+    support::processes().into_iter().filter(|p| p.ppid == me).map(|p| (p.pid, p.state)).collect()
 }
 
 fn command_line(pid: i32) -> String {
@@ -168,6 +160,8 @@ struct Row {
     effects: String,
     call: String,
     why: String,
+    /// How its start and call went, as printed.
+    measured: String,
 }
 
 fn parse_json(out: &Output, what: &str) -> Result<Value, String> {
@@ -301,7 +295,7 @@ fn check_server(server: &Value, page_url: &str) -> Result<Row, String> {
         return Err(format!("the third start lists {} tools, the first {}", again["tools"], tools.len()));
     }
     let restated = problems.iter().filter(|p| p.contains("not quarantined")).count();
-    eprintln!(
+    let measured = format!(
         "{name}: ready in {:.1} s, {} tools, {registered} answered{}",
         first_start.as_secs_f64(),
         tools.len(),
@@ -311,6 +305,7 @@ fn check_server(server: &Value, page_url: &str) -> Result<Row, String> {
             String::new()
         }
     );
+    eprintln!("{measured}");
 
     let mut counts = Vec::new();
     for effect in ["read", "external-read", "network", "write", "destructive"] {
@@ -329,6 +324,7 @@ fn check_server(server: &Value, page_url: &str) -> Result<Row, String> {
         effects: counts.join(", "),
         call: if expect_error { format!("`{own_name}` (the server's own error)") } else { format!("`{own_name}`") },
         why: server["why"].as_str().unwrap().to_string(),
+        measured,
     })
 }
 
@@ -367,7 +363,6 @@ fn the_leftover_check_names_a_process_its_parent_left_behind() {
 }
 
 #[test]
-#[ignore = "needs the compatibility servers: run by scripts/compat.sh"]
 fn every_published_server_of_the_list_starts_lists_answers_and_leaves_nothing() {
     let _serial = serial();
     become_subreaper();
@@ -386,6 +381,9 @@ fn every_published_server_of_the_list_starts_lists_answers_and_leaves_nothing() 
     }
     let table = table(&rows);
     eprintln!("\n{table}");
+    let printed = Path::new(env!("CARGO_TARGET_TMPDIR")).join("compat-table.md");
+    let measured: Vec<&str> = rows.iter().map(|row| row.measured.as_str()).collect();
+    std::fs::write(&printed, format!("{}\n\n{table}", measured.join("\n"))).unwrap();
     assert!(failures.is_empty(), "{} of {} servers failed:\n{}", failures.len(), servers.len(), failures.join("\n"));
 
     let doc_path = repo_root().join("docs/servers-known-to-work.md");
@@ -407,7 +405,6 @@ fn every_published_server_of_the_list_starts_lists_answers_and_leaves_nothing() 
 /// three pasted at once and started by the first `clat mcp` with the
 /// defaults. Needs the npm registry.
 #[test]
-#[ignore = "needs the npm registry: run by scripts/compat.sh"]
 fn three_unpinned_npx_servers_on_a_clean_npm_cache_are_ready_on_the_first_clat_mcp() {
     let _serial = serial();
     become_subreaper();

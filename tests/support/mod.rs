@@ -168,8 +168,19 @@ pub fn ok_tool() -> Arc<dyn ToolHandler> {
     Arc::new(FnTool(|_| ToolOutput::text("ok")))
 }
 
-/// Live (non-zombie) processes whose process group is `pgid`, from /proc.
-pub fn live_processes_in_group(pgid: i32) -> Vec<(i32, String)> {
+/// One process as /proc/PID/stat has it.
+pub struct ProcStat {
+    pub pid: i32,
+    /// `pid (comm)`.
+    pub label: String,
+    /// R, S, D, Z (zombie), X (dead), …
+    pub state: char,
+    pub ppid: i32,
+    pub pgrp: i32,
+}
+
+/// Every process /proc lists now.
+pub fn processes() -> Vec<ProcStat> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
@@ -177,11 +188,25 @@ pub fn live_processes_in_group(pgid: i32) -> Vec<(i32, String)> {
         // pid (comm) state ppid pgrp ...
         let Some(close) = stat.rfind(')') else { continue };
         let fields: Vec<&str> = stat[close + 2..].split_whitespace().collect();
-        if fields.len() > 2 && fields[2].parse::<i32>().ok() == Some(pgid) && fields[0] != "Z" && fields[0] != "X" {
-            found.push((pid, stat[..close + 1].to_string()));
-        }
+        let (Some(state), Some(ppid), Some(pgrp)) = (
+            fields.first().and_then(|s| s.chars().next()),
+            fields.get(1).and_then(|s| s.parse().ok()),
+            fields.get(2).and_then(|s| s.parse().ok()),
+        ) else {
+            continue;
+        };
+        found.push(ProcStat { pid, label: stat[..close + 1].to_string(), state, ppid, pgrp });
     }
     found
+}
+
+/// Live (non-zombie) processes whose process group is `pgid`, from /proc.
+pub fn live_processes_in_group(pgid: i32) -> Vec<(i32, String)> {
+    processes()
+        .into_iter()
+        .filter(|p| p.pgrp == pgid && p.state != 'Z' && p.state != 'X')
+        .map(|p| (p.pid, p.label))
+        .collect()
 }
 
 /// Wait (bounded) until no live process is left in `pgid`; returns what is left.
