@@ -903,6 +903,46 @@ fn past_its_budget_serve_lists_a_search_and_every_tool_stays_reachable_through_t
     assert_eq!((called["effect"].clone(), called["outcome"].clone()), (json!("destructive"), json!("denied")));
 }
 
+/// Past its budget `clat serve` starts no server it listed before: a search and a load are answered from the kept
+/// listings with no process started; the first call of a tool starts its server alone, once; and the run's answer is
+/// the server's.
+#[test]
+fn past_its_budget_serve_starts_a_server_listed_before_at_the_first_call_of_its_tools() {
+    let env = TestEnv::trusted();
+    let starts = env.dir.path().join("starts");
+    let file = starts.display().to_string();
+    env.write_mcp_config(json!({
+        "tracker": { "command": SERVER, "args": ["--tool-names", "delete_repository,list_issues", "--starts-file", file] },
+        "notes": { "command": SERVER, "args": ["--tool-names", "echo", "--read-only-tools", "--starts-file", file] },
+    }));
+    let count = || std::fs::read_to_string(&starts).unwrap_or_default().lines().count();
+    assert_eq!(env.clat(&["mcp"]).status.code(), Some(0));
+    let listed = count();
+    assert!(listed >= 2, "{listed}");
+
+    let mut client = RawClient::start(&env, &["serve", "--tool-budget", "1024"]);
+    let call = |id: u64, name: &str, arguments: Value| json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": name, "arguments": arguments } });
+    client.send(call(1, "search_tools", json!({ "query": "echo a text back" })));
+    let found = client.next()["result"]["structuredContent"].clone();
+    assert_eq!(found["matches"][0]["name"], "mcp_notes_echo", "{found}");
+    client.send(call(2, "load_tools", json!({ "names": ["notes/echo"] })));
+    let (said, answer) = (client.next(), client.next());
+    let answer = if said.get("id").is_some() { said } else { answer };
+    assert_eq!(answer["result"]["structuredContent"]["tools"][0]["name"], "mcp_notes_echo", "{answer}");
+    assert_eq!(count(), listed, "a search and a load start nothing");
+
+    for id in [3, 4] {
+        client.send(call(id, "mcp_notes_echo", json!({ "text": "found" })));
+        let echoed = client.next()["result"].clone();
+        assert_eq!(echoed["isError"], false, "{echoed}");
+        assert!(echoed["content"][0]["text"].as_str().unwrap().contains("found"), "{echoed}");
+    }
+    let started = count() - listed;
+    assert!((1..=2).contains(&started), "notes started, once (its probe and process), the tracker not: {started}");
+    drop(client.stdin.take());
+    let _ = client.child.wait();
+}
+
 /// Over HTTP each client session has its own loaded set: what one loads is listed to it, not to another; and
 /// under `--tool-names source` search_tools and load_tools name the tools as they are served.
 #[test]

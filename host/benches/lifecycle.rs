@@ -11,7 +11,9 @@
 //! - `clat call` of a tool of the published npm `server-memory` (legacy, run
 //!   by `node`; the test peers of `scripts/install-test-peers.sh`, skipped
 //!   without them) once its era is known, vs one start of it by hand (spawn,
-//!   `initialize`, the call, close): the known-legacy server starts once.
+//!   `initialize`, the call, close): the known-legacy server starts once;
+//! - `clat tools --search` over ten configured servers listed before (issue
+//!   #49: within 1 s, starting none): it reads their kept listings.
 //!
 //! A `summary:` line prints the figures and the ratios.
 
@@ -62,6 +64,29 @@ fn read_file(dir: &Path) {
 
 fn tools(dir: &Path) {
     clat(dir, &["tools"]);
+}
+
+/// A project with ten servers configured, each listed once (by `clat mcp`), so their listings are kept; and the
+/// file each of their starts writes a line to.
+fn searched_project(dir: &Path) -> std::path::PathBuf {
+    project(dir);
+    let starts = dir.join("starts");
+    let mut servers = serde_json::Map::new();
+    for i in 0..10 {
+        let tools = format!("list_things_{i},get_thing_{i},create_thing_{i},delete_thing_{i}");
+        let args = json!(["--tool-names", tools, "--starts-file", starts.display().to_string()]);
+        servers.insert(format!("server{i}"), json!({ "command": SERVER, "args": args }));
+    }
+    let mail =
+        json!(["--tool-names", "send_email_message,list_mailboxes", "--starts-file", starts.display().to_string()]);
+    servers.insert("mail".into(), json!({ "command": SERVER, "args": mail }));
+    std::fs::write(dir.join("home/mcp.json"), json!({ "mcpServers": servers }).to_string()).unwrap();
+    clat(dir, &["mcp"]);
+    starts
+}
+
+fn search(dir: &Path) {
+    clat(dir, &["tools", "--search", "email the team a message"]);
 }
 
 /// A project with the Python `hello` guest installed, or why there is none.
@@ -165,6 +190,9 @@ fn benches(c: &mut Criterion) {
     let child_pid = bare.path().join("child.pid");
     let python = python_guest_project();
     let memory = memory_server().map(|index| (memory_project(&index), index));
+    let searched = tempfile::tempdir().unwrap();
+    let starts = searched_project(searched.path());
+    let listed = std::fs::read_to_string(&starts).unwrap().lines().count();
 
     let mut g = c.benchmark_group("lifecycle");
     g.sample_size(20);
@@ -173,6 +201,7 @@ fn benches(c: &mut Criterion) {
         b.iter(|| read_file(loaded.path()))
     });
     g.bench_function("clat_tools_nothing_installed", |b| b.iter(|| tools(bare.path())));
+    g.bench_function("clat_tools_search_eleven_servers_listed_before", |b| b.iter(|| search(searched.path())));
     if let Ok(python) = &python {
         g.bench_function("clat_tools_hello_py_installed", |b| b.iter(|| tools(python.path())));
     }
@@ -200,6 +229,9 @@ fn benches(c: &mut Criterion) {
     let bare_call = median((0..15).map(|_| time(&|| read_file(bare.path()))).collect());
     let loaded_call = median((0..15).map(|_| time(&|| read_file(loaded.path()))).collect());
     let detection = median((0..7).map(|_| rt.block_on(exit_detection(&child_pid))).collect());
+    let searching = median((0..15).map(|_| time(&|| search(searched.path()))).collect());
+    let restarted = std::fs::read_to_string(&starts).unwrap().lines().count() - listed;
+    assert_eq!(restarted, 0, "a search started a server listed before");
     let tools_line = match &python {
         Ok(python) => {
             let bare_tools = median((0..15).map(|_| time(&|| tools(bare.path()))).collect());
@@ -231,11 +263,13 @@ fn benches(c: &mut Criterion) {
     println!(
         "summary: clat call read_file {:.1} ms with nothing installed vs {:.1} ms with a hanging server and two plugins \
          installed ({:.2}x, goal <= 1.2x); {tools_line}; {memory_line}; a server exit with a child holding the pipe \
-         fails its call in {:.1} ms",
+         fails its call in {:.1} ms; clat tools --search over 11 servers listed before {:.1} ms, starting none (goal \
+         <= 1000 ms)",
         bare_call.as_secs_f64() * 1e3,
         loaded_call.as_secs_f64() * 1e3,
         loaded_call.as_secs_f64() / bare_call.as_secs_f64(),
-        detection.as_secs_f64() * 1e3
+        detection.as_secs_f64() * 1e3,
+        searching.as_secs_f64() * 1e3
     );
 }
 

@@ -3,7 +3,8 @@
 //! alike, each with its schema and effect, while their definitions fit 8 KiB;
 //! past that the native and pinned ones and `search_tools` / `load_tools` /
 //! `call_tool` — and let it call them through the one permission pipeline
-//! until it answers in words. Every run event is printed as a JSON line on
+//! until it answers in words. Past the budget, a server listed before starts
+//! only when one of its tools is first called (`StartFilter::FirstUse`). Every run event is printed as a JSON line on
 //! stderr.
 //!
 //! The model is an OpenAI-compatible chat-completions endpoint with tool
@@ -23,7 +24,7 @@ use std::sync::Arc;
 
 use clat_host::{
     CollectingSink, DiscoveryOptions, Effect, EventSink, JsonLinesSink, MountOptions, PermissionMode, Platform,
-    RunEvent, RunOptions,
+    RunEvent, RunOptions, StartFilter,
 };
 use serde_json::{Value, json};
 
@@ -195,7 +196,9 @@ pub async fn run_agent(
     out: &mut dyn Write,
 ) -> Result<Vec<RunEvent>, Box<dyn std::error::Error>> {
     let platform = Platform::open(home)?;
-    let project = platform.mount(project, MountOptions::default())?;
+    let budget = DiscoveryOptions::default().budget_bytes;
+    let project =
+        platform.mount(project, MountOptions { start: StartFilter::FirstUse(budget), ..Default::default() })?;
     project.start_extensions();
     let collected = Arc::new(CollectingSink::default());
     let printed = Arc::new(JsonLinesSink::new(std::io::stderr()));

@@ -246,13 +246,22 @@ pub enum StartFilter {
     /// identity now — the others are searched by that record, not started. The
     /// door resolves it when it mounts; unresolved, it wants every extension.
     Search,
+    /// Every extension, but when the tools registered before the MCP servers
+    /// (native, plugins') and those of the servers with a record of their last
+    /// listing under their identity now, by those records, are past this many
+    /// bytes of definitions (discovery would find them, not offer them: `clat
+    /// serve`, the example agent), those servers do not start at mount: their
+    /// recorded tools register, and each server starts at the first call of
+    /// one (`mcp/deferred.rs`). The door resolves it when it mounts;
+    /// unresolved, it wants every extension.
+    FirstUse(usize),
 }
 
 impl StartFilter {
     /// Whether the extension `name` of `kind` is started.
     pub fn wants(&self, kind: ExtensionKind, name: &str) -> bool {
         match self {
-            StartFilter::All | StartFilter::Tools(_) | StartFilter::Search => true,
+            StartFilter::All | StartFilter::Tools(_) | StartFilter::Search | StartFilter::FirstUse(_) => true,
             StartFilter::OwnersOf(tools) => {
                 tools.iter().any(|tool| crate::names::may_own(kind.external_kind(), name, tool))
             }

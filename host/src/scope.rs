@@ -52,6 +52,34 @@ pub(crate) fn not_needed(status: &ExtensionStatus) -> bool {
     status.state == ExtensionState::Configured && status.problems.first().is_some_and(|p| p == NOT_NEEDED)
 }
 
+/// A scope's extensions: one status per extension, whatever its kind, in the
+/// order they became known, and those started and not closed, WASM plugins
+/// and MCP servers alike. Shared with the servers that start at their first
+/// call (`mcp/deferred.rs`), which join it then.
+#[derive(Default)]
+pub(crate) struct ScopeLists {
+    pub(crate) statuses: Mutex<Vec<ExtensionStatus>>,
+    pub(crate) live: Mutex<Vec<Arc<dyn Extension>>>,
+}
+
+impl ScopeLists {
+    /// Record an extension's status: it replaces the entry of the same
+    /// extension (same name, same adapter), or joins the list. Every status
+    /// enters here, so its problems are redacted here, once, whatever the
+    /// adapter (which also scrubs the extension's own configured secrets).
+    /// Returns the status as recorded.
+    pub(crate) fn set_status(&self, mut status: ExtensionStatus) -> ExtensionStatus {
+        status.problems = status.problems.iter().map(|p| crate::redact::redact(p)).collect();
+        let mut list = self.statuses.locked();
+        let same = |e: &ExtensionStatus| e.name == status.name && e.kind.is_mcp() == status.kind.is_mcp();
+        match list.iter_mut().find(|e| same(e)) {
+            Some(entry) => *entry = status.clone(),
+            None => list.push(status.clone()),
+        }
+        status
+    }
+}
+
 /// Why a project could not be mounted.
 #[derive(Debug, thiserror::Error)]
 pub enum ScopeError {
@@ -84,6 +112,33 @@ pub struct ScopeOptions {
     /// The compiler of WASM plugins (and the compiled cache it uses: the
     /// baseline compiler's entries live in `WASM_DEV_CACHE_DIR`).
     pub wasm_compiler: crate::wasm::WasmCompiler,
+    /// The servers that may start at their first call (`mcp/deferred.rs`; the door fills it for
+    /// `StartFilter::FirstUse`).
+    pub first_use: FirstUse,
+}
+
+/// The servers that may start at their first call: those with a kept listing, when discovery would not offer their
+/// tools up front — the tools registered before them (native, plugins') and their kept ones are past the budget.
+#[derive(Clone, Default)]
+pub struct FirstUse {
+    /// Past this many bytes of definitions, discovery finds tools rather than offers them.
+    pub budget_bytes: usize,
+    /// The servers' kept listings, by server.
+    pub listings: std::collections::HashMap<String, crate::home::listings::Listing>,
+    /// What their kept tools' definitions cost, in bytes.
+    pub kept_bytes: usize,
+}
+
+impl FirstUse {
+    /// The kept listings of the servers that start at their first call, `registered` being the tools registered
+    /// before them: none while everything fits the budget.
+    fn listings(
+        &self,
+        registered: &[crate::registry::ToolInfo],
+    ) -> Option<&std::collections::HashMap<String, crate::home::listings::Listing>> {
+        let bytes = crate::registry::schema_totals(registered).size.bytes + self.kept_bytes;
+        (!self.listings.is_empty() && bytes > self.budget_bytes).then_some(&self.listings)
+    }
 }
 
 /// A mounted, trusted project.
@@ -93,11 +148,11 @@ pub struct ProjectScope {
     session_id: String,
     registry: Arc<Registry>,
     services: Arc<HostServices>,
-    /// One status per extension, whatever its kind, in the order they became known.
-    extensions: Mutex<Vec<ExtensionStatus>>,
+    /// Its extensions' statuses and the live ones.
+    lists: Arc<ScopeLists>,
     wasm: OnceLock<Arc<WasmRuntime>>,
-    /// The extensions started and not closed, WASM plugins and MCP servers alike.
-    live: Mutex<Vec<Arc<dyn Extension>>>,
+    /// The servers that may start at their first call.
+    first_use: FirstUse,
     glm_plan: Option<crate::mcp::glm::CodingPlan>,
     start: StartFilter,
     compile_observer: Option<Arc<dyn crate::wasm::cache::CompileObserver>>,
@@ -134,9 +189,9 @@ impl ProjectScope {
             session_id,
             registry,
             services,
-            extensions: Mutex::default(),
+            lists: Arc::default(),
             wasm: OnceLock::new(),
-            live: Mutex::default(),
+            first_use: options.first_use,
             glm_plan: options.glm_plan,
             start: options.start,
             compile_observer: options.compile_observer,
@@ -175,20 +230,8 @@ impl ProjectScope {
         Ok(Arc::clone(self.wasm.get_or_init(|| rt)))
     }
 
-    /// Record an extension's status: it replaces the entry of the same
-    /// extension (same name, same adapter), or joins the list. Every status
-    /// enters here, so its problems are redacted here, once, whatever the
-    /// adapter (which also scrubs the extension's own configured secrets).
-    /// Returns the status as recorded.
-    fn set_status(&self, mut status: ExtensionStatus) -> ExtensionStatus {
-        status.problems = status.problems.iter().map(|p| crate::redact::redact(p)).collect();
-        let mut list = self.extensions.locked();
-        let same = |e: &ExtensionStatus| e.name == status.name && e.kind.is_mcp() == status.kind.is_mcp();
-        match list.iter_mut().find(|e| same(e)) {
-            Some(entry) => *entry = status.clone(),
-            None => list.push(status.clone()),
-        }
-        status
+    fn set_status(&self, status: ExtensionStatus) -> ExtensionStatus {
+        self.lists.set_status(status)
     }
 
     /// Load every installed WASM plugin that this scope starts and register its
@@ -231,7 +274,7 @@ impl ProjectScope {
             status.loading = package.loading.clone();
             if let Some(plugin) = plugin {
                 self.remember_listing(ExtensionKind::Wasm, &status, &package.identity(), None);
-                self.live.locked().push(plugin);
+                self.lists.live.locked().push(plugin);
             }
             statuses.push(self.set_status(status));
         }
@@ -263,6 +306,7 @@ impl ProjectScope {
         let env = |k: &str| crate::mcp::inputs::lookup(k);
         let set = crate::mcp::configured_servers(&self.home, Some(&self.root), self.glm_plan.as_ref(), &env);
         let mut statuses: Vec<ExtensionStatus> = set.statuses.into_iter().map(|s| self.set_status(s)).collect();
+        let first_use = self.first_use.listings(&self.registry.list());
         // Every server connects, lists and registers on its own, so a slow one
         // never holds back the others (or the first run's freeze).
         let mut connecting = tokio::task::JoinSet::new();
@@ -273,6 +317,18 @@ impl ProjectScope {
             if !self.start.wants(kind, &name) {
                 let status = ExtensionStatus::new(&name, kind, ExtensionState::Configured, Some(NOT_NEEDED.into()));
                 statuses.push(self.set_status(status));
+                continue;
+            }
+            if let Some(listing) = first_use.and_then(|listings| listings.get(&name)) {
+                let parts = crate::mcp::deferred::ScopeParts {
+                    services: &self.services,
+                    registry: &self.registry,
+                    home: &self.home,
+                    pins: crate::policy::pins::ToolPins::new(&self.home, &self.root),
+                    closing: &self.closing,
+                    lists: &self.lists,
+                };
+                statuses.push(self.set_status(crate::mcp::deferred::register(server, listing, parts)));
                 continue;
             }
             self.set_status(ExtensionStatus::new(&name, kind, ExtensionState::Starting, None));
@@ -292,7 +348,7 @@ impl ProjectScope {
             if let Some(server) = server {
                 let listed = server.listed.locked().clone();
                 self.remember_listing(status.kind, &status, &server.link.identity, Some(&listed));
-                self.live.locked().push(server);
+                self.lists.live.locked().push(server);
             }
             statuses.push(self.set_status(status));
         }
@@ -357,7 +413,7 @@ impl ProjectScope {
                 if !self.wait_for_initial_surface(wait).await {
                     let seconds = wait.as_secs();
                     tracing::warn!("extensions still starting after {seconds} s; the registry freezes without them");
-                    let mut list = self.extensions.locked();
+                    let mut list = self.lists.statuses.locked();
                     let mut missed = self.missed.locked();
                     for entry in list.iter_mut().filter(|e| e.state == ExtensionState::Starting) {
                         entry
@@ -390,7 +446,7 @@ impl ProjectScope {
         // had connected is torn down in order first, bounded by two graces);
         // after it, nothing joins the list.
         self.wait_for_initial_surface(crate::limits::CLOSE_GRACE * 3).await;
-        let live: Vec<_> = self.live.locked().drain(..).collect();
+        let live: Vec<_> = self.lists.live.locked().drain(..).collect();
         let mut teardown = tokio::task::JoinSet::new();
         for extension in live {
             let registry = Arc::clone(&self.registry);
@@ -406,7 +462,7 @@ impl ProjectScope {
             });
         }
         while teardown.join_next().await.is_some() {}
-        let mut list = self.extensions.locked();
+        let mut list = self.lists.statuses.locked();
         for entry in list.iter_mut().filter(|e| matches!(e.state, ExtensionState::Ready | ExtensionState::Starting)) {
             entry.state = ExtensionState::Closed;
         }
@@ -420,8 +476,8 @@ impl ProjectScope {
     /// What every extension did in this scope so far, with the live state of
     /// the servers that stopped and were restarted (or gave up) since.
     pub fn extensions(&self) -> Vec<ExtensionStatus> {
-        let mut list = self.extensions.locked().clone();
-        for extension in self.live.locked().iter() {
+        let mut list = self.lists.statuses.locked().clone();
+        for extension in self.lists.live.locked().iter() {
             let same = |e: &&mut ExtensionStatus| e.kind == extension.kind() && e.name == extension.name();
             if let Some(entry) = list.iter_mut().find(same) {
                 extension.refresh_status(entry);
@@ -448,7 +504,7 @@ impl ProjectScope {
     /// Offer every loaded plugin and every opted-in MCP server the latest
     /// context (`None`: no run). Never blocks: each keeps only the newest.
     pub fn notify_context(&self, snapshot: Option<ContextSnapshot>) {
-        for extension in self.live.locked().iter() {
+        for extension in self.lists.live.locked().iter() {
             extension.notify_context(snapshot.as_ref());
         }
     }
@@ -460,7 +516,7 @@ impl ProjectScope {
 
     /// The extensions started in this scope and not closed.
     pub fn live_extensions(&self) -> Vec<Arc<dyn Extension>> {
-        self.live.locked().clone()
+        self.lists.live.locked().clone()
     }
 
     /// The MCP servers connected in this scope.

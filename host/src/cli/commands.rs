@@ -102,7 +102,8 @@ pub(crate) enum Command {
         #[arg(long, value_enum, default_value = "registry")]
         tool_names: crate::ServedNames,
         /// Past this many bytes of tool definitions (name, description, schema), list the native tools and
-        /// search_tools / load_tools / call_tool instead of every tool.
+        /// search_tools / load_tools / call_tool instead of every tool; a server listed before then starts at the
+        /// first call of one of its tools.
         #[arg(long, value_name = "BYTES", default_value_t = crate::limits::DISCOVERY_BUDGET_BYTES)]
         tool_budget: usize,
         /// List every tool, whatever their definitions cost.

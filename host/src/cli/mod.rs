@@ -269,7 +269,8 @@ async fn dispatch(cli: Cli, shutdown: &Shutdown) -> Result<Exit, Failure> {
             };
             // Questions only at a terminal: on stdio, stdin is the protocol, so unapproved project servers and
             // unanswered inputs stay out.
-            let mount = mount_options(sandbox, StartFilter::All);
+            // Past the budget, a server with a kept listing starts at the first call of one of its tools.
+            let mount = mount_options(sandbox, StartFilter::FirstUse(tool_budget.unwrap_or(usize::MAX)));
             crate::serve_project(&platform, &dir, mount, options, shutdown.token().clone()).await?;
             Ok(Exit::Ok)
         }

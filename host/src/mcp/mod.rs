@@ -12,6 +12,7 @@
 //! - `credentials.rs`: the OAuth tokens of remote servers (`$CLAT_HOME/credentials/`)
 //!   and each HTTP server's `Authorizer` on them;
 //! - `server.rs`: one server (connect, stderr tail, context notifications, close);
+//! - `deferred.rs`: a server whose tools register from its kept listing and which starts at its first call;
 //! - `tools.rs`: its tools in the registry and the `tools/call` handler;
 //! - `prompts.rs`: its DSH system prompts;
 //! - `supervisor.rs`: its restart after it stopped, with back-off and a cap;
@@ -23,6 +24,7 @@
 
 pub mod config_file;
 pub mod credentials;
+pub(crate) mod deferred;
 pub mod eras;
 pub mod from_registry;
 pub mod glm;
@@ -55,6 +57,7 @@ use crate::limits::CLOSE_GRACE;
 use crate::policy::pins::ToolPins;
 use crate::registry::Registry;
 use crate::services::HostServices;
+use crate::sync::Unpoisoned;
 
 /// Connect one server, list and register its tools, then its marked system
 /// prompts. Returns its status and, when it is ready, the live server. A
@@ -73,10 +76,22 @@ pub async fn start_server(
     pins: &ToolPins,
     closing: &CancellationToken,
 ) -> (ExtensionStatus, Option<Arc<McpServer>>) {
-    let (mut status, server) = connect_and_register(configured, services, registry, project_root, pins, closing).await;
+    let registering = Registering::Listed { project_root };
+    let (mut status, server) = connect_and_register(configured, services, registry, registering, pins, closing).await;
     // Whether it got there or not, the login it holds now (a refresh or login may have happened).
     status.oauth = sources::target_login(&configured.target);
     (status, server)
+}
+
+/// How a starting server's tools reach the registry.
+#[derive(Clone, Copy)]
+pub(crate) enum Registering<'a> {
+    /// As it lists them now, with its marked system prompts (those of `project_root`): a start at mount.
+    Listed { project_root: &'a Path },
+    /// Already there, from its kept listing (`deferred.rs`): these of its own names. Its listing is checked against
+    /// their pins (a changed one is quarantined), nothing registers once the registry froze, and it keeps running
+    /// whatever it registers.
+    Kept { tools: &'a [String], registered: &'a [String] },
 }
 
 /// What stopped a server's start-up once it was connected.
@@ -87,11 +102,11 @@ enum Stopped {
     Closing,
 }
 
-async fn connect_and_register(
+pub(crate) async fn connect_and_register(
     configured: &ConfiguredServer,
     services: &Arc<HostServices>,
     registry: &Arc<Registry>,
-    project_root: &Path,
+    registering: Registering<'_>,
     pins: &ToolPins,
     closing: &CancellationToken,
 ) -> (ExtensionStatus, Option<Arc<McpServer>>) {
@@ -127,7 +142,14 @@ async fn connect_and_register(
     };
     status.protocol = Some(server.protocol());
     let _ = server.pins.set(pins.clone());
-    let registered = match until(deadline, closing, server.register(registry, false)).await {
+    let relisting = match registering {
+        Registering::Listed { .. } => false,
+        Registering::Kept { tools, .. } => {
+            server.registered.locked().extend(tools.iter().cloned());
+            true
+        }
+    };
+    let registered = match until(deadline, closing, server.register(registry, relisting)).await {
         Ok(registered) => registered,
         Err(Stopped::TooSlow) => Err(too_slow()),
         Err(Stopped::Closing) => {
@@ -140,6 +162,16 @@ async fn connect_and_register(
             status.tools = tools;
             status.problems = problems;
             status.problems.extend(server.link.declined().map(str::to_string));
+            let project_root = match registering {
+                Registering::Listed { project_root } => project_root,
+                Registering::Kept { registered, .. } => {
+                    status.tools.splice(0..0, registered.iter().cloned());
+                    status.output_tail = server.stderr_tail();
+                    server.spawn_relisting(registry);
+                    status.problems = status.problems.iter().map(|p| server.redact(p)).collect();
+                    return (status, Some(server));
+                }
+            };
             // A prompt failure is reported and never costs the server its tools.
             let prompts = tokio::select! {
                 prompts = server.register_system_prompts(registry, project_root) => prompts,

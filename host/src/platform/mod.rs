@@ -142,11 +142,18 @@ impl Platform {
             None => crate::services::model::provider_for(model.as_ref())?,
         };
         let glm_plan = crate::mcp::glm::coding_plan(model.as_ref(), env);
-        let (start, kept) = match options.start {
-            StartFilter::Tools(tools) => (self.start_for(project, &tools, glm_plan.as_ref()), Vec::new()),
-            StartFilter::Search => self.start_for_search(project, glm_plan.as_ref()),
-            start => (start, Vec::new()),
-        };
+        let (mut start, mut kept, mut first_use) = (options.start, Vec::new(), crate::scope::FirstUse::default());
+        match &start {
+            StartFilter::Tools(tools) => start = self.start_for(project, tools, glm_plan.as_ref()),
+            StartFilter::Search => (start, kept) = self.start_for_search(project, glm_plan.as_ref()),
+            StartFilter::FirstUse(budget_bytes) => {
+                let (_, listings, tools) = self.kept_server_tools(project, glm_plan.as_ref());
+                let kept_bytes = crate::registry::schema_totals(&tools).size.bytes;
+                first_use = crate::scope::FirstUse { budget_bytes: *budget_bytes, listings, kept_bytes };
+                start = StartFilter::All;
+            }
+            _ => {}
+        }
         if let Some(questions) = &options.questions {
             self.ask_before_start(project, &start, questions.as_ref());
         }
@@ -158,6 +165,7 @@ impl Platform {
             compile_observer: options.compile_observer,
             default_startup_timeout: options.default_startup_timeout,
             wasm_compiler: options.wasm_compiler,
+            first_use,
         };
         let scope = ProjectScope::mount(&self.home, project, scope_options)?;
         Ok(Project { scope: Arc::new(scope), kept })
@@ -219,16 +227,13 @@ impl Platform {
 
     /// What `StartFilter::Search` starts in the project at `project`: every
     /// plugin and the servers with no record of a listing under their identity
-    /// now; and the tools of the others, from their records, to be searched
-    /// (those their last start registered: not one quarantined in the project).
+    /// now; and the tools of the others, from their records, to be searched.
     fn start_for_search(
         &self,
         project: &Path,
         glm_plan: Option<&crate::mcp::glm::CodingPlan>,
     ) -> (StartFilter, Vec<crate::registry::ToolInfo>) {
-        let root = crate::home::trust::canonical_project(project).ok();
-        let current = crate::scope::configured_identities(&self.home, root.as_deref(), glm_plan);
-        let listed = crate::home::listings::current_server_listings(&self.home, &current);
+        let (current, listed, kept) = self.kept_server_tools(project, glm_plan);
         let started = current
             .keys()
             .filter_map(|key| match key.split_once(':') {
@@ -237,9 +242,25 @@ impl Platform {
                 _ => None,
             })
             .collect();
+        (StartFilter::Named(started), kept)
+    }
+
+    /// The identities of the extensions configured for `project` now; the
+    /// records of the last listing of the servers with one under their
+    /// identity now, by server; and those servers' tools as the registry would
+    /// list them (those their last start registered: not one quarantined in
+    /// the project).
+    fn kept_server_tools(
+        &self,
+        project: &Path,
+        glm_plan: Option<&crate::mcp::glm::CodingPlan>,
+    ) -> (HashMap<String, Identity>, HashMap<String, crate::home::listings::Listing>, Vec<crate::registry::ToolInfo>)
+    {
+        let root = crate::home::trust::canonical_project(project).ok();
+        let current = crate::scope::configured_identities(&self.home, root.as_deref(), glm_plan);
+        let listed = crate::home::listings::current_server_listings(&self.home, &current);
         let mut kept = Vec::new();
         for (server, listing) in &listed {
-            // Only what its last start registered: a tool quarantined in this project has no registered name.
             for spec in &listing.tools {
                 let registered = listing
                     .registered
@@ -252,7 +273,7 @@ impl Platform {
                 }
             }
         }
-        (StartFilter::Named(started), kept)
+        (current, listed, kept)
     }
 
     /// The identity of every extension configured or installed now, by key

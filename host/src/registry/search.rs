@@ -653,4 +653,23 @@ mod tests {
         assert_eq!(answer.extensions[0].tools.len() + answer.extensions[0].more, 400 - SEARCH_RESULTS_DEFAULT);
         assert!(answer.extensions[0].more > 0);
     }
+
+    #[test]
+    fn the_first_answer_names_at_most_the_best_few_extensions() {
+        // Six servers each with two tools matching the query: the answer names the best SEARCH_ANSWER_EXTENSIONS.
+        let tools: Vec<ToolInfo> = (0..6)
+            .flat_map(|i| {
+                let server = format!("server{i}");
+                let extra = "report ".repeat(6 - i);
+                [
+                    tool(&server, "make_report", &format!("Make a {extra}")),
+                    tool(&server, "list_reports", "List the reports"),
+                ]
+            })
+            .collect();
+        let answer = ToolIndex::new(tools).answer("report", 2, |_| false);
+        let named: Vec<&str> = answer.extensions.iter().map(|e| e.extension.as_str()).collect();
+        assert_eq!(named.len(), SEARCH_ANSWER_EXTENSIONS, "{answer:?}");
+        assert!(named.iter().all(|e| e.starts_with("mcp:server")), "{named:?}");
+    }
 }
