@@ -296,6 +296,11 @@ async fn past_the_budget_a_server_listed_before_starts_at_the_first_call_of_one_
     assert!(!other.is_error, "{}", other.joined_text());
     run.finish();
     project.close().await;
+    // What that start listed is kept: the quarantined tool is not among the tools a later search reads.
+    let out = env.clat(&["tools", "--search", "details of an error issue", "--json"]);
+    let found: Value = serde_json::from_str(&support::stdout(&out)).unwrap();
+    assert!(!names(&found).contains(&"mcp_monitoring_get_error_issue".to_string()), "{found}");
+    assert!(names(&found).iter().any(|n| n.starts_with("mcp_monitoring_")), "{found}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -155,9 +155,7 @@ impl DeferredServer {
                 return Ok(server);
             }
         }
-        let reason = format!("MCP server {name} was closed with its project scope");
-        registry.withdraw(ExternalKind::Mcp, name, &reason, crate::limits::CLOSE_GRACE).await;
-        server.close().await;
+        super::teardown(&server, &registry).await;
         Err(closed())
     }
 

@@ -165,7 +165,9 @@ pub(crate) async fn connect_and_register(
             let project_root = match registering {
                 Registering::Listed { project_root } => project_root,
                 Registering::Kept { registered, .. } => {
-                    status.tools.splice(0..0, registered.iter().cloned());
+                    // Those quarantined now are no longer its tools (nor in the listing kept of it).
+                    let held = |name: &String| registry.quarantined(name).is_some();
+                    status.tools.splice(0..0, registered.iter().filter(|name| !held(name)).cloned());
                     status.output_tail = server.stderr_tail();
                     server.spawn_relisting(registry);
                     status.problems = status.problems.iter().map(|p| server.redact(p)).collect();
