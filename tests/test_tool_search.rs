@@ -192,3 +192,124 @@ fn a_search_of_kept_listings_leaves_out_a_quarantined_tool() {
     assert!(!names.contains(&"mcp_mail_send_email_message"), "{found}");
     assert_eq!(first_match(&env, "list the mailboxes")["name"], "mcp_mail_list_mailboxes", "the others are searched");
 }
+
+/// A chat-completions endpoint on 127.0.0.1 that answers each tool's enrichment request with `answers[tool]` (the
+/// tool named on the prompt's first line; an empty answer for a tool not in the map), and records every request body.
+fn model_endpoint(
+    answers: Vec<(&'static str, &'static str)>,
+) -> (String, std::sync::Arc<std::sync::Mutex<Vec<Value>>>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(value) = line.to_lowercase().strip_prefix("content-length:") {
+                    length = value.trim().parse().unwrap();
+                }
+            }
+            let mut body = vec![0; length];
+            if reader.read_exact(&mut body).is_err() {
+                continue;
+            }
+            let body: Value = serde_json::from_slice(&body).unwrap();
+            let prompt = body["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_string();
+            let tool = prompt.lines().next().unwrap_or_default().trim_start_matches("Tool: ").to_string();
+            let content = answers.iter().find(|(name, _)| *name == tool).map_or("", |(_, answer)| answer);
+            log.lock().unwrap().push(body);
+            let answer = json!({ "model": "fake", "choices": [{ "index": 0, "finish_reason": "stop",
+                "message": { "role": "assistant", "content": content } }],
+                "usage": { "prompt_tokens": 50, "completion_tokens": 20 } })
+            .to_string();
+            let mut out = stream;
+            let _ = write!(
+                out,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                answer.len()
+            );
+        }
+    });
+    (url, seen)
+}
+
+/// Search enrichment, asked for with `clat tools --enrich`: nothing is asked without a configured model; with one,
+/// each tool's definition is asked once for requests in a user's words (within the bounds), kept, and searched — a
+/// task worded as a user words it then finds the tool; a definition asked before is not asked again, one that changed
+/// is, and a tool whose answer had no request is said, not kept, and asked again next time.
+#[test]
+fn enrichment_asks_the_model_once_per_definition_and_the_search_reads_what_it_kept() {
+    let env = TestEnv::trusted();
+    let tools = env.dir.path().join("pager.json");
+    let definitions = |escalation: &str| {
+        json!([
+            { "name": "trigger_escalation", "description": escalation, "inputSchema": { "type": "object",
+              "properties": { "policy": { "type": "string" } } } },
+            { "name": "list_incidents", "description": "List the incidents of a service.",
+              "inputSchema": { "type": "object" } },
+        ])
+        .to_string()
+    };
+    std::fs::write(&tools, definitions("Creates an incident and notifies the responders of an escalation policy."))
+        .unwrap();
+    env.write_mcp_config(json!({ "mcpServers": { "pager": {
+        "command": clat_test_server_artifact::MCP_TEST_SERVER, "args": ["--tools-json-file", tools.to_str().unwrap()] } } }));
+    assert_eq!(env.clat(&["mcp"]).status.code(), Some(0));
+    let task = "wake up whoever is on call, the site is down";
+    assert_ne!(first_match(&env, task)["name"], "mcp_pager_trigger_escalation", "not found by its own words");
+
+    let out = env.clat(&["tools", "--enrich"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no model is configured"), "{}", stderr(&out));
+    assert!(!env.home.join(clat_host::platform::enrichment::REQUESTS_FILE).exists());
+
+    let escalation = "wake up whoever is on call\n2. the site is down, get someone on it\n- page the on-call engineer";
+    let (url, seen) =
+        model_endpoint(vec![("trigger_escalation", escalation), ("read_file", "show me what is in a file")]);
+    let model = [("CLAT_MODEL_BASE_URL", url.as_str()), ("CLAT_MODEL", "fake")];
+    let enrich = |env: &TestEnv| {
+        let out = env.clat_with_env(&["tools", "--enrich", "--json"], &model);
+        (out.status.code(), serde_json::from_str::<Value>(&stdout(&out)).unwrap_or_else(|_| panic!("{}", stderr(&out))))
+    };
+    let (code, done) = enrich(&env);
+    let asked = seen.lock().unwrap().len();
+    // The native tools and the server's two; every tool without a request in its answer failed and is said.
+    assert_eq!(asked, clat_host::NATIVE_TOOL_NAMES.len() + 2, "{done}");
+    assert_eq!(code, Some(5), "{done}");
+    assert_eq!(done["asked"], json!(["read_file", "mcp_pager_trigger_escalation"]), "{done}");
+    let failed: Vec<&str> = done["failed"].as_array().unwrap().iter().map(|f| f[0].as_str().unwrap()).collect();
+    assert!(failed.contains(&"mcp_pager_list_incidents") && failed.len() == asked - 2, "{done}");
+    for body in seen.lock().unwrap().iter() {
+        assert_eq!(body["max_tokens"], clat_host::limits::SEARCH_REQUESTS_MAX_TOKENS, "{body}");
+    }
+    let kept: Value = serde_json::from_str(&env.read_home(clat_host::platform::enrichment::REQUESTS_FILE)).unwrap();
+    let requests: Vec<&Value> = kept["definitions"].as_object().unwrap().values().collect();
+    let escalation_kept = requests.iter().find(|r| r["tool"] == "mcp_pager_trigger_escalation").unwrap();
+    assert_eq!(escalation_kept["requests"][0], "wake up whoever is on call");
+    assert_eq!(escalation_kept["requests"][1], "the site is down, get someone on it");
+    assert_eq!(first_match(&env, task)["name"], "mcp_pager_trigger_escalation", "found by its kept requests");
+
+    // Asked again: only what failed.
+    let (_, done) = enrich(&env);
+    assert_eq!(done["asked"], json!([]), "{done}");
+    assert_eq!(done["kept_already"], 2, "{done}");
+    assert_eq!(seen.lock().unwrap().len(), asked + failed.len());
+
+    // A changed definition (accepted) is asked again, alone among those kept.
+    std::fs::write(&tools, definitions("Creates an incident and pages the responders of an escalation policy."))
+        .unwrap();
+    assert!(stdout(&env.clat(&["mcp"])).contains("quarantined"));
+    assert_eq!(env.clat(&["mcp", "accept", "pager", "trigger_escalation"]).status.code(), Some(0));
+    let before = seen.lock().unwrap().len();
+    let (_, done) = enrich(&env);
+    assert_eq!(done["asked"], json!(["mcp_pager_trigger_escalation"]), "{done}");
+    assert_eq!(seen.lock().unwrap().len(), before + 1 + failed.len());
+    assert_eq!(first_match(&env, task)["name"], "mcp_pager_trigger_escalation");
+}

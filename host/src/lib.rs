@@ -30,6 +30,7 @@ pub use mcp::project_servers::ProjectServersReview;
 pub use native::NATIVE_TOOL_NAMES;
 pub use native::process::SandboxPolicy;
 pub use platform::discovery::{Discovery, DiscoveryOptions};
+pub use platform::enrichment::Enrichment;
 pub use platform::{MountOptions, MountQuestions, Platform, PlatformError, Project, Run, RunOptions};
 pub use policy::approvals::StoredApproval;
 pub use policy::identity::Identity;

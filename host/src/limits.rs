@@ -33,6 +33,15 @@ pub const SEARCH_ANSWER_MAX_BYTES: usize = 2 * 1024;
 pub const SEARCH_ANSWER_EXTENSIONS: usize = 3;
 /// A match's description in `search_tools`' answer: its first line, cut to this.
 pub const SEARCH_LINE_MAX_CHARS: usize = 80;
+/// Search enrichment: the requests in a user's words kept for one tool definition (the model's first lines).
+pub const SEARCH_REQUESTS_PER_TOOL: usize = 5;
+/// Search enrichment: one kept request, cut to this many characters.
+pub const SEARCH_REQUEST_MAX_CHARS: usize = 120;
+/// Search enrichment: the tokens the model may write for one tool's requests.
+pub const SEARCH_REQUESTS_MAX_TOKENS: u32 = 300;
+/// Search enrichment: the tool definitions whose requests the home keeps; past it, those not of the tools just
+/// enriched go first, oldest first.
+pub const SEARCH_REQUESTS_KEPT_MAX: usize = 4096;
 /// Marked DSH prompts per server.
 pub const DSH_PROMPTS_PER_SERVER_MAX: usize = 128;
 /// One resolved DSH system prompt.

@@ -40,6 +40,11 @@ pub(crate) enum Command {
         /// search_tools' first answer names the tool.
         #[arg(long, value_name = "FILE", conflicts_with_all = ["name", "search"])]
         search_eval: Option<std::path::PathBuf>,
+        /// Ask the configured session model, once per tool definition, for a few requests in a user's words, and
+        /// keep them for the search (off until asked; a definition asked before is not asked again), e.g.
+        /// `CLAT_MODEL_BASE_URL=… CLAT_MODEL=… clat tools --enrich`.
+        #[arg(long, conflicts_with_all = ["name", "search", "search_eval"])]
+        enrich: bool,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,

@@ -198,14 +198,25 @@ async fn dispatch(cli: Cli, shutdown: &Shutdown) -> Result<Exit, Failure> {
             output::checked(std::io::stdout().write_all(&script));
             Ok(Exit::Ok)
         }
-        Command::Tools { name, search, search_eval, json } => {
+        Command::Tools { name, search, search_eval, enrich, json } => {
             let cases = match &search_eval {
                 Some(path) => Some(crate::SearchCase::read_table(path).map_err(usage)?),
                 None => None,
             };
-            // The user watches this start: slow servers get longer, with progress. A search starts only the
-            // servers it has no kept listing of.
-            let start = if search.is_some() || cases.is_some() { StartFilter::Search } else { StartFilter::All };
+            let model = match enrich {
+                true => Some(platform.configured_model()?.ok_or_else(|| {
+                    usage(
+                        "no model is configured: search enrichment asks the session model (set CLAT_MODEL_BASE_URL \
+                         and CLAT_MODEL, or config.json's \"model\"); nothing was asked"
+                            .into(),
+                    )
+                })?),
+                false => None,
+            };
+            // The user watches this start: slow servers get longer, with progress. A search (and its enrichment)
+            // starts only the servers it has no kept listing of.
+            let searching = search.is_some() || cases.is_some() || enrich;
+            let start = if searching { StartFilter::Search } else { StartFilter::All };
             let options = MountOptions {
                 default_startup_timeout: Some(crate::limits::WATCHED_START_TIMEOUT),
                 ..mount_options(SandboxPolicy::default(), start)
@@ -216,6 +227,11 @@ async fn dispatch(cli: Cli, shutdown: &Shutdown) -> Result<Exit, Failure> {
                 _ = shutdown.token().cancelled() => false,
             };
             project.freeze();
+            if let (Some(model), true) = (&model, loaded) {
+                let enriched = status::enrich_search(&project, model.as_ref(), json).await;
+                project.close().await;
+                return enriched;
+            }
             let shown = match (&name, loaded) {
                 (_, false) => Err(runs::interrupted(shutdown)),
                 (None, true) => {

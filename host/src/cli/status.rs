@@ -158,6 +158,35 @@ pub(crate) fn print_search_evaluation(project: &Project, cases: &[crate::SearchC
     );
 }
 
+/// Search enrichment (`clat tools --enrich`): each tool asked of `model` is said on stderr as it is asked; then
+/// what was asked, kept already and failed. Exit 5 when one failed (the next enrichment asks it again).
+pub(crate) async fn enrich_search(
+    project: &Project,
+    model: &dyn crate::ModelProvider,
+    json: bool,
+) -> Result<super::Exit, super::Failure> {
+    let progress = |tool: &str| {
+        if !json {
+            eprintln!("asking the model for requests that {tool} fulfils");
+        }
+    };
+    let done = project.enrich_search(model, &progress).await?;
+    if json {
+        outln!("{}", json!(done));
+    } else {
+        outln!(
+            "asked the model for {} tools' requests; {} tools' definitions had theirs kept already; {} failed",
+            done.asked.len(),
+            done.kept_already,
+            done.failed.len()
+        );
+        for (tool, why) in &done.failed {
+            outln!("  {tool}: {why}");
+        }
+    }
+    Ok(if done.failed.is_empty() { super::Exit::Ok } else { super::Exit::Internal })
+}
+
 /// What the tools' definitions cost a model, in all and by extension, the costliest first.
 fn schemas_line(schemas: &SchemaTotals) -> String {
     let kib = |bytes: usize| format!("{:.1} KiB", bytes as f64 / 1024.0);

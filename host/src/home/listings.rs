@@ -281,6 +281,23 @@ fn change(
     Ok(())
 }
 
+/// Count `tools` (own names) of `server` among what its kept listing registered, when it lists them: their
+/// changed definitions were accepted (`clat mcp accept`), so a search of the kept listing finds them before the
+/// server starts again.
+pub fn accepted(home: &ClatHome, server: &str, tools: &[String]) -> Result<(), HomeError> {
+    change(home, ExtensionKind::McpStdio, server, |file| {
+        let mut changed = false;
+        for own in tools.iter().filter(|own| file.tools.iter().any(|t| &t.name == *own)) {
+            let registered = crate::names::external_tool_name(crate::names::ExternalKind::Mcp, server, own);
+            if !file.registered.contains(&registered) {
+                file.registered.push(registered);
+                changed = true;
+            }
+        }
+        changed
+    })
+}
+
 /// The era `server`'s last start learned, whatever its key.
 pub fn learned_era(home: &ClatHome, server: &str) -> Option<LearnedEra> {
     document(ExtensionKind::McpStdio, server).read(home).ok()?.era

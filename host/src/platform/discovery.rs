@@ -105,6 +105,15 @@ pub struct Discovery {
 impl Discovery {
     /// The offer of `tools` (a frozen registry's listing) under `options`.
     pub fn new(tools: Vec<ToolInfo>, options: &DiscoveryOptions) -> Discovery {
+        Discovery::with_requests(tools, options, &std::collections::HashMap::new())
+    }
+
+    /// `new`, its search reading `requests` (by registered name: those kept by search enrichment) with each tool.
+    pub fn with_requests(
+        tools: Vec<ToolInfo>,
+        options: &DiscoveryOptions,
+        requests: &std::collections::HashMap<String, Vec<String>>,
+    ) -> Discovery {
         let over_budget = schema_totals(&tools).size.bytes > options.budget_bytes;
         let known = |names: &[String]| -> HashSet<String> {
             names.iter().filter(|name| tools.iter().any(|t| &t.name == *name)).cloned().collect()
@@ -112,7 +121,7 @@ impl Discovery {
         let pinned = known(&options.pinned);
         let deferred: HashSet<String> = known(&options.deferred).into_iter().filter(|n| !pinned.contains(n)).collect();
         let deferring = over_budget || !deferred.is_empty();
-        let index = deferring.then(|| ToolIndex::new(tools.clone()));
+        let index = deferring.then(|| ToolIndex::with_requests(tools.clone(), requests));
         let offer = Offer { index, tools, deferring, over_budget, pinned, deferred };
         Discovery { offer: Arc::new(offer), loaded: Mutex::default(), used: Mutex::default() }
     }

@@ -36,13 +36,15 @@
 //! A runnable version is `host/examples/agent.rs`; the rest of the crate's
 //! modules are its parts, public for the command line and the tests. What a
 //! model is offered of a project's tools, and the search over the rest, is
-//! `discovery.rs`; a mounted project is `project.rs`'s, a run `run.rs`'s.
+//! `discovery.rs` (its optional enrichment by the session model,
+//! `enrichment.rs`); a mounted project is `project.rs`'s, a run `run.rs`'s.
 
 #![warn(missing_docs)]
 
 mod admin;
 mod authoring;
 pub mod discovery;
+pub mod enrichment;
 mod plugins;
 mod project;
 mod run;
@@ -123,6 +125,16 @@ impl Platform {
     pub fn session_model(&self) -> Result<Arc<dyn ModelProvider>, PlatformError> {
         let model = crate::services::model::active_model(&self.home, |k| std::env::var(k).ok())?;
         Ok(crate::services::model::provider_for(model.as_ref())?)
+    }
+
+    /// The session model the home configures, as a provider; `None` when none is (the offline model then answers
+    /// extensions' sampling, and search enrichment has nobody to ask).
+    pub fn configured_model(&self) -> Result<Option<Arc<dyn ModelProvider>>, PlatformError> {
+        let model = crate::services::model::active_model(&self.home, |k| std::env::var(k).ok())?;
+        match model {
+            Some(model) => Ok(Some(crate::services::model::provider_for(Some(&model))?)),
+            None => Ok(None),
+        }
     }
 
     /// Record trust for the project at `project`; its canonical root.

@@ -67,14 +67,33 @@ impl Project {
     /// `StartFilter::Search`, those of the servers it did not start, from
     /// their last listing.
     pub fn search_tools(&self, query: &str, limit: usize) -> Vec<crate::registry::ToolMatch> {
-        crate::registry::ToolIndex::new(self.searched_tools()).search(query, limit)
+        self.index().search(query, limit)
     }
 
     /// `search_tools`' first answer to `query` over what `search_tools` looks
     /// through: `limit` matches and the extensions that match best, with their
     /// other tools' names, within `SEARCH_ANSWER_MAX_BYTES`.
     pub fn search_answer(&self, query: &str, limit: usize) -> crate::registry::SearchAnswer {
-        crate::registry::ToolIndex::new(self.searched_tools()).answer(query, limit, |_| false)
+        self.index().answer(query, limit, |_| false)
+    }
+
+    /// The search over what `searched_tools` looks through, with the requests kept for them (`enrichment.rs`).
+    fn index(&self) -> crate::registry::ToolIndex {
+        let tools = self.searched_tools();
+        let requests = super::enrichment::kept_requests(self.scope.home(), &tools);
+        crate::registry::ToolIndex::with_requests(tools, &requests)
+    }
+
+    /// Search enrichment (`enrichment.rs`): ask `model` for a few requests in a user's words for each tool a
+    /// search looks through whose definition has none kept, and keep them in the home; `progress` is told each
+    /// tool asked. Later searches — `clat tools --search`, `search_tools` — read them.
+    pub async fn enrich_search(
+        &self,
+        model: &dyn crate::services::model::ModelProvider,
+        progress: &dyn Fn(&str),
+    ) -> Result<super::enrichment::Enrichment, PlatformError> {
+        let tools = self.searched_tools();
+        Ok(super::enrichment::enrich(self.scope.home(), &tools, model, progress).await?)
     }
 
     /// What a search of this project looks through: the registered tools, and
@@ -107,7 +126,7 @@ impl Project {
         cases: &[crate::registry::SearchCase],
         page: usize,
     ) -> crate::registry::SearchEvaluation {
-        crate::registry::ToolIndex::new(self.searched_tools()).evaluate(cases, page)
+        self.index().evaluate(cases, page)
     }
 
     /// What the registered tools' definitions cost a model, in all and by extension.
@@ -125,7 +144,8 @@ impl Project {
         self.freeze();
         let tools = self.tools();
         let options = options.clone().with_settings(&tools, &self.extensions());
-        crate::platform::discovery::Discovery::new(tools, &options)
+        let requests = super::enrichment::kept_requests(self.scope.home(), &tools);
+        crate::platform::discovery::Discovery::with_requests(tools, &options, &requests)
     }
 
     /// What each extension did so far: its state, tools, problems, output tail.

@@ -393,6 +393,10 @@ impl Servers<'_> {
             let message = format!("{name} has {which} in {} (`clat mcp get {name}` lists its tools)", root.display());
             return Err(ServerAdminError::Usage(message));
         }
+        let tools: Vec<String> = accepted.iter().map(|q| q.tool.clone()).collect();
+        if let Err(e) = crate::home::listings::accepted(self.home, name, &tools) {
+            tracing::debug!("cannot count the accepted tools in {name}'s kept listing: {e}");
+        }
         let approvals_revoked =
             crate::policy::approvals::revoke_extension_wide(self.home, &root, &format!("mcp:{name}"))?;
         Ok(AcceptedTools { accepted, approvals_revoked })

@@ -3,7 +3,9 @@
 //! `.`, `/` and case changes, and compounds such as `worklogs` into words the
 //! index knows), counted `NAME_WEIGHT` times, as a name says what a tool does
 //! better than its prose; its extension's name, its description, and its
-//! parameters' names and descriptions — ranked by BM25 (the `bm25` crate).
+//! parameters' names and descriptions, and the requests in a user's words
+//! kept for it when search enrichment was asked for (`platform/enrichment.rs`)
+//! — ranked by BM25 (the `bm25` crate).
 //! Words are lower-cased and stemmed (English Snowball, `rust-stemmers`), so
 //! "reading files" finds `read_file`; the commonest English words are left out.
 //! A query's words of task wording are joined by the words tool definitions
@@ -199,10 +201,12 @@ fn with_tool_verbs(query: &str) -> String {
     expanded
 }
 
-/// A tool's searched text: its names `NAME_WEIGHT` times, then the rest once.
-fn document_of(tool: &ToolInfo) -> String {
+/// A tool's searched text: its names `NAME_WEIGHT` times, then the rest once — with the requests in a user's words
+/// kept for it (`platform/enrichment.rs`), when there are any.
+fn document_of(tool: &ToolInfo, requests: &[String]) -> String {
     let names = format!("{}\n{}\n", tool.name, tool.original_name);
     let mut text = vec![names.repeat(NAME_WEIGHT), tool.source.extension(), tool.description.clone()];
+    text.extend(requests.iter().cloned());
     if let Some(properties) = tool.input_schema.get("properties").and_then(Value::as_object) {
         for (name, property) in properties {
             text.push(name.clone());
@@ -316,7 +320,13 @@ pub struct ToolIndex {
 impl ToolIndex {
     /// Index `tools`.
     pub fn new(tools: Vec<ToolInfo>) -> ToolIndex {
-        let texts: Vec<String> = tools.iter().map(document_of).collect();
+        ToolIndex::with_requests(tools, &HashMap::new())
+    }
+
+    /// Index `tools`, each with the requests in a user's words kept for it (by registered name) as one more field.
+    pub fn with_requests(tools: Vec<ToolInfo>, requests: &HashMap<String, Vec<String>>) -> ToolIndex {
+        let texts: Vec<String> =
+            tools.iter().map(|t| document_of(t, requests.get(&t.name).map_or(&[], Vec::as_slice))).collect();
         let vocabulary = texts
             .iter()
             .flat_map(|text| plain_words(text).collect::<Vec<_>>())
