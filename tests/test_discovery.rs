@@ -271,6 +271,12 @@ async fn past_the_budget_a_server_listed_before_starts_at_the_first_call_of_one_
     let loaded = discovery.call(&run, LOAD_TOOLS, json!({ "names": ["kubernetes/rollout_restart"] })).await.unwrap();
     assert_eq!(text(&loaded)["tools"][0]["name"], "mcp_kubernetes_rollout_restart");
     assert_eq!(count(), listed, "a search and a load start nothing");
+    // The pipeline judges the call before anything starts: headless in ask mode, a destructive one is denied.
+    let asking = project.start_run(RunOptions::default()).await.unwrap();
+    let pod = json!({ "namespace": "shop", "name": "checkout-7d9f" });
+    let denied = discovery.call(&asking, "mcp_kubernetes_delete_pod", pod).await.unwrap_err();
+    assert!(matches!(denied, CallError::Denied { .. }), "{denied}");
+    assert_eq!(count(), listed, "a denied call starts nothing");
 
     // The first call starts that server alone, once.
     let arguments = json!({ "namespace": "shop", "name": "checkout" });
