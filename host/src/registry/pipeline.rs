@@ -230,6 +230,10 @@ async fn pipeline(
     tokio::pin!(call);
     let output = loop {
         tokio::select! {
+            // A cancel or withdrawal seen with the result ready ends the call as cancelled, never by chance.
+            biased;
+            _ = run.cancel_token().cancelled() => return Err(CallError::Cancelled { tool: entry.name.clone() }),
+            _ = revoked.cancelled() => return Err(withdrawn()),
             r = &mut call => break match r {
                 // A handler that gives up at the deadline or on cancel (a guest's
                 // epoch interrupt, a transport noticing the cancel, a command whose
@@ -245,8 +249,6 @@ async fn pipeline(
                 }
                 Err(error) => return Err(CallError::Failed { tool: entry.name.clone(), error }),
             },
-            _ = run.cancel_token().cancelled() => return Err(CallError::Cancelled { tool: entry.name.clone() }),
-            _ = revoked.cancelled() => return Err(withdrawn()),
             _ = tokio::time::sleep_until(deadline.into()) => {
                 // Only the tool-call limit extends, never the run's own deadline.
                 let run_ends_first = run.deadline().is_some_and(|end| end <= deadline);
