@@ -256,8 +256,18 @@ fn table() -> Vec<Scenario> {
             "host write_file denied in read-only",
             "host_write",
             json!({ "path": "w.txt", "content": "x" }),
-            read_only,
+            read_only.clone(),
             Expect::Text("error: denied"),
+        ),
+        s(
+            "host write_file denied in read-only, the refusal left to the SDK",
+            "host_write_unchecked",
+            json!({ "path": "w.txt", "content": "x" }),
+            read_only,
+            Expect::ToolError(
+                "denied: mode read-only does not allow write tools (write_file is write); run with --mode auto-edit or \
+                 full-access to allow write tools without a prompt",
+            ),
         ),
         s(
             "host write_file allowed in auto-edit",

@@ -444,3 +444,59 @@ fn a_plugin_of_the_same_name_from_elsewhere_is_another_plugin_and_keeps_no_grant
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("is another plugin"), "{}", stderr(&out));
 }
+
+/// `clat plugin push` publishes what the author tested: a project's `dist/` older than its sources (a tool added and
+/// tried through the edit loop, which writes no `dist/`) is refused with the command that builds first; `push
+/// PROJECT` builds it, lists it and prints its digest, tools and grants; installed elsewhere from the registry, the
+/// new tool answers.
+#[test]
+fn push_of_a_project_builds_what_was_tested_and_a_stale_package_is_refused() {
+    let registry = OciRegistry::start();
+    let env = TestEnv::new();
+    let parent = env.dir.path().join("work");
+    std::fs::create_dir_all(&parent).unwrap();
+    let vars = support::toolchains::toolchain_env();
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let clat = |args: &[&str]| env.clat_with_env(args, &vars);
+    // `js` is JavaScript.
+    let out = clat(&["plugin", "new", "greeter", "--lang", "js", "--dir", parent.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let project = parent.join("greeter");
+    let modules = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/guest-toolchains/node_modules");
+    std::os::unix::fs::symlink(modules.canonicalize().unwrap(), project.join("node_modules")).unwrap();
+    let out = clat(&["plugin", "build", project.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    // A tool added, and tried through the edit loop.
+    let source = project.join("src/index.js");
+    let shout = "  shout: {\n    description: \"Shout a word.\",\n    input: z.object({ word: z.string() }),\n    \
+                 readOnly: true,\n    openWorld: false,\n    run: ({ word }) => `${word.toUpperCase()}!`,\n  },\n});";
+    let text = std::fs::read_to_string(&source).unwrap().replacen("\n});", &format!("\n{shout}"), 1);
+    std::fs::write(&source, text).unwrap();
+    let out = clat(&["plugin", "call", project.to_str().unwrap(), "shout", r#"{"word":"hey"}"#]);
+    assert_eq!((out.status.code(), stdout(&out).as_str()), (Some(0), "HEY!\n"), "{}", stderr(&out));
+
+    let tag = registry.reference("clat/greeter:1");
+    let dist = project.join("dist");
+    let out = clat(&["plugin", "push", dist.to_str().unwrap(), &tag]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let said = stderr(&out);
+    assert!(said.contains("older than its project's sources (src/index.js changed"), "{said}");
+    assert!(said.contains(&format!("`clat plugin push {} REFERENCE`", project.display())), "{said}");
+
+    let out = clat(&["plugin", "push", project.to_str().unwrap(), &tag, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("built javascript package"), "{}", stderr(&out));
+    let pushed = json_of(&out);
+    assert_eq!(pushed["tools"], json!(["hello", "shout"]), "{pushed}");
+    assert!(pushed["digest"].as_str().unwrap().starts_with("sha256:"), "{pushed}");
+    let out = clat(&["plugin", "push", project.to_str().unwrap(), &tag]);
+    let shown = stdout(&out);
+    assert!(shown.contains("  tools: hello, shout\n") && shown.contains("  asks for: nothing\n"), "{shown}");
+
+    let elsewhere = TestEnv::trusted();
+    let out = elsewhere.clat(&["plugin", "install", &tag, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = elsewhere.clat(&["call", "wasm_greeter_shout", r#"{"word":"hey"}"#]);
+    assert_eq!(stdout(&out), "HEY!\n", "{}", stderr(&out));
+}

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use clat_guest_artifacts as guests;
-use serde_json::Value;
+use serde_json::{Value, json};
 use support::{TestEnv, stderr, stdout};
 
 const SERVER: &str = clat_test_server_artifact::MCP_TEST_SERVER;
@@ -229,6 +229,62 @@ fn plugin_test_runs_the_contract_on_an_mcp_server_package_too() {
     no_throwaway_left(&env);
 }
 
+/// The languages' short names are accepted (`rs`, `js`, `ts`, `py`), and the help of each author's command carries
+/// an example.
+#[test]
+fn short_language_names_work_and_each_author_command_shows_an_example() {
+    let env = TestEnv::new();
+    let parent = env.dir.path().join("work");
+    std::fs::create_dir_all(&parent).unwrap();
+    for (lang, build_file) in
+        [("rs", "Cargo.toml"), ("js", "package.json"), ("ts", "package.json"), ("py", "pyproject.toml")]
+    {
+        let name = format!("short-{lang}");
+        let out = clat(&env, &["plugin", "new", &name, "--lang", lang, "--dir", parent.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{lang}: {}", stderr(&out));
+        assert!(parent.join(&name).join(build_file).is_file(), "{lang}");
+    }
+    for command in ["new", "build", "test", "call", "push", "install"] {
+        let out = clat(&env, &["plugin", command, "--help"]);
+        let help = stdout(&out);
+        assert!(help.contains(&format!("clat plugin {command} ")) && help.contains("Example"), "{command}: {help}");
+    }
+}
+
+/// An MCP server plugin that fails to start says so, with what it wrote: `plugin test` and `plugin call` of a Python
+/// server whose `python3` lacks the `mcp` package name the failure and show the missing module from its stderr.
+#[test]
+fn a_server_plugin_that_fails_to_start_says_so_with_its_stderr() {
+    let env = TestEnv::new();
+    let parent = env.dir.path().join("work");
+    std::fs::create_dir_all(&parent).unwrap();
+    // A python3 without the mcp package: a fresh environment of the system's.
+    let venv = env.dir.path().join("bare-venv");
+    let made = std::process::Command::new("python3").args(["-m", "venv", "--without-pip"]).arg(&venv).status();
+    assert!(made.unwrap().success());
+    let path = format!("{}:{}", venv.join("bin").display(), std::env::var("PATH").unwrap_or_default());
+    let vars = [("PATH", path.as_str())];
+    let new = ["plugin", "new", "bare", "--lang", "py", "--kind", "mcp-stdio", "--dir", parent.to_str().unwrap()];
+    let out = env.clat_with_env(&new, &vars);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // The printed path installs the SDK first.
+    assert!(
+        stdout(&out).contains("&& python3 -m pip install -r requirements.txt && clat plugin test ."),
+        "{}",
+        stdout(&out)
+    );
+    let project = parent.join("bare");
+
+    let out = env.clat_with_env(&["plugin", "test", project.to_str().unwrap()], &vars);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let shown = stdout(&out);
+    assert!(shown.contains("failed to start") && shown.contains("No module named 'mcp'"), "{shown}");
+    let out = env.clat_with_env(&["plugin", "call", project.to_str().unwrap(), "hello", r#"{"name":"x"}"#], &vars);
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    let said = stderr(&out);
+    assert!(said.contains("plugin bare failed to start") && said.contains("No module named 'mcp'"), "{said}");
+}
+
 #[test]
 fn bad_input_is_a_clear_error_before_anything_is_built_or_installed() {
     let env = TestEnv::new();
@@ -419,13 +475,24 @@ fn edit_loop_sees_an_edit_without_a_build(env: &TestEnv, lang: &str, project: &P
     assert_eq!((out.status.code(), stdout(&out).as_str()), (Some(0), "Hi, Ada!\n"), "{}", stderr(&out));
     assert!(stderr(&out).contains(", reused) reads them at each call"), "{}", stderr(&out));
     if lang == "python" {
+        // A common standard-library module is in the runtime from the start: importing it is an edit like any other.
         let edited = std::fs::read_to_string(&source).unwrap();
         let edited = format!("import textwrap\n{edited}")
             .replace("return f\"Hi, {args.name}!\"", "return textwrap.shorten(f\"Hi, {args.name}!\", width=12)");
         std::fs::write(&source, edited).unwrap();
         let out = call(r#"{"name":"Ada Lovelace"}"#);
         assert_eq!((out.status.code(), stdout(&out).as_str()), (Some(0), "Hi, [...]\n"), "{}", stderr(&out));
-        assert!(stderr(&out).contains("built once per toolchain and contract"), "{}", stderr(&out));
+        assert!(stderr(&out).contains(", reused) reads them at each call"), "{}", stderr(&out));
+        // Another builds the runtime again, saying so and why while it runs.
+        let edited = std::fs::read_to_string(&source).unwrap();
+        let edited = format!("import colorsys\n{edited}")
+            .replace("width=12)", "width=12) + str(colorsys.rgb_to_hsv(0, 0, 0)[0])");
+        std::fs::write(&source, edited).unwrap();
+        let out = call(r#"{"name":"Ada Lovelace"}"#);
+        assert_eq!((out.status.code(), stdout(&out).as_str()), (Some(0), "Hi, [...]0.0\n"), "{}", stderr(&out));
+        let said = stderr(&out);
+        assert!(said.contains("building the edit loop's Python runtime (about a minute) because the project imports what it does not hold yet (import colorsys)"), "{said}");
+        assert!(said.contains("built once per toolchain and contract"), "{said}");
     } else {
         // Sources esbuild cannot bundle as CommonJS (a top-level await) are built as a component instead.
         let edited = std::fs::read_to_string(&source).unwrap();
@@ -502,6 +569,129 @@ fn a_javascript_component_that_imports_wasi_http_is_refused_with_the_fix() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("wasi:http"), "{}", stderr(&out));
     assert!(!env.home.join("plugins/installed.json").exists());
+}
+
+/// A tool that fails at run time names the author's file, line and code line — from the JavaScript stack through the
+/// bundle's source map, from the Python traceback — in `plugin call` (the edit loop), not only the message.
+#[test]
+fn runtime_errors_name_the_authors_file_line_and_code() {
+    let env = TestEnv::new();
+    let parent = env.dir.path().join("work");
+    std::fs::create_dir_all(&parent).unwrap();
+    let vars = support::toolchains::toolchain_env();
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    for (lang, file, from, to, said) in [
+        (
+            "javascript",
+            "src/index.js",
+            "`Hello, ${name}!`",
+            "`Hello, ${nam}!`",
+            "ReferenceError: nam is not defined (src/index.js, line 18: run: ({ name }) => `Hello, ${nam}!`,)",
+        ),
+        (
+            "python",
+            "app.py",
+            "{args.name}!",
+            "{args.nam}!",
+            "AttributeError: 'Hello' object has no attribute 'nam' (app.py, line 29: return f\"Hello, {args.nam}!\")",
+        ),
+    ] {
+        let name = format!("{lang}-failing");
+        let out =
+            env.clat_with_env(&["plugin", "new", &name, "--lang", lang, "--dir", parent.to_str().unwrap()], &vars);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let project = parent.join(&name);
+        if lang == "javascript" {
+            let modules = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/guest-toolchains/node_modules");
+            std::os::unix::fs::symlink(modules.canonicalize().unwrap(), project.join("node_modules")).unwrap();
+        }
+        let source = std::fs::read_to_string(project.join(file)).unwrap();
+        assert!(source.contains(from), "{source}");
+        std::fs::write(project.join(file), source.replace(from, to)).unwrap();
+        let call = ["plugin", "call", project.to_str().unwrap(), "hello", r#"{"name":"Ada"}"#];
+        let out = env.clat_with_env(&call, &vars);
+        assert_eq!(out.status.code(), Some(1), "{lang}: {}{}", stdout(&out), stderr(&out));
+        let shown = format!("{}{}", stdout(&out), stderr(&out));
+        assert!(shown.contains(said), "{lang}: {shown}");
+    }
+}
+
+/// The SDK is a dependency with a version: `plugin new` records it (`clat-sdk.json`: the version and each file's
+/// hash as written); `plugin sdk update` of a project an older template made updates the SDK files as that template
+/// wrote them, adds one missing, keeps (and says) one the author edited unless `--force`, and the project still
+/// answers afterwards.
+#[test]
+fn the_sdk_update_rewrites_an_older_templates_files_and_keeps_the_authors_edits() {
+    use sha2::{Digest, Sha256};
+    let hash = |text: &str| {
+        format!("sha256:{}", Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect::<String>())
+    };
+    let env = TestEnv::new();
+    let parent = env.dir.path().join("work");
+    std::fs::create_dir_all(&parent).unwrap();
+    let vars = support::toolchains::toolchain_env();
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let out = env.clat_with_env(&["plugin", "new", "older", "--lang", "js", "--dir", parent.to_str().unwrap()], &vars);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let project = parent.join("older");
+    let read = |file: &str| std::fs::read_to_string(project.join(file)).unwrap();
+    let mut record: Value = serde_json::from_str(&read("clat-sdk.json")).unwrap();
+    assert_eq!(record["version"], env!("CARGO_PKG_VERSION"), "{record}");
+    let current_sdk = read("src/clat.js");
+    assert_eq!(record["files"]["src/clat.js"], hash(&current_sdk), "{record}");
+
+    // As an older template left it: its clat.js (recorded so), no register-mock-host.js, and a mock host the author
+    // edited since.
+    let older = current_sdk.replace("withLocation(e)", "e.message");
+    std::fs::write(project.join("src/clat.js"), &older).unwrap();
+    std::fs::remove_file(project.join("test/register-mock-host.js")).unwrap();
+    std::fs::write(project.join("test/mock-host.js"), read("test/mock-host.js") + "// the author's own addition\n")
+        .unwrap();
+    record["version"] = json!("0.0.9");
+    record["files"]["src/clat.js"] = json!(hash(&older));
+    std::fs::write(project.join("clat-sdk.json"), record.to_string()).unwrap();
+
+    let update = |extra: &[&str]| {
+        let mut args = vec!["plugin", "sdk", "update", project.to_str().unwrap(), "--json"];
+        args.extend(extra);
+        let out = env.clat_with_env(&args, &vars);
+        let report: Value = serde_json::from_str(&stdout(&out)).unwrap_or_else(|_| panic!("{}", stderr(&out)));
+        (out.status.code(), report)
+    };
+    let (code, report) = update(&[]);
+    assert_eq!(code, Some(1), "a file was kept: {report}");
+    let change = |report: &Value, path: &str| {
+        report["files"].as_array().unwrap().iter().find(|f| f["path"] == path).unwrap()["change"].clone()
+    };
+    assert_eq!((report["from"].clone(), report["to"].clone()), (json!("0.0.9"), json!(env!("CARGO_PKG_VERSION"))));
+    assert_eq!(change(&report, "src/clat.js"), "updated", "{report}");
+    assert_eq!(change(&report, "test/register-mock-host.js"), "added", "{report}");
+    assert_eq!(change(&report, "test/mock-host.js"), "kept", "{report}");
+    assert_eq!(change(&report, "wit/clat.wit"), "up_to_date", "{report}");
+    assert_eq!(read("src/clat.js"), current_sdk);
+    assert!(read("test/mock-host.js").ends_with("// the author's own addition\n"), "kept as the author left it");
+    let out = env.clat_with_env(&["plugin", "sdk", "update", project.to_str().unwrap()], &vars);
+    assert!(stdout(&out).contains("kept     test/mock-host.js: edited since it was written"), "{}", stdout(&out));
+
+    let (code, report) = update(&["--force"]);
+    assert_eq!((code, change(&report, "test/mock-host.js")), (Some(0), json!("replaced")), "{report}");
+    assert!(!read("test/mock-host.js").contains("the author's own addition"));
+    let (code, report) = update(&[]);
+    assert_eq!(code, Some(0), "{report}");
+    assert!(report["files"].as_array().unwrap().iter().all(|f| f["change"] == "up_to_date"), "{report}");
+
+    // The project answers on its updated SDK.
+    let modules = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/guest-toolchains/node_modules");
+    std::os::unix::fs::symlink(modules.canonicalize().unwrap(), project.join("node_modules")).unwrap();
+    let out = env.clat_with_env(&["plugin", "call", project.to_str().unwrap(), "hello", r#"{"name":"Ada"}"#], &vars);
+    assert_eq!(stdout(&out), "Hello, Ada!\n", "{}", stderr(&out));
+    // A server project carries no CLAT SDK.
+    let out =
+        clat(&env, &["plugin", "new", "srv", "--lang", "py", "--kind", "mcp-stdio", "--dir", parent.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = clat(&env, &["plugin", "sdk", "update", parent.join("srv").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("carries no CLAT SDK"), "{}", stderr(&out));
 }
 
 /// A syntax error is reported by the language's own parser as the author's `file:line`, the line and the message —

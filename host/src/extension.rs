@@ -12,19 +12,21 @@
 //! one status record (`ExtensionStatus`) that `clat tools`, `clat mcp` and
 //! embedding hosts read, and one trait (`Extension`) for what the scope holds
 //! of a started extension, implemented by `wasm::WasmPlugin` and
-//! `mcp::McpServer`. `configured` is an extension the scope knows of but has
-//! not started (not needed by this command, or replaced by a same-named
-//! entry); `failed` carries its reasons in `problems`. What an extension's
+//! `mcp::McpServer`, kept with the statuses in one `ScopeLists`. `configured`
+//! is an extension the scope knows of but has not started (not needed by this
+//! command, replaced by a same-named entry, or a server that starts at its
+//! first call); `failed` carries its reasons in `problems`. What an extension's
 //! `always_load` / `defer_loading` settings mean under progressive discovery
 //! is `LoadingSettings`'s.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 pub use clat_mcp::config::{AlwaysLoad, Loading};
 
 use serde::Serialize;
 
 use crate::contract::ContextSnapshot;
+use crate::sync::Unpoisoned;
 
 /// A started extension, whatever its adapter: the scope keeps these in one
 /// list, offers them the run context, refreshes their statuses and closes
@@ -308,6 +310,34 @@ impl LoadingSettings for Loading {
             (None, true) => Some("deferred: its tools are found through search_tools".into()),
             (Some(always), true) => Some(format!("always loaded: {always}; the others deferred")),
         }
+    }
+}
+
+/// A scope's extensions: one status per extension, whatever its kind, in the
+/// order they became known, and those started and not closed, WASM plugins
+/// and MCP servers alike. Shared with the servers that start at their first
+/// call (`mcp/deferred.rs`), which join it then.
+#[derive(Default)]
+pub(crate) struct ScopeLists {
+    pub(crate) statuses: Mutex<Vec<ExtensionStatus>>,
+    pub(crate) live: Mutex<Vec<Arc<dyn Extension>>>,
+}
+
+impl ScopeLists {
+    /// Record an extension's status: it replaces the entry of the same
+    /// extension (same name, same adapter), or joins the list. Every status
+    /// enters here, so its problems are redacted here, once, whatever the
+    /// adapter (which also scrubs the extension's own configured secrets).
+    /// Returns the status as recorded.
+    pub(crate) fn set_status(&self, mut status: ExtensionStatus) -> ExtensionStatus {
+        status.problems = status.problems.iter().map(|p| crate::redact::redact(p)).collect();
+        let mut list = self.statuses.locked();
+        let same = |e: &ExtensionStatus| e.name == status.name && e.kind.is_mcp() == status.kind.is_mcp();
+        match list.iter_mut().find(|e| same(e)) {
+            Some(entry) => *entry = status.clone(),
+            None => list.push(status.clone()),
+        }
+        status
     }
 }
 

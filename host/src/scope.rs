@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use tokio_util::sync::CancellationToken;
 
 use crate::contract::ContextSnapshot;
+pub(crate) use crate::extension::ScopeLists;
 pub use crate::extension::{Extension, ExtensionKind, ExtensionState, ExtensionStatus, StartFilter};
 use crate::home::trust::{TrustStore, canonical_project};
 use crate::home::{ClatHome, HomeError};
@@ -50,34 +51,6 @@ pub(crate) const NOT_NEEDED: &str = "not started: this command does not use it";
 /// disabled, unapproved or failed).
 pub(crate) fn not_needed(status: &ExtensionStatus) -> bool {
     status.state == ExtensionState::Configured && status.problems.first().is_some_and(|p| p == NOT_NEEDED)
-}
-
-/// A scope's extensions: one status per extension, whatever its kind, in the
-/// order they became known, and those started and not closed, WASM plugins
-/// and MCP servers alike. Shared with the servers that start at their first
-/// call (`mcp/deferred.rs`), which join it then.
-#[derive(Default)]
-pub(crate) struct ScopeLists {
-    pub(crate) statuses: Mutex<Vec<ExtensionStatus>>,
-    pub(crate) live: Mutex<Vec<Arc<dyn Extension>>>,
-}
-
-impl ScopeLists {
-    /// Record an extension's status: it replaces the entry of the same
-    /// extension (same name, same adapter), or joins the list. Every status
-    /// enters here, so its problems are redacted here, once, whatever the
-    /// adapter (which also scrubs the extension's own configured secrets).
-    /// Returns the status as recorded.
-    pub(crate) fn set_status(&self, mut status: ExtensionStatus) -> ExtensionStatus {
-        status.problems = status.problems.iter().map(|p| crate::redact::redact(p)).collect();
-        let mut list = self.statuses.locked();
-        let same = |e: &ExtensionStatus| e.name == status.name && e.kind.is_mcp() == status.kind.is_mcp();
-        match list.iter_mut().find(|e| same(e)) {
-            Some(entry) => *entry = status.clone(),
-            None => list.push(status.clone()),
-        }
-        status
-    }
 }
 
 /// Why a project could not be mounted.

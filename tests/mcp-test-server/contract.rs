@@ -9,6 +9,8 @@ use serde_json::{Value, json};
 #[derive(Debug, Clone, Copy)]
 pub enum Pending {
     HostTool,
+    /// A host tool whose refusal is the call's tool error, its text the host's description (as the SDKs make it).
+    HostToolUnchecked,
     Sample,
     Ask,
 }
@@ -55,6 +57,11 @@ pub fn tools() -> Vec<Value> {
             object(json!({ "path": { "type": "string" }, "content": { "type": "string" } }), &["path", "content"]),
         ),
         tool(
+            "host_write_unchecked",
+            "Write a project file through the host; a refusal is the SDK's.",
+            object(json!({ "path": { "type": "string" }, "content": { "type": "string" } }), &["path", "content"]),
+        ),
+        tool(
             "sample",
             "Ask the session model.",
             object(
@@ -97,6 +104,11 @@ pub fn call(name: &str, args: &Value) -> Option<Step> {
             params: json!({ "name": "write_file", "arguments": { "path": str_arg("path"), "content": str_arg("content") } }),
             pending: Pending::HostTool,
         },
+        "host_write_unchecked" => Step::Ask {
+            method: "io.artec.clat/tools/call",
+            params: json!({ "name": "write_file", "arguments": { "path": str_arg("path"), "content": str_arg("content") } }),
+            pending: Pending::HostToolUnchecked,
+        },
         "sample" => {
             let count = args["messages"].as_u64().unwrap_or(1).max(1);
             let message = json!({ "role": "user", "content": { "type": "text", "text": str_arg("text") } });
@@ -126,6 +138,11 @@ fn texts(result: &Value) -> String {
 
 /// The call's result once the client answered `response` (a JSON-RPC response).
 pub fn render(pending: Pending, response: &Value) -> Value {
+    if let (Pending::HostToolUnchecked, Some(error)) = (&pending, response.get("error")) {
+        let mut result = text(error["message"].as_str().unwrap_or("failed"));
+        result["isError"] = json!(true);
+        return result;
+    }
     if let Some(error) = response.get("error") {
         return text(format!("error: {}", error["data"]["kind"].as_str().unwrap_or("unknown")));
     }
@@ -133,6 +150,7 @@ pub fn render(pending: Pending, response: &Value) -> Value {
     text(match pending {
         Pending::HostTool if result["isError"] == json!(true) => format!("tool error: {}", texts(result)),
         Pending::HostTool => format!("ok: {}", texts(result)),
+        Pending::HostToolUnchecked => texts(result),
         Pending::Sample => format!("model said: {}", result["content"]["text"].as_str().unwrap_or("")),
         Pending::Ask => match result["action"].as_str() {
             Some("accept") => {

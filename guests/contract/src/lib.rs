@@ -104,12 +104,17 @@ impl Plugin for Contract {
         let sum = |a: Sum| Ok(structured(format!("sum={}", a.a + a.b), &json!({ "sum": a.a + a.b })));
         let read = |a: Path| host_tool(HostTool::ReadFile, json!({ "path": a.path }));
         let write = |a: Write| host_tool(HostTool::WriteFile, json!({ "path": a.path, "content": a.content }));
+        // The host's refusal left to the SDK: `?` makes it a tool error.
+        let write_unchecked = |a: Write| -> Result<String, ToolError> {
+            Ok(output_text(&host::call(HostTool::WriteFile, &json!({ "path": a.path, "content": a.content }))?))
+        };
         vec![
             Tool::new("echo", "Echo the text.", |a: Echo| Ok(a.text)),
             Tool::new("structured", "Add two integers, with structured output.", sum),
             Tool::new("fail", "Fail on purpose.", |_: NoArgs| Ok(error("the tool failed on purpose"))),
             Tool::new("host_read", "Read a project file through the host.", read),
             Tool::new("host_write", "Write a project file through the host.", write),
+            Tool::new("host_write_unchecked", "Write a project file through the host; a refusal is the SDK's.", write_unchecked),
             Tool::new("sample", "Ask the session model.", sample),
             Tool::new("ask", "Ask the user for a name.", ask),
             Tool::new("wait", "Never return.", wait),

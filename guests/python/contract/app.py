@@ -77,6 +77,11 @@ TOOLS = [
         lambda a: host_tool(types.HostTool.WRITE_FILE, {"path": a["path"], "content": a["content"]}),
     ),
     Tool(
+        "host_write_unchecked", "Write a project file through the host; a refusal is the SDK's.",
+        obj({"path": STRING, "content": STRING}, ["path", "content"]),
+        lambda a: output_text(call_host_tool(types.HostTool.WRITE_FILE, {"path": a["path"], "content": a["content"]})),
+    ),
+    Tool(
         "sample", "Ask the session model.",
         obj({"text": STRING, "messages": INTEGER, "max_tokens": INTEGER}, ["text"]), do_sample,
     ),

@@ -4,14 +4,19 @@ A plugin lists its tools once, and `ToolPlugin` answers list-tools and call-tool
 makes one from a function whose one parameter is typed with a dataclass or a TypedDict: its name is the function's,
 its description the docstring, its input schema derived from the type (`schema_of`); `run` gets an instance of it.
 `Tool(name, description, schema, run, read_only=..., open_world=...)` takes a hand-written JSON Schema instead. `run(args)` returns text or a ToolOutput (`text`,
-`error`, `structured`); an exception it raises becomes a tool error the model reads. Host services are the
-functions of `wit_world.imports.host_services`; a host error arrives as a raised `Err` (`host_error_kind` names it).
+`error`, `structured`); an exception it raises becomes a tool error the model reads, naming the author's file, line
+and code line it came from (`where_raised`). Host services are the
+functions of `wit_world.imports.host_services`; a host error arrives as a raised `Err` (`host_error_kind` names it,
+`describe_host_error` words it), and one a tool lets through is its tool error.
 """
 
 import dataclasses
 import inspect
 import json
+import linecache
+import os
 import re
+import traceback
 import types as python_types
 import typing
 from dataclasses import dataclass
@@ -48,6 +53,29 @@ def host_error_kind(e: Err) -> str:
     """denied, cancelled, no_active_run, timeout, budget_exhausted, invalid, unsupported or failed."""
     name = type(e.value).__name__.removeprefix("HostError_")
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def describe_host_error(e: Err) -> str:
+    """A host error in a line, as CLAT and the Rust SDK word it ("denied: …", "timed out", …)."""
+    kind = host_error_kind(e)
+    words = {"cancelled": "cancelled", "no_active_run": "no active run", "timeout": "timed out"}
+    if kind in words:
+        return words[kind]
+    return f"{kind.replace('_', ' ')}: {getattr(e.value, 'value', '')}"
+
+
+def where_raised(e: BaseException) -> str:
+    """Where in the author's code `e` was raised: `app.py, line 12: return args.nam`; empty when no frame of the
+    traceback is theirs (this SDK's and the edit loop's are not). The code line is shown when the source can be read
+    (the edit loop reads the sources beside its runtime)."""
+    sdk = {os.path.basename(__file__), "clat_dev_loader.py"}
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if os.path.basename(f.filename) not in sdk]
+    if not frames:
+        return ""
+    frame = frames[-1]
+    shown = frame.filename.split("/dev-src/", 1)[-1] if "/dev-src/" in frame.filename else frame.filename
+    code = (frame.line or linecache.getline(frame.filename, frame.lineno or 0)).strip()
+    return f"{shown}, line {frame.lineno}" + (f": {code}" if code else "")
 
 
 def call_host_tool(tool: types.HostTool, args: dict) -> types.ToolOutput:
@@ -249,10 +277,14 @@ class ToolPlugin:
             raise Err(f"no tool named {name!r}")
         try:
             result = tool.run(json.loads(arguments))
-        except Err:
-            raise
+        except Err as e:
+            # A host error the tool let through is a tool error, as the Rust SDK's `?` makes it.
+            if isinstance(e.value, str):
+                raise
+            return error(describe_host_error(e))
         except Exception as e:
-            return error(str(e))
+            where = where_raised(e)
+            return error(f"{type(e).__name__}: {e} ({where})" if where else str(e))
         return result if isinstance(result, types.ToolOutput) else text(result)
 
     def context_changed(self, snapshot) -> None:

@@ -85,6 +85,10 @@ pub fn first_steps(dir: &Path, language: Language, kind: PackageKind) -> Vec<Str
         (Language::Javascript, PackageKind::McpStdio) if find_esbuild(dir).is_none() => {
             steps.push("npm install".to_string());
         }
+        // The server runs with the python3 on PATH, which needs the SDK its requirements.txt names.
+        (Language::Python, PackageKind::McpStdio) if !python_imports("mcp") => {
+            steps.push("python3 -m pip install -r requirements.txt".to_string());
+        }
         (Language::Python, PackageKind::Wasm) => {
             let found = find_tool(dir.join(".venv/bin/componentize-py"), "CLAT_COMPONENTIZE_PY", "componentize-py");
             if found.is_none() {
@@ -98,6 +102,16 @@ pub fn first_steps(dir: &Path, language: Language, kind: PackageKind) -> Vec<Str
         _ => {}
     }
     steps
+}
+
+/// Whether the python3 on PATH imports `module`.
+fn python_imports(module: &str) -> bool {
+    Command::new("python3")
+        .args(["-c", &format!("import {module}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// The componentize-py the Python template pins.

@@ -7,15 +7,19 @@
 //! each call the runtime reads them from the plugin's own read-only directory
 //! (`/plugin`, which every plugin importing the preopens sees) and evaluates
 //! them: a JavaScript project as one CommonJS bundle esbuild makes at every
-//! build (its dependencies included), a Python project's modules imported
-//! again. The host sees a package like any other (the same checks, pipeline
-//! and limits); nothing here is installed — `clat plugin build` and
-//! `install --build` build the real component.
+//! build (its dependencies included; an error's stack mapped back to the
+//! author's line through its source map), a Python project's modules
+//! imported again (an error naming the author's line from its traceback).
+//! The host sees a package like any other (the same checks, pipeline and
+//! limits); nothing here is installed — `clat plugin build` and `install
+//! --build` build the real component.
 //!
 //! The runtime is built again only when what it is made of changes: clat,
 //! the toolchain, the contract (`wit/`), the world (`http` declared or not),
-//! and for Python the project's import lines (a module is in the runtime only
-//! if the project imported it when the runtime was built). A JavaScript
+//! and for Python the project's import lines of modules it does not hold
+//! from the start (`PYTHON_RUNTIME_MODULES`; a module is in the runtime only
+//! if it was imported when the runtime was built), saying so and why while
+//! it builds. A JavaScript
 //! project esbuild cannot bundle as CommonJS (a top-level `await`) is built
 //! the usual way.
 
@@ -42,6 +46,46 @@ const PYTHON_SOURCES: &str = "dev-src";
 
 const JAVASCRIPT_LOADER: &str = include_str!("dev/loader.js");
 const PYTHON_LOADER: &str = include_str!("dev/clat_dev_loader.py");
+/// Standard-library modules the Python runtime holds from the start: a project that starts importing one of them
+/// needs no new runtime (a build of about a minute).
+pub const PYTHON_RUNTIME_MODULES: &[&str] = &[
+    "base64",
+    "bisect",
+    "calendar",
+    "collections",
+    "collections.abc",
+    "copy",
+    "csv",
+    "dataclasses",
+    "datetime",
+    "decimal",
+    "difflib",
+    "enum",
+    "fnmatch",
+    "fractions",
+    "functools",
+    "hashlib",
+    "heapq",
+    "html",
+    "io",
+    "itertools",
+    "json",
+    "math",
+    "operator",
+    "os",
+    "os.path",
+    "random",
+    "re",
+    "shlex",
+    "statistics",
+    "string",
+    "textwrap",
+    "time",
+    "typing",
+    "unicodedata",
+    "urllib.parse",
+    "uuid",
+];
 /// The WASI packages the JavaScript runtime's world needs for `wasi:filesystem/preopens` (the Python
 /// template's copies).
 const WASI_DEPS: &[&str] = &["wit/deps/filesystem/filesystem.wit", "wit/deps/io/io.wit", "wit/deps/clocks/clocks.wit"];
@@ -99,7 +143,8 @@ fn bundle_commonjs(dir: &Path, esbuild: &Path, main: &str, staged: &Path) -> Res
     let out = staged.join(JAVASCRIPT_SOURCE);
     let ran = Command::new(esbuild)
         .args(component_bundle_args(main, "cjs", &out))
-        .arg("--color=false")
+        // Beside it, `dev-source.js.map`: the loader maps an error's stack back to the author's line with it.
+        .args(["--sourcemap", "--color=false"])
         .current_dir(dir)
         .stdin(Stdio::null())
         .output()
@@ -163,18 +208,40 @@ fn python_runtime(
 ) -> Result<(PathBuf, bool), AuthoringError> {
     let out = runtimes.join("python.wasm");
     let imports = import_lines(dir)?;
-    let record = BuildRecord::keyed(&out, runtime_key(dir, componentize, &out, &[PYTHON_LOADER, world, &imports]));
+    let loader = python_loader();
+    let record = BuildRecord::keyed(&out, runtime_key(dir, componentize, &out, &[&loader, world, &imports]));
     if record.matches() {
         return Ok((out, true));
     }
+    // The import lines the last runtime was built for: what is new says why this one is built.
+    let kept_imports = runtimes.join("python.imports");
+    let why = match std::fs::read_to_string(&kept_imports) {
+        Ok(before) => {
+            let new: Vec<&str> = imports.lines().filter(|line| !before.lines().any(|b| b == *line)).collect();
+            if new.is_empty() {
+                "clat, its toolchain or the contract changed".to_string()
+            } else {
+                format!("the project imports what it does not hold yet ({})", new.join("; "))
+            }
+        }
+        Err(_) => "there is none yet".to_string(),
+    };
+    eprintln!("clat: building the edit loop's Python runtime (about a minute) because {why}");
     let work = runtimes.join("python");
     clear(&work)?;
-    std::fs::write(work.join("clat_dev_loader.py"), PYTHON_LOADER).map_err(io("cannot write the runtime's loader"))?;
+    std::fs::write(work.join("clat_dev_loader.py"), &loader).map_err(io("cannot write the runtime's loader"))?;
     let work = work.display().to_string();
     let args = ["-d", "wit", "-w", world, "componentize", "-p", &work, "-p", ".", "clat_dev_loader", "-o"];
     let built = run_tool(dir, componentize, &args, &out)?;
     record.keep();
+    let _ = std::fs::write(&kept_imports, &imports);
     Ok((built, false))
+}
+
+/// The runtime's module: the loader, importing `PYTHON_RUNTIME_MODULES` from the start.
+fn python_loader() -> String {
+    let imports: String = PYTHON_RUNTIME_MODULES.iter().map(|m| format!("import {m}  # noqa: F401\n")).collect();
+    PYTHON_LOADER.replace("{{runtime_modules}}\n", &imports)
 }
 
 /// The key of a runtime: clat, the toolchain, the contract (every file of `wit/`), and `parts`.
@@ -192,8 +259,10 @@ fn runtime_key(dir: &Path, componentize: &Path, out: &Path, parts: &[&str]) -> O
     Some(hex_key(hasher))
 }
 
-/// Every `import` and `from … import` line of the project's Python modules,
-/// trimmed, sorted, one per line: what decides which modules the runtime holds.
+/// Every `import` and `from … import` line of the project's Python modules
+/// that names a module the runtime does not hold from the start
+/// (`PYTHON_RUNTIME_MODULES`), trimmed, sorted, one per line: what decides
+/// which modules the runtime holds.
 fn import_lines(dir: &Path) -> Result<String, AuthoringError> {
     let mut lines = std::collections::BTreeSet::new();
     for file in authored_sources(dir, Language::Python) {
@@ -202,10 +271,21 @@ fn import_lines(dir: &Path) -> Result<String, AuthoringError> {
             text.lines()
                 .map(str::trim)
                 .filter(|l| l.starts_with("import ") || (l.starts_with("from ") && l.contains(" import ")))
+                .filter(|l| !imported_modules(l).iter().all(|m| PYTHON_RUNTIME_MODULES.contains(m)))
                 .map(str::to_string),
         );
     }
     Ok(lines.into_iter().collect::<Vec<_>>().join("\n"))
+}
+
+/// The modules an import line names: `import a, b.c as d` → a, b.c; `from x.y import z` → x.y.
+fn imported_modules(line: &str) -> Vec<&str> {
+    let line = line.split('#').next().unwrap_or_default();
+    if let Some(from) = line.strip_prefix("from ") {
+        return from.split(" import ").next().map(str::trim).into_iter().collect();
+    }
+    let names = line.strip_prefix("import ").unwrap_or_default();
+    names.split(',').filter_map(|part| part.split_whitespace().next()).collect()
 }
 
 /// The contract package the project's `wit/clat.wit` declares: its line and version.
@@ -256,4 +336,22 @@ fn assemble(
             .map_err(io(format!("cannot copy {CASES_FILE}")))?;
     }
     Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_import_of_a_module_the_runtime_holds_needs_no_new_runtime() {
+        assert_eq!(imported_modules("import a, b.c as d  # why"), ["a", "b.c"]);
+        assert_eq!(imported_modules("from x.y import z"), ["x.y"]);
+        let dir = tempfile::tempdir().unwrap();
+        let app =
+            "import json\nimport re, textwrap\nfrom collections.abc import Mapping\nimport colorsys\nfrom x import y\n";
+        std::fs::write(dir.path().join("app.py"), app).unwrap();
+        assert_eq!(import_lines(dir.path()).unwrap(), "from x import y\nimport colorsys");
+        assert!(python_loader().contains("import textwrap  # noqa: F401\n"));
+        assert!(!python_loader().contains("{{runtime_modules}}"));
+    }
 }

@@ -5,12 +5,15 @@
 //! what to call and what to expect) through the same pipeline as `clat call`;
 //! `clat plugin call | test` of a JavaScript or Python project run the edit
 //! loop's package instead (`dev.rs`: a runtime built once, the sources read at
-//! each call). The CLI (`cli/author.rs`) drives them; nothing here prints but
-//! the edit loop's one line when it falls back to a build.
+//! each call); `sdk.rs` keeps the guest SDK a project carries current (`clat
+//! plugin sdk update`). The CLI (`cli/author.rs`) drives them; nothing here
+//! prints but the edit loop's line when it falls back to a build or builds its
+//! Python runtime again.
 
 pub mod build;
 pub mod cases;
 pub mod dev;
+pub mod sdk;
 pub mod templates;
 
 use std::path::PathBuf;
@@ -18,8 +21,12 @@ use std::path::PathBuf;
 /// The languages a plugin project can be written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Language {
+    #[value(alias = "rs")]
     Rust,
+    /// JavaScript (`js`; `ts`: TypeScript compiled to JavaScript first is JavaScript here).
+    #[value(alias = "js", alias = "ts")]
     Javascript,
+    #[value(alias = "py")]
     Python,
 }
 

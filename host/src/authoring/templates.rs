@@ -1,7 +1,9 @@
 //! Project templates for `clat plugin new NAME`: a manifest, the build
 //! configuration, one tool with a test case (`cases.jsonl`), a unit test in
 //! the language's own runner with a mock host (JavaScript and Python
-//! components) and a README of its commands, with `{{name}}` (and friends) filled in. A Rust project
+//! components) and a README of its commands, with `{{name}}` (and friends)
+//! filled in; a component project also gets the guest SDK (which `sdk.rs`
+//! records and updates). A Rust project
 //! also gets the guest SDK (`vendor/clat-guest`), the very files of
 //! `guests/clat-guest` this clat was built with, and the lock file the
 //! repository's guests are tested with.
@@ -107,7 +109,7 @@ const VERBATIM: &[&str] = &[
 ];
 
 /// The files of the template for `language` and `kind`.
-fn template(language: Language, kind: PackageKind) -> Result<&'static [TemplateFile], AuthoringError> {
+pub(super) fn template(language: Language, kind: PackageKind) -> Result<&'static [TemplateFile], AuthoringError> {
     match (language, kind) {
         (Language::Rust, PackageKind::Wasm) => Ok(RUST_WASM),
         (Language::Javascript, PackageKind::Wasm) => Ok(JAVASCRIPT_WASM),

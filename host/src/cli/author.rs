@@ -59,7 +59,7 @@ pub(crate) fn build_project(authoring: &Authoring, dir: &Path) -> Result<PathBuf
 }
 
 /// What a build made, on stderr; its package directory.
-fn report_build(built: Built) -> PathBuf {
+pub(crate) fn report_build(built: Built) -> PathBuf {
     let size = super::progress::size(built.entry_bytes);
     let language = built.language.as_str();
     if built.edit_loop {
@@ -88,6 +88,39 @@ pub(crate) fn build_command(authoring: &Authoring, dir: &Path, json: bool) -> Re
         outln!("package: {}", package.display());
     }
     Ok(Exit::Ok)
+}
+
+/// `clat plugin sdk update`: each SDK file's change, then a line saying from which SDK version to which. Exit 1 when
+/// a file was kept because it was edited (the project is not wholly on this SDK).
+pub(crate) fn update_sdk(authoring: &Authoring, dir: &Path, force: bool, json: bool) -> Result<Exit, Failure> {
+    use crate::platform::SdkFileChange;
+    let update = authoring.update_sdk(dir, force)?;
+    let kept = update.files.iter().filter(|f| f.change == SdkFileChange::Kept).count();
+    if json {
+        outln!("{}", json!(update));
+    } else {
+        for file in update.files.iter().filter(|f| f.change != SdkFileChange::UpToDate) {
+            let lines = format!("+{} -{}", file.lines_added, file.lines_removed);
+            match file.change {
+                SdkFileChange::Kept => {
+                    outln!("kept     {}: edited since it was written (or not recorded); --force replaces it", file.path)
+                }
+                SdkFileChange::Updated => outln!("updated  {} ({lines})", file.path),
+                SdkFileChange::Added => outln!("added    {} ({lines})", file.path),
+                SdkFileChange::Replaced => outln!("replaced {} ({lines}; your edits to it are gone)", file.path),
+                SdkFileChange::UpToDate => {}
+            }
+        }
+        let from = update.from.as_deref().unwrap_or("an unrecorded version");
+        let current = update.files.iter().filter(|f| f.change == SdkFileChange::UpToDate).count();
+        outln!(
+            "SDK {from} -> {} (contract artec:clat@{}): {} files changed, {current} already current, {kept} kept",
+            update.to,
+            update.contract,
+            update.files.len() - current - kept
+        );
+    }
+    Ok(if kept > 0 { Exit::ToolError } else { Exit::Ok })
 }
 
 /// The package a `call` or `test` argument names, and the compiler it runs on.
@@ -160,7 +193,20 @@ pub(crate) async fn call(authoring: &Authoring<'_>, call: PluginCall, shutdown: 
     let package = package_of(authoring, &call.package, call.no_build)?;
     let trial = trial(authoring, &call.project, &package, call.grant, "call")?;
     let project = trial.mount(&call.project, call.sandbox)?;
-    project.start_extensions();
+    // Started and waited for here: a plugin that failed to start says so, with what it wrote, before its tool is
+    // looked for.
+    let started = tokio::select! {
+        statuses = project.load_extensions() => statuses,
+        _ = shutdown.token().cancelled() => {
+            project.close().await;
+            return Err(super::runs::interrupted(shutdown));
+        }
+    };
+    if let Some(failed) = started.iter().find(|s| s.state != crate::ExtensionState::Ready) {
+        project.close().await;
+        let message = format!("plugin {} {}", failed.name, failed_to_start(failed));
+        return Err(Failure::new(Exit::Internal, "plugin-failed", message));
+    }
     let result = super::runs::call(&project, call.request, shutdown).await;
     project.close().await;
     drop(trial);
@@ -269,6 +315,7 @@ pub(crate) async fn test(
         ok: ready && status.is_some_and(|s| s.problems.is_empty()),
         detail: match status {
             Some(s) if ready && s.problems.is_empty() => format!("{} tool(s)", s.tools.len()),
+            Some(s) if !ready => failed_to_start(s),
             Some(s) => format!("{}: {}", s.state, s.problems.join("; ")),
             None => "the package was not loaded".into(),
         },
@@ -302,6 +349,19 @@ pub(crate) async fn test(
     drop(trial);
     let results: Vec<(&Case, Result<(), Mismatch>)> = results;
     report(&package, &checks, &results, json)
+}
+
+/// What a trial's plugin that is not ready says: that it failed to start, why, and the last lines it wrote.
+fn failed_to_start(status: &crate::ExtensionStatus) -> String {
+    let mut said = format!("failed to start ({}): {}", status.state, status.problems.join("; "));
+    if !status.output_tail.is_empty() {
+        said.push_str("; the last lines it wrote:");
+        for line in &status.output_tail {
+            said.push_str("\n  | ");
+            said.push_str(line);
+        }
+    }
+    said
 }
 
 /// One case as its own headless run (`ask` denies: nobody can answer), keeping no approval.

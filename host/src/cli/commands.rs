@@ -192,8 +192,26 @@ impl CallArgs {
 }
 
 #[derive(Subcommand, Debug)]
+pub(crate) enum SdkCommand {
+    /// Rewrite the project's SDK files (and the contract's WIT) to this clat's SDK and say what changed: a file
+    /// still as it was written is updated, one edited since is kept and said, unless --force.
+    #[command(after_help = "Example: clat plugin sdk update ./greeter")]
+    Update {
+        /// The project directory (default: the current directory).
+        dir: Option<PathBuf>,
+        /// Also replace the SDK files edited since they were written (or in a project with no record).
+        #[arg(long)]
+        force: bool,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
 pub(crate) enum PluginCommand {
     /// Write a new plugin project NAME (manifest, build files, one tool, its test cases, a README).
+    #[command(after_help = "Example: clat plugin new greeter --lang js   (then run the printed next step)")]
     New {
         /// The plugin's name (a-z, 0-9, '-', '_'); also the new directory's.
         name: String,
@@ -210,7 +228,13 @@ pub(crate) enum PluginCommand {
         #[arg(long)]
         json: bool,
     },
+    /// The guest SDK a component project carries (`clat-sdk.json` records its version).
+    Sdk {
+        #[command(subcommand)]
+        command: SdkCommand,
+    },
     /// Build a plugin project with its language's toolchain and assemble its package in DIR/dist.
+    #[command(after_help = "Example: clat plugin build ./greeter")]
     Build {
         /// The project directory (default: the current directory).
         dir: Option<PathBuf>,
@@ -220,6 +244,7 @@ pub(crate) enum PluginCommand {
     },
     /// Run one tool of a package (or a project, built first) without installing it, on the --project
     /// directory (default: the current one) trusted for this call only.
+    #[command(after_help = "Example: clat plugin call ./greeter hello '{\"name\":\"you\"}'")]
     Call {
         /// The project or package directory.
         package: PathBuf,
@@ -236,6 +261,7 @@ pub(crate) enum PluginCommand {
     },
     /// Check a package (or a project, built first) against the contract and run its cases.jsonl
     /// through the pipeline; exit 1 when anything fails.
+    #[command(after_help = "Example: clat plugin test ./greeter --watch")]
     Test {
         /// The project or package directory (default: the current directory).
         package: Option<PathBuf>,
@@ -255,6 +281,9 @@ pub(crate) enum PluginCommand {
     /// Validate a package directory (clat-plugin.toml + entry), or a WASM plugin in an OCI
     /// registry (`oci://REGISTRY/REPO:TAG` or `@sha256:…`: its tag resolved to a digest once,
     /// every layer checked against its digest), and install it.
+    #[command(
+        after_help = "Examples: clat plugin install --build ./greeter;  clat plugin install oci://ghcr.io/me/greeter:1.0"
+    )]
     Install {
         /// The package directory, with --build the project directory, or `oci://REGISTRY/REPO:TAG`.
         #[arg(value_name = "DIR|oci://REGISTRY/REPO:TAG")]
@@ -320,10 +349,13 @@ pub(crate) enum PluginCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Publish a WASM plugin package to an OCI registry, in the Wasm OCI artifact layout
-    /// (credentials from the Docker config when it has the registry).
+    /// Publish a WASM plugin to an OCI registry, in the Wasm OCI artifact layout (credentials from the Docker
+    /// config when it has the registry): a project is built first, as `install --build` does (an up-to-date build
+    /// reused); a project's dist/ older than its sources is refused. The component is listed before it is pushed;
+    /// its digest, tools and what it asks for are printed.
+    #[command(after_help = "Example: clat plugin push ./greeter oci://ghcr.io/me/greeter:1.0")]
     Push {
-        /// The package directory (clat-plugin.toml + component).
+        /// The project directory, or a package directory (clat-plugin.toml + component).
         dir: PathBuf,
         /// Where: `oci://REGISTRY/REPO:TAG`.
         #[arg(value_name = "oci://REGISTRY/REPO:TAG")]

@@ -65,6 +65,9 @@ pub(crate) async fn plugin(
             author::new(platform, &name, &dir.map_or_else(here, Ok)?, lang, kind, json)
         }
         PluginCommand::Build { dir, json } => author::build_command(&authoring, &dir.map_or_else(here, Ok)?, json),
+        PluginCommand::Sdk { command: super::commands::SdkCommand::Update { dir, force, json } } => {
+            author::update_sdk(&authoring, &dir.map_or_else(here, Ok)?, force, json)
+        }
         PluginCommand::Call { package, tool, call, no_build, grant } => {
             let (request, sandbox) = call.request(tool)?;
             let project = project_dir(project)?;
@@ -104,19 +107,28 @@ pub(crate) async fn plugin(
             Ok(Exit::Ok)
         }
         PluginCommand::Push { dir, reference, json } => {
-            let pushed = tokio::select! {
+            if authoring.is_project(&dir) {
+                eprintln!("clat: building {} ...", dir.display());
+            }
+            let mut pushed = tokio::select! {
                 pushed = plugins.push(&dir, &reference) => pushed?,
                 _ = shutdown.token().cancelled() => return Err(super::runs::interrupted(shutdown)),
             };
+            if let Some(built) = pushed.built.take() {
+                author::report_build(built);
+            }
             let digest = &pushed.digest;
             if json {
                 outln!(
                     "{}",
                     json!({ "pushed": pushed.name, "version": pushed.version, "reference": pushed.reference,
-                            "digest": digest, "pinned": pushed.pinned })
+                            "digest": digest, "pinned": pushed.pinned, "tools": pushed.tools, "asks": pushed.asks })
                 );
             } else {
                 outln!("pushed {} {} to {} ({digest})", pushed.name, pushed.version, pushed.reference);
+                outln!("  tools: {}", pushed.tools.join(", "));
+                let asks = pushed.asks.describe();
+                outln!("  asks for: {}", if asks.is_empty() { "nothing".to_string() } else { asks.join("; ") });
                 outln!("  install it pinned: clat plugin install {}", pushed.pinned);
             }
             Ok(Exit::Ok)

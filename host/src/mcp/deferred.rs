@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{ConfiguredServer, McpServer, Registering};
 use crate::contract::ToolOutput;
+use crate::extension::ScopeLists;
 use crate::extension::{ExtensionState, ExtensionStatus};
 use crate::home::ClatHome;
 use crate::home::listings::Listing;
@@ -30,7 +31,6 @@ use crate::names::{ExternalKind, names_tool};
 use crate::policy::pins::ToolPins;
 use crate::registry::{Registry, ToolError, ToolHandler};
 use crate::run::RunContext;
-use crate::scope::ScopeLists;
 use crate::services::HostServices;
 use crate::sync::Unpoisoned;
 

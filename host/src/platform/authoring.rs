@@ -18,12 +18,13 @@ use crate::home::ClatHome;
 use crate::home::trust::TrustStore;
 use crate::native::process::SandboxPolicy;
 use crate::scope::wasm_cache_dir;
-use crate::supply::packages::{Manifest, Origin, PackageKind, PackageStore, check_entry, read_manifest};
+use crate::supply::packages::{Manifest, Origin, PackageError, PackageKind, PackageStore, check_entry, read_manifest};
 use crate::wasm::cache::CompileObserver;
 use crate::wasm::{EngineOptions, WasmRuntime};
 
 pub use crate::authoring::build::{Built, CASES_FILE, DIST_DIR};
 pub use crate::authoring::cases::{Case, Expect, Mismatch, Outcome, Texts, judge};
+pub use crate::authoring::sdk::{SdkFileChange, SdkFileUpdate, SdkUpdate};
 pub use crate::authoring::{AuthoringError, Language};
 pub use crate::wasm::WasmCompiler;
 
@@ -85,7 +86,9 @@ impl Authoring<'_> {
         language: Language,
         kind: PackageKind,
     ) -> Result<NewProject, PluginAdminError> {
-        let (dir, files) = crate::authoring::templates::scaffold(parent, name, language, kind)?;
+        let (dir, mut files) = crate::authoring::templates::scaffold(parent, name, language, kind)?;
+        // A component project records the SDK it carries, so `clat plugin sdk update` knows what it may rewrite.
+        files.extend(crate::authoring::sdk::record_new_project(&dir, language, kind)?);
         let trusted = TrustStore::new(self.home).trust(&dir)?;
         let first_steps = crate::authoring::build::first_steps(&dir, language, kind);
         Ok(NewProject { dir, files, trusted, first_steps })
@@ -99,6 +102,28 @@ impl Authoring<'_> {
     /// Build the project in `dir` into its package (`DIR/dist`), reusing an up-to-date build.
     pub fn build(&self, dir: &Path) -> Result<Built, AuthoringError> {
         crate::authoring::build::build(dir)
+    }
+
+    /// Rewrite the guest SDK the component project at `dir` carries to this clat's (`force`: also the files edited
+    /// since they were written), and record it; what happened to each file.
+    pub fn update_sdk(&self, dir: &Path, force: bool) -> Result<SdkUpdate, AuthoringError> {
+        let manifest = read_manifest(dir).map_err(|e| AuthoringError::Invalid(e.to_string()))?;
+        let language = crate::authoring::build::detect(dir).ok_or_else(|| {
+            AuthoringError::Invalid(format!("{} is not a plugin project (`clat plugin new` makes one)", dir.display()))
+        })?;
+        if manifest.kind != PackageKind::Wasm {
+            return Err(AuthoringError::Unsupported(format!(
+                "{} is an MCP server project: it uses the official MCP SDK from its package manager \
+                 (requirements.txt, package.json), and carries no CLAT SDK to update",
+                dir.display()
+            )));
+        }
+        crate::authoring::sdk::update(dir, language, force)
+    }
+
+    /// Whether `dir` is a plugin project (it has a `Cargo.toml`, `package.json` or `pyproject.toml`), not a package.
+    pub fn is_project(&self, dir: &Path) -> bool {
+        crate::authoring::build::detect(dir).is_some()
     }
 
     /// Build the project in `dir` for the edit loop: a JavaScript or Python
@@ -194,12 +219,20 @@ impl Authoring<'_> {
         let runtime = WasmRuntime::with_options(&real_cache, self.observer.clone(), engine)
             .map_err(|e| PluginAdminError::Internal(format!("the WASM runtime could not start: {e:#}")))?;
         let imports = component_imports(package);
-        let installed = PackageStore::new(&throwaway.0).install_granted(
-            package,
-            Origin { source: None, replace: false, retry: request.retry },
-            |manifest, _| decide_grants(manifest, None, &imports, request),
-            |manifest, staged| validate_staged(&runtime, manifest, staged).map(drop),
-        )?;
+        let installed = PackageStore::new(&throwaway.0)
+            .install_granted(
+                package,
+                Origin { source: None, replace: false, retry: request.retry },
+                |manifest, _| decide_grants(manifest, None, &imports, request),
+                |manifest, staged| validate_staged(&runtime, manifest, staged).map(drop),
+            )
+            .map_err(|e| match e {
+                // Nothing is installed by a trial anyway: what did not happen is the run.
+                PackageError::NotGranted { name, asked, how, .. } => {
+                    PackageError::NotGranted { name, asked, how, outcome: "nothing was run" }
+                }
+                other => other,
+            })?;
         if let Err(e) = runtime.sweep_cache(std::slice::from_ref(&installed)) {
             tracing::debug!("the authoring cache was not swept: {e}");
         }

@@ -53,7 +53,7 @@ mod servers;
 pub use admin::{AllowError, KeptApproval};
 pub use authoring::{
     Authoring, AuthoringError, Built, CASES_FILE, Case, DIST_DIR, Expect, Language, Mismatch, NewProject, Outcome,
-    PackageCheck, PackageChecks, PluginTrial, Texts, WasmCompiler, judge,
+    PackageCheck, PackageChecks, PluginTrial, SdkFileChange, SdkFileUpdate, SdkUpdate, Texts, WasmCompiler, judge,
 };
 pub use plugins::{
     GrantQuestion, InstallRequest, InstalledPlugin, PluginAdminError, Plugins, PushedPlugin, UpdateCheck,

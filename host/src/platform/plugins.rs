@@ -116,6 +116,12 @@ pub struct PushedPlugin {
     pub digest: String,
     /// The reference pinned to that digest (what installs exactly this).
     pub pinned: String,
+    /// The tools the pushed component lists, by their own names (it was listed before it was pushed).
+    pub tools: Vec<String>,
+    /// What its manifest asks to be granted.
+    pub asks: Capabilities,
+    /// The build made of the project first, when a project was pushed.
+    pub built: Option<crate::authoring::build::Built>,
 }
 
 /// The administration of installed plugins ([`Platform::plugins`]).
@@ -256,13 +262,31 @@ impl Plugins<'_> {
     /// Publish the WASM package in `dir` to the OCI `reference`.
     pub async fn push(&self, dir: &Path, reference: &str) -> Result<PushedPlugin, PluginAdminError> {
         let reference = OciReference::parse(reference)?;
-        let pushed = crate::supply::oci::push(dir, &reference).await?;
+        // What the author tested is what is pushed: a project is built first (an up-to-date build reused), and
+        // a project's package older than its sources is refused.
+        let built = match crate::authoring::build::detect(dir) {
+            Some(_) => Some(tokio::task::block_in_place(|| crate::authoring::build::build(dir))?),
+            None => {
+                check_package_is_current(dir)?;
+                None
+            }
+        };
+        let package = built.as_ref().map_or(dir, |b| b.package.as_path());
+        let manifest = read_manifest(package)?;
+        let runtime = self.runtime()?;
+        let listed = validate_staged(&runtime, &manifest, package).map_err(|why| {
+            PluginAdminError::Usage(format!("nothing was pushed: the package does not list its tools: {why}"))
+        })?;
+        let pushed = crate::supply::oci::push(package, &reference).await?;
         Ok(PushedPlugin {
             digest: pushed.pinned.reference.digest().unwrap_or_default().to_string(),
             name: pushed.name,
             version: pushed.version,
             reference: reference.text,
             pinned: pushed.pinned.text,
+            tools: listed.into_iter().map(|t| t.name).collect(),
+            asks: manifest.capabilities,
+            built,
         })
     }
 
@@ -377,6 +401,34 @@ pub(super) fn validate_staged(
     .map_err(|e| format!("{}: {e}", manifest.entry))
 }
 
+/// A package that is a project's `dist/` (its parent builds it) must be newer than every source of that project: a
+/// build of older sources is not what the author tested, and is refused with the command that builds first.
+fn check_package_is_current(package: &Path) -> Result<(), PluginAdminError> {
+    let Some(project) = package.parent().filter(|p| {
+        package.file_name() == Some(std::ffi::OsStr::new(crate::authoring::build::DIST_DIR))
+            && crate::authoring::build::detect(p).is_some()
+    }) else {
+        return Ok(());
+    };
+    let modified = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    let manifest = read_manifest(package)?;
+    let Some(built) = modified(&package.join(&manifest.entry)) else { return Ok(()) };
+    let newer = crate::authoring::build::project_files(project)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|file| modified(&project.join(file)).is_some_and(|changed| changed > built));
+    match newer {
+        Some(file) => Err(PluginAdminError::Usage(format!(
+            "{} is older than its project's sources ({} changed after it was built): it is not what was tested, and \
+             nothing was pushed; `clat plugin push {} REFERENCE` builds the project first and pushes that",
+            package.display(),
+            file.display(),
+            project.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// What to grant a package being installed: nothing when it declares nothing;
 /// its declaration when `--grant` was given, when the installed version's grant
 /// already covers it, or when the question says yes; otherwise the install is
@@ -396,6 +448,7 @@ pub(super) fn decide_grants(
         name: manifest.name.clone(),
         asked: asked.describe(),
         how: how.to_string(),
+        outcome: "nothing was installed",
     };
     let Some(question) = request.question else {
         let retry = request.retry;

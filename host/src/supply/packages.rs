@@ -136,8 +136,9 @@ pub enum PackageError {
     Invalid { dir: PathBuf, message: String },
     #[error("no plugin named {0:?} is installed")]
     NotInstalled(String),
-    #[error("plugin {name} asks for {}; nothing was installed. {how}", asked.join(", "))]
-    NotGranted { name: String, asked: Vec<String>, how: String },
+    /// `outcome`: what did not happen (nothing was installed; a trial's call or test did not run).
+    #[error("plugin {name} asks for {}; {outcome}. {how}", asked.join(", "))]
+    NotGranted { name: String, asked: Vec<String>, how: String, outcome: &'static str },
     #[error(
         "plugin {name} is installed from {installed}, and this package of the same name comes from {offered}: it \
          is another plugin, and does not take the installed one's place or grants. To replace it, run `{retry} \

@@ -43,6 +43,23 @@ tool("host_read", "Read a project file through the host.", { path: z.string() },
 tool("host_write", "Write a project file through the host.", { path: z.string(), content: z.string() }, ({ path, content }) =>
   hostTool("write_file", { path, content }),
 );
+// The host's refusal as the call's tool error, worded as CLAT words it (the SDK's McpError prefixes its code).
+tool(
+  "host_write_unchecked",
+  "Write a project file through the host; a refusal is the SDK's.",
+  { path: z.string(), content: z.string() },
+  async ({ path, content }) => {
+    try {
+      const result = await server.server.request(
+        { method: "io.artec.clat/tools/call", params: { name: "write_file", arguments: { path, content } } },
+        z.object({ content: z.array(z.any()).optional(), isError: z.boolean().optional() }).passthrough(),
+      );
+      return text(texts(result));
+    } catch (e) {
+      return { ...text(String(e?.message ?? e).replace(/^MCP error -?\d+: /, "")), isError: true };
+    }
+  },
+);
 tool(
   "sample",
   "Ask the session model.",

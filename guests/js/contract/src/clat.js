@@ -4,9 +4,11 @@
 // (`input: z.object({...})`: its JSON Schema is the tool's, and the arguments are parsed with it before `run`, a
 // mismatch being a tool error that names the field) or a JSON Schema (`inputSchema`); `output`, a zod schema, makes
 // what `run` returns structured content checked against it. What `run` returns is text, or a ToolOutput
-// (`text`, `error`, `structured`); an Error it throws becomes a tool error the model reads. Host services
+// (`text`, `error`, `structured`); an Error it throws becomes a tool error the model reads (in the edit loop naming
+// the author's file, line and code line: `withLocation`). Host services
 // (the six host tools, sampling, elicitation, context, log) are the imports of `artec:clat/host-services`;
-// a host error arrives as a thrown error whose `payload` is `{tag, val}` (`hostErrorKind` names it).
+// a host error arrives as a thrown error whose `payload` is `{tag, val}` (`hostErrorKind` names it,
+// `describeHostError` words it), and one a tool lets through is its tool error.
 
 import * as host from "artec:clat/host-services@0.1.1";
 
@@ -16,6 +18,23 @@ export const structured = (value, data) => ({ ...text(value), structured: JSON.s
 
 /** The kind of a host error (denied, cancelled, no_active_run, timeout, budget_exhausted, invalid, unsupported, failed). */
 export const hostErrorKind = (e) => (e && e.payload && e.payload.tag ? e.payload.tag.replaceAll("-", "_") : "failed");
+
+/** A host error in a line, as CLAT and the Rust SDK word it ("denied: …", "timed out", …). */
+export const describeHostError = (e) => {
+  const kind = hostErrorKind(e);
+  const words = { cancelled: "cancelled", no_active_run: "no active run", timeout: "timed out" };
+  return words[kind] ?? `${kind.replaceAll("_", " ")}: ${e?.payload?.val ?? ""}`;
+};
+
+/**
+ * An error's message, with where in the author's code it was thrown when that is known: the edit loop
+ * (`clat plugin call | test` of a project) maps the stack through the bundle's source map
+ * (`globalThis.clatWhereThrown`), giving `ReferenceError: nam is not defined (src/index.js, line 18: …)`.
+ */
+export const withLocation = (e) => {
+  const where = typeof globalThis.clatWhereThrown === "function" ? globalThis.clatWhereThrown(e) : "";
+  return where ? `${e.name}: ${e.message} (${where})` : e.message;
+};
 
 /** The text blocks of a ToolOutput, joined by newlines. */
 export const outputText = (output) => output.content.filter((b) => b.tag === "text").map((b) => b.val).join("\n");
@@ -95,7 +114,9 @@ export function definePlugin(tools) {
         }
         return typeof result === "object" && result !== null && "content" in result ? result : text(result);
       } catch (e) {
-        return error(e instanceof Error ? e.message : String(e));
+        // A host error the tool let through is a tool error, as the Rust SDK's `?` makes it.
+        if (e && e.payload && e.payload.tag) return error(describeHostError(e));
+        return error(e instanceof Error ? withLocation(e) : String(e));
       }
     },
     contextChanged(_snapshot) {},

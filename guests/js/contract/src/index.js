@@ -35,6 +35,11 @@ const tools = {
     inputSchema: object({ path: string, content: string }, ["path", "content"]),
     run: ({ path, content }) => hostTool("write-file", { path, content }),
   },
+  host_write_unchecked: {
+    description: "Write a project file through the host; a refusal is the SDK's.",
+    inputSchema: object({ path: string, content: string }, ["path", "content"]),
+    run: ({ path, content }) => outputText(callHostTool("write-file", { path, content })),
+  },
   sample: {
     description: "Ask the session model.",
     inputSchema: object({ text: string, messages: integer, max_tokens: integer }, ["text"]),

@@ -1,6 +1,6 @@
 """The edit loop's runtime module for a Python project (`clat plugin call | test`): componentize-py builds it once
-per toolchain, contract and set of import lines, with the project's `app` imported then, so every module the
-project uses is in the runtime. At each call the project's own modules are dropped and imported again from its
+per toolchain, contract and set of import lines (those of modules it holds from the start aside), with the
+project's `app` imported then, so every module the project uses is in the runtime. At each call the project's own modules are dropped and imported again from its
 sources beside the runtime (`/plugin/dev-src`, the plugin's own read-only directory), so an edit is seen without
 componentizing again. `app.Plugin` answers the contract."""
 
@@ -10,6 +10,10 @@ import sys
 
 import app  # noqa: F401  (imported at build time: what it imports is in the runtime)
 from wit_world import exports
+
+# Standard-library modules a tool commonly imports, in the runtime from the start, so that importing one of them is
+# an edit like any other (clat fills this in from its `PYTHON_RUNTIME_MODULES`).
+{{runtime_modules}}
 
 SOURCES = "/plugin/dev-src"
 
