@@ -114,7 +114,11 @@ impl Plugin for Contract {
             Tool::new("fail", "Fail on purpose.", |_: NoArgs| Ok(error("the tool failed on purpose"))),
             Tool::new("host_read", "Read a project file through the host.", read),
             Tool::new("host_write", "Write a project file through the host.", write),
-            Tool::new("host_write_unchecked", "Write a project file through the host; a refusal is the SDK's.", write_unchecked),
+            Tool::new(
+                "host_write_unchecked",
+                "Write a project file through the host; a refusal is the SDK's.",
+                write_unchecked,
+            ),
             Tool::new("sample", "Ask the session model.", sample),
             Tool::new("ask", "Ask the user for a name.", ask),
             Tool::new("wait", "Never return.", wait),
