@@ -280,7 +280,7 @@ fn a_server_plugin_that_fails_to_start_says_so_with_its_stderr() {
     let shown = stdout(&out);
     assert!(shown.contains("failed to start") && shown.contains("No module named 'mcp'"), "{shown}");
     let out = env.clat_with_env(&["plugin", "call", project.to_str().unwrap(), "hello", r#"{"name":"x"}"#], &vars);
-    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(7), "{}", stderr(&out));
     let said = stderr(&out);
     assert!(said.contains("plugin bare failed to start") && said.contains("No module named 'mcp'"), "{said}");
 }

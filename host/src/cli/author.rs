@@ -205,7 +205,7 @@ pub(crate) async fn call(authoring: &Authoring<'_>, call: PluginCall, shutdown: 
     if let Some(failed) = started.iter().find(|s| s.state != crate::ExtensionState::Ready) {
         project.close().await;
         let message = format!("plugin {} {}", failed.name, failed_to_start(failed));
-        return Err(Failure::new(Exit::Internal, "plugin-failed", message));
+        return Err(Failure::new(Exit::ServerFailed, "extension_failed", message));
     }
     let result = super::runs::call(&project, call.request, shutdown).await;
     project.close().await;
