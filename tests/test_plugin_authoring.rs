@@ -528,6 +528,31 @@ fn a_python_mcp_server_plugin_goes_from_nothing_to_answering_clat_call() {
     new_test_install_call("python", "mcp-stdio", "mcp_python_tool_hello");
 }
 
+/// A host refusal a tool lets through is its tool error in every language, through `clat plugin call` as an author
+/// runs it: the contract guests' `host_write_unchecked` in read-only mode answers the same text in Rust (its `?`),
+/// JavaScript and Python (their SDKs).
+#[test]
+fn a_host_refusal_a_tool_lets_through_is_the_same_tool_error_in_every_language() {
+    let env = TestEnv::new();
+    let rust = env.dir.path().join("contract-rs");
+    std::fs::create_dir_all(&rust).unwrap();
+    std::fs::copy(guests::CONTRACT_WASM, rust.join("contract-rs.wasm")).unwrap();
+    let manifest = "name = \"contract-rs\"\nversion = \"0.1.0\"\nkind = \"wasm\"\ndescription = \"The contract guest in Rust\"\nentry = \"contract-rs.wasm\"\n";
+    std::fs::write(rust.join("clat-plugin.toml"), manifest).unwrap();
+    let denied = "denied: mode read-only does not allow write tools (write_file is write)";
+    for package in
+        [rust, support::toolchains::package("js", "contract"), support::toolchains::package("python", "contract")]
+    {
+        let arguments = r#"{"path":"w.txt","content":"x"}"#;
+        let call =
+            ["plugin", "call", package.to_str().unwrap(), "host_write_unchecked", arguments, "--mode", "read-only"];
+        let out = clat(&env, &call);
+        let shown = format!("{}{}", stdout(&out), stderr(&out));
+        assert_eq!(out.status.code(), Some(1), "{}: {shown}", package.display());
+        assert!(shown.contains(denied), "{}: {shown}", package.display());
+    }
+}
+
 #[test]
 fn the_hello_example_answers_alike_in_rust_javascript_and_python() {
     let env = TestEnv::new();
