@@ -18,6 +18,7 @@ clat=${2:-}
 if [[ -z $clat ]]; then
   if [[ -x $root/target/release/clat ]]; then clat=$root/target/release/clat; else clat=$root/target/debug/clat; fi
 fi
+clat=$(realpath "$clat")
 toolchains=$root/tests/guest-toolchains
 export CLAT_COMPONENTIZE_JS=$toolchains/node_modules/.bin/componentize-js
 export CLAT_ESBUILD=$toolchains/node_modules/.bin/esbuild

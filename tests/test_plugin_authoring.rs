@@ -491,7 +491,7 @@ fn edit_loop_sees_an_edit_without_a_build(env: &TestEnv, lang: &str, project: &P
         let out = call(r#"{"name":"Ada Lovelace"}"#);
         assert_eq!((out.status.code(), stdout(&out).as_str()), (Some(0), "Hi, [...]0.0\n"), "{}", stderr(&out));
         let said = stderr(&out);
-        assert!(said.contains("building the edit loop's Python runtime (about a minute) because the project imports what it does not hold yet (import colorsys)"), "{said}");
+        assert!(said.contains("building the edit loop's Python runtime (componentize-py takes a while) because the project imports what it does not hold yet (import colorsys)"), "{said}");
         assert!(said.contains("built once per toolchain and contract"), "{said}");
     } else {
         // Sources esbuild cannot bundle as CommonJS (a top-level await) are built as a component instead.
@@ -638,6 +638,14 @@ fn runtime_errors_name_the_authors_file_line_and_code() {
         assert_eq!(out.status.code(), Some(1), "{lang}: {}{}", stdout(&out), stderr(&out));
         let shown = format!("{}{}", stdout(&out), stderr(&out));
         assert!(shown.contains(said), "{lang}: {shown}");
+        // The built component: Python's traceback keeps the file and line; JavaScript's has no source map.
+        let out = env.clat_with_env(&["plugin", "build", project.to_str().unwrap()], &vars);
+        assert_eq!(out.status.code(), Some(0), "{lang}: {}", stderr(&out));
+        let dist = project.join("dist");
+        let out = env.clat_with_env(&["plugin", "call", dist.to_str().unwrap(), "hello", r#"{"name":"Ada"}"#], &vars);
+        let shown = format!("{}{}", stdout(&out), stderr(&out));
+        let built = if lang == "python" { "(app.py, line 29)" } else { "nam is not defined" };
+        assert!(out.status.code() == Some(1) && shown.contains(built), "{lang}, built: {shown}");
     }
 }
 

@@ -73,7 +73,9 @@ def where_raised(e: BaseException) -> str:
     if not frames:
         return ""
     frame = frames[-1]
+    # The edit loop's sources are under /plugin/dev-src; a built component's under /0 (componentize-py's mount).
     shown = frame.filename.split("/dev-src/", 1)[-1] if "/dev-src/" in frame.filename else frame.filename
+    shown = re.sub(r"^/\d+/", "", shown)
     code = (frame.line or linecache.getline(frame.filename, frame.lineno or 0)).strip()
     return f"{shown}, line {frame.lineno}" + (f": {code}" if code else "")
 

@@ -47,7 +47,7 @@ const PYTHON_SOURCES: &str = "dev-src";
 const JAVASCRIPT_LOADER: &str = include_str!("dev/loader.js");
 const PYTHON_LOADER: &str = include_str!("dev/clat_dev_loader.py");
 /// Standard-library modules the Python runtime holds from the start: a project that starts importing one of them
-/// needs no new runtime (a build of about a minute).
+/// needs no new runtime (a componentize-py build: 16 s on the 2-core machine, more on a cold cache).
 pub const PYTHON_RUNTIME_MODULES: &[&str] = &[
     "base64",
     "bisect",
@@ -226,7 +226,7 @@ fn python_runtime(
         }
         Err(_) => "there is none yet".to_string(),
     };
-    eprintln!("clat: building the edit loop's Python runtime (about a minute) because {why}");
+    eprintln!("clat: building the edit loop's Python runtime (componentize-py takes a while) because {why}");
     let work = runtimes.join("python");
     clear(&work)?;
     std::fs::write(work.join("clat_dev_loader.py"), &loader).map_err(io("cannot write the runtime's loader"))?;
