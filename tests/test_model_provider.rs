@@ -146,6 +146,15 @@ async fn provider_errors_are_clear_and_never_show_the_key() {
     let err = create_message(&provider, &request(), "wasm:t", &run).await.unwrap_err();
     assert!(matches!(&err, HostError::Failed(m) if m.contains("choices[0].message.content")), "{err:?}");
 
+    // An answer past MODEL_RESPONSE_MAX_BYTES is refused, not read whole.
+    let limit = clat_host::limits::MODEL_RESPONSE_MAX_BYTES as usize;
+    let huge = json!({ "choices": [{ "message": { "role": "assistant", "content": "x".repeat(limit + 1) } }] });
+    let (url, _) = serve(200, huge).await;
+    let provider = OpenAiCompatible::new(&url, "m", None).unwrap();
+    let err = create_message(&provider, &request(), "wasm:t", &run).await.unwrap_err();
+    assert!(matches!(&err, HostError::Failed(m) if m.contains("answer is over 4 MiB")), "{err:?}");
+    assert_eq!(run.budget().spent_tokens(), 0, "a refused answer spends nothing");
+
     // Nothing listening.
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let dead = format!("http://{}/v1", closed.local_addr().unwrap());

@@ -122,6 +122,8 @@ pub const COMMAND_DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 pub const COMMAND_OUTPUT_DRAIN_WAIT: Duration = Duration::from_secs(2);
 /// Establishing the connection to the model provider.
 pub const MODEL_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The model provider's answer to one request: past this it is refused, unread.
+pub const MODEL_RESPONSE_MAX_BYTES: u64 = 4 * 1024 * 1024;
 /// Bytes a file's head is checked for a NUL byte to call it binary (`read_file`, `search`).
 pub const BINARY_SNIFF_BYTES: usize = 8192;
 /// Characters of a model provider's error body kept in an error (redacted).

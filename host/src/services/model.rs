@@ -250,10 +250,18 @@ impl ModelProvider for OpenAiCompatible {
         }
         let response = http.send().await.map_err(|e| anyhow::anyhow!("{}", bounded(&e.without_url().to_string())))?;
         let status = response.status();
-        let text = response
-            .text()
-            .await
-            .map_err(|e| anyhow::anyhow!("reading the response failed: {}", bounded(&e.to_string())))?;
+        // An answer is read within its bound, whatever the endpoint sends or declares.
+        let limit = crate::limits::MODEL_RESPONSE_MAX_BYTES;
+        let body = crate::supply::download::bounded_body(response, limit).await.map_err(|e| match e {
+            crate::supply::download::BodyError::TooLarge => anyhow::anyhow!(
+                "the model endpoint's answer is over {} MiB (MODEL_RESPONSE_MAX_BYTES); nothing of it was used",
+                limit / (1024 * 1024)
+            ),
+            crate::supply::download::BodyError::Read(why) => {
+                anyhow::anyhow!("reading the response failed: {}", bounded(&why))
+            }
+        })?;
+        let text = String::from_utf8_lossy(&body);
         if !status.is_success() {
             anyhow::bail!("the model endpoint answered {status}: {}", bounded(&text));
         }
