@@ -419,7 +419,11 @@ impl Registry {
     }
 
     /// Freeze the registry: every later registration is rejected and reported.
+    /// Once frozen, a no-op that takes no lock (every run start freezes).
     pub fn freeze(&self) {
+        if self.is_frozen() {
+            return;
+        }
         let _tools = self.tools.write_locked();
         let _prompts = self.prompts.write_locked();
         self.frozen.store(true, Ordering::SeqCst);
