@@ -41,7 +41,7 @@ pub(crate) struct Envelope {
 /// Whether a request speaks the modern era: the era probe, or an envelope version.
 pub(crate) fn speaks_modern(method: &str, params: Option<&Value>) -> bool {
     method == "server/discover"
-        || params.and_then(|p| p.pointer("/_meta")).is_some_and(|m| m.get(PROTOCOL_VERSION_KEY).is_some())
+        || params.and_then(|p| p.get("_meta")).is_some_and(|m| m.get(PROTOCOL_VERSION_KEY).is_some())
 }
 
 /// The envelope version a request declares, if any.
