@@ -60,7 +60,7 @@ impl AuditTrail {
     /// Append one record as a redacted JSON line, rotating the file first when
     /// the line would take it past `AUDIT_FILE_MAX_BYTES`.
     pub fn append(&self, record: &Value) -> std::io::Result<()> {
-        self.append_all(std::slice::from_ref(record))
+        self.append_all(vec![record.clone()])
     }
 
     /// Append records as redacted JSON lines in one write (the file rotated
@@ -69,19 +69,21 @@ impl AuditTrail {
     /// CLAT's own words for the call (`OWN_FIELDS`: the tool's registered name,
     /// its effect, the outcome…), never a key or a number, so every line stays
     /// the JSON it was and a configured value that is also a word of a tool's
-    /// name does not hide which tool was called.
-    pub fn append_all(&self, records: &[Value]) -> std::io::Result<()> {
-        let mut lines = String::new();
-        for record in records {
-            let record = match record {
-                Value::Object(fields) => fields
-                    .iter()
-                    .map(|(k, v)| (k.clone(), if OWN_FIELDS.contains(&k.as_str()) { v.clone() } else { redacted(v) }))
-                    .collect(),
-                other => redacted(other),
-            };
-            lines.push_str(&record.to_string());
-            lines.push('\n');
+    /// name does not hide which tool was called. Each record is redacted where
+    /// it is and serialized once, into the one buffer written.
+    pub fn append_all(&self, records: Vec<Value>) -> std::io::Result<()> {
+        let mut lines = Vec::with_capacity(records.len() * 384);
+        for mut record in records {
+            match &mut record {
+                Value::Object(fields) => {
+                    for (_, value) in fields.iter_mut().filter(|(k, _)| !OWN_FIELDS.contains(&k.as_str())) {
+                        redact_in_place(value);
+                    }
+                }
+                other => redact_in_place(other),
+            }
+            serde_json::to_writer(&mut lines, &record).expect("a Value serializes");
+            lines.push(b'\n');
         }
         let mut open = self.writing.locked();
         let mut on_disk = std::fs::metadata(&self.path).ok();
@@ -105,7 +107,7 @@ impl AuditTrail {
                 open.insert(OpenTrail { file, device: opened.dev(), inode: opened.ino() })
             }
         };
-        held.file.write_all(lines.as_bytes())
+        held.file.write_all(&lines)
     }
 }
 
@@ -197,7 +199,7 @@ fn write(trail: &AuditTrail, records: Vec<PendingRecord>) {
         return;
     }
     let records: Vec<Value> = records.into_iter().map(|make| make()).collect();
-    if let Err(e) = trail.append_all(&records) {
+    if let Err(e) = trail.append_all(records) {
         tracing::warn!("cannot write the audit trail {}: {e}", trail.path().display());
     }
 }
@@ -206,13 +208,13 @@ fn write(trail: &AuditTrail, records: Vec<PendingRecord>) {
 /// extension said: kept as they are.
 const OWN_FIELDS: [&str; 7] = ["time", "tool", "source", "effect", "mode", "outcome", "decided_by"];
 
-/// `value` with every string in it redacted.
-fn redacted(value: &Value) -> Value {
+/// Every string in `value` redacted, where it is.
+fn redact_in_place(value: &mut Value) {
     match value {
-        Value::String(text) => Value::String(crate::redact::redact(text)),
-        Value::Array(items) => items.iter().map(redacted).collect(),
-        Value::Object(fields) => fields.iter().map(|(k, v)| (k.clone(), redacted(v))).collect(),
-        other => other.clone(),
+        Value::String(text) => *text = crate::redact::redact(text),
+        Value::Array(items) => items.iter_mut().for_each(redact_in_place),
+        Value::Object(fields) => fields.values_mut().for_each(redact_in_place),
+        _ => {}
     }
 }
 
@@ -413,7 +415,7 @@ mod tests {
     fn records_appended_together_leave_in_order() {
         let dir = tempfile::tempdir().unwrap();
         let trail = AuditTrail::at(&dir.path().join("calls.jsonl"));
-        trail.append_all(&[json!({ "n": 1 }), json!({ "n": 2 })]).unwrap();
+        trail.append_all(vec![json!({ "n": 1 }), json!({ "n": 2 })]).unwrap();
         trail.append(&json!({ "n": 3 })).unwrap();
         assert_eq!(std::fs::read_to_string(trail.path()).unwrap(), "{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n");
     }
