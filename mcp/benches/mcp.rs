@@ -210,14 +210,31 @@ fn interleaved(n: u32, contenders: &mut [&mut dyn FnMut()]) -> Vec<Rounds> {
     figures
 }
 
-/// Sequential round trips on a current-thread runtime (so a client's whole
-/// cost is its thread's CPU time), with the client, `server` and `cat` on
-/// CPU 0, interleaved: ours, rmcp's and the raw pipe's figures per round, and
-/// whether pinning worked.
-fn pinned_round_trips(server: &'static str) -> (Vec<Rounds>, bool) {
+/// How the sequential round trips are scheduled.
+#[derive(Clone, Copy)]
+enum Scheduling {
+    /// A current-thread runtime, with the client, the server and `cat` on CPU 0 (so a client's whole cost is its
+    /// thread's CPU time).
+    PinnedCurrentThread,
+    /// A two-worker runtime, as a host embeds the client, with everything on CPU 0.
+    PinnedMultiThread,
+    /// A two-worker runtime, scheduled freely on every CPU.
+    Free,
+}
+
+/// Sequential round trips scheduled as `scheduling` says, interleaved: ours, rmcp's and the raw pipe's figures per
+/// round, and whether pinning worked.
+fn round_trips(server: &'static str, scheduling: Scheduling) -> (Vec<Rounds>, bool) {
     std::thread::spawn(move || {
-        let pinned = pin_to_cpu0();
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let pinned = match scheduling {
+            Scheduling::Free => false,
+            _ => pin_to_cpu0(),
+        };
+        let rt = match scheduling {
+            Scheduling::PinnedCurrentThread => tokio::runtime::Builder::new_current_thread().enable_all().build(),
+            _ => tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build(),
+        }
+        .unwrap();
         let ours = rt.block_on(connect_to(server));
         let theirs = rt.block_on(rmcp_connect(server));
         let mut raw = rt.block_on(async { RawEcho::start() });
@@ -377,8 +394,10 @@ fn benches(c: &mut Criterion) {
         rt.block_on(http_session.call_tool("echo", json!({ "message": "hello" }), LONG, None)).unwrap();
     });
     let http_raw = per(300, &mut || raw_http_echo());
-    let (echo, pinned) = pinned_round_trips(ECHO_SERVER);
-    let (debug_server, _) = pinned_round_trips(SERVER);
+    let (echo, pinned) = round_trips(ECHO_SERVER, Scheduling::PinnedCurrentThread);
+    let (debug_server, _) = round_trips(SERVER, Scheduling::PinnedCurrentThread);
+    let (pinned_multi, _) = round_trips(ECHO_SERVER, Scheduling::PinnedMultiThread);
+    let (free, _) = round_trips(ECHO_SERVER, Scheduling::Free);
     let us = |d: Duration| d.as_secs_f64() * 1e6;
     let med = |v: &Vec<Duration>| median(v.clone());
     println!(
@@ -406,6 +425,23 @@ fn benches(c: &mut Criterion) {
         ratio(&ours.wall, &rmcp.wall),
         us(med(&debug_server[0].wall)),
         us(med(&debug_server[1].wall)),
+    );
+    let [ours_pinned, rmcp_pinned, _] = &pinned_multi[..] else { unreachable!("three contenders") };
+    let [ours_free, rmcp_free, _] = &free[..] else { unreachable!("three contenders") };
+    println!(
+        "summary: sequential stdio tools/call with the echo server vs rmcp's client (wall, medians of {ROUNDS} \
+         interleaved rounds): pinned to CPU 0 on a current-thread runtime {:.1} µs vs {:.1} µs = {:.2}x (goal <= \
+         0.8x); pinned to CPU 0 on a two-worker runtime {:.1} µs vs {:.1} µs = {:.2}x (goal <= 0.8x); free on a \
+         two-worker runtime {:.1} µs vs {:.1} µs = {:.2}x",
+        us(med(&ours.wall)),
+        us(med(&rmcp.wall)),
+        ratio(&ours.wall, &rmcp.wall),
+        us(med(&ours_pinned.wall)),
+        us(med(&rmcp_pinned.wall)),
+        ratio(&ours_pinned.wall, &rmcp_pinned.wall),
+        us(med(&ours_free.wall)),
+        us(med(&rmcp_free.wall)),
+        ratio(&ours_free.wall, &rmcp_free.wall),
     );
     let rate = |v: &Vec<Duration>| 64.0 / med(v).as_secs_f64();
     let [ours, rmcp, raw] = &flight[..] else { unreachable!("three contenders") };
