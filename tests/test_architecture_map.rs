@@ -102,7 +102,7 @@ fn anchor(heading: &str) -> String {
 
 #[test]
 fn each_task_page_opens_with_its_contents() {
-    for page in ["cli.md", "servers.md", "oauth.md", "plugins.md", "serve.md", "sampling.md"] {
+    for page in ["cli.md", "servers.md", "oauth.md", "plugins.md", "serve.md", "sampling.md", "benchmarks.md"] {
         let text = std::fs::read_to_string(root().join("docs").join(page)).unwrap();
         let (mut headings, mut fenced) = (Vec::new(), false);
         for line in text.lines() {
