@@ -213,15 +213,10 @@ const IN_FLIGHT_WASM_GOAL: f64 = 0.8;
 const IN_FLIGHT_MCP_GOAL: f64 = 1.0;
 
 fn summary(f: &Fixture) {
-    let cpu_per_call = |n: u32, op: &dyn Fn()| {
-        let cpu = process_cpu(f.served_pid);
-        let wall = support::per_call(9, n / 9, op);
-        (wall, (process_cpu(f.served_pid) - cpu) / (n / 9 * 9))
-    };
     let (served_wasm, served_wasm_cpu) =
-        cpu_per_call(1800, &|| f.runtime.block_on(call(&f.served, "wasm_hello_greet", greet())));
+        served_cost(f.served_pid, 9, 200, 1, &|| f.runtime.block_on(call(&f.served, "wasm_hello_greet", greet())));
     let (served_mcp, served_mcp_cpu) =
-        cpu_per_call(1800, &|| f.runtime.block_on(call(&f.served, "mcp_echo_echo", echo())));
+        served_cost(f.served_pid, 9, 200, 1, &|| f.runtime.block_on(call(&f.served, "mcp_echo_echo", echo())));
     let round_trip = support::per_call(9, 200, || f.runtime.block_on(call(&f.echo, "echo", echo())));
     let direct_wasm = support::per_call(9, 200, || registry(f, "wasm_hello_greet", greet()));
     let direct_mcp = support::per_call(9, 200, || registry(f, "mcp_echo_echo", echo()));
@@ -263,42 +258,42 @@ fn summary(f: &Fixture) {
     );
 }
 
+/// The wall time per run of `op` (the median of `batches` batches of `batch` runs) and the CPU time the server
+/// process `pid` spent per call over all of them, `op` making `calls` calls.
+fn served_cost(pid: u32, batches: usize, batch: u32, calls: u32, op: &dyn Fn()) -> (Duration, Duration) {
+    let cpu = process_cpu(pid);
+    let wall = support::per_call(batches, batch, op);
+    (wall, (process_cpu(pid) - cpu) / (batches as u32 * batch * calls))
+}
+
+/// The medians, in µs, of figures' wall and CPU times.
+fn medians(figures: &[(Duration, Duration)]) -> (f64, f64) {
+    let median = |mut v: Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2].as_secs_f64() * 1e6
+    };
+    (median(figures.iter().map(|f| f.0).collect()), median(figures.iter().map(|f| f.1).collect()))
+}
+
 /// This build's served calls beside those of the binary `COMPARE_WITH` names, in interleaved rounds: the wall
 /// time per call, and the CPU time `clat serve` spent per call (steadier than the wall time on a shared machine).
 fn comparison(f: &Fixture, compared: &Client, compared_pid: u32) {
-    // Per contender: [served WASM, served MCP, 64 in flight] × [wall, CPU] per call, one figure per round.
-    let mut figures = [
-        [[(); 2].map(|_| Vec::new()), [(); 2].map(|_| Vec::new()), [(); 2].map(|_| Vec::new())],
-        [[(); 2].map(|_| Vec::new()), [(); 2].map(|_| Vec::new()), [(); 2].map(|_| Vec::new())],
-    ];
+    // Per contender, per measure (served WASM, served MCP, 64 WASM calls in flight): one figure per round.
+    let mut rounds = [[(); 3].map(|_| Vec::new()), [(); 3].map(|_| Vec::new())];
     for _ in 0..9 {
-        for (contender, (client, pid)) in [(&f.served, f.served_pid), (compared, compared_pid)].into_iter().enumerate()
-        {
-            let measures: [(u32, &dyn Fn()); 3] = [
-                (200, &|| f.runtime.block_on(call(client, "wasm_hello_greet", greet()))),
-                (200, &|| f.runtime.block_on(call(client, "mcp_echo_echo", echo()))),
-                (20, &|| f.runtime.block_on(in_flight(client, "wasm_hello_greet"))),
-            ];
-            for (kind, (n, measure)) in measures.into_iter().enumerate() {
-                let cpu = process_cpu(pid);
-                let wall = support::per_call(1, n, measure);
-                let calls = if kind == 2 { n * IN_FLIGHT as u32 } else { n };
-                figures[contender][kind][0].push(wall);
-                figures[contender][kind][1].push((process_cpu(pid) - cpu) / calls);
-            }
+        for (figures, (client, pid)) in rounds.iter_mut().zip([(&f.served, f.served_pid), (compared, compared_pid)]) {
+            figures[0]
+                .push(served_cost(pid, 1, 200, 1, &|| f.runtime.block_on(call(client, "wasm_hello_greet", greet()))));
+            figures[1].push(served_cost(pid, 1, 200, 1, &|| f.runtime.block_on(call(client, "mcp_echo_echo", echo()))));
+            figures[2].push(served_cost(pid, 1, 20, IN_FLIGHT as u32, &|| {
+                f.runtime.block_on(in_flight(client, "wasm_hello_greet"))
+            }));
         }
     }
-    let mut median = |contender: usize, kind: usize, what: usize| {
-        let rounds = &mut figures[contender][kind][what];
-        rounds.sort();
-        rounds[rounds.len() / 2].as_secs_f64() * 1e6
-    };
-    let line = [0, 1, 2].map(|kind| [0, 1].map(|what| (median(0, kind, what), median(1, kind, what))));
     let [
-        [(wasm, wasm_then), (wasm_cpu, wasm_cpu_then)],
-        [(mcp, mcp_then), (mcp_cpu, mcp_cpu_then)],
-        [(flight, flight_then), (flight_cpu, flight_cpu_then)],
-    ] = line;
+        [(wasm, wasm_cpu), (mcp, mcp_cpu), (flight, flight_cpu)],
+        [(wasm_then, wasm_cpu_then), (mcp_then, mcp_cpu_then), (flight_then, flight_cpu_then)],
+    ] = rounds.map(|figures| figures.map(|measure| medians(&measure)));
     println!(
         "summary: this build vs {} (wall per call; clat serve's CPU per call): served WASM {wasm:.1} µs vs \
          {wasm_then:.1} µs, CPU {wasm_cpu:.1} µs vs {wasm_cpu_then:.1} µs; served MCP {mcp:.1} µs vs {mcp_then:.1} µs, \
