@@ -186,6 +186,11 @@ pub const CONTEXT_DELIVERY_TIMEOUT: Duration = Duration::from_secs(5);
 pub const CONTEXT_DELIVERY_INTERVAL: Duration = Duration::from_millis(50);
 /// Bytes of a component file accepted by install and load.
 pub const WASM_COMPONENT_MAX_BYTES: u64 = 64 * 1024 * 1024;
+/// The parts (list items, fields, cases, flags) of one value converted between JSON and a plain component's
+/// function, arguments or result.
+pub const COMPONENT_VALUE_PARTS_MAX: usize = 1 << 20;
+/// The bytes of a plain component package's `wit/` read for its functions' doc comments.
+pub const PLAIN_WIT_MAX_BYTES: u64 = 1024 * 1024;
 
 // WASM capability grants (outbound HTTP and environment names).
 

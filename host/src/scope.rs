@@ -26,7 +26,7 @@ use crate::registry::Registry;
 use crate::run::{RunBuilder, RunContext};
 use crate::services::HostServices;
 use crate::services::sampling::{ModelProvider, OfflineProvider};
-use crate::supply::packages::{PackageKind, PackageStore};
+use crate::supply::packages::PackageStore;
 use crate::sync::Unpoisoned;
 use crate::wasm::{WasmPlugin, WasmRuntime};
 
@@ -222,7 +222,7 @@ impl ProjectScope {
         };
         let mut statuses = Vec::new();
         // mcp-stdio packages are mounted (and reported) by `load_mcp_servers`.
-        for package in installed.into_iter().filter(|p| p.manifest.kind == PackageKind::Wasm) {
+        for package in installed.into_iter().filter(|p| p.manifest.kind.is_wasm()) {
             let name = &package.manifest.name;
             if !self.start.wants(ExtensionKind::Wasm, name) {
                 let status = ExtensionStatus::new(name, ExtensionKind::Wasm, Configured, Some(NOT_NEEDED.into()));
@@ -528,7 +528,7 @@ pub fn configured_identities(
     let mut identities: std::collections::HashMap<_, _> =
         servers.into_iter().map(|(name, identity)| (format!("mcp:{name}"), identity)).collect();
     let packages = crate::supply::packages::PackageStore::new(home).list().unwrap_or_default();
-    for p in packages.into_iter().filter(|p| p.manifest.kind == crate::supply::packages::PackageKind::Wasm) {
+    for p in packages.into_iter().filter(|p| p.manifest.kind.is_wasm()) {
         identities.insert(format!("wasm:{}", p.manifest.name), p.identity());
     }
     identities

@@ -74,6 +74,14 @@ fn main() {
         std::fs::create_dir_all(&package).unwrap();
         std::fs::copy(guests.join(crate_name).join("clat-plugin.toml"), package.join("clat-plugin.toml")).unwrap();
         std::fs::copy(built.join(format!("{file}.wasm")), package.join(format!("{file}.wasm"))).unwrap();
+        // A plain component's WIT goes with it: its functions' doc comments are read from there.
+        let wit = guests.join(crate_name).join("wit");
+        if wit.is_dir() {
+            std::fs::create_dir_all(package.join("wit")).unwrap();
+            for entry in std::fs::read_dir(&wit).unwrap().flatten() {
+                std::fs::copy(entry.path(), package.join("wit").join(entry.file_name())).unwrap();
+            }
+        }
         add(&format!("{}_PACKAGE", crate_name.replace('-', "_").to_uppercase()), &package);
     }
     std::fs::write(out.join("guests.rs"), constants).unwrap();

@@ -1,8 +1,8 @@
 // Drives `clat serve` with the official TypeScript SDK's client (@modelcontextprotocol/sdk), as an agent would:
 // initialize, list the tools, make the calls given as JSON, and print one JSON document — the same report, from the
-// same arguments, as python_serve_client.py (which documents them): the server's name, each tool's annotations by
-// name, each call's text and isError (or the error the SDK raised), the forms asked, the sampling requests, progress
-// and log lines.
+// same arguments, as python_serve_client.py (which documents them): the server's name, each tool's annotations and
+// schemas by name, each call's text, isError and structured content (or the error the SDK raised), the forms asked,
+// the sampling requests, progress and log lines.
 //
 // Usage: node ts_serve_client.mjs CLAT ARGS_JSON CALLS_JSON [ELICIT_JSON [MODEL_TEXT]]
 
@@ -51,6 +51,9 @@ await client.connect(transport);
 report.server = client.getServerVersion()?.name;
 const listed = await client.listTools();
 report.tools = Object.fromEntries(listed.tools.map((t) => [t.name, t.annotations ?? {}]));
+report.schemas = Object.fromEntries(
+  listed.tools.map((t) => [t.name, { input: t.inputSchema, output: t.outputSchema ?? null }]),
+);
 for (const call of calls) {
   try {
     const onprogress = (p) => report.progress.push([p.progress, p.total]);
@@ -61,7 +64,7 @@ for (const call of calls) {
       .filter((block) => block.type === "text")
       .map((block) => block.text)
       .join("\n");
-    report.calls.push({ text, isError: result.isError ?? false });
+    report.calls.push({ text, isError: result.isError ?? false, structured: result.structuredContent ?? null });
   } catch (e) {
     report.calls.push({ error: String(e.message ?? e) });
   }

@@ -148,7 +148,7 @@ pub fn scaffold(
         return Err(AuthoringError::Exists(dir));
     }
     let (external, prefix) = match kind {
-        PackageKind::Wasm => (ExternalKind::Wasm, "wasm_"),
+        PackageKind::Wasm | PackageKind::Component => (ExternalKind::Wasm, "wasm_"),
         PackageKind::McpStdio => (ExternalKind::Mcp, "mcp_"),
     };
     let tool_prefix = external_tool_name(external, name, "x");

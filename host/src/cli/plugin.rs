@@ -211,12 +211,12 @@ pub(crate) async fn plugin(
 
 /// What an install installed (`replaced`: the digest an update replaced).
 fn print_installed(plugin: &InstalledPlugin, replaced: Option<&str>, json: bool) {
-    let InstalledPlugin { installed, tools, imports } = plugin;
+    let InstalledPlugin { installed, tools, imports, not_offered } = plugin;
     let kind = installed.manifest.kind.as_str();
     if json {
         let document = json!({ "installed": installed.manifest.name, "version": installed.manifest.version,
                                "kind": kind, "dir": installed.dir.display().to_string(), "tools": tools,
-                               "grants": installed.grants, "imports": imports, "source": installed.source,
+                               "grants": installed.grants, "imports": imports, "not_offered": not_offered, "source": installed.source,
                                "origin": installed.origin, "replaced": replaced });
         outln!("{document}");
         return;
@@ -238,6 +238,9 @@ fn print_installed(plugin: &InstalledPlugin, replaced: Option<&str>, json: bool)
     }
     for name in tools {
         outln!("  tool {name}");
+    }
+    for why in not_offered {
+        outln!("  not offered: {why}");
     }
 }
 

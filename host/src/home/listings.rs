@@ -74,6 +74,8 @@ pub struct Listing {
     pub schemas_checked: bool,
     /// Whether its component imports the WASI preopens (a plugin's).
     pub sees_preopens: bool,
+    /// A plain component's functions not offered, each with why.
+    pub refused: Vec<String>,
 }
 
 /// The file: the key, each tool exactly as listed (its schemas as the text it gave, so one registration refuses
@@ -94,6 +96,8 @@ struct ListingFile {
     schemas_checked: bool,
     #[serde(default)]
     sees_preopens: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    refused: Vec<String>,
     /// A stdio server's era, as its last start learned it (`mcp/eras.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     era: Option<LearnedEra>,
@@ -209,6 +213,7 @@ pub fn read(home: &ClatHome, kind: ExtensionKind, extension: &str) -> Option<Lis
         dropped: file.dropped,
         schemas_checked: file.schemas_checked,
         sees_preopens: file.sees_preopens,
+        refused: file.refused,
     })
 }
 
@@ -223,6 +228,7 @@ pub fn keep_listed(home: &ClatHome, kind: ExtensionKind, extension: &str, listin
         dropped: listing.dropped,
         schemas_checked: listing.schemas_checked,
         sees_preopens: listing.sees_preopens,
+        refused: listing.refused.clone(),
         era: None,
     };
     change(home, kind, extension, |file| {

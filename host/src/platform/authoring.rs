@@ -222,7 +222,7 @@ impl Authoring<'_> {
         let installed = PackageStore::new(&throwaway.0)
             .install_granted(
                 package,
-                Origin { source: None, replace: false, retry: request.retry },
+                Origin { source: None, replace: false, retry: request.retry, component: None },
                 |manifest, _| decide_grants(manifest, None, &imports, request),
                 |manifest, staged| validate_staged(&runtime, manifest, staged).map(drop),
             )

@@ -83,6 +83,8 @@ pub struct InstalledPlugin {
     pub tools: Vec<String>,
     /// The interfaces its component imports.
     pub imports: Vec<String>,
+    /// A plain component's exported functions not offered as tools, each with why.
+    pub not_offered: Vec<String>,
 }
 
 /// What `Plugins::check_update` found.
@@ -153,31 +155,39 @@ impl Plugins<'_> {
         Ok(self.store().list()?)
     }
 
-    /// Install the package in `dir`.
+    /// Install the package in `dir` — or a component with no manifest: a `.wasm` file, or a directory holding
+    /// one and no `clat-plugin.toml` (`bare_component_package`).
     pub fn install(&self, dir: &Path, request: &InstallRequest) -> Result<InstalledPlugin, PluginAdminError> {
-        self.install_from(dir, None, request)
+        match bare_component(dir)? {
+            Some(component) => {
+                let package = bare_component_package(&component)?;
+                self.install_from(package.path(), None, Some(&component), request)
+            }
+            None => self.install_from(dir, None, None, request),
+        }
     }
 
-    /// Install the package in `dir` (pulled from a registry: `source`).
+    /// Install the package in `dir` (pulled from a registry: `source`; made for a bare `component`).
     fn install_from(
         &self,
         dir: &Path,
         source: Option<PackageSource>,
+        component: Option<&Path>,
         request: &InstallRequest,
     ) -> Result<InstalledPlugin, PluginAdminError> {
         let manifest = read_manifest(dir)?;
         check_entry(dir, &manifest)?;
         let runtime = self.runtime()?;
         let store = self.store();
-        let mut tools = Vec::new();
+        let (mut tools, mut not_offered) = (Vec::new(), Vec::new());
         let imports = component_imports(dir);
-        let origin = Origin { source, replace: request.replace, retry: request.retry };
+        let origin = Origin { source, replace: request.replace, retry: request.retry, component };
         let installed = store.install_granted(
             dir,
             origin,
             |manifest, previous| decide_grants(manifest, previous, &imports, request),
             |manifest, staged| {
-                tools = validate_staged(&runtime, manifest, staged)?;
+                (tools, not_offered) = validate_staged(&runtime, manifest, staged)?;
                 Ok(())
             },
         );
@@ -186,12 +196,12 @@ impl Plugins<'_> {
         let installed = installed?;
         let name = &installed.manifest.name;
         let tools: Vec<String> = tools.iter().map(|t| external_tool_name(ExternalKind::Wasm, name, &t.name)).collect();
-        if installed.manifest.kind == PackageKind::Wasm {
+        if installed.manifest.kind.is_wasm() {
             // Listed under its grants and kept, its tools' registered names with it: a load maps nothing until a
             // call needs the component, and completions offer its tools before it ever starts.
             keep_listing(&runtime, self.home, &installed);
         }
-        Ok(InstalledPlugin { installed, tools, imports })
+        Ok(InstalledPlugin { installed, tools, imports, not_offered })
     }
 
     /// Install the plugin `reference` (`oci://REGISTRY/REPOSITORY:TAG` or
@@ -230,7 +240,7 @@ impl Plugins<'_> {
         }
         let digest = pulled.pinned.reference.digest().unwrap_or_default().to_string();
         let source = PackageSource { oci: record.text.clone(), digest };
-        self.install_from(&pulled.dir, Some(source), request)
+        self.install_from(&pulled.dir, Some(source), None, request)
     }
 
     /// Resolve the tag the plugin `name` was installed from again.
@@ -284,7 +294,7 @@ impl Plugins<'_> {
             version: pushed.version,
             reference: reference.text,
             pinned: pushed.pinned.text,
-            tools: listed.into_iter().map(|t| t.name).collect(),
+            tools: listed.0.into_iter().map(|t| t.name).collect(),
             asks: manifest.capabilities,
             built,
         })
@@ -299,7 +309,7 @@ impl Plugins<'_> {
     pub fn remove(&self, name: &str) -> Result<Installed, PluginAdminError> {
         let store = self.store();
         let removed = store.remove(name)?;
-        if removed.manifest.kind == PackageKind::Wasm {
+        if removed.manifest.kind.is_wasm() {
             sweep_after(&store, &*self.runtime()?);
         }
         Ok(removed)
@@ -330,7 +340,7 @@ impl Plugins<'_> {
 
     /// After a grant changed: the listing kept under the old one is listed again (a WASM plugin's).
     fn relist(&self, package: &Installed) {
-        if package.manifest.kind != PackageKind::Wasm {
+        if !package.manifest.kind.is_wasm() {
             return;
         }
         match self.runtime() {
@@ -385,19 +395,14 @@ pub(super) fn validate_staged(
     runtime: &Arc<WasmRuntime>,
     manifest: &Manifest,
     staged: &Path,
-) -> Result<Vec<ToolSpec>, String> {
-    if manifest.kind != PackageKind::Wasm {
-        return Ok(Vec::new());
+) -> Result<(Vec<ToolSpec>, Vec<String>), String> {
+    if !manifest.kind.is_wasm() {
+        return Ok((Vec::new(), Vec::new()));
     }
-    let entry = staged.join(&manifest.entry);
     tokio::task::block_in_place(|| {
-        tokio::runtime::Handle::current().block_on(crate::wasm::validate_component(
-            runtime,
-            &manifest.name,
-            &entry,
-            &manifest.capabilities,
-        ))
+        tokio::runtime::Handle::current().block_on(crate::wasm::validate_component(runtime, staged, manifest))
     })
+    .map(|validated| (validated.tools, validated.refused))
     .map_err(|e| format!("{}: {e}", manifest.entry))
 }
 
@@ -462,7 +467,7 @@ pub(super) fn decide_grants(
 /// one whose entry cannot be read (installing it reports why).
 pub(super) fn component_imports(dir: &Path) -> Vec<String> {
     let Ok(manifest) = read_manifest(dir) else { return Vec::new() };
-    if manifest.kind != PackageKind::Wasm {
+    if !manifest.kind.is_wasm() {
         return Vec::new();
     }
     std::fs::read(dir.join(&manifest.entry))
@@ -470,4 +475,83 @@ pub(super) fn component_imports(dir: &Path) -> Vec<String> {
         .and_then(|bytes| crate::wasm::imports::read_interfaces(&bytes).ok())
         .map(|interfaces| interfaces.imports)
         .unwrap_or_default()
+}
+
+/// The component `path` names when it is one with no manifest: a `.wasm` file, or a directory with no
+/// `clat-plugin.toml` holding exactly one `.wasm` file. `None`: a package directory.
+fn bare_component(path: &Path) -> Result<Option<PathBuf>, PluginAdminError> {
+    if path.is_file() {
+        return Ok(Some(path.to_path_buf()));
+    }
+    if !path.is_dir() || path.join(crate::supply::packages::MANIFEST).exists() {
+        return Ok(None);
+    }
+    let wasm: Vec<PathBuf> = std::fs::read_dir(path)
+        .map_err(|e| PluginAdminError::Unreadable(format!("cannot read {}: {e}", path.display())))?
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "wasm") && p.is_file())
+        .collect();
+    match wasm.as_slice() {
+        [one] => Ok(Some(one.clone())),
+        [] => Ok(None),
+        many => Err(PluginAdminError::Usage(format!(
+            "{} has no {} and {} components; name the one to install ({})",
+            path.display(),
+            crate::supply::packages::MANIFEST,
+            many.len(),
+            many.iter().filter_map(|p| p.file_name()).map(|n| n.to_string_lossy()).collect::<Vec<_>>().join(", ")
+        ))),
+    }
+}
+
+/// A package made for a component that came with no manifest: the component, the WIT beside it (its `wit/`, for
+/// its functions' docs) and a manifest of what its bytes say — named after its file, version 0.0.0, `kind =
+/// "wasm"` when it exports CLAT's contract and `"component"` otherwise, no capabilities (a component that needs a
+/// grant comes with a manifest that asks for it).
+fn bare_component_package(component: &Path) -> Result<tempfile::TempDir, PluginAdminError> {
+    let unreadable = |e: std::io::Error| PluginAdminError::Unreadable(format!("{}: {e}", component.display()));
+    let stem = component.file_stem().map(|s| s.to_string_lossy().to_lowercase()).unwrap_or_default();
+    let name: String = stem.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '-' }).collect();
+    let name = name.trim_matches('-').chars().take(crate::limits::PLUGIN_NAME_MAX_CHARS).collect::<String>();
+    let entry = format!("{name}.wasm");
+    let max = crate::limits::WASM_COMPONENT_MAX_BYTES;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(std::fs::File::open(component).map_err(unreadable)?, max + 1),
+        &mut bytes,
+    )
+    .map_err(unreadable)?;
+    if bytes.len() as u64 > max {
+        return Err(PluginAdminError::Unreadable(format!(
+            "{} is more than {max} bytes, the most a component may be",
+            component.display()
+        )));
+    }
+    let interfaces = crate::wasm::imports::read_interfaces(&bytes)
+        .map_err(|e| PluginAdminError::Unreadable(format!("{}: {e}", component.display())))?;
+    let contract = format!("{}/plugin", crate::contract::CONTRACT_PACKAGE);
+    let kind = if interfaces.exports.iter().any(|e| e.split('@').next() == Some(contract.as_str())) {
+        PackageKind::Wasm
+    } else {
+        PackageKind::Component
+    };
+    let package = tempfile::tempdir().map_err(|e| PluginAdminError::Internal(format!("a temporary package: {e}")))?;
+    let manifest = format!(
+        "name = {name:?}\nversion = \"0.0.0\"\nkind = \"{}\"\nentry = {entry:?}\ndescription = {:?}\n",
+        kind.as_str(),
+        format!("{} (installed without a manifest)", component.display())
+    );
+    let write = |rel: &str, contents: &[u8]| {
+        std::fs::write(package.path().join(rel), contents)
+            .map_err(|e| PluginAdminError::Internal(format!("a temporary package: {e}")))
+    };
+    write(crate::supply::packages::MANIFEST, manifest.as_bytes())?;
+    write(&entry, &bytes)?;
+    let wit = component.parent().map(|dir| dir.join(crate::wasm::plain::WIT_DIR));
+    if let Some(wit) = wit.filter(|w| w.is_dir()) {
+        crate::wasm::plain::copy_wit(&wit, &package.path().join(crate::wasm::plain::WIT_DIR))
+            .map_err(|e| PluginAdminError::Unreadable(format!("{}: {e}", wit.display())))?;
+    }
+    Ok(package)
 }

@@ -117,6 +117,8 @@ pub struct ToolEntry {
     effect_reason: String,
     description: String,
     input_schema: Value,
+    /// The JSON Schema of its structured output, when it gave one that is an object.
+    output_schema: Option<Value>,
     /// The identity of the tool's extension (`None` for native tools), which
     /// the agent's kept approvals of it are bound to.
     identity: Option<Identity>,
@@ -258,6 +260,7 @@ impl Registry {
             identity: None,
             definition: None,
             effect_reason: "one of CLAT's own tools, whose effect CLAT sets".into(),
+            output_schema: None,
         };
         self.insert(tool, effect, description, input_schema, handler, SchemaCheck::Checked)
     }
@@ -308,6 +311,7 @@ impl Registry {
             effect: effect_from_annotations(&spec.annotations),
             effect_reason: effect_reason(&spec.annotations, false),
             schema: cost::size_of(registered, &spec.description, &input_schema),
+            output_schema: output_schema(spec),
             description: spec.description.clone(),
             input_schema,
         })
@@ -357,6 +361,7 @@ impl Registry {
             identity: Some(identity.clone()),
             definition: Some(crate::policy::pins::definition_hash(spec)),
             effect_reason,
+            output_schema: output_schema(spec),
         };
         self.insert(new, effect, &spec.description, input_schema, handler, check)
     }
@@ -370,7 +375,7 @@ impl Registry {
         handler: Arc<dyn ToolHandler>,
         check: SchemaCheck,
     ) -> Result<String, RegistrationError> {
-        let NewTool { name, source, original_name, identity, definition, effect_reason } = tool;
+        let NewTool { name, source, original_name, identity, definition, effect_reason, output_schema } = tool;
         let source_label = source.label();
         if self.is_frozen() {
             return Err(self.report(RegistrationError::Frozen { name, source_label }));
@@ -406,6 +411,7 @@ impl Registry {
             effect_reason,
             description: description.to_string(),
             input_schema,
+            output_schema,
             identity,
             definition,
             validator,
@@ -515,6 +521,7 @@ impl Registry {
                 effect_reason: e.effect_reason.clone(),
                 description: e.description.clone(),
                 input_schema: e.input_schema.clone(),
+                output_schema: e.output_schema.clone(),
                 schema: cost::size_of(&e.name, &e.description, &e.input_schema),
             })
             .collect()
@@ -522,6 +529,11 @@ impl Registry {
 }
 
 /// What names a tool being registered.
+/// An extension's output schema as served: its JSON text parsed, kept only when it is an object (MCP's shape).
+fn output_schema(spec: &ToolSpec) -> Option<Value> {
+    spec.output_schema.as_deref().and_then(|text| serde_json::from_str::<Value>(text).ok()).filter(Value::is_object)
+}
+
 struct NewTool<'a> {
     name: String,
     source: ToolSource,
@@ -529,4 +541,5 @@ struct NewTool<'a> {
     identity: Option<Identity>,
     definition: Option<String>,
     effect_reason: String,
+    output_schema: Option<Value>,
 }

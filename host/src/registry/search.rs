@@ -594,6 +594,7 @@ mod tests {
             effect_reason: String::new(),
             description: description.into(),
             input_schema: json!({ "type": "object" }),
+            output_schema: None,
             schema: crate::registry::SchemaSize::of_bytes(0),
         }
     }

@@ -80,6 +80,9 @@ pub struct ToolInfo {
     pub description: String,
     /// The JSON Schema of its arguments.
     pub input_schema: Value,
+    /// The JSON Schema of its structured output, when its extension gave one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
     /// What its definition (name, description, schema) costs a model each turn it is offered.
     pub schema: SchemaSize,
 }

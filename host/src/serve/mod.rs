@@ -481,10 +481,13 @@ impl EventSink for CallEvents {
 }
 
 /// A registered tool as an MCP `Tool`: its served name, description,
-/// schema, and the hints that map back to its effect.
+/// schemas, and the hints that map back to its effect.
 fn mcp_tool(name: &str, tool: &ToolInfo) -> Value {
     let annotations = crate::policy::effects::annotations_for_effect(tool.effect);
     let mut served = crate::registry::definition(name, &tool.description, &tool.input_schema);
+    if let Some(output) = &tool.output_schema {
+        served["outputSchema"] = output.clone();
+    }
     served["annotations"] = crate::contract::json::tool_annotations_to_json(&annotations);
     served
 }

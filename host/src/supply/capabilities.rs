@@ -222,6 +222,36 @@ pub struct ToolDeclaration {
     /// The capabilities this tool uses (`["http"]`); a tool not declared uses none.
     #[serde(default)]
     pub uses: Vec<Capability>,
+    /// A plain component's tool: its description for the model (else its WIT doc comment).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// A plain component's tool: its effect, raised from external-read (never below what its grants imply).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effect: Option<DeclaredEffect>,
+}
+
+/// The effect a manifest says a plain component's tool has (`effect = "write"`). `read` is not among them: only
+/// CLAT's native tools read through the path fence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeclaredEffect {
+    ExternalRead,
+    Network,
+    Write,
+    Destructive,
+}
+
+impl DeclaredEffect {
+    /// The pipeline's effect.
+    pub fn effect(self) -> crate::contract::Effect {
+        use crate::contract::Effect;
+        match self {
+            DeclaredEffect::ExternalRead => Effect::ExternalRead,
+            DeclaredEffect::Network => Effect::Network,
+            DeclaredEffect::Write => Effect::Write,
+            DeclaredEffect::Destructive => Effect::Destructive,
+        }
+    }
 }
 
 /// Why a `[tools]` table is refused.

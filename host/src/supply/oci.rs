@@ -38,7 +38,7 @@ use crate::limits::{
     OCI_REDIRECTS_MAX,
 };
 use crate::supply::download::{BodyError, bounded_body, error_chain};
-use crate::supply::packages::{MANIFEST, Manifest, PackageKind};
+use crate::supply::packages::{MANIFEST, Manifest};
 
 /// The scheme of a plugin's registry reference.
 pub use crate::supply::packages::OCI_SCHEME;
@@ -185,7 +185,7 @@ pub struct Pushed {
 pub async fn push(dir: &Path, reference: &OciReference) -> Result<Pushed, OciError> {
     let package = |why: String| OciError::Package(format!("package {}: {why}", dir.display()));
     let manifest = crate::supply::packages::read_manifest(dir).map_err(|e| OciError::Package(e.to_string()))?;
-    if manifest.kind != PackageKind::Wasm {
+    if !manifest.kind.is_wasm() {
         return Err(package(format!(
             "a {} package holds a native executable; only WASM plugins are published to OCI registries",
             manifest.kind.as_str()
@@ -292,8 +292,8 @@ pub async fn pull(reference: &OciReference, into: &Path) -> Result<Pulled, OciEr
         std::fs::create_dir_all(&dir).map_err(|e| refused(format!("cannot create {}: {e}", dir.display())))?;
         let manifest = crate::supply::packages::parse_manifest(&dir.join(MANIFEST), &toml)
             .map_err(|e| refused(format!("its {MANIFEST} is not a plugin manifest: {e}")))?;
-        if manifest.kind != PackageKind::Wasm {
-            return Err(refused(format!("its {MANIFEST} says kind {}, not wasm", manifest.kind.as_str())));
+        if !manifest.kind.is_wasm() {
+            return Err(refused(format!("its {MANIFEST} says kind {}, not wasm or component", manifest.kind.as_str())));
         }
         check_entry_name(&manifest).map_err(refused)?;
         let component = fetch.blob(&component_layer.digest, component_layer.size).await?;

@@ -77,6 +77,9 @@ pub struct Origin<'a> {
     pub replace: bool,
     /// The command that installs it, for the refusal's advice.
     pub retry: &'a str,
+    /// The component file installed, when its package was made for it (`clat plugin install FILE.wasm`): where
+    /// it comes from, rather than that package's temporary directory.
+    pub component: Option<&'a Path>,
 }
 
 /// A registry a package was installed from: the reference as given and the
@@ -180,7 +183,7 @@ impl PackageStore {
         validate: impl FnOnce(&Manifest, &Path) -> Result<(), String>,
     ) -> Result<Installed, PackageError> {
         // Nothing is granted here, so a same-named plugin from elsewhere is replaced with nothing to carry over.
-        let origin = Origin { source: None, replace: true, retry: "" };
+        let origin = Origin { source: None, replace: true, retry: "", component: None };
         self.install_granted(dir, origin, |_, _| Ok(Capabilities::default()), validate)
     }
 
@@ -200,8 +203,11 @@ impl PackageStore {
         let dir = dir.canonicalize().map_err(io(format!("cannot open package {}", dir.display())))?;
         let manifest = read_manifest(&dir)?;
         check_entry(&dir, &manifest)?;
-        let Origin { source, replace, retry } = origin;
-        let from = origin_of(&dir, source.as_ref());
+        let Origin { source, replace, retry, component } = origin;
+        let component = component.map(|c| c.canonicalize().unwrap_or_else(|_| c.to_path_buf()));
+        let from = origin_of(component.as_deref().unwrap_or(&dir), source.as_ref());
+        // What a refusal names: the component installed, not the package made for it.
+        let named = component.clone().unwrap_or_else(|| dir.clone());
         let previous = self.get(&manifest.name)?;
         if let Some(other) = previous.as_ref().filter(|p| !p.comes_from(&from) && !replace) {
             let installed = if other.origin.is_empty() { "a directory".to_string() } else { other.origin.clone() };
@@ -236,7 +242,8 @@ impl PackageStore {
                     std::fs::create_dir_all(to.parent().unwrap_or(&staging)).map_err(io("cannot stage the package"))?;
                     std::fs::copy(dir.join(rel), &to).map_err(io(format!("cannot copy {}", rel.display())))?;
                 }
-                validate(&manifest, &staging).map_err(|message| PackageError::Invalid { dir: dir.clone(), message })?;
+                validate(&manifest, &staging)
+                    .map_err(|message| PackageError::Invalid { dir: named.clone(), message })?;
                 make_read_only(&staging)?;
                 std::fs::rename(&staging, &final_dir).map_err(io("cannot move the package into place"))
             })();
@@ -245,7 +252,7 @@ impl PackageStore {
                 return Err(e);
             }
         } else {
-            validate(&manifest, &final_dir).map_err(|message| PackageError::Invalid { dir: dir.clone(), message })?;
+            validate(&manifest, &final_dir).map_err(|message| PackageError::Invalid { dir: named.clone(), message })?;
         }
         // Read, change, write the index under its lock: concurrent installs lose nothing.
         let (installed, previous) = PACKAGES.update(&self.home, |index| {

@@ -1,6 +1,7 @@
 //! What a component imports and exports, read from its bytes before anything
 //! is compiled, and checked against what the host links: the `artec:clat`
-//! contract in a version this host accepts, and WASI 0.2 (cli, clocks,
+//! contract in a version this host accepts (a plain component: not the
+//! contract, and WASI 0.2 alone, every other import listed), and WASI 0.2 (cli, clocks,
 //! filesystem, io, random, sockets — the last denied at run time), plus
 //! `wasi:http` 0.2 for a plugin whose manifest declares `[capabilities] http`.
 //! A component built for another contract version, one that is not a plugin
@@ -58,6 +59,17 @@ pub enum ImportProblem {
     OtherContract { found: String },
     #[error("it imports `{interface}`, which CLAT does not link for guests. {fix}")]
     Unlinked { interface: String, fix: String },
+    #[error(
+        "it imports what CLAT does not give a plain component: {}. A plain component gets WASI 0.2 ({}; wasi:http \
+         with an `http` grant) and nothing else",
+        imports.join(", "), LINKED_WASI_PACKAGES.join(", ")
+    )]
+    UnlinkedPlain { imports: Vec<String> },
+    #[error(
+        "it exports `{CONTRACT_PACKAGE}/plugin`: it is a CLAT plugin, not a plain component; install it with \
+         kind = \"wasm\" in its clat-plugin.toml"
+    )]
+    ContractAsPlain,
 }
 
 fn accepted() -> String {
@@ -82,7 +94,11 @@ pub fn read_interfaces(bytes: &[u8]) -> Result<ComponentInterfaces, ImportProble
             Payload::Version { encoding: Encoding::Module, .. } => return Err(ImportProblem::CoreModule),
             Payload::ComponentImportSection(reader) => {
                 for import in reader {
-                    found.imports.push(import.map_err(bad)?.name.name.to_string());
+                    let import = import.map_err(bad)?;
+                    // A type a world imports (`record instant` written in the world) is no host interface.
+                    if !matches!(import.ty, wasmparser::ComponentTypeRef::Type(wasmparser::TypeBounds::Eq(_))) {
+                        found.imports.push(import.name.name.to_string());
+                    }
                 }
             }
             Payload::ComponentExportSection(reader) => {
@@ -179,10 +195,32 @@ pub fn check_plugin_interfaces(found: &ComponentInterfaces, allow_http: bool) ->
     Ok(())
 }
 
-/// Read and check a component in one step.
+/// Check a plain component's interfaces: it does not export the contract, and imports only WASI 0.2
+/// (`wasi:http` when `allow_http`); every other import is named.
+pub fn check_plain_interfaces(found: &ComponentInterfaces, allow_http: bool) -> Result<(), ImportProblem> {
+    if found.exports.iter().any(|e| split_version(e).0 == format!("{CONTRACT_PACKAGE}/plugin")) {
+        return Err(ImportProblem::ContractAsPlain);
+    }
+    let unlinked: Vec<String> = found
+        .imports
+        .iter()
+        .filter(|i| !linked(i, allow_http) || split_version(i).0.starts_with(&format!("{CONTRACT_PACKAGE}/")))
+        .cloned()
+        .collect();
+    if unlinked.is_empty() { Ok(()) } else { Err(ImportProblem::UnlinkedPlain { imports: unlinked }) }
+}
+
+/// Read and check a contract guest in one step.
 pub fn check_component(bytes: &[u8], allow_http: bool) -> Result<ComponentInterfaces, ImportProblem> {
     let found = read_interfaces(bytes)?;
     check_plugin_interfaces(&found, allow_http)?;
+    Ok(found)
+}
+
+/// Read and check a plain component in one step.
+pub fn check_plain_component(bytes: &[u8], allow_http: bool) -> Result<ComponentInterfaces, ImportProblem> {
+    let found = read_interfaces(bytes)?;
+    check_plain_interfaces(&found, allow_http)?;
     Ok(found)
 }
 

@@ -28,13 +28,15 @@ pub struct KeptListing {
     pub dropped: usize,
     pub schemas_checked: bool,
     pub sees_preopens: bool,
+    /// A plain component's functions not offered, each with why.
+    pub refused: Vec<String>,
 }
 
 impl KeptListing {
     /// What a plugin listed, its schemas checked now.
     pub fn checked(tools: Vec<ToolSpec>, dropped: usize, sees_preopens: bool) -> KeptListing {
         let schemas_checked = tools.iter().all(|t| crate::registry::check_input_schema(&t.input_schema).is_ok());
-        KeptListing { tools, dropped, schemas_checked, sees_preopens }
+        KeptListing { tools, dropped, schemas_checked, sees_preopens, refused: Vec::new() }
     }
 }
 
@@ -63,6 +65,7 @@ impl ListingPlace {
             dropped: record.dropped,
             schemas_checked: record.schemas_checked,
             sees_preopens: record.sees_preopens,
+            refused: record.refused,
         })
     }
 
@@ -78,6 +81,7 @@ impl ListingPlace {
             dropped: listing.dropped,
             schemas_checked: listing.schemas_checked,
             sees_preopens: listing.sees_preopens,
+            refused: listing.refused.clone(),
         };
         if let Err(e) = listings::keep_listed(&self.home, ExtensionKind::Wasm, &self.plugin, &record) {
             tracing::warn!("cannot keep the listing of plugin {}: {e}", self.plugin);

@@ -14,7 +14,7 @@ use anyhow::Context as _;
 use super::http::Egress;
 use super::kept::{KeptListing, ListingKey, ListingPlace};
 use super::plugin::{WasmPlugin, spawn_context_delivery};
-use super::runtime::{ComponentSource, LoadError, WasmRuntime, artifact_key};
+use super::runtime::{ComponentSource, LoadError, PlainSource, WasmRuntime, artifact_key};
 use super::stdio::SharedTail;
 use super::store::{StoreTemplate, TemplateSpec};
 use crate::contract::{CONTRACT_VERSION, ToolSpec};
@@ -24,6 +24,7 @@ use crate::redact::OutputTail;
 use crate::registry::Registry;
 use crate::services::HostServices;
 use crate::supply::capabilities::{Capabilities, ToolUses};
+
 use crate::sync::{Unpoisoned, UnpoisonedRw};
 
 /// How one plugin is set up beyond its component: its memory cap, what its
@@ -39,7 +40,16 @@ pub struct PluginSetup {
     pub identity: Option<crate::policy::identity::Identity>,
     /// Where its listing is kept (`kept.rs`): an installed package's. `None`: listed at every load.
     pub listing: Option<ListingPlace>,
+    /// A plain component (`kind = "component"`): its tools are its exported functions, which its manifest's
+    /// `[tools]` may describe.
+    pub plain: bool,
+    /// `[tools]` of its manifest.
+    pub tools: std::collections::BTreeMap<String, crate::supply::capabilities::ToolDeclaration>,
 }
+
+/// What a plain component's kept listing is keyed by in place of a contract version: the rules that derive its
+/// tools from its exports (a change of them lists it again).
+pub const PLAIN_LISTING_RULES: &str = "plain-component/1";
 
 impl PluginSetup {
     /// The setup of an installed package of `home`.
@@ -51,10 +61,12 @@ impl PluginSetup {
             uses: package.manifest.tool_uses(),
             identity: Some(package.identity()),
             listing: None,
+            plain: package.manifest.kind == crate::supply::packages::PackageKind::Component,
+            tools: package.manifest.tools.clone(),
         };
         let key = ListingKey {
             artifact: package.identity(),
-            contract: CONTRACT_VERSION.to_string(),
+            contract: if setup.plain { PLAIN_LISTING_RULES } else { CONTRACT_VERSION }.to_string(),
             grants: setup.effective(),
         };
         setup.listing = Some(ListingPlace::new(home, &package.manifest.name, key));
@@ -111,7 +123,9 @@ impl WasmRuntime {
         setup: PluginSetup,
         services: Arc<HostServices>,
     ) -> Result<Arc<WasmPlugin>, LoadError> {
-        let source = ComponentSource { entry: entry.to_path_buf(), artifact, links_http: setup.links_http() };
+        let plain =
+            setup.plain.then(|| PlainSource { declared: setup.tools.clone(), package: artifact_dir.to_path_buf() });
+        let source = ComponentSource { entry: entry.to_path_buf(), artifact, links_http: setup.links_http(), plain };
         // A listing kept under this plugin's key (artifact, contract, grants) spares the load the component.
         let kept = setup.listing.as_ref().and_then(ListingPlace::read);
         let (prepared, sees_preopens) = match &kept {
@@ -161,6 +175,7 @@ impl WasmRuntime {
             tools: Mutex::new(Vec::new()),
             dropped_tools: Default::default(),
             schemas_checked: kept.as_ref().is_some_and(|k| k.schemas_checked),
+            refused: Mutex::new(kept.as_ref().map(|k| k.refused.clone()).unwrap_or_default()),
             context: tokio::sync::watch::channel(None).0,
             delivered: Default::default(),
             delivery: Default::default(),
@@ -173,14 +188,22 @@ impl WasmRuntime {
             }
             None => {
                 let tools = plugin.list_tools().await.map_err(LoadError::ListTools)?;
+                if setup.plain && tools.is_empty() {
+                    return Err(LoadError::NothingOffered { refused: plugin.refused() });
+                }
                 if let Some(place) = &setup.listing {
-                    place.keep(&KeptListing::checked(tools.clone(), plugin.dropped_tools(), sees_preopens));
+                    let mut listing = KeptListing::checked(tools.clone(), plugin.dropped_tools(), sees_preopens);
+                    listing.refused = plugin.refused();
+                    place.keep(&listing);
                 }
                 tools
             }
         };
         *plugin.tools.locked() = tools;
-        spawn_context_delivery(&plugin);
+        // A plain component has no `context-changed` to deliver to.
+        if !setup.plain {
+            spawn_context_delivery(&plugin);
+        }
         Ok(plugin)
     }
 }
@@ -202,14 +225,25 @@ pub async fn load_file(
 /// nothing.
 pub async fn validate_component(
     runtime: &Arc<WasmRuntime>,
-    name: &str,
-    entry: &Path,
-    declared: &Capabilities,
-) -> Result<Vec<ToolSpec>, LoadError> {
-    let dir = entry.parent().unwrap_or(Path::new("/"));
-    let setup = PluginSetup { declared: declared.clone(), ..PluginSetup::default() };
-    let plugin = runtime.load(name, dir, entry, setup, detached_services(dir)).await?;
-    Ok(plugin.tools())
+    package: &Path,
+    manifest: &crate::supply::packages::Manifest,
+) -> Result<Validated, LoadError> {
+    let entry = package.join(&manifest.entry);
+    let setup = PluginSetup {
+        declared: manifest.capabilities.clone(),
+        plain: manifest.kind == crate::supply::packages::PackageKind::Component,
+        tools: manifest.tools.clone(),
+        ..PluginSetup::default()
+    };
+    let plugin = runtime.load(&manifest.name, package, &entry, setup, detached_services(package)).await?;
+    Ok(Validated { tools: plugin.tools(), refused: plugin.refused() })
+}
+
+/// What validating a component found: its tools, and a plain component's functions not offered (each with why).
+#[derive(Debug, Clone)]
+pub struct Validated {
+    pub tools: Vec<ToolSpec>,
+    pub refused: Vec<String>,
 }
 
 /// List an installed plugin under its grants and keep the listing (`kept.rs`), so that loads map nothing: after

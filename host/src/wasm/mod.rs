@@ -29,6 +29,7 @@ pub mod http;
 pub mod imports;
 pub mod kept;
 mod load;
+pub mod plain;
 mod plugin;
 mod runtime;
 pub mod stdio;
@@ -40,7 +41,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 pub use engine::{ALLOCATOR_ENV, Allocator, EngineOptions, WasmCompiler};
-pub use load::{PluginSetup, keep_listing, load_file, validate_component};
+pub use load::{PLAIN_LISTING_RULES, PluginSetup, Validated, keep_listing, load_file, validate_component};
 pub use plugin::WasmPlugin;
 pub use runtime::{LoadError, WasmRuntime};
 
@@ -90,6 +91,7 @@ pub async fn start_plugin(
             .problems
             .push(format!("{} tools past the first {TOOLS_PER_PLUGIN_MAX} were dropped", plugin.dropped_tools()));
     }
+    status.problems.extend(plugin.refused().into_iter().map(|why| format!("not offered: {why}")));
     let listed = plugin.tools();
     for named in plugin.tool_uses().named_tools() {
         if !listed.iter().any(|spec| spec.name == named) {

@@ -15,7 +15,8 @@ use wasmtime::Trap;
 
 use super::cache::CacheOutcome;
 use super::failure::{FailureReason, GuestFailure};
-use super::runtime::{ComponentSource, Prepared, WasmRuntime};
+use super::plain::FunctionDocs;
+use super::runtime::{ComponentSource, GuestPre, Prepared, WasmRuntime};
 use super::stdio::SharedTail;
 use super::store::{GuestState, StoreTemplate};
 use crate::contract::{ContextSnapshot, ToolOutput, ToolSpec};
@@ -46,6 +47,8 @@ pub struct WasmPlugin {
     pub(super) dropped_tools: std::sync::atomic::AtomicUsize,
     /// Its tools came from a kept listing whose schemas passed registration's check: registering them compiles none.
     pub(super) schemas_checked: bool,
+    /// A plain component's functions not offered, each with why.
+    pub(super) refused: Mutex<Vec<String>>,
     /// The latest context for `context-changed`: `None` = nothing new,
     /// `Some(None)` = the run ended, `Some(Some(s))` = a new snapshot.
     pub(super) context: tokio::sync::watch::Sender<Option<Option<ContextSnapshot>>>,
@@ -99,6 +102,11 @@ impl WasmPlugin {
         self.tools.locked().clone()
     }
 
+    /// A plain component's exported functions not offered as tools, each with why.
+    pub fn refused(&self) -> Vec<String> {
+        self.refused.locked().clone()
+    }
+
     /// Tools listed past `TOOLS_PER_PLUGIN_MAX` and dropped.
     pub fn dropped_tools(&self) -> usize {
         self.dropped_tools.load(Ordering::Relaxed)
@@ -150,14 +158,26 @@ impl WasmPlugin {
 
     pub(super) async fn list_tools(&self) -> Result<Vec<ToolSpec>, GuestFailure> {
         let prepared = self.prepared().await?;
-        let mut store = self.store(&prepared.engine, None, None);
-        let instance =
-            prepared.pre.instantiate_async(&mut store).await.map_err(|e| self.failure("instantiation", e))?;
-        let tools = instance
-            .artec_clat_plugin()
-            .call_list_tools(&mut store)
-            .await
-            .map_err(|e| self.failure("list-tools", e))?;
+        let tools = match (&prepared.pre, &self.source.plain) {
+            (GuestPre::Contract(pre), _) => {
+                let mut store = self.store(&prepared.engine, None, None);
+                let instance = pre.instantiate_async(&mut store).await.map_err(|e| self.failure("instantiation", e))?;
+                instance
+                    .artec_clat_plugin()
+                    .call_list_tools(&mut store)
+                    .await
+                    .map_err(|e| self.failure("list-tools", e))?
+            }
+            // A plain component's tools are read from its type: nothing runs.
+            (GuestPre::Plain { exports, .. }, plain) => {
+                let mut refused = exports.refused.clone();
+                let (declared, package) = plain.as_ref().map(|p| (p.declared.clone(), p.package.clone())).unzip();
+                let (docs, problem) = FunctionDocs::read(&package.unwrap_or_default());
+                refused.extend(problem);
+                *self.refused.locked() = refused;
+                exports.tool_specs(&self.name, &declared.unwrap_or_default(), &docs)
+            }
+        };
         if tools.len() > TOOLS_PER_PLUGIN_MAX {
             let dropped = tools.len() - TOOLS_PER_PLUGIN_MAX;
             tracing::warn!("plugin {}: {dropped} tools past the first {TOOLS_PER_PLUGIN_MAX} were dropped", self.name);
@@ -170,11 +190,21 @@ impl WasmPlugin {
     pub async fn call_tool(&self, tool: &str, arguments: &Value, run: &RunContext) -> Result<ToolOutput, ToolError> {
         let prepared = self.prepared().await.map_err(|e| ToolError(anyhow::anyhow!(e)))?;
         let mut store = self.store(&prepared.engine, Some(tool), Some(run));
-        let instance = prepared
-            .pre
-            .instantiate_async(&mut store)
-            .await
-            .map_err(|e| ToolError(anyhow::anyhow!(self.failure("instantiation", e))))?;
+        let instantiation = |e| ToolError(anyhow::anyhow!(self.failure("instantiation", e)));
+        let pre = match &prepared.pre {
+            GuestPre::Contract(pre) => pre,
+            GuestPre::Plain { pre, exports } => {
+                let function = exports.get(tool).ok_or_else(|| {
+                    ToolError(anyhow::anyhow!("plugin {} offers no function {tool} any more", self.name))
+                })?;
+                let instance = pre.instantiate_async(&mut store).await.map_err(instantiation)?;
+                let called = function.call(&mut store, &instance, arguments).await;
+                let called =
+                    called.map_err(|e| ToolError(anyhow::anyhow!(self.failure(&format!("tool {tool}"), e))))?;
+                return called.map_err(|e| ToolError(anyhow::anyhow!("plugin {}: {e}", self.name)));
+            }
+        };
+        let instance = pre.instantiate_async(&mut store).await.map_err(instantiation)?;
         let result = instance
             .artec_clat_plugin()
             .call_call_tool(&mut store, tool, &arguments.to_string())
@@ -191,7 +221,11 @@ impl WasmPlugin {
     pub async fn instantiate_once(&self) -> Result<(), GuestFailure> {
         let prepared = self.prepared().await?;
         let mut store = self.store(&prepared.engine, None, None);
-        prepared.pre.instantiate_async(&mut store).await.map(drop).map_err(|e| self.failure("instantiation", e))
+        let instantiated = match &prepared.pre {
+            GuestPre::Contract(pre) => pre.instantiate_async(&mut store).await.map(drop),
+            GuestPre::Plain { pre, .. } => pre.instantiate_async(&mut store).await.map(drop),
+        };
+        instantiated.map_err(|e| self.failure("instantiation", e))
     }
 
     /// Offer the guest the latest context (or `None`: the run ended). Never
@@ -208,9 +242,9 @@ impl WasmPlugin {
 
     async fn deliver_context(&self, snapshot: Option<ContextSnapshot>) -> Result<(), GuestFailure> {
         let prepared = self.prepared().await?;
+        let GuestPre::Contract(pre) = &prepared.pre else { return Ok(()) };
         let mut store = self.store(&prepared.engine, None, None);
-        let instance =
-            prepared.pre.instantiate_async(&mut store).await.map_err(|e| self.failure("instantiation", e))?;
+        let instance = pre.instantiate_async(&mut store).await.map_err(|e| self.failure("instantiation", e))?;
         instance
             .artec_clat_plugin()
             .call_context_changed(&mut store, snapshot.as_ref())

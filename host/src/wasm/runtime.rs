@@ -10,12 +10,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use wasmtime::Engine;
-use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::component::{Component, HasSelf, InstancePre, Linker};
 
 use super::cache::{CacheOutcome, CacheSweep, CompileObserver, ComponentCache};
 use super::engine::{self, Allocator, EngineOptions, GuestEngine};
 use super::http::{self, NameLookup};
 use super::imports;
+use super::plain::PlainExports;
 use super::store::{self, GuestState};
 use crate::contract::{ClatPlugin, ClatPluginPre};
 use crate::limits::WASM_COMPONENT_MAX_BYTES;
@@ -39,6 +40,12 @@ pub enum LoadError {
     Runtime(String),
     #[error("list-tools failed: {0}")]
     ListTools(#[source] super::failure::GuestFailure),
+    #[error("it exports no function CLAT can offer as a tool{}", refused_list(.refused))]
+    NothingOffered { refused: Vec<String> },
+}
+
+fn refused_list(refused: &[String]) -> String {
+    if refused.is_empty() { String::new() } else { format!(" ({})", refused.join("; ")) }
 }
 
 /// Where a plugin's component comes from, for mapping it when a call first needs it.
@@ -49,11 +56,26 @@ pub(super) struct ComponentSource {
     pub(super) artifact: Option<String>,
     /// Whether `wasi:http` is linked (the plugin declares `http`).
     pub(super) links_http: bool,
+    /// A plain component's (`kind = "component"`): its tools come from its exports, not `list-tools`.
+    pub(super) plain: Option<PlainSource>,
+}
+
+/// What a plain component's tools are made of beside its exports: its manifest's `[tools]` and its package's WIT.
+#[derive(Debug, Clone)]
+pub(super) struct PlainSource {
+    pub(super) declared: std::collections::BTreeMap<String, crate::supply::capabilities::ToolDeclaration>,
+    pub(super) package: PathBuf,
+}
+
+/// What each call instantiates: a contract guest's bindings, or a plain component's exports.
+pub(super) enum GuestPre {
+    Contract(ClatPluginPre<GuestState>),
+    Plain { pre: InstancePre<GuestState>, exports: PlainExports },
 }
 
 /// A plugin's component, compiled (or mapped) and linked: what each call instantiates.
 pub(super) struct Prepared {
-    pub(super) pre: ClatPluginPre<GuestState>,
+    pub(super) pre: GuestPre,
     pub(super) cache: CacheOutcome,
     /// The engine it was compiled for, which each call's store is made of.
     pub(super) engine: Engine,
@@ -184,7 +206,7 @@ impl WasmRuntime {
     pub fn sweep_cache(&self, installed: &[crate::supply::packages::Installed]) -> std::io::Result<CacheSweep> {
         let cache = &self.parts().map_err(std::io::Error::other)?.cache;
         let mut keep = std::collections::HashSet::new();
-        for package in installed.iter().filter(|p| p.manifest.kind == crate::supply::packages::PackageKind::Wasm) {
+        for package in installed.iter().filter(|p| p.manifest.kind.is_wasm()) {
             let entry = package.entry_path();
             let (Some(artifact), Ok(bytes)) = (artifact_key(&package.dir, &entry), std::fs::read(&entry)) else {
                 continue;
@@ -219,6 +241,7 @@ impl WasmRuntime {
         // the component's interfaces first, before anything is compiled.
         let read_error: Arc<Mutex<Option<LoadError>>> = Arc::new(Mutex::new(None));
         let declares_http = source.links_http;
+        let plain = source.plain.is_some();
         let read = {
             let (path, read_error) = (entry.clone(), Arc::clone(&read_error));
             move || {
@@ -229,7 +252,8 @@ impl WasmRuntime {
                 };
                 let bytes =
                     std::fs::read(&path).map_err(|source| failed(LoadError::Read { path: path.clone(), source }))?;
-                imports::check_component(&bytes, declares_http)
+                let check = if plain { imports::check_plain_component } else { imports::check_component };
+                check(&bytes, declares_http)
                     .map_err(|problem| failed(LoadError::Interfaces { path: path.clone(), problem }))?;
                 Ok(bytes)
             }
@@ -256,7 +280,10 @@ impl WasmRuntime {
         };
         let linker = self.linker_for(source.links_http)?;
         let pre = linker.instantiate_pre(&component).map_err(|e| LoadError::WrongWorld(e.into()))?;
-        let pre = ClatPluginPre::new(pre).map_err(|e| LoadError::WrongWorld(e.into()))?;
+        let pre = match source.plain {
+            Some(_) => GuestPre::Plain { exports: PlainExports::read(&component, &engine), pre },
+            None => GuestPre::Contract(ClatPluginPre::new(pre).map_err(|e| LoadError::WrongWorld(e.into()))?),
+        };
         Ok((Prepared { pre, cache, engine }, component))
     }
 }

@@ -5,7 +5,7 @@ use super::*;
 #[test]
 fn a_tools_table_past_the_tool_cap_or_using_what_is_undeclared_is_refused() {
     let declared = caps(&["https://api.example.com"], &[]);
-    let uses = |capability| ToolDeclaration { uses: vec![capability] };
+    let uses = |capability| ToolDeclaration { uses: vec![capability], ..ToolDeclaration::default() };
     let at_cap: BTreeMap<String, ToolDeclaration> =
         (0..TOOLS_PER_SERVER_MAX).map(|i| (format!("t{i}"), uses(Capability::Http))).collect();
     assert_eq!(ToolUses::validate(&at_cap, &declared), Ok(()));

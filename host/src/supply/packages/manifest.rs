@@ -24,6 +24,8 @@ pub enum PackageKind {
     Wasm,
     /// An MCP server run as a local subprocess over stdio.
     McpStdio,
+    /// Any WebAssembly component, its exported functions the tools (no CLAT contract).
+    Component,
 }
 
 impl PackageKind {
@@ -32,7 +34,13 @@ impl PackageKind {
         match self {
             PackageKind::Wasm => "wasm",
             PackageKind::McpStdio => "mcp-stdio",
+            PackageKind::Component => "component",
         }
+    }
+
+    /// Whether its entry is a WebAssembly component CLAT runs in-process (a contract guest or a plain component).
+    pub fn is_wasm(self) -> bool {
+        matches!(self, PackageKind::Wasm | PackageKind::Component)
     }
 }
 
@@ -123,7 +131,15 @@ pub fn parse_manifest(path: &Path, text: &str) -> Result<Manifest, PackageError>
             manifest.entry
         )));
     }
-    if manifest.kind == PackageKind::Wasm {
+    if manifest.kind == PackageKind::Wasm
+        && let Some((tool, _)) = manifest.tools.iter().find(|(_, t)| t.description.is_some() || t.effect.is_some())
+    {
+        return Err(bad(format!(
+            "tools.{tool}: description and effect are a plain component's (kind = \"component\"); a wasm plugin \
+             describes its tools in list-tools"
+        )));
+    }
+    if manifest.kind.is_wasm() {
         if !manifest.args.is_empty() || !manifest.env.is_empty() {
             return Err(bad(
                 "args and env apply to mcp-stdio packages only; WASM guests get no arguments or environment".into(),

@@ -1,0 +1,394 @@
+//! Any WebAssembly component as a plugin: components written as outside
+//! authors write them (their own WIT, wit-bindgen, no CLAT contract), built
+//! from source with the pinned toolchain, installed from a directory, from a
+//! bare `.wasm` and from a loopback OCI registry; listed with the schemas
+//! derived from their WIT types; called through `clat call` and through `clat
+//! serve` by the official Python SDK's client; denied and approved by the
+//! pipeline like any tool; refused at install when they import what CLAT does
+//! not give.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use clat_guest_artifacts as guests;
+use clat_host::limits::{COMPONENT_VALUE_PARTS_MAX, PLAIN_WIT_MAX_BYTES};
+use serde_json::{Value, json};
+use support::oci_registry::OciRegistry;
+use support::{TestEnv, stderr, stdout};
+
+fn json_of(out: &std::process::Output) -> Value {
+    serde_json::from_str(stdout(out).trim())
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}{}", stdout(out), stderr(out)))
+}
+
+/// `clat call --json TOOL ARGS` in `mode`: its exit code and its JSON answer.
+fn call(env: &TestEnv, mode: &str, tool: &str, arguments: Value) -> (i32, Value) {
+    let out = env.clat(&["call", "--json", "--mode", mode, tool, &arguments.to_string()]);
+    (out.status.code().unwrap_or(-1), json_of(&out))
+}
+
+/// The registered tools of the project, by name, as `clat tools --json` lists them.
+fn tools(env: &TestEnv) -> serde_json::Map<String, Value> {
+    let listed = json_of(&env.clat(&["tools", "--json"]));
+    let list = listed.as_array().cloned().or_else(|| listed["tools"].as_array().cloned()).unwrap();
+    list.into_iter().map(|t| (t["name"].as_str().unwrap().to_string(), t)).collect()
+}
+
+fn install(env: &TestEnv, what: &str) -> Value {
+    let out = env.clat(&["plugin", "install", what, "--json"]);
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    json_of(&out)
+}
+
+#[test]
+fn a_plain_component_is_listed_with_the_schemas_its_wit_types_give() {
+    let env = TestEnv::trusted();
+    let installed = install(&env, guests::CALCULATOR_PACKAGE);
+    assert_eq!(installed["kind"], "component", "{installed}");
+    let not_offered = installed["not_offered"].as_array().unwrap();
+    assert_eq!(not_offered.len(), 3, "the resource's constructor and method, and the function returning one");
+    assert!(not_offered.iter().all(|why| why.as_str().unwrap().contains("resource")), "{installed}");
+    assert!(not_offered[2].as_str().unwrap().starts_with("tally (in example:calculator/math@0.1.0)"), "{installed}");
+
+    let tools = tools(&env);
+    let schema = |tool: &str| tools[tool]["input_schema"].clone();
+    let object = |properties: Value, required: Value| json!({ "type": "object", "properties": properties, "required": required, "additionalProperties": false });
+    let float = json!({ "anyOf": [{ "type": "number" }, { "enum": ["NaN", "Infinity", "-Infinity"] }] });
+    let int = |min: i128, max: i128| json!({ "type": "integer", "minimum": min, "maximum": max });
+    let point = object(json!({ "x": float, "y": float }), json!(["x", "y"]));
+    // Numbers with their ranges; a record's fields; an option absent from `required`.
+    assert_eq!(
+        schema("wasm_calculator_add"),
+        object(json!({ "a": int(-2147483648, 2147483647), "b": int(-2147483648, 2147483647) }), json!(["a", "b"]))
+    );
+    assert_eq!(
+        schema("wasm_calculator_distance"),
+        object(json!({ "from": point, "to": point }), json!(["from", "to"]))
+    );
+    assert_eq!(
+        schema("wasm_calculator_greet"),
+        object(
+            json!({ "name": { "type": "string" }, "times": { "anyOf": [{ "type": "null" }, int(0, 255)] } }),
+            json!(["name"])
+        )
+    );
+    // A variant: its bare cases by name, each other case an object of one key.
+    let tagged = |name: &str, value: Value| object(json!({ name: value }), json!([name]));
+    let pair = json!({ "type": "array", "prefixItems": [float, float], "items": false, "minItems": 2, "maxItems": 2 });
+    assert_eq!(
+        schema("wasm_calculator_area")["properties"]["shape"],
+        json!({ "oneOf": [{ "type": "string", "enum": ["dot"] }, tagged("circle", float.clone()), tagged("rectangle", pair)] })
+    );
+    assert_eq!(
+        schema("wasm_calculator_round")["properties"]["mode"],
+        json!({ "type": "string", "enum": ["down", "nearest", "up"] })
+    );
+    let describe = schema("wasm_calculator_describe");
+    assert_eq!(
+        describe["properties"]["style"],
+        json!({ "type": "array", "items": { "enum": ["bold", "italic", "underline"] }, "uniqueItems": true })
+    );
+    assert_eq!(describe["properties"]["marker"], json!({ "type": "string", "minLength": 1, "maxLength": 1 }));
+    assert_eq!(
+        schema("wasm_calculator_swap")["properties"]["pair"]["prefixItems"],
+        json!([{ "type": "string" }, int(0, 18446744073709551615)])
+    );
+    // The output: the returned value under "result" (an option of a record: null or the record).
+    let summary = object(
+        json!({ "count": int(0, 4294967295), "mean": float, "smallest": float, "largest": float }),
+        json!(["count", "mean", "smallest", "largest"]),
+    );
+    assert_eq!(
+        tools["wasm_calculator_stats"]["output_schema"],
+        object(json!({ "result": { "anyOf": [{ "type": "null" }, summary] } }), json!(["result"]))
+    );
+    assert!(tools["wasm_calculator_check"].get("output_schema").is_none(), "result<_, string> gives back nothing");
+    // Descriptions: the WIT doc comment and the signature; the manifest's where it gives one.
+    let description = |tool: &str| tools[tool]["description"].as_str().unwrap().to_string();
+    assert_eq!(description("wasm_calculator_add"), "Add two whole numbers.\n\nadd(a: s32, b: s32) -> s32");
+    assert!(description("wasm_calculator_greet").starts_with("Say hello to someone"), "world-level docs");
+    assert_eq!(
+        description("wasm_calculator_check"),
+        "Check that a value is within a limit; a value past it is an error."
+    );
+    // Effects: external-read, unless the manifest raises it.
+    assert_eq!(tools["wasm_calculator_add"]["effect"], "external-read");
+    assert_eq!(tools["wasm_calculator_check"]["effect"], "write");
+    // Two exports named `greet`: the interface's is qualified by its interface.
+    assert!(
+        tools["wasm_calculator_math_greet"]["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("Greet in the calculator's own words")
+    );
+    assert!(!tools.contains_key("wasm_calculator_tally"), "a function returning a resource is not offered");
+}
+
+#[test]
+fn a_plain_components_functions_are_called_with_json_values() {
+    let env = TestEnv::trusted();
+    install(&env, guests::CALCULATOR_PACKAGE);
+    let ok = |tool: &str, arguments: Value| {
+        let (code, answer) = call(&env, "ask", tool, arguments);
+        assert_eq!(code, 0, "{tool}: {answer}");
+        assert_eq!(answer["isError"], false, "{tool}: {answer}");
+        answer
+    };
+    let result = |tool: &str, arguments: Value| ok(tool, arguments)["structuredContent"]["result"].clone();
+    assert_eq!(result("wasm_calculator_add", json!({ "a": 2, "b": 40 })), json!(42));
+    assert_eq!(ok("wasm_calculator_add", json!({ "a": 2, "b": 40 }))["content"][0]["text"], "42");
+    assert_eq!(
+        result("wasm_calculator_distance", json!({ "from": { "x": 0, "y": 0 }, "to": { "x": 3, "y": 4 } })),
+        json!(5.0)
+    );
+    assert_eq!(result("wasm_calculator_area", json!({ "shape": { "rectangle": [2, 3] } })), json!(6.0));
+    assert_eq!(result("wasm_calculator_area", json!({ "shape": "dot" })), json!(0.0));
+    assert_eq!(result("wasm_calculator_round", json!({ "value": 2.5, "mode": "up" })), json!(3));
+    let styled = json!({ "text": "hi", "style": ["bold", "underline"], "marker": "*" });
+    assert_eq!(result("wasm_calculator_describe", styled), json!("* hi (bold and underlined)"));
+    assert_eq!(
+        ok("wasm_calculator_describe", json!({ "text": "hi", "style": [], "marker": "-" }))["content"][0]["text"],
+        "- hi (plain)"
+    );
+    assert_eq!(
+        result("wasm_calculator_stats", json!({ "values": [1, 2, 3.5] })),
+        json!({ "count": 3, "mean": 6.5 / 3.0, "smallest": 1.0, "largest": 3.5 })
+    );
+    assert_eq!(result("wasm_calculator_stats", json!({ "values": [] })), Value::Null, "none is null");
+    assert_eq!(result("wasm_calculator_swap", json!({ "pair": ["x", u64::MAX] })), json!([u64::MAX, "x"]));
+    assert_eq!(
+        result("wasm_calculator_greet", json!({ "name": "Ada" })),
+        json!("Hello, Ada!"),
+        "an absent option is none"
+    );
+    assert_eq!(result("wasm_calculator_greet", json!({ "name": "Ada", "times": 2 })), json!("Hello, Ada! Hello, Ada!"));
+    assert_eq!(result("wasm_calculator_math_greet", json!({ "name": "Ada" })), json!("Ada, the answer is 42."));
+    assert_eq!(result("wasm_calculator_divide", json!({ "a": 1, "b": 4 })), json!(0.25), "a result's ok side");
+    // A result's err side is the tool's error, carrying it.
+    let (code, answer) = call(&env, "ask", "wasm_calculator_divide", json!({ "a": 1, "b": 0 }));
+    assert_eq!((code, &answer["isError"]), (1, &json!(true)), "{answer}");
+    assert_eq!(answer["content"][0]["text"], "cannot divide 1 by zero");
+    assert!(answer.get("structuredContent").is_none(), "{answer}");
+    // Arguments are checked against the derived schema before anything runs.
+    let (code, answer) = call(&env, "ask", "wasm_calculator_add", json!({ "a": 2147483648i64, "b": 1 }));
+    assert_eq!(code, 2, "{answer}");
+    assert!(answer["error"]["message"].as_str().unwrap().contains("maximum of 2147483647"), "{answer}");
+    let (code, answer) = call(&env, "ask", "wasm_calculator_round", json!({ "value": 1, "mode": "sideways" }));
+    assert_eq!(code, 2, "{answer}");
+    let (code, answer) =
+        call(&env, "ask", "wasm_calculator_describe", json!({ "text": "t", "style": [], "marker": "ab" }));
+    assert_eq!(code, 2, "a char is one character: {answer}");
+}
+
+#[test]
+fn a_returned_value_past_the_parts_limit_fails_clearly() {
+    let env = TestEnv::trusted();
+    install(&env, guests::CALCULATOR_PACKAGE);
+    let (code, answer) = call(&env, "ask", "wasm_calculator_range", json!({ "count": 1000 }));
+    assert_eq!(code, 0, "{answer}");
+    assert_eq!(answer["structuredContent"]["result"].as_array().unwrap().len(), 1000);
+    // The list and its items are COMPONENT_VALUE_PARTS_MAX + 1 parts.
+    let (code, answer) = call(&env, "ask", "wasm_calculator_range", json!({ "count": COMPONENT_VALUE_PARTS_MAX }));
+    assert_ne!(code, 0, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("more than {COMPONENT_VALUE_PARTS_MAX} parts")) && message.contains("range"),
+        "{message}"
+    );
+    // The plugin is unharmed.
+    assert_eq!(call(&env, "ask", "wasm_calculator_add", json!({ "a": 1, "b": 1 })).1["structuredContent"]["result"], 2);
+}
+
+#[test]
+fn the_pipeline_denies_and_allows_a_plain_components_tools_by_their_effect() {
+    let env = TestEnv::trusted();
+    install(&env, guests::CALCULATOR_PACKAGE);
+    let check = json!({ "value": 5, "limit": 3, "strict": false });
+    // `check` is write by its manifest: denied in read-only, asked in ask (no terminal here: denied), allowed in
+    // auto-edit — where its result's err side comes back as the tool's error.
+    let (code, answer) = call(&env, "read-only", "wasm_calculator_check", check.clone());
+    assert_eq!(code, 4, "{answer}");
+    assert!(answer["error"]["message"].as_str().unwrap().contains("read-only"), "{answer}");
+    let (code, answer) = call(&env, "ask", "wasm_calculator_check", check.clone());
+    assert_eq!(code, 4, "{answer}");
+    let (code, answer) = call(&env, "auto-edit", "wasm_calculator_check", check);
+    assert_eq!((code, &answer["content"][0]["text"]), (1, &json!("5 is past the limit 3")), "{answer}");
+    let (code, answer) = call(&env, "auto-edit", "wasm_calculator_check", json!({ "value": 1, "strict": true }));
+    assert_eq!((code, &answer["content"][0]["text"]), (0, &json!("ok")), "{answer}");
+    // External-read: allowed even in read-only.
+    let (code, answer) = call(&env, "read-only", "wasm_calculator_add", json!({ "a": 1, "b": 2 }));
+    assert_eq!(code, 0, "{answer}");
+}
+
+#[test]
+fn clocks_and_random_reach_a_plain_component() {
+    let env = TestEnv::trusted();
+    install(&env, guests::CLOCK_TOOL_PACKAGE);
+    let (code, answer) = call(&env, "ask", "wasm_clock_tool_now", json!({}));
+    assert_eq!(code, 0, "{answer}");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let seconds = answer["structuredContent"]["result"]["seconds"].as_u64().unwrap();
+    assert!(seconds.abs_diff(now) < 300, "the guest's wall clock is the host's: {seconds} vs {now}");
+    let (_, answer) = call(&env, "ask", "wasm_clock_tool_uuids", json!({ "count": 3 }));
+    let uuids: Vec<String> = serde_json::from_value(answer["structuredContent"]["result"].clone()).unwrap();
+    let unique: std::collections::HashSet<&String> = uuids.iter().collect();
+    assert_eq!(unique.len(), 3, "random: {uuids:?}");
+    assert!(uuids.iter().all(|u| u.len() == 36 && u.as_bytes()[14] == b'4'), "version 4: {uuids:?}");
+    let (code, answer) = call(&env, "ask", "wasm_clock_tool_uuids", json!({ "count": 101 }));
+    assert_eq!((code, &answer["content"][0]["text"]), (1, &json!("101 is more than 100")), "{answer}");
+    let (code, answer) = call(&env, "ask", "wasm_clock_tool_measure", json!({ "rounds": 100000 }));
+    assert_eq!(code, 0, "{answer}");
+    assert!(answer["structuredContent"]["result"].as_u64().unwrap() > 0, "the monotonic clock moves: {answer}");
+}
+
+#[test]
+fn a_component_importing_what_clat_does_not_give_is_refused_at_install() {
+    let env = TestEnv::trusted();
+    let out = env.clat(&["plugin", "install", guests::HOST_LOGGER_PACKAGE]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("it imports what CLAT does not give a plain component: example:host/logger@0.1.0"), "{err}");
+    assert!(err.contains("WASI 0.2"), "{err}");
+    let list = env.clat(&["plugin", "list"]);
+    assert_eq!(stdout(&list).trim(), "no plugins installed");
+    // A WASI command exports only how a host runs it: no function of its own to offer.
+    let command = bare_copy(&env, guests::NOT_A_PLUGIN_WASM, "command", false);
+    let out = env.clat(&["plugin", "install", command.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("exports no function CLAT can offer as a tool (wasi:cli/run@0.2."),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A copy of `component` alone in a directory of the test, with the calculator's WIT beside it when `with_wit`.
+fn bare_copy(env: &TestEnv, component: &str, dir: &str, with_wit: bool) -> PathBuf {
+    let dir = env.dir.path().join(dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(Path::new(component).file_name().unwrap());
+    std::fs::copy(component, &file).unwrap();
+    if with_wit {
+        std::fs::create_dir_all(dir.join("wit")).unwrap();
+        let wit = Path::new(guests::CALCULATOR_PACKAGE).join("wit/calculator.wit");
+        std::fs::copy(wit, dir.join("wit/calculator.wit")).unwrap();
+    }
+    file
+}
+
+#[test]
+fn a_component_with_no_manifest_installs_from_its_file_or_its_directory() {
+    let env = TestEnv::trusted();
+    let file = bare_copy(&env, guests::CALCULATOR_WASM, "bare", true);
+    let installed = install(&env, file.to_str().unwrap());
+    assert_eq!((installed["installed"].as_str(), installed["kind"].as_str()), (Some("calculator"), Some("component")));
+    assert_eq!(installed["origin"], json!(file.canonicalize().unwrap().display().to_string()), "{installed}");
+    let tools = tools(&env);
+    assert!(
+        tools["wasm_calculator_add"]["description"].as_str().unwrap().starts_with("Add two whole numbers."),
+        "the WIT beside it"
+    );
+    assert_eq!(call(&env, "ask", "wasm_calculator_add", json!({ "a": 1, "b": 2 })).1["structuredContent"]["result"], 3);
+    // Its directory names it too, and is the same origin's plugin: reinstalled, not refused as another's.
+    install(&env, file.parent().unwrap().to_str().unwrap());
+    // A WIT past its bound is refused, naming it.
+    let big = file.parent().unwrap().join("wit/big.wit");
+    std::fs::write(&big, format!("// {}\n", "x".repeat(PLAIN_WIT_MAX_BYTES as usize))).unwrap();
+    let out = env.clat(&["plugin", "install", file.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains(&format!("more than {PLAIN_WIT_MAX_BYTES} bytes of WIT")), "{}", stderr(&out));
+    // A contract guest with no manifest is recognized by its export.
+    let hello = bare_copy(&env, guests::HELLO_WASM, "hello-bare", false);
+    let installed = install(&env, hello.to_str().unwrap());
+    assert_eq!(installed["kind"], "wasm", "{installed}");
+}
+
+#[test]
+fn a_packages_wit_past_its_bound_gives_no_descriptions_and_says_why() {
+    let env = TestEnv::trusted();
+    let package = env.dir.path().join("calculator-big-wit");
+    std::fs::create_dir_all(package.join("wit")).unwrap();
+    for file in ["clat-plugin.toml", "calculator.wasm", "wit/calculator.wit"] {
+        std::fs::copy(Path::new(guests::CALCULATOR_PACKAGE).join(file), package.join(file)).unwrap();
+    }
+    std::fs::write(package.join("wit/big.wit"), format!("// {}\n", "x".repeat(PLAIN_WIT_MAX_BYTES as usize))).unwrap();
+    install(&env, package.to_str().unwrap());
+    let tools = tools(&env);
+    assert_eq!(
+        tools["wasm_calculator_add"]["description"],
+        "add(a: s32, b: s32) -> s32 (a function of the component calculator)",
+        "the signature, when the WIT gives nothing"
+    );
+    // `clat tools` names the extensions' problems on stderr.
+    let listed = stderr(&env.clat(&["tools"]));
+    assert!(listed.contains(&format!("more than {PLAIN_WIT_MAX_BYTES} bytes of WIT")), "{listed}");
+}
+
+#[test]
+fn a_plain_component_installs_from_an_oci_registry() {
+    let registry = OciRegistry::start();
+    let env = TestEnv::trusted();
+    let tag = registry.reference("clat/calculator:0.1.0");
+    let pushed = json_of(&env.clat(&["plugin", "push", guests::CALCULATOR_PACKAGE, &tag, "--json"]));
+    assert!(pushed["tools"].as_array().unwrap().contains(&json!("add")), "{pushed}");
+    let installed = install(&env, &tag);
+    assert_eq!((installed["installed"].as_str(), installed["kind"].as_str()), (Some("calculator"), Some("component")));
+    assert_eq!(
+        call(&env, "ask", "wasm_calculator_add", json!({ "a": 20, "b": 22 })).1["structuredContent"]["result"],
+        42
+    );
+    assert_eq!(tools(&env)["wasm_calculator_check"]["effect"], "write", "the manifest travels with it");
+}
+
+fn python() -> PathBuf {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/peers/.venv/bin/python");
+    assert!(python.is_file(), "{} is missing: run scripts/install-test-peers.sh", python.display());
+    python
+}
+
+#[test]
+fn an_agent_calls_a_plain_component_through_clat_serve_with_the_python_sdk() {
+    let env = TestEnv::trusted();
+    install(&env, guests::CALCULATOR_PACKAGE);
+    let calls = json!([
+        { "name": "wasm_calculator_stats", "arguments": { "values": [2, 4] } },
+        { "name": "wasm_calculator_area", "arguments": { "shape": { "circle": 1 } } },
+        { "name": "wasm_calculator_divide", "arguments": { "a": 1, "b": 0 } },
+        { "name": "wasm_calculator_check", "arguments": { "value": 1, "limit": 2, "strict": false } },
+    ]);
+    let answer = json!({ "action": "accept", "content": { "decision": "allow" } });
+    let args = json!(["--home", env.home, "--project", env.project, "serve", "--mode", "ask"]);
+    let peers = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/peers");
+    let out = std::process::Command::new(python())
+        .arg(peers.join("python_serve_client.py"))
+        .arg(env!("CARGO_BIN_EXE_clat"))
+        .arg(args.to_string())
+        .arg(calls.to_string())
+        .arg(answer.to_string())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    // The SDK's client validates each structured result against the tool's output schema: these passed.
+    let schemas = &report["schemas"]["wasm_calculator_stats"];
+    assert_eq!(schemas["input"]["properties"]["values"]["type"], "array", "{report}");
+    assert_eq!(schemas["output"]["required"], json!(["result"]), "{report}");
+    assert_eq!(report["tools"]["wasm_calculator_add"], json!({ "readOnlyHint": true, "openWorldHint": false }));
+    let calls = &report["calls"];
+    assert_eq!(
+        calls[0]["structured"],
+        json!({ "result": { "count": 2, "mean": 3.0, "smallest": 2.0, "largest": 4.0 } })
+    );
+    assert_eq!(calls[1]["structured"]["result"], json!(std::f64::consts::PI), "{report}");
+    assert_eq!(
+        (&calls[2]["isError"], &calls[2]["text"]),
+        (&json!(true), &json!("cannot divide 1 by zero")),
+        "{report}"
+    );
+    // `check` is write: the client was asked, and allowed it.
+    assert_eq!((&calls[3]["isError"], &calls[3]["text"]), (&json!(false), &json!("ok")), "{report}");
+    let asked = report["asked"].as_array().unwrap();
+    assert_eq!(asked.len(), 1, "{report}");
+    assert!(asked[0]["message"].as_str().unwrap().contains("allow wasm_calculator_check (write:"), "{report}");
+}
