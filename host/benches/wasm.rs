@@ -7,6 +7,9 @@
 //! - a guest → host `read_file` round trip vs the native `read_file` call;
 //! - cold compile vs cached load of a component;
 //! - instantiation per call on its own, ours and the floor's;
+//! - a plain component's call (the calculator's `greet`, its arguments and
+//!   result converted by the host) vs a contract guest's of the same work
+//!   (`hello`'s `greet`, which parses and writes JSON itself);
 //! - the JavaScript and Python `hello` guests (built by the pinned toolchains
 //!   of `scripts/install-guest-toolchains.sh`; skipped, saying so, without
 //!   them): a `greet` call through `Registry::call`, instantiation, sizes.
@@ -26,7 +29,7 @@ use clat_host::home::trust::TrustStore;
 use clat_host::registry::{ToolError, ToolHandler};
 use clat_host::run::{NullSink, RunContext};
 use clat_host::scope::{ProjectScope, ScopeOptions};
-use clat_host::wasm::{WasmPlugin, WasmRuntime, load_file};
+use clat_host::wasm::{PluginSetup, WasmPlugin, WasmRuntime, load_file};
 use criterion::{Criterion, criterion_group};
 use serde_json::{Value, json};
 use wasmtime::Store;
@@ -53,6 +56,8 @@ struct Fixture {
     plugin: Arc<WasmPlugin>,
     runtime: Arc<WasmRuntime>,
     run: RunContext,
+    /// The contract guest `hello` and the plain component `calculator`, both greeting.
+    greeters: [Arc<WasmPlugin>; 2],
 }
 
 fn fixture() -> Fixture {
@@ -76,7 +81,26 @@ fn fixture() -> Fixture {
         .register_native("echo", "echo", json!({ "type": "object" }), Effect::Read, Arc::new(NativeEcho))
         .unwrap();
     let run = RunContext::builder().mode(PermissionMode::Ask).events(Arc::new(NullSink)).start();
-    Fixture { dir, rt, scope, native_echo, plugin, runtime, run }
+    let greeter = |name: &str, entry: &Path, plain: bool| {
+        let setup = PluginSetup { plain, ..PluginSetup::default() };
+        let services = Arc::clone(scope.services());
+        let plugin = rt.block_on(runtime.load(name, entry.parent().unwrap(), entry, setup, services)).unwrap();
+        for r in plugin.register(scope.registry()) {
+            r.unwrap();
+        }
+        plugin
+    };
+    let greeters = [
+        greeter("hello", Path::new(guests::HELLO_WASM), false),
+        greeter("calculator", &Path::new(guests::CALCULATOR_PACKAGE).join("calculator.wasm"), true),
+    ];
+    Fixture { dir, rt, scope, native_echo, plugin, runtime, run, greeters }
+}
+
+/// `greet` of the contract guest (`wasm_hello_greet`) or of the plain component (`wasm_calculator_greet`).
+fn greet(f: &Fixture, tool: &str) {
+    let out = f.rt.block_on(f.scope.registry().call(tool, json!({ "name": "bench" }), &f.run)).unwrap();
+    assert!(!out.is_error, "{}", out.joined_text());
 }
 
 fn guest_echo(f: &Fixture) {
@@ -204,6 +228,8 @@ fn benches(c: &mut Criterion) {
     g.bench_function("native_read_file", |b| b.iter(|| native_read(&f)));
     g.bench_function("instantiate", |b| b.iter(|| instantiate(&f)));
     g.bench_function("floor_instantiate", |b| b.iter(|| floor_instantiate(&f, &floor)));
+    g.bench_function("contract_greet_call", |b| b.iter(|| greet(&f, "wasm_hello_greet")));
+    g.bench_function("plain_greet_call", |b| b.iter(|| greet(&f, "wasm_calculator_greet")));
     for guest in languages.iter().flatten() {
         g.bench_function(format!("{}_greet_call", guest.lang), |b| b.iter(|| language_greet(&f, guest)));
         g.bench_function(format!("{}_instantiate", guest.lang), |b| {
@@ -215,7 +241,25 @@ fn benches(c: &mut Criterion) {
     g.bench_function("cached_load", |b| b.iter(|| cached_load(&f)));
     g.finish();
     summary(&f, &floor);
+    plain_summary(&f);
     languages_summary(&f, &languages);
+}
+
+fn plain_summary(f: &Fixture) {
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    let contract = support::per_call(5, 500, || greet(f, "wasm_hello_greet"));
+    let plain = support::per_call(5, 500, || greet(f, "wasm_calculator_greet"));
+    let [hello, calculator] = &f.greeters;
+    let inst = |p: &WasmPlugin| support::per_call(5, 500, || f.rt.block_on(p.instantiate_once()).unwrap());
+    println!(
+        "summary: plain component greet call {:.1} µs vs the contract guest's {:.1} µs ({:.2}x, goal <= 1.3x); \
+         instantiation {:.1} µs vs {:.1} µs",
+        us(plain),
+        us(contract),
+        plain.as_secs_f64() / contract.as_secs_f64(),
+        us(inst(calculator)),
+        us(inst(hello))
+    );
 }
 
 fn languages_summary(f: &Fixture, languages: &[Result<LanguageGuest, String>]) {

@@ -1,7 +1,7 @@
 """Drives `clat serve` with the official Python SDK's client, as an agent would: initialize, list the tools,
 make the calls given as JSON, and print one JSON document — the server's name and protocol version, each tool's
-annotations and schemas ("schemas": input and output) by name, each call's text, isError and structured content (or
-the error the SDK raised), and the tools listed after the calls ("listed_after").
+annotations and schemas ("schemas": input and output) by name, each call's text, isError and structured content when
+it has some (or the error the SDK raised), and the tools listed after the calls ("listed_after").
 
 Usage: python_serve_client.py CLAT ARGS_JSON CALLS_JSON [ELICIT_JSON [MODEL_TEXT]]
 (stdio: CLAT is the binary, ARGS_JSON its arguments; Streamable HTTP: CLAT is the server's URL and ARGS_JSON the
@@ -85,7 +85,10 @@ async def list_and_call(peer, calls, report, progressed) -> None:
         try:
             result = await peer.call_tool(call["name"], call.get("arguments", {}), progress_callback=progressed)
             text = "\n".join(block.text for block in result.content if block.type == "text")
-            report["calls"].append({"text": text, "isError": result.is_error, "structured": result.structured_content})
+            seen = {"text": text, "isError": result.is_error}
+            if result.structured_content is not None:
+                seen["structured"] = result.structured_content
+            report["calls"].append(seen)
         except Exception as e:  # the SDK raises a JSON-RPC error as an exception
             report["calls"].append({"error": str(e)})
     report["listed_after"] = [t.name for t in (await peer.list_tools()).tools]

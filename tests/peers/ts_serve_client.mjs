@@ -64,7 +64,9 @@ for (const call of calls) {
       .filter((block) => block.type === "text")
       .map((block) => block.text)
       .join("\n");
-    report.calls.push({ text, isError: result.isError ?? false, structured: result.structuredContent ?? null });
+    const seen = { text, isError: result.isError ?? false };
+    if (result.structuredContent !== undefined) seen.structured = result.structuredContent;
+    report.calls.push(seen);
   } catch (e) {
     report.calls.push({ error: String(e.message ?? e) });
   }
