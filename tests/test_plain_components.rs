@@ -1,6 +1,7 @@
 //! Any WebAssembly component as a plugin: components written as outside
-//! authors write them (their own WIT, wit-bindgen, no CLAT contract), built
-//! from source with the pinned toolchain, installed from a directory, from a
+//! authors write them (their own WIT; wit-bindgen, componentize-js,
+//! componentize-py; no CLAT contract), built from source with the pinned
+//! toolchains, installed from a directory, from a
 //! bare `.wasm` and from a loopback OCI registry; listed with the schemas
 //! derived from their WIT types; called through `clat call` and through `clat
 //! serve` by the official Python SDK's client; denied and approved by the
@@ -325,10 +326,72 @@ fn a_packages_wit_past_its_bound_gives_no_descriptions_and_says_why() {
     assert!(listed.contains(&format!("more than {PLAIN_WIT_MAX_BYTES} bytes of WIT")), "{listed}");
 }
 
+/// The text-tools component in `lang` (`js`, `python`), built by `clat plugin build` with the pinned toolchain.
+fn text_tools(lang: &str) -> PathBuf {
+    support::toolchains::package(lang, "text-tools")
+}
+
 #[test]
-fn a_plain_component_installs_from_an_oci_registry() {
+fn components_written_in_javascript_and_python_are_plugins_too() {
+    let env = TestEnv::trusted();
+    for (lang, plugin) in [("js", "text_tools_js"), ("python", "text_tools_py")] {
+        let installed = install(&env, text_tools(lang).to_str().unwrap());
+        let tools: Vec<String> = serde_json::from_value(installed["tools"].clone()).unwrap();
+        let names = ["stats", "recase", "find", "split"].map(|f| format!("wasm_{plugin}_{f}"));
+        assert_eq!(tools, names, "its four functions, and nothing of its toolchain's: {installed}");
+        let listed = self::tools(&env);
+        let find = &listed[&names[2]];
+        assert_eq!(
+            find["description"].as_str().unwrap().lines().next(),
+            Some("Where a pattern occurs, as start and end offsets, at most limit of them (all when not said).")
+        );
+        assert_eq!(find["input_schema"]["required"], json!(["text", "pattern"]), "{find}");
+        let result = |tool: &str, arguments: Value| {
+            let (code, answer) = call(&env, "ask", &format!("wasm_{plugin}_{tool}"), arguments);
+            assert_eq!(code, 0, "{lang} {tool}: {answer}");
+            answer["structuredContent"]["result"].clone()
+        };
+        assert_eq!(
+            result("stats", json!({ "text": "one two three\nfour" })),
+            json!({ "words": 4, "lines": 2, "longest": "three" }),
+            "{lang}"
+        );
+        assert_eq!(result("stats", json!({ "text": "" }))["longest"], Value::Null, "{lang}");
+        assert_eq!(result("recase", json!({ "text": "hello big world", "style": "title" })), json!("Hello Big World"));
+        assert_eq!(
+            result("find", json!({ "text": "a1b22c", "pattern": "any-digit", "limit": 2 })),
+            json!([[1, 2], [3, 4]])
+        );
+        assert_eq!(
+            result("find", json!({ "text": "abcabc", "pattern": { "literal": "bc" } })),
+            json!([[1, 3], [4, 6]])
+        );
+        assert_eq!(
+            result("find", json!({ "text": "abc", "pattern": { "any-of": ["a", "c"] } })),
+            json!([[0, 1], [2, 3]])
+        );
+        let split = json!({ "text": " a , b ", "separator": ",", "trim": ["start", "end"] });
+        assert_eq!(result("split", split), json!(["a", "b"]), "{lang}");
+        let (code, answer) =
+            call(&env, "ask", &format!("wasm_{plugin}_split"), json!({ "text": "x", "separator": "", "trim": [] }));
+        assert_eq!((code, &answer["content"][0]["text"]), (1, &json!("the separator is empty")), "{lang}: {answer}");
+    }
+}
+
+#[test]
+fn plain_components_install_from_an_oci_registry() {
     let registry = OciRegistry::start();
     let env = TestEnv::trusted();
+    for (package, tool) in
+        [(text_tools("js"), "wasm_text_tools_js_recase"), (text_tools("python"), "wasm_text_tools_py_recase")]
+    {
+        let tag = registry
+            .reference(&format!("clat/{}:0.1.0", package.parent().unwrap().file_name().unwrap().to_string_lossy()));
+        assert!(env.clat(&["plugin", "push", package.to_str().unwrap(), &tag]).status.success(), "{tag}");
+        install(&env, &tag);
+        let (code, answer) = call(&env, "ask", tool, json!({ "text": "oci", "style": "upper" }));
+        assert_eq!((code, &answer["structuredContent"]["result"]), (0, &json!("OCI")), "{answer}");
+    }
     let tag = registry.reference("clat/calculator:0.1.0");
     let pushed = json_of(&env.clat(&["plugin", "push", guests::CALCULATOR_PACKAGE, &tag, "--json"]));
     assert!(pushed["tools"].as_array().unwrap().contains(&json!("add")), "{pushed}");
@@ -351,11 +414,19 @@ fn python() -> PathBuf {
 fn an_agent_calls_a_plain_component_through_clat_serve_with_the_python_sdk() {
     let env = TestEnv::trusted();
     install(&env, guests::CALCULATOR_PACKAGE);
+    install(&env, text_tools("js").to_str().unwrap());
+    install(&env, text_tools("python").to_str().unwrap());
+    // Past the discovery budget a client is offered a search instead: these are offered whatever it costs.
+    for plugin in ["calculator", "text-tools-js", "text-tools-py"] {
+        assert!(env.clat(&["plugin", "load", plugin, "always"]).status.success());
+    }
     let calls = json!([
         { "name": "wasm_calculator_stats", "arguments": { "values": [2, 4] } },
         { "name": "wasm_calculator_area", "arguments": { "shape": { "circle": 1 } } },
         { "name": "wasm_calculator_divide", "arguments": { "a": 1, "b": 0 } },
         { "name": "wasm_calculator_check", "arguments": { "value": 1, "limit": 2, "strict": false } },
+        { "name": "wasm_text_tools_js_stats", "arguments": { "text": "served from JavaScript" } },
+        { "name": "wasm_text_tools_py_find", "arguments": { "text": "a1", "pattern": "any-digit" } },
     ]);
     let answer = json!({ "action": "accept", "content": { "decision": "allow" } });
     let args = json!(["--home", env.home, "--project", env.project, "serve", "--mode", "ask"]);
@@ -388,6 +459,12 @@ fn an_agent_calls_a_plain_component_through_clat_serve_with_the_python_sdk() {
     );
     // `check` is write: the client was asked, and allowed it.
     assert_eq!((&calls[3]["isError"], &calls[3]["text"]), (&json!(false), &json!("ok")), "{report}");
+    assert_eq!(
+        calls[4]["structured"]["result"],
+        json!({ "words": 3, "lines": 1, "longest": "JavaScript" }),
+        "{report}"
+    );
+    assert_eq!(calls[5]["structured"]["result"], json!([[1, 2]]), "{report}");
     let asked = report["asked"].as_array().unwrap();
     assert_eq!(asked.len(), 1, "{report}");
     assert!(asked[0]["message"].as_str().unwrap().contains("allow wasm_calculator_check (write:"), "{report}");

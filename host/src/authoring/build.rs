@@ -3,7 +3,8 @@
 //! Python); its toolchain is checked first (a missing one is named, with how
 //! to install it), then run, its own output going to stderr as it comes; and
 //! the package is assembled in `DIR/dist/`: the manifest, the built entry
-//! under the name the manifest gives, and the test cases.
+//! under the name the manifest gives, the test cases, and a plain
+//! component's WIT (its functions' docs).
 //!
 //! - Rust: `cargo build --release --target wasm32-wasip2`.
 //! - JavaScript: esbuild bundles the package's `main` (default
@@ -17,7 +18,9 @@
 //!   else PATH) on the module `app`, for the world `clat-plugin`, or
 //!   `clat-plugin-http` (`wit/http.wit`) when the manifest declares http.
 //!
-//! Both bind the contract from `DIR/wit/` (the template writes it there).
+//! Both bind the contract from `DIR/wit/` (the template writes it there); a
+//! plain component (`kind = "component"`) is built for the one world of its
+//! own WIT there instead (`plain_world`), with no CLAT contract.
 //! Before either runs, the language's own parser checks the author's sources
 //! (`syntax.rs`); a build whose sources, toolchain and output are unchanged is
 //! reused (`record.rs`).
@@ -159,12 +162,16 @@ pub fn build(dir: &Path) -> Result<Built, AuthoringError> {
         return Ok(Built { package, language, entry_bytes, reused: false, edit_loop: false });
     }
     let scratch = dir.join("target").join("clat-build");
+    let http = !manifest.capabilities.http.is_empty();
+    // A plain component is built for its own world; a CLAT plugin for the contract's.
+    let world = match manifest.kind {
+        PackageKind::Component if language != Language::Rust => Some(plain_world(dir)?),
+        _ => None,
+    };
     let (entry, reused) = match language {
         Language::Rust => (build_rust(dir)?, false),
-        Language::Javascript => {
-            build_javascript(dir, &scratch.join(&manifest.entry), !manifest.capabilities.http.is_empty())?
-        }
-        Language::Python => build_python(dir, &scratch.join(&manifest.entry), !manifest.capabilities.http.is_empty())?,
+        Language::Javascript => build_javascript(dir, &scratch.join(&manifest.entry), http, world.as_deref())?,
+        Language::Python => build_python(dir, &scratch.join(&manifest.entry), http, world.as_deref())?,
     };
     let built = assemble(dir, &manifest, &package, &entry, language)?;
     Ok(Built { reused, ..built })
@@ -195,6 +202,12 @@ fn assemble(
     if dir.join(CASES_FILE).is_file() {
         std::fs::copy(dir.join(CASES_FILE), package.join(CASES_FILE))
             .map_err(io(format!("cannot copy {CASES_FILE}")))?;
+    }
+    // A plain component's descriptions are its WIT's doc comments, read from the package.
+    if manifest.kind == PackageKind::Component && dir.join(crate::wasm::plain::WIT_DIR).is_dir() {
+        let wit = crate::wasm::plain::WIT_DIR;
+        crate::wasm::plain::copy_wit(&dir.join(wit), &package.join(wit))
+            .map_err(|e| AuthoringError::Invalid(format!("{}/{wit}: {e}", dir.display())))?;
     }
     Ok(Built { package: package.to_path_buf(), language, entry_bytes, reused: false, edit_loop: false })
 }
@@ -385,7 +398,12 @@ pub(super) fn componentize_js_args(world: &str, http: bool) -> Vec<&str> {
 /// esbuild bundles the package's `main` and its dependencies (zod, say)
 /// into one module; then componentize-js on the bundle. The bundle is part
 /// of the build's key, so a dependency's update rebuilds.
-fn build_javascript(dir: &Path, out: &Path, http: bool) -> Result<(PathBuf, bool), AuthoringError> {
+fn build_javascript(
+    dir: &Path,
+    out: &Path,
+    http: bool,
+    world: Option<&str>,
+) -> Result<(PathBuf, bool), AuthoringError> {
     let toolchain = javascript_toolchain(dir)?;
     let bundle = out.with_extension("bundle.js");
     let mut args = component_bundle_args(&toolchain.main, "esm", &bundle);
@@ -397,7 +415,7 @@ fn build_javascript(dir: &Path, out: &Path, http: bool) -> Result<(PathBuf, bool
         return Ok((out.to_path_buf(), true));
     }
     let bundle = bundle.display().to_string();
-    let args = [&[bundle.as_str()][..], &componentize_js_args("clat-plugin", http)].concat();
+    let args = [&[bundle.as_str()][..], &componentize_js_args(world.unwrap_or("clat-plugin"), http)].concat();
     let built = run_tool(dir, &toolchain.componentize, &args, out)?;
     record.keep();
     Ok((built, false))
@@ -478,16 +496,39 @@ pub(super) fn python_toolchain(dir: &Path, http: bool) -> Result<PythonToolchain
 }
 
 /// componentize-py on the module `app`.
-fn build_python(dir: &Path, out: &Path, http: bool) -> Result<(PathBuf, bool), AuthoringError> {
-    let toolchain = python_toolchain(dir, http)?;
+fn build_python(dir: &Path, out: &Path, http: bool, world: Option<&str>) -> Result<(PathBuf, bool), AuthoringError> {
+    let toolchain = python_toolchain(dir, http && world.is_none())?;
     let record = BuildRecord::of(dir, &toolchain.componentize, out, &[]);
     if record.matches() {
         return Ok((out.to_path_buf(), true));
     }
-    let args = ["-d", "wit", "-w", toolchain.world, "componentize", "app", "-o"];
+    let args = ["-d", "wit", "-w", world.unwrap_or(toolchain.world), "componentize", "app", "-o"];
     let built = run_tool(dir, &toolchain.componentize, &args, out)?;
     record.keep();
     Ok((built, false))
+}
+
+/// The world a plain component project is built for: the one world of the WIT package in `DIR/wit/` (its
+/// dependencies in `wit/deps/`).
+pub(crate) fn plain_world(dir: &Path) -> Result<String, AuthoringError> {
+    require_wit(dir)?;
+    let mut resolve = wit_parser::Resolve::default();
+    let (package, _) = resolve
+        .push_dir(dir.join("wit"))
+        .map_err(|e| AuthoringError::Invalid(format!("{}/wit does not parse: {e:#}", dir.display())))?;
+    let worlds: Vec<&String> = resolve.packages[package].worlds.keys().collect();
+    match worlds.as_slice() {
+        [one] => Ok(one.to_string()),
+        _ => Err(AuthoringError::Invalid(format!(
+            "{}/wit must define one world, the component's (it defines {}): a plain component is built for it",
+            dir.display(),
+            if worlds.is_empty() {
+                "none".to_string()
+            } else {
+                worlds.iter().map(|w| w.as_str()).collect::<Vec<_>>().join(", ")
+            }
+        ))),
+    }
 }
 
 /// The file a toolchain command names: itself when it is a path, else the first match on PATH; symlinks resolved.

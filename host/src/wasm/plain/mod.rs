@@ -53,6 +53,13 @@ pub struct PlainExports {
     pub refused: Vec<String>,
 }
 
+/// Whether an export is componentize-py's `init(app-name, symbols, stub-wasi)` (in its interface
+/// `componentize-py:init/init`), which every component it builds exports for its build-time initialization and
+/// which is no function of the author's.
+fn is_componentize_py_init(name: &str, func: &ComponentFunc) -> bool {
+    name == "init" && func.params().map(|(p, _)| p).eq(["app-name", "symbols", "stub-wasi"])
+}
+
 /// The last part of an interface's name: `example:calculator/math@0.1.0` → `math`.
 fn short_name(interface: &str) -> &str {
     let unversioned = interface.split('@').next().unwrap_or(interface);
@@ -96,6 +103,10 @@ impl PlainExports {
                 Some(i) => format!("{name} (in {i})"),
                 None => name.clone(),
             };
+            // Every component componentize-py builds has it: skipped without a word, or every install would name it.
+            if is_componentize_py_init(name, func) {
+                continue;
+            }
             if name.starts_with('[') {
                 exports.refused.push(format!(
                     "{place} belongs to a resource, which lives in its instance between calls, and every tool call \
