@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use clat_guest_artifacts as guests;
 use clat_host::limits::{COMPONENT_VALUE_PARTS_MAX, PLAIN_WIT_MAX_BYTES};
 use serde_json::{Value, json};
+use support::http_server::{HttpServer, JSON_DOCUMENT};
 use support::oci_registry::OciRegistry;
 use support::{TestEnv, stderr, stdout};
 
@@ -241,6 +242,40 @@ fn clocks_and_random_reach_a_plain_component() {
     let (code, answer) = call(&env, "ask", "wasm_clock_tool_measure", json!({ "rounds": 100000 }));
     assert_eq!(code, 0, "{answer}");
     assert!(answer["structuredContent"]["result"].as_u64().unwrap() > 0, "the monotonic clock moves: {answer}");
+}
+
+#[test]
+fn a_plain_component_reaches_the_network_only_within_its_grant() {
+    let server = HttpServer::start();
+    let env = TestEnv::trusted();
+    // Its manifest asks for http; headless, nothing is granted without --grant.
+    let out = env.clat(&["plugin", "install", guests::WEB_FETCH_PACKAGE]);
+    assert!(!out.status.success() && stderr(&out).contains("--grant"), "{}", stderr(&out));
+    let out = env.clat(&["plugin", "install", guests::WEB_FETCH_PACKAGE, "--grant", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let installed = json_of(&out);
+    assert!(installed["imports"].to_string().contains("wasi:http/outgoing-handler@0.2."), "{installed}");
+    // Only `get` uses the grant ([tools.get] uses = ["http"]): it is network, `length` stays external-read.
+    let tools = tools(&env);
+    assert_eq!(
+        (tools["wasm_web_fetch_get"]["effect"].as_str(), tools["wasm_web_fetch_length"]["effect"].as_str()),
+        (Some("network"), Some("external-read"))
+    );
+    let (code, answer) = call(&env, "full-access", "wasm_web_fetch_get", json!({ "url": server.url("/json") }));
+    assert_eq!(code, 0, "{answer}");
+    let page = &answer["structuredContent"]["result"];
+    assert_eq!((page["status"].as_u64(), page["body"].as_str()), (Some(200), Some(JSON_DOCUMENT)), "{answer}");
+    // Outside the grant (another host name for the same server): the request is refused, the tool says so.
+    let elsewhere = server.url("/json").replace("127.0.0.1", "localhost");
+    let (code, answer) = call(&env, "full-access", "wasm_web_fetch_get", json!({ "url": elsewhere }));
+    assert_eq!((code, &answer["isError"]), (1, &json!(true)), "{answer}");
+    assert!(answer["content"][0]["text"].as_str().unwrap().contains("HttpRequestDenied"), "{answer}");
+    assert_eq!(server.requests().len(), 1, "the refused request never left");
+    // Network asks in read-only, and headless nobody answers; the function without the grant runs.
+    let (code, _) = call(&env, "read-only", "wasm_web_fetch_get", json!({ "url": server.url("/json") }));
+    assert_eq!(code, 4);
+    let (code, answer) = call(&env, "read-only", "wasm_web_fetch_length", json!({ "text": "héllo" }));
+    assert_eq!((code, &answer["structuredContent"]["result"]), (0, &json!(5)), "{answer}");
 }
 
 #[test]
