@@ -504,3 +504,43 @@ fn an_agent_calls_a_plain_component_through_clat_serve_with_the_python_sdk() {
     assert_eq!(asked.len(), 1, "{report}");
     assert!(asked[0]["message"].as_str().unwrap().contains("allow wasm_calculator_check (write:"), "{report}");
 }
+
+#[test]
+fn clat_plugin_new_writes_a_plain_component_project_that_tests_calls_and_installs_in_each_language() {
+    let env = TestEnv::trusted();
+    let parent = env.dir.path().join("work");
+    std::fs::create_dir_all(&parent).unwrap();
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("plain-component-target");
+    let mut vars: Vec<(&str, String)> = support::toolchains::toolchain_env();
+    vars.push(("CARGO_TARGET_DIR", target.display().to_string()));
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    for lang in ["rust", "javascript", "python"] {
+        let name = format!("plain-{lang}");
+        let new = ["plugin", "new", &name, "--lang", lang, "--kind", "component", "--dir", parent.to_str().unwrap()];
+        let out = env.clat_with_env(&new, &vars);
+        assert_eq!(out.status.code(), Some(0), "{lang}: {}", stderr(&out));
+        let project = parent.join(&name);
+        let world = std::fs::read_to_string(project.join("wit/world.wit")).unwrap();
+        assert!(world.contains("export hello: func(name: string) -> string;"), "its own world, no contract: {world}");
+        assert!(!project.join("vendor").exists() && !project.join("clat.py").exists(), "{lang}: no CLAT SDK");
+        let project = project.to_str().unwrap();
+        let test = env.clat_with_env(&["plugin", "test", project, "--json"], &vars);
+        assert_eq!(test.status.code(), Some(0), "{lang}: {}{}", stdout(&test), stderr(&test));
+        let report = json_of(&test);
+        assert_eq!((report["passed"].as_u64(), report["failed"].as_u64()), (Some(6), Some(0)), "{lang}: {report}");
+        let call = env.clat_with_env(&["plugin", "call", project, "hello", r#"{"name":"you"}"#], &vars);
+        assert_eq!(stdout(&call).trim(), "Hello, you!", "{lang}: {}", stderr(&call));
+        let install = env.clat_with_env(&["plugin", "install", "--build", project], &vars);
+        assert!(install.status.success(), "{lang}: {}", stderr(&install));
+        let tool = format!("wasm_plain_{lang}_hello");
+        let described = &tools(&env)[&tool]["description"];
+        assert_eq!(described.as_str().unwrap().lines().next(), Some("Greet someone by name."), "{lang}: its WIT's doc");
+    }
+    // The JavaScript project's unit test runs in node's own runner, with nothing installed.
+    let npm = std::process::Command::new("node")
+        .args(["--test", "test/hello.test.js"])
+        .current_dir(parent.join("plain-javascript"))
+        .output()
+        .unwrap();
+    assert!(npm.status.success(), "{}{}", stdout(&npm), stderr(&npm));
+}

@@ -85,6 +85,21 @@ pub fn first_steps(dir: &Path, language: Language, kind: PackageKind) -> Vec<Str
             }
             steps.push("npm test".to_string());
         }
+        // A plain component's unit tests need nothing installed; its build needs componentize-js.
+        (Language::Javascript, PackageKind::Component) => {
+            if find_tool(dir.join("node_modules/.bin/componentize-js"), "CLAT_COMPONENTIZE_JS", "componentize-js")
+                .is_none()
+            {
+                steps.push("npm install".to_string());
+            }
+            steps.push("npm test".to_string());
+        }
+        (Language::Python, PackageKind::Component)
+            if find_tool(dir.join(".venv/bin/componentize-py"), "CLAT_COMPONENTIZE_PY", "componentize-py")
+                .is_none() =>
+        {
+            steps.push(format!("python3 -m venv .venv && .venv/bin/pip install componentize-py=={COMPONENTIZE_PY}"));
+        }
         (Language::Javascript, PackageKind::McpStdio) if find_esbuild(dir).is_none() => {
             steps.push("npm install".to_string());
         }

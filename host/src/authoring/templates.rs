@@ -3,7 +3,8 @@
 //! the language's own runner with a mock host (JavaScript and Python
 //! components) and a README of its commands, with `{{name}}` (and friends)
 //! filled in; a component project also gets the guest SDK (which `sdk.rs`
-//! records and updates). A Rust project
+//! records and updates). A plain component (`--kind component`) gets a WIT
+//! world of its own (`wit/world.wit`) and no SDK. A Rust project
 //! also gets the guest SDK (`vendor/clat-guest`), the very files of
 //! `guests/clat-guest` this clat was built with, and the lock file the
 //! repository's guests are tested with.
@@ -75,6 +76,41 @@ const PYTHON_WASM: &[TemplateFile] = &[
     (".gitignore", include_str!("../../templates/python-wasm/gitignore")),
 ];
 
+/// A plain component's world, the same in every language.
+const COMPONENT_WIT: TemplateFile = ("wit/world.wit", include_str!("../../templates/component-wit/world.wit"));
+
+const RUST_COMPONENT: &[TemplateFile] = &[
+    ("Cargo.toml", include_str!("../../templates/rust-component/Cargo.toml")),
+    ("Cargo.lock", include_str!("../../../guests/Cargo.lock")),
+    ("src/lib.rs", include_str!("../../templates/rust-component/lib.rs")),
+    COMPONENT_WIT,
+    ("clat-plugin.toml", include_str!("../../templates/rust-component/clat-plugin.toml")),
+    ("cases.jsonl", include_str!("../../templates/rust-component/cases.jsonl")),
+    ("README.md", include_str!("../../templates/rust-component/README.md")),
+    (".gitignore", include_str!("../../templates/rust-component/gitignore")),
+];
+
+const JAVASCRIPT_COMPONENT: &[TemplateFile] = &[
+    ("package.json", include_str!("../../templates/javascript-component/package.json")),
+    ("src/index.js", include_str!("../../templates/javascript-component/src/index.js")),
+    ("test/hello.test.js", include_str!("../../templates/javascript-component/test/hello.test.js")),
+    COMPONENT_WIT,
+    ("clat-plugin.toml", include_str!("../../templates/javascript-component/clat-plugin.toml")),
+    ("cases.jsonl", include_str!("../../templates/javascript-component/cases.jsonl")),
+    ("README.md", include_str!("../../templates/javascript-component/README.md")),
+    (".gitignore", include_str!("../../templates/javascript-component/gitignore")),
+];
+
+const PYTHON_COMPONENT: &[TemplateFile] = &[
+    ("pyproject.toml", include_str!("../../templates/python-component/pyproject.toml")),
+    ("app.py", include_str!("../../templates/python-component/app.py")),
+    COMPONENT_WIT,
+    ("clat-plugin.toml", include_str!("../../templates/python-component/clat-plugin.toml")),
+    ("cases.jsonl", include_str!("../../templates/python-component/cases.jsonl")),
+    ("README.md", include_str!("../../templates/python-component/README.md")),
+    (".gitignore", include_str!("../../templates/python-component/gitignore")),
+];
+
 const PYTHON_MCP: &[TemplateFile] = &[
     ("pyproject.toml", include_str!("../../templates/python-mcp/pyproject.toml")),
     ("requirements.txt", include_str!("../../templates/python-mcp/requirements.txt")),
@@ -116,8 +152,11 @@ pub(super) fn template(language: Language, kind: PackageKind) -> Result<&'static
         (Language::Python, PackageKind::Wasm) => Ok(PYTHON_WASM),
         (Language::Python, PackageKind::McpStdio) => Ok(PYTHON_MCP),
         (Language::Javascript, PackageKind::McpStdio) => Ok(JAVASCRIPT_MCP),
+        (Language::Rust, PackageKind::Component) => Ok(RUST_COMPONENT),
+        (Language::Javascript, PackageKind::Component) => Ok(JAVASCRIPT_COMPONENT),
+        (Language::Python, PackageKind::Component) => Ok(PYTHON_COMPONENT),
         (language, kind) => Err(AuthoringError::Unsupported(format!(
-            "there is no {} template for kind {}: --kind wasm has rust, javascript and python; --kind mcp-stdio has python and javascript (a Rust plugin is a WASM component)",
+            "there is no {} template for kind {}: --kind wasm and --kind component have rust, javascript and python; --kind mcp-stdio has python and javascript (a Rust plugin is a WASM component)",
             language.as_str(),
             kind.as_str()
         ))),

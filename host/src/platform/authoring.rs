@@ -144,8 +144,8 @@ impl Authoring<'_> {
     }
 
     /// The checks of the package in `package` before it runs: its manifest
-    /// and entry, and a WASM component's interfaces (what it exports, that it
-    /// imports only what the host links, a declared HTTP grant it can use).
+    /// and entry, and a component's interfaces (what it exports, that it
+    /// imports only what the host links for its kind, a declared HTTP grant it can use).
     pub fn check_package(&self, package: &Path) -> Result<PackageChecks, PluginAdminError> {
         let manifest = read_manifest(package)?;
         check_entry(package, &manifest)?;
@@ -154,13 +154,17 @@ impl Authoring<'_> {
             ok: true,
             detail: format!("{} {} ({})", manifest.name, manifest.version, manifest.kind.as_str()),
         }];
-        if manifest.kind != PackageKind::Wasm {
+        if !manifest.kind.is_wasm() {
             return Ok(PackageChecks { manifest, checks, loadable: true });
         }
         let entry = package.join(&manifest.entry);
         let bytes = std::fs::read(&entry)
             .map_err(|e| PluginAdminError::Unreadable(format!("cannot read {}: {e}", manifest.entry)))?;
-        let loadable = match crate::wasm::imports::check_component(&bytes, !manifest.capabilities.http.is_empty()) {
+        let check = match manifest.kind {
+            PackageKind::Component => crate::wasm::imports::check_plain_component,
+            _ => crate::wasm::imports::check_component,
+        };
+        let loadable = match check(&bytes, !manifest.capabilities.http.is_empty()) {
             Ok(found) => {
                 checks.push(PackageCheck {
                     what: "interfaces".into(),
