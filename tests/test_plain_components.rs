@@ -224,6 +224,29 @@ fn the_pipeline_denies_and_allows_a_plain_components_tools_by_their_effect() {
 }
 
 #[test]
+fn a_kept_approval_does_not_carry_over_to_a_new_artifact_with_changed_definitions() {
+    let env = TestEnv::trusted();
+    let package = env.dir.path().join("calculator");
+    std::fs::create_dir_all(package.join("wit")).unwrap();
+    for file in ["clat-plugin.toml", "calculator.wasm", "wit/calculator.wit"] {
+        std::fs::copy(Path::new(guests::CALCULATOR_PACKAGE).join(file), package.join(file)).unwrap();
+    }
+    install(&env, package.to_str().unwrap());
+    let check = json!({ "value": 1, "limit": 2, "strict": false });
+    let allow = env.clat(&["approvals", "allow", "wasm_calculator_check"]);
+    assert!(allow.status.success(), "{}", stderr(&allow));
+    assert_eq!(call(&env, "ask", "wasm_calculator_check", check.clone()).0, 0, "kept: allowed without a prompt");
+    // A new artifact from the same place whose `check` is defined otherwise (its description changed): asked again.
+    let manifest = std::fs::read_to_string(package.join("clat-plugin.toml")).unwrap();
+    std::fs::write(package.join("clat-plugin.toml"), manifest.replace("a value past it is an error.", "now it logs."))
+        .unwrap();
+    install(&env, package.to_str().unwrap());
+    assert!(tools(&env)["wasm_calculator_check"]["description"].as_str().unwrap().contains("now it logs"));
+    let (code, answer) = call(&env, "ask", "wasm_calculator_check", check);
+    assert_eq!(code, 4, "asked again, and headless nobody answers: {answer}");
+}
+
+#[test]
 fn clocks_and_random_reach_a_plain_component() {
     let env = TestEnv::trusted();
     install(&env, guests::CLOCK_TOOL_PACKAGE);
