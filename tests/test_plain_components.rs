@@ -450,6 +450,24 @@ fn plain_components_install_from_an_oci_registry() {
         let (code, answer) = call(&env, "ask", tool, json!({ "text": "oci", "style": "upper" }));
         assert_eq!((code, &answer["structuredContent"]["result"]), (0, &json!("OCI")), "{answer}");
     }
+    // Reaching clocks and random, and the network under a grant asked for again at the registry's install.
+    let tag = registry.reference("clat/clock-tool:0.2.0");
+    assert!(env.clat(&["plugin", "push", guests::CLOCK_TOOL_PACKAGE, &tag]).status.success());
+    install(&env, &tag);
+    assert_eq!(
+        call(&env, "ask", "wasm_clock_tool_uuids", json!({ "count": 2 })).1["structuredContent"]["result"]
+            .as_array()
+            .map(Vec::len),
+        Some(2)
+    );
+    let tag = registry.reference("clat/web-fetch:0.1.0");
+    assert!(env.clat(&["plugin", "push", guests::WEB_FETCH_PACKAGE, &tag]).status.success());
+    assert!(
+        !env.clat(&["plugin", "install", &tag]).status.success(),
+        "headless, its http is not granted without --grant"
+    );
+    assert!(env.clat(&["plugin", "install", &tag, "--grant"]).status.success());
+    assert_eq!(tools(&env)["wasm_web_fetch_get"]["effect"], "network");
     let tag = registry.reference("clat/calculator:0.1.0");
     let pushed = json_of(&env.clat(&["plugin", "push", guests::CALCULATOR_PACKAGE, &tag, "--json"]));
     assert!(pushed["tools"].as_array().unwrap().contains(&json!("add")), "{pushed}");
@@ -474,8 +492,9 @@ fn an_agent_calls_a_plain_component_through_clat_serve_with_the_python_sdk() {
     install(&env, guests::CALCULATOR_PACKAGE);
     install(&env, text_tools("js").to_str().unwrap());
     install(&env, text_tools("python").to_str().unwrap());
+    install(&env, guests::CLOCK_TOOL_PACKAGE);
     // Past the discovery budget a client is offered a search instead: these are offered whatever it costs.
-    for plugin in ["calculator", "text-tools-js", "text-tools-py"] {
+    for plugin in ["calculator", "text-tools-js", "text-tools-py", "clock-tool"] {
         assert!(env.clat(&["plugin", "load", plugin, "always"]).status.success());
     }
     let calls = json!([
@@ -485,6 +504,7 @@ fn an_agent_calls_a_plain_component_through_clat_serve_with_the_python_sdk() {
         { "name": "wasm_calculator_check", "arguments": { "value": 1, "limit": 2, "strict": false } },
         { "name": "wasm_text_tools_js_stats", "arguments": { "text": "served from JavaScript" } },
         { "name": "wasm_text_tools_py_find", "arguments": { "text": "a1", "pattern": "any-digit" } },
+        { "name": "wasm_clock_tool_now", "arguments": {} },
     ]);
     let answer = json!({ "action": "accept", "content": { "decision": "allow" } });
     let args = json!(["--home", env.home, "--project", env.project, "serve", "--mode", "ask"]);
@@ -523,6 +543,7 @@ fn an_agent_calls_a_plain_component_through_clat_serve_with_the_python_sdk() {
         "{report}"
     );
     assert_eq!(calls[5]["structured"]["result"], json!([[1, 2]]), "{report}");
+    assert!(calls[6]["structured"]["result"]["seconds"].as_u64().unwrap() > 1_700_000_000, "{report}");
     let asked = report["asked"].as_array().unwrap();
     assert_eq!(asked.len(), 1, "{report}");
     assert!(asked[0]["message"].as_str().unwrap().contains("allow wasm_calculator_check (write:"), "{report}");
