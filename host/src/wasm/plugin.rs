@@ -158,8 +158,8 @@ impl WasmPlugin {
 
     pub(super) async fn list_tools(&self) -> Result<Vec<ToolSpec>, GuestFailure> {
         let prepared = self.prepared().await?;
-        let tools = match (&prepared.pre, &self.source.plain) {
-            (GuestPre::Contract(pre), _) => {
+        let tools = match &prepared.pre {
+            GuestPre::Contract(pre) => {
                 let mut store = self.store(&prepared.engine, None, None);
                 let instance = pre.instantiate_async(&mut store).await.map_err(|e| self.failure("instantiation", e))?;
                 instance
@@ -169,13 +169,10 @@ impl WasmPlugin {
                     .map_err(|e| self.failure("list-tools", e))?
             }
             // A plain component's tools are read from its type: nothing runs.
-            (GuestPre::Plain { exports, .. }, plain) => {
-                let mut refused = exports.refused.clone();
-                let (declared, package) = plain.as_ref().map(|p| (p.declared.clone(), p.package.clone())).unzip();
-                let (docs, problem) = FunctionDocs::read(&package.unwrap_or_default());
-                refused.extend(problem);
-                *self.refused.locked() = refused;
-                exports.tool_specs(&self.name, &declared.unwrap_or_default(), &docs)
+            GuestPre::Plain { exports, source, .. } => {
+                let (docs, problem) = FunctionDocs::read(&source.package);
+                *self.refused.locked() = exports.refused.iter().cloned().chain(problem).collect();
+                exports.tool_specs(&self.name, &source.declared, &docs)
             }
         };
         if tools.len() > TOOLS_PER_PLUGIN_MAX {
@@ -193,7 +190,7 @@ impl WasmPlugin {
         let instantiation = |e| ToolError(anyhow::anyhow!(self.failure("instantiation", e)));
         let pre = match &prepared.pre {
             GuestPre::Contract(pre) => pre,
-            GuestPre::Plain { pre, exports } => {
+            GuestPre::Plain { pre, exports, .. } => {
                 let function = exports.get(tool).ok_or_else(|| {
                     ToolError(anyhow::anyhow!("plugin {} offers no function {tool} any more", self.name))
                 })?;

@@ -70,7 +70,7 @@ pub(super) struct PlainSource {
 /// What each call instantiates: a contract guest's bindings, or a plain component's exports.
 pub(super) enum GuestPre {
     Contract(ClatPluginPre<GuestState>),
-    Plain { pre: InstancePre<GuestState>, exports: PlainExports },
+    Plain { pre: InstancePre<GuestState>, exports: PlainExports, source: PlainSource },
 }
 
 /// A plugin's component, compiled (or mapped) and linked: what each call instantiates.
@@ -280,8 +280,10 @@ impl WasmRuntime {
         };
         let linker = self.linker_for(source.links_http)?;
         let pre = linker.instantiate_pre(&component).map_err(|e| LoadError::WrongWorld(e.into()))?;
-        let pre = match source.plain {
-            Some(_) => GuestPre::Plain { exports: PlainExports::read(&component, &engine), pre },
+        let pre = match &source.plain {
+            Some(plain) => {
+                GuestPre::Plain { exports: PlainExports::read(&component, &engine), pre, source: plain.clone() }
+            }
             None => GuestPre::Contract(ClatPluginPre::new(pre).map_err(|e| LoadError::WrongWorld(e.into()))?),
         };
         Ok((Prepared { pre, cache, engine }, component))
