@@ -493,8 +493,10 @@ fn an_agent_calls_a_plain_component_through_clat_serve_with_the_python_sdk() {
     install(&env, text_tools("js").to_str().unwrap());
     install(&env, text_tools("python").to_str().unwrap());
     install(&env, guests::CLOCK_TOOL_PACKAGE);
+    assert!(env.clat(&["plugin", "install", guests::WEB_FETCH_PACKAGE, "--grant"]).status.success());
+    let server = HttpServer::start();
     // Past the discovery budget a client is offered a search instead: these are offered whatever it costs.
-    for plugin in ["calculator", "text-tools-js", "text-tools-py", "clock-tool"] {
+    for plugin in ["calculator", "text-tools-js", "text-tools-py", "clock-tool", "web-fetch"] {
         assert!(env.clat(&["plugin", "load", plugin, "always"]).status.success());
     }
     let calls = json!([
@@ -505,6 +507,7 @@ fn an_agent_calls_a_plain_component_through_clat_serve_with_the_python_sdk() {
         { "name": "wasm_text_tools_js_stats", "arguments": { "text": "served from JavaScript" } },
         { "name": "wasm_text_tools_py_find", "arguments": { "text": "a1", "pattern": "any-digit" } },
         { "name": "wasm_clock_tool_now", "arguments": {} },
+        { "name": "wasm_web_fetch_get", "arguments": { "url": server.url("/json") } },
     ]);
     let answer = json!({ "action": "accept", "content": { "decision": "allow" } });
     let args = json!(["--home", env.home, "--project", env.project, "serve", "--mode", "ask"]);
@@ -535,7 +538,7 @@ fn an_agent_calls_a_plain_component_through_clat_serve_with_the_python_sdk() {
         (&json!(true), &json!("cannot divide 1 by zero")),
         "{report}"
     );
-    // `check` is write: the client was asked, and allowed it.
+    // `check` is write and `get` network: the client was asked for each, and allowed it.
     assert_eq!((&calls[3]["isError"], &calls[3]["text"]), (&json!(false), &json!("ok")), "{report}");
     assert_eq!(
         calls[4]["structured"]["result"],
@@ -544,9 +547,11 @@ fn an_agent_calls_a_plain_component_through_clat_serve_with_the_python_sdk() {
     );
     assert_eq!(calls[5]["structured"]["result"], json!([[1, 2]]), "{report}");
     assert!(calls[6]["structured"]["result"]["seconds"].as_u64().unwrap() > 1_700_000_000, "{report}");
+    assert_eq!(calls[7]["structured"]["result"]["body"], JSON_DOCUMENT, "{report}");
     let asked = report["asked"].as_array().unwrap();
-    assert_eq!(asked.len(), 1, "{report}");
+    assert_eq!(asked.len(), 2, "{report}");
     assert!(asked[0]["message"].as_str().unwrap().contains("allow wasm_calculator_check (write:"), "{report}");
+    assert!(asked[1]["message"].as_str().unwrap().contains("allow wasm_web_fetch_get (network"), "{report}");
 }
 
 #[test]
