@@ -116,7 +116,7 @@ fn an_older_accepted_contract_is_the_bound_one_but_for_comments() {
     }
 }
 
-/// Every JavaScript and Python guest (and template) binds the contract and the language's helper module as
+/// Every JavaScript and Python guest (and template) of the contract binds it and the language's helper module as
 /// they are: `wit/clat.wit` byte for byte, and one `clat.js` / `clat.py`, the template's.
 #[test]
 fn the_javascript_and_python_guests_carry_the_contract_and_the_helpers_unchanged() {
@@ -127,8 +127,9 @@ fn the_javascript_and_python_guests_carry_the_contract_and_the_helpers_unchanged
     for (lang, helper, copy) in [("js", "src/clat.js", &clat_js), ("python", "clat.py", &clat_py)] {
         for guest in std::fs::read_dir(root().join("guests").join(lang)).unwrap().flatten() {
             let dir = guest.path();
-            // An MCP-server plugin binds no WIT and needs no helper.
-            if std::fs::read_to_string(dir.join("clat-plugin.toml")).unwrap().contains("kind = \"mcp-stdio\"") {
+            // An MCP-server plugin binds no WIT and needs no helper; a plain component binds its own WIT.
+            let manifest = std::fs::read_to_string(dir.join("clat-plugin.toml")).unwrap();
+            if manifest.contains("kind = \"mcp-stdio\"") || manifest.contains("kind = \"component\"") {
                 continue;
             }
             let name = dir.display().to_string();
