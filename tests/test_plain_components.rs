@@ -572,6 +572,9 @@ fn clat_plugin_new_writes_a_plain_component_project_that_tests_calls_and_install
         let world = std::fs::read_to_string(project.join("wit/world.wit")).unwrap();
         assert!(world.contains("export hello: func(name: string) -> string;"), "its own world, no contract: {world}");
         assert!(!project.join("vendor").exists() && !project.join("clat.py").exists(), "{lang}: no CLAT SDK");
+        let sdk = env.clat_with_env(&["plugin", "sdk", "update", project.to_str().unwrap()], &vars);
+        assert_eq!(sdk.status.code(), Some(2), "{lang}: {}", stderr(&sdk));
+        assert!(stderr(&sdk).contains("a plain component project"), "{lang}: {}", stderr(&sdk));
         let project = project.to_str().unwrap();
         let test = env.clat_with_env(&["plugin", "test", project, "--json"], &vars);
         assert_eq!(test.status.code(), Some(0), "{lang}: {}{}", stdout(&test), stderr(&test));

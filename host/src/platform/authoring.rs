@@ -111,14 +111,18 @@ impl Authoring<'_> {
         let language = crate::authoring::build::detect(dir).ok_or_else(|| {
             AuthoringError::Invalid(format!("{} is not a plugin project (`clat plugin new` makes one)", dir.display()))
         })?;
-        if manifest.kind != PackageKind::Wasm {
-            return Err(AuthoringError::Unsupported(format!(
-                "{} is an MCP server project: it uses the official MCP SDK from its package manager \
-                 (requirements.txt, package.json), and carries no CLAT SDK to update",
-                dir.display()
-            )));
-        }
-        crate::authoring::sdk::update(dir, language, force)
+        let carries_none = match manifest.kind {
+            PackageKind::Wasm => return crate::authoring::sdk::update(dir, language, force),
+            PackageKind::McpStdio => {
+                "an MCP server project: it uses the official MCP SDK from its package manager (requirements.txt, \
+                 package.json)"
+            }
+            PackageKind::Component => "a plain component project: its bindings come from its own WIT (wit/)",
+        };
+        Err(AuthoringError::Unsupported(format!(
+            "{} is {carries_none}, and carries no CLAT SDK to update",
+            dir.display()
+        )))
     }
 
     /// Whether `dir` is a plugin project (it has a `Cargo.toml`, `package.json` or `pyproject.toml`), not a package.
