@@ -270,6 +270,32 @@ mod tests {
     }
 
     #[test]
+    fn a_plain_component_gets_wasi_0_2_and_every_other_import_is_named() {
+        let own = "example:calculator/math@0.1.0";
+        let ok = interfaces(&["wasi:io/streams@0.2.6", "wasi:clocks/wall-clock@0.2.6"], &[own]);
+        assert_eq!(check_plain_interfaces(&ok, false), Ok(()));
+        let foreign = interfaces(
+            &[
+                "wasi:io/streams@0.2.6",
+                "example:host/logger@0.1.0",
+                "artec:clat/host-services@0.1.1",
+                "wasi:http/types@0.2.6",
+            ],
+            &[own],
+        );
+        let err = check_plain_interfaces(&foreign, false).unwrap_err();
+        let listed = ["example:host/logger@0.1.0", "artec:clat/host-services@0.1.1", "wasi:http/types@0.2.6"];
+        assert_eq!(err, ImportProblem::UnlinkedPlain { imports: listed.map(String::from).to_vec() }, "every one named");
+        let with_grant = check_plain_interfaces(&foreign, true).unwrap_err();
+        assert_eq!(
+            with_grant,
+            ImportProblem::UnlinkedPlain { imports: listed[..2].iter().map(|s| s.to_string()).collect() }
+        );
+        let contract = interfaces(&[], &["artec:clat/plugin@0.1.1"]);
+        assert_eq!(check_plain_interfaces(&contract, false), Err(ImportProblem::ContractAsPlain));
+    }
+
+    #[test]
     fn bytes_that_are_not_a_component_say_so() {
         assert!(matches!(read_interfaces(b"\0asm not really"), Err(ImportProblem::NotAComponent(_))));
         assert_eq!(read_interfaces(b"\0asm\x01\0\0\0"), Err(ImportProblem::CoreModule));

@@ -24,7 +24,6 @@ use crate::redact::OutputTail;
 use crate::registry::Registry;
 use crate::services::HostServices;
 use crate::supply::capabilities::{Capabilities, ToolUses};
-
 use crate::sync::{Unpoisoned, UnpoisonedRw};
 
 /// How one plugin is set up beyond its component: its memory cap, what its
