@@ -2,7 +2,8 @@
 //! authors write them (their own WIT; wit-bindgen, componentize-js,
 //! componentize-py; no CLAT contract), built from source with the pinned
 //! toolchains, installed from a directory, from a
-//! bare `.wasm` and from a loopback OCI registry; listed with the schemas
+//! bare `.wasm` and from a loopback OCI registry (pushed by clat with their
+//! WIT, or as `wkg` publishes a component, with no manifest); listed with the schemas
 //! derived from their WIT types; called through `clat call` and through `clat
 //! serve` by the official Python SDK's client; denied and approved by the
 //! pipeline like any tool; refused at install when they import what CLAT does
@@ -477,7 +478,47 @@ fn plain_components_install_from_an_oci_registry() {
         call(&env, "ask", "wasm_calculator_add", json!({ "a": 20, "b": 22 })).1["structuredContent"]["result"],
         42
     );
-    assert_eq!(tools(&env)["wasm_calculator_check"]["effect"], "write", "the manifest travels with it");
+    let tools = tools(&env);
+    assert_eq!(tools["wasm_calculator_check"]["effect"], "write", "the manifest travels with it");
+    assert_eq!(
+        tools["wasm_calculator_add"]["description"], "Add two whole numbers.\n\nadd(a: s32, b: s32) -> s32",
+        "and its WIT, for the docs"
+    );
+    assert!(tools["wasm_calculator_greet"]["description"].as_str().unwrap().starts_with("Say hello to someone"));
+}
+
+/// Publish `component` as `wkg oci push` does: the Wasm config and the component as its one layer, no manifest.
+fn push_as_wkg(reference: &str, component: Vec<u8>) {
+    use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
+    use sha2::Digest;
+    let reference: oci_client::Reference = reference.strip_prefix("oci://").unwrap().parse().unwrap();
+    let client = oci_client::Client::new(ClientConfig { protocol: ClientProtocol::Http, ..ClientConfig::default() });
+    let digest: String = sha2::Sha256::digest(&component).iter().map(|b| format!("{b:02x}")).collect();
+    let config = json!({ "architecture": "wasm", "os": "wasip2", "layerDigests": [format!("sha256:{digest}")] });
+    let config = Config::new(config.to_string().into_bytes(), "application/vnd.wasm.config.v0+json".into(), None);
+    let layers = [ImageLayer::new(component, "application/wasm".into(), None)];
+    let anonymous = oci_client::secrets::RegistryAuth::Anonymous;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(client.push(&reference, &layers, config, &anonymous, None)).unwrap();
+}
+
+#[test]
+fn a_component_published_without_a_manifest_installs_from_its_registry_named_after_its_repository() {
+    let registry = OciRegistry::start();
+    let env = TestEnv::trusted();
+    let tag = registry.reference("someone/calc:1.0.0");
+    push_as_wkg(&tag, std::fs::read(guests::CALCULATOR_WASM).unwrap());
+    let installed = install(&env, &tag);
+    assert_eq!((installed["installed"].as_str(), installed["kind"].as_str()), (Some("calc"), Some("component")));
+    assert_eq!(installed["source"]["oci"], json!(tag), "{installed}");
+    assert_eq!(call(&env, "ask", "wasm_calc_add", json!({ "a": 20, "b": 22 })).1["structuredContent"]["result"], 42);
+    assert_eq!(
+        tools(&env)["wasm_calc_add"]["description"],
+        "add(a: s32, b: s32) -> s32 (a function of the component calc)",
+        "no WIT came with it: described by its signature"
+    );
+    let update = json_of(&env.clat(&["plugin", "update", "calc", "--json"]));
+    assert_eq!(update["updated"], false, "the same repository, the same bare plugin: {update}");
 }
 
 fn python() -> PathBuf {

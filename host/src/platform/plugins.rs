@@ -160,7 +160,7 @@ impl Plugins<'_> {
     pub fn install(&self, dir: &Path, request: &InstallRequest) -> Result<InstalledPlugin, PluginAdminError> {
         match bare_component(dir)? {
             Some(component) => {
-                let package = bare_component_package(&component)?;
+                let package = bare_component_package(&component, &component.display().to_string())?;
                 self.install_from(package.path(), None, Some(&component), request)
             }
             None => self.install_from(dir, None, None, request),
@@ -229,18 +229,28 @@ impl Plugins<'_> {
     ) -> Result<InstalledPlugin, PluginAdminError> {
         let staging = Staging(std::env::temp_dir().join(format!("clat-pull-{}", uuid::Uuid::new_v4().simple())));
         let pulled = crate::supply::oci::pull(reference, &staging.0).await?;
+        // Published with no manifest (as `wkg` publishes a component): described by its bytes, as a bare file is.
+        let bare = match &pulled.manifest {
+            Some(_) => None,
+            None => Some(bare_component_package(&pulled.component, &record.text)?),
+        };
+        let dir = bare.as_ref().map_or(pulled.dir.as_path(), |package| package.path());
+        let name = match pulled.manifest {
+            Some(manifest) => manifest.name,
+            None => read_manifest(dir)?.name,
+        };
         if let Some(plugin) = plugin
-            && pulled.manifest.name != plugin
+            && name != plugin
         {
             return Err(PluginAdminError::NotThisPlugin(format!(
-                "{} now names plugin {:?}, not {plugin:?}: nothing was installed (`clat plugin install {}` installs it \
-                 beside {plugin})",
-                record.text, pulled.manifest.name, record.text
+                "{} now names plugin {name:?}, not {plugin:?}: nothing was installed (`clat plugin install {}` \
+                 installs it beside {plugin})",
+                record.text, record.text
             )));
         }
         let digest = pulled.pinned.reference.digest().unwrap_or_default().to_string();
         let source = PackageSource { oci: record.text.clone(), digest };
-        self.install_from(&pulled.dir, Some(source), None, request)
+        self.install_from(dir, Some(source), None, request)
     }
 
     /// Resolve the tag the plugin `name` was installed from again.
@@ -505,11 +515,11 @@ fn bare_component(path: &Path) -> Result<Option<PathBuf>, PluginAdminError> {
     }
 }
 
-/// A package made for a component that came with no manifest: the component, the WIT beside it (its `wit/`, for
-/// its functions' docs) and a manifest of what its bytes say — named after its file, version 0.0.0, `kind =
-/// "wasm"` when it exports CLAT's contract and `"component"` otherwise, no capabilities (a component that needs a
-/// grant comes with a manifest that asks for it).
-fn bare_component_package(component: &Path) -> Result<tempfile::TempDir, PluginAdminError> {
+/// A package made for a component that came with no manifest (from `origin`: its path or registry reference): the
+/// component, the WIT beside it (its `wit/`, for its functions' docs) and a manifest of what its bytes say — named
+/// after its file, version 0.0.0, `kind = "wasm"` when it exports CLAT's contract and `"component"` otherwise, no
+/// capabilities (a component that needs a grant comes with a manifest that asks for it).
+fn bare_component_package(component: &Path, origin: &str) -> Result<tempfile::TempDir, PluginAdminError> {
     let unreadable = |e: std::io::Error| PluginAdminError::Unreadable(format!("{}: {e}", component.display()));
     let stem = component.file_stem().map(|s| s.to_string_lossy().to_lowercase()).unwrap_or_default();
     let name: String = stem.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '-' }).collect();
@@ -540,7 +550,7 @@ fn bare_component_package(component: &Path) -> Result<tempfile::TempDir, PluginA
     let manifest = format!(
         "name = {name:?}\nversion = \"0.0.0\"\nkind = \"{}\"\nentry = {entry:?}\ndescription = {:?}\n",
         kind.as_str(),
-        format!("{} (installed without a manifest)", component.display())
+        format!("{origin} (installed without a manifest)")
     );
     let write = |rel: &str, contents: &[u8]| {
         std::fs::write(package.path().join(rel), contents)

@@ -2,10 +2,13 @@
 //! publishes a WASM plugin package in the Wasm OCI artifact layout that `wkg`
 //! and Wassette use — a config of media type `application/vnd.wasm.config.v0+json`
 //! (architecture `wasm`, os `wasip2`, the layer digests and the component's
-//! imports and exports), the component as an `application/wasm` layer and
-//! `clat-plugin.toml` as a layer of its own media type — and `pull` fetches one
-//! into a package directory that `clat plugin install` then installs as any
-//! other, with the registry reference and the manifest digest it came from.
+//! imports and exports), the component as an `application/wasm` layer,
+//! `clat-plugin.toml` as a layer of its own media type and, for a plain
+//! component, its `wit/` as one binary WIT package (its functions' docs) — and
+//! `pull` fetches one into a package directory that `clat plugin install` then
+//! installs as any other, with the registry reference and the manifest digest
+//! it came from. An artifact with no manifest layer (a component `wkg`
+//! published) is pulled as a bare component, named after its repository.
 //!
 //! The `oci-client` crate speaks the protocol: references, the token
 //! handshake, pushing. The two downloads of a pull — the manifest and each
@@ -38,7 +41,8 @@ use crate::limits::{
     OCI_REDIRECTS_MAX,
 };
 use crate::supply::download::{BodyError, bounded_body, error_chain};
-use crate::supply::packages::{MANIFEST, Manifest};
+use crate::supply::packages::{MANIFEST, Manifest, PackageKind};
+use crate::wasm::plain::WIT_DIR;
 
 /// The scheme of a plugin's registry reference.
 pub use crate::supply::packages::OCI_SCHEME;
@@ -48,6 +52,10 @@ pub const WASM_CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
 pub const WASM_LAYER_MEDIA_TYPE: &str = "application/wasm";
 /// The media type of the layer holding `clat-plugin.toml`.
 pub const PLUGIN_MANIFEST_MEDIA_TYPE: &str = "application/vnd.artec.clat.plugin.manifest.v1+toml";
+/// The media type of the layer holding a plain component's `wit/`, as one binary WIT package.
+pub const PLUGIN_WIT_MEDIA_TYPE: &str = "application/vnd.artec.clat.plugin.wit.v1+wasm";
+/// The title of the WIT layer (`org.opencontainers.image.title`).
+const WIT_LAYER_FILE: &str = "wit.wasm";
 /// The manifest media types a pull accepts.
 const MANIFEST_MEDIA_TYPES: [&str; 2] =
     ["application/vnd.oci.image.manifest.v1+json", "application/vnd.docker.distribution.manifest.v2+json"];
@@ -203,10 +211,14 @@ pub async fn push(dir: &Path, reference: &OciReference) -> Result<Pushed, OciErr
         "component": { "imports": interfaces.imports, "exports": interfaces.exports },
     });
     let title = |file: &str| Some(BTreeMap::from([("org.opencontainers.image.title".to_string(), file.to_string())]));
-    let layers = vec![
+    let mut layers = vec![
         ImageLayer::new(component, WASM_LAYER_MEDIA_TYPE.to_string(), title(&manifest.entry)),
         ImageLayer::new(toml, PLUGIN_MANIFEST_MEDIA_TYPE.to_string(), title(MANIFEST)),
     ];
+    if manifest.kind == PackageKind::Component {
+        let wit = crate::wasm::plain::encode_wit(dir).map_err(|e| package(format!("its {WIT_DIR}/: {e}")))?;
+        layers.extend(wit.map(|wit| ImageLayer::new(wit, PLUGIN_WIT_MEDIA_TYPE.to_string(), title(WIT_LAYER_FILE))));
+    }
     let config = Config::new(serde_json::to_vec(&config).expect("JSON"), WASM_CONFIG_MEDIA_TYPE.to_string(), None);
     let annotations = BTreeMap::from([
         ("org.opencontainers.image.title".to_string(), manifest.name.clone()),
@@ -257,7 +269,11 @@ fn check_entry_name(manifest: &Manifest) -> Result<(), String> {
 pub struct Pulled {
     /// The package directory (inside the caller's temporary directory).
     pub dir: PathBuf,
-    pub manifest: Manifest,
+    /// Its manifest; `None` for an artifact published with none, whose directory holds the component alone
+    /// (`component`), named after the repository, and the WIT it came with.
+    pub manifest: Option<Manifest>,
+    /// The component's file in `dir`.
+    pub component: PathBuf,
     /// The reference pinned to the manifest's digest.
     pub pinned: OciReference,
 }
@@ -276,34 +292,63 @@ pub async fn pull(reference: &OciReference, into: &Path) -> Result<Pulled, OciEr
                 image.config.media_type
             )));
         }
-        let layer = |media_type: &str| {
-            let mut found = image.layers.iter().filter(|l| l.media_type == media_type);
+        let layers = |media_type: &str| {
+            let mut found = image.layers.iter().filter(move |l| l.media_type == media_type);
             match (found.next(), found.next()) {
-                (Some(layer), None) => Ok(layer),
-                (None, _) => Err(refused(format!("it has no {media_type} layer"))),
-                (Some(_), Some(_)) => Err(refused(format!("it has more than one {media_type} layer"))),
+                (_, Some(_)) => Err(refused(format!("it has more than one {media_type} layer"))),
+                (one, None) => Ok(one),
             }
         };
-        let (component_layer, manifest_layer) = (layer(WASM_LAYER_MEDIA_TYPE)?, layer(PLUGIN_MANIFEST_MEDIA_TYPE)?);
+        let component_layer = layers(WASM_LAYER_MEDIA_TYPE)?
+            .ok_or_else(|| refused(format!("it has no {WASM_LAYER_MEDIA_TYPE} layer")))?;
+        let (manifest_layer, wit_layer) = (layers(PLUGIN_MANIFEST_MEDIA_TYPE)?, layers(PLUGIN_WIT_MEDIA_TYPE)?);
         let fetch = Fetch { pinned: pinned.clone(), ..fetch };
-        let toml = fetch.blob(&manifest_layer.digest, manifest_layer.size).await?;
-        let toml = String::from_utf8(toml).map_err(|_| refused(format!("its {MANIFEST} is not UTF-8")))?;
         let dir = into.join("package");
         std::fs::create_dir_all(&dir).map_err(|e| refused(format!("cannot create {}: {e}", dir.display())))?;
-        let manifest = crate::supply::packages::parse_manifest(&dir.join(MANIFEST), &toml)
-            .map_err(|e| refused(format!("its {MANIFEST} is not a plugin manifest: {e}")))?;
-        if !manifest.kind.is_wasm() {
-            return Err(refused(format!("its {MANIFEST} says kind {}, not wasm or component", manifest.kind.as_str())));
-        }
-        check_entry_name(&manifest).map_err(refused)?;
+        let manifest = match manifest_layer {
+            Some(layer) => {
+                let toml = fetch.blob(&layer.digest, layer.size).await?;
+                let toml = String::from_utf8(toml).map_err(|_| refused(format!("its {MANIFEST} is not UTF-8")))?;
+                let manifest = crate::supply::packages::parse_manifest(&dir.join(MANIFEST), &toml)
+                    .map_err(|e| refused(format!("its {MANIFEST} is not a plugin manifest: {e}")))?;
+                if !manifest.kind.is_wasm() {
+                    let kind = manifest.kind.as_str();
+                    return Err(refused(format!("its {MANIFEST} says kind {kind}, not wasm or component")));
+                }
+                check_entry_name(&manifest).map_err(refused)?;
+                std::fs::write(dir.join(MANIFEST), toml.as_bytes())
+                    .map_err(|e| refused(format!("cannot write the package: {e}")))?;
+                Some(manifest)
+            }
+            None => None,
+        };
+        let entry = match &manifest {
+            Some(manifest) => manifest.entry.clone(),
+            None => format!("{}.wasm", bare_component_name(reference)),
+        };
         let component = fetch.blob(&component_layer.digest, component_layer.size).await?;
-        std::fs::write(dir.join(MANIFEST), toml.as_bytes())
-            .and_then(|()| std::fs::write(dir.join(&manifest.entry), &component))
-            .map_err(|e| refused(format!("cannot write the package: {e}")))?;
-        Ok(Pulled { dir, manifest, pinned })
+        let component_path = dir.join(entry);
+        std::fs::write(&component_path, &component).map_err(|e| refused(format!("cannot write the package: {e}")))?;
+        if let Some(layer) = wit_layer {
+            let declared = u64::try_from(layer.size).unwrap_or(u64::MAX);
+            crate::wasm::plain::check_wit_bytes(declared, "its WIT layer").map_err(refused)?;
+            let wit = fetch.blob(&layer.digest, layer.size).await?;
+            crate::wasm::plain::write_wit(&wit, &dir).map_err(|e| refused(format!("its WIT layer: {e}")))?;
+        }
+        Ok(Pulled { dir, manifest, component: component_path, pinned })
     })
     .await;
     pulled.unwrap_or_else(|_| Err(refused(format!("the pull took longer than {} s", OCI_PULL_TIMEOUT.as_secs()))))
+}
+
+/// The file name a component published with no manifest is pulled under: its repository's last segment, in the
+/// letters a plugin name takes (`oci://ghcr.io/someone/time:1` → `time`).
+fn bare_component_name(reference: &OciReference) -> String {
+    let repository = reference.reference.repository();
+    let last = repository.rsplit('/').next().unwrap_or(repository);
+    let name: String = last.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '-' }).collect();
+    let name = name.trim_matches('-');
+    if name.is_empty() { "component".to_string() } else { name.to_string() }
 }
 
 /// The HTTP client of one pull or push: within the registry's host a redirect

@@ -22,7 +22,7 @@ use wasmtime::component::types::{ComponentFunc, ComponentItem, Type};
 use wasmtime::component::{Component, ComponentExportIndex, Instance, Val};
 use wasmtime::{Engine, Store};
 
-pub use docs::{FunctionDocs, WIT_DIR, copy_wit};
+pub use docs::{FunctionDocs, WIT_DIR, check_wit_bytes, copy_wit, encode_wit, write_wit};
 
 use crate::contract::{ContentBlock, Effect, ToolOutput, ToolSpec};
 use crate::policy::effects::annotations_for_effect;
