@@ -224,14 +224,20 @@ fn the_pipeline_denies_and_allows_a_plain_components_tools_by_their_effect() {
     assert_eq!(code, 0, "{answer}");
 }
 
-#[test]
-fn a_kept_approval_does_not_carry_over_to_a_new_artifact_with_changed_definitions() {
-    let env = TestEnv::trusted();
-    let package = env.dir.path().join("calculator");
+/// A copy of the calculator's package (manifest, component, WIT) in the directory `dir` of the test.
+fn calculator_copy(env: &TestEnv, dir: &str) -> PathBuf {
+    let package = env.dir.path().join(dir);
     std::fs::create_dir_all(package.join("wit")).unwrap();
     for file in ["clat-plugin.toml", "calculator.wasm", "wit/calculator.wit"] {
         std::fs::copy(Path::new(guests::CALCULATOR_PACKAGE).join(file), package.join(file)).unwrap();
     }
+    package
+}
+
+#[test]
+fn a_kept_approval_does_not_carry_over_to_a_new_artifact_with_changed_definitions() {
+    let env = TestEnv::trusted();
+    let package = calculator_copy(&env, "calculator");
     install(&env, package.to_str().unwrap());
     let check = json!({ "value": 1, "limit": 2, "strict": false });
     let allow = env.clat(&["approvals", "allow", "wasm_calculator_check"]);
@@ -303,6 +309,22 @@ fn a_plain_component_reaches_the_network_only_within_its_grant() {
 }
 
 #[test]
+fn a_manifest_raises_a_functions_effect_but_never_below_what_its_grant_implies() {
+    let env = TestEnv::trusted();
+    let package = env.dir.path().join("web-fetch");
+    std::fs::create_dir_all(&package).unwrap();
+    std::fs::copy(Path::new(guests::WEB_FETCH_PACKAGE).join("web_fetch.wasm"), package.join("web_fetch.wasm")).unwrap();
+    let manifest = std::fs::read_to_string(Path::new(guests::WEB_FETCH_PACKAGE).join("clat-plugin.toml")).unwrap();
+    let manifest = manifest.replace("uses = [\"http\"]", "uses = [\"http\"]\neffect = \"external-read\"")
+        + "\n[tools.length]\neffect = \"destructive\"\n";
+    std::fs::write(package.join("clat-plugin.toml"), manifest).unwrap();
+    assert!(env.clat(&["plugin", "install", package.to_str().unwrap(), "--grant"]).status.success());
+    let tools = tools(&env);
+    assert_eq!(tools["wasm_web_fetch_get"]["effect"], "network", "it uses the http grant: not lowered");
+    assert_eq!(tools["wasm_web_fetch_length"]["effect"], "destructive", "raised as the manifest says");
+}
+
+#[test]
 fn a_component_importing_what_clat_does_not_give_is_refused_at_install() {
     let env = TestEnv::trusted();
     let out = env.clat(&["plugin", "install", guests::HOST_LOGGER_PACKAGE]);
@@ -367,11 +389,7 @@ fn a_component_with_no_manifest_installs_from_its_file_or_its_directory() {
 #[test]
 fn a_packages_wit_past_its_bound_gives_no_descriptions_and_says_why() {
     let env = TestEnv::trusted();
-    let package = env.dir.path().join("calculator-big-wit");
-    std::fs::create_dir_all(package.join("wit")).unwrap();
-    for file in ["clat-plugin.toml", "calculator.wasm", "wit/calculator.wit"] {
-        std::fs::copy(Path::new(guests::CALCULATOR_PACKAGE).join(file), package.join(file)).unwrap();
-    }
+    let package = calculator_copy(&env, "calculator-big-wit");
     std::fs::write(package.join("wit/big.wit"), format!("// {}\n", "x".repeat(PLAIN_WIT_MAX_BYTES as usize))).unwrap();
     install(&env, package.to_str().unwrap());
     let tools = tools(&env);

@@ -83,6 +83,10 @@ fn manifests_are_checked_with_clear_errors() {
             "memory_mb",
         ),
         ("name = \"h\"\nversion = \"1\"\nkind = [\n", "clat-plugin.toml"),
+        (
+            "name = \"h\"\nversion = \"1\"\nkind = \"wasm\"\nentry = \"hello.wasm\"\n[tools.greet]\neffect = \"write\"\n",
+            "description and effect are a plain component's",
+        ),
     ];
     for (text, expected) in cases {
         write_manifest(&dir, text);
